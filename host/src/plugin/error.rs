@@ -1,0 +1,95 @@
+//! Errors of the plugin runtime, and how a failed call is classified.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Why a plugin could not be loaded or a call into it failed.
+///
+/// The cases separate what the host does next: [`PluginError::Document`]
+/// fails one document and the run goes on; [`PluginError::Trap`] does the same
+/// but the instance is replaced; the others stop the run.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    /// The plugin reported that the current document (or batch) failed.
+    #[error("plugin `{plugin}` failed the document: {message}")]
+    Document { plugin: String, message: String },
+
+    /// The plugin reported that it cannot go on.
+    #[error("plugin `{plugin}` reported a fatal error: {message}")]
+    Fatal { plugin: String, message: String },
+
+    /// The plugin's instance trapped (panic, deadline, memory cap, ...). The
+    /// instance was discarded; the next call gets a fresh one.
+    #[error("plugin `{plugin}` {cause}")]
+    Trap { plugin: String, cause: TrapCause },
+
+    /// The component file could not be read or compiled.
+    #[error("cannot load plugin `{plugin}` from {}: {message}", path.display())]
+    Load {
+        plugin: String,
+        path: PathBuf,
+        message: String,
+    },
+
+    /// The component does not fit the world its kind requires, or its grants
+    /// cannot be set up (for example a granted directory is missing).
+    #[error("cannot instantiate plugin `{plugin}`: {message}")]
+    Instantiate { plugin: String, message: String },
+}
+
+impl PluginError {
+    /// The plugin the error is about.
+    pub fn plugin(&self) -> &str {
+        match self {
+            Self::Document { plugin, .. }
+            | Self::Fatal { plugin, .. }
+            | Self::Trap { plugin, .. }
+            | Self::Load { plugin, .. }
+            | Self::Instantiate { plugin, .. } => plugin,
+        }
+    }
+
+    /// Whether only the current document fails and the run may go on.
+    pub fn is_document_error(&self) -> bool {
+        matches!(self, Self::Document { .. } | Self::Trap { .. })
+    }
+
+    /// A short, bounded label for metrics (never a message or an id).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Document { .. } => "document",
+            Self::Fatal { .. } => "fatal",
+            Self::Trap { cause, .. } => cause.kind(),
+            Self::Load { .. } => "load",
+            Self::Instantiate { .. } => "instantiate",
+        }
+    }
+}
+
+/// What made an instance trap.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TrapCause {
+    /// The call ran past its deadline and was interrupted.
+    #[error("exceeded its call deadline of {0:?} and was interrupted")]
+    Deadline(Duration),
+    /// The instance tried to grow its memory past its cap.
+    #[error("exceeded its memory limit of {limit_mib} MiB (tried to grow to {wanted_bytes} bytes)")]
+    MemoryLimit { limit_mib: u64, wanted_bytes: usize },
+    /// The guest panicked or aborted; the message is what it printed last.
+    #[error("panicked: {0}")]
+    Panic(String),
+    /// Any other trap (out-of-bounds access, stack overflow, invalid handle, ...).
+    #[error("trapped: {0}")]
+    Other(String),
+}
+
+impl TrapCause {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Deadline(_) => "deadline",
+            Self::MemoryLimit { .. } => "memory_limit",
+            Self::Panic(_) => "panic",
+            Self::Other(_) => "trap",
+        }
+    }
+}

@@ -1,0 +1,501 @@
+//! What a plugin instance can call: the store data behind every instance and
+//! the host side of the `log`, `document` and `publishing` interfaces.
+
+use std::collections::VecDeque;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use serde_json::Value as Json;
+use wasmtime::component::{Resource, ResourceTable};
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
+
+use super::bindings::{FieldError, Level, UpdateMode, Value};
+use super::bindings::{connector, stage};
+use super::spec::HttpAllow;
+use crate::document::{self, Document};
+
+/// Where a connector's published documents go. The host's publisher
+/// implements it; `publish` blocks while the pipeline is full.
+pub trait PublishSink: Send {
+    /// Accept `doc`, or refuse it with a message the connector will see.
+    fn publish(&mut self, doc: Document) -> Result<(), String>;
+}
+
+/// The host object behind a connector's `publisher` handle.
+pub struct Publisher {
+    sink: Box<dyn PublishSink>,
+    run_id: String,
+}
+
+impl Publisher {
+    pub(crate) fn new(sink: Box<dyn PublishSink>, run_id: String) -> Self {
+        Self { sink, run_id }
+    }
+}
+
+/// The data of one plugin instance's `Store`.
+pub(crate) struct PluginState {
+    pub(crate) plugin: Arc<str>,
+    pub(crate) table: ResourceTable,
+    pub(crate) wasi: WasiCtx,
+    pub(crate) http: WasiHttpCtx,
+    pub(crate) http_policy: HttpPolicy,
+    pub(crate) limiter: MemoryLimiter,
+    pub(crate) stderr: GuestOutput,
+}
+
+impl WasiView for PluginState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for PluginState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_policy,
+        }
+    }
+}
+
+/// Outgoing HTTP is refused unless the destination is allow-listed.
+pub(crate) struct HttpPolicy {
+    pub(crate) plugin: Arc<str>,
+    pub(crate) allow: Arc<[HttpAllow]>,
+}
+
+impl WasiHttpHooks for HttpPolicy {
+    fn send_request(
+        &mut self,
+        request: http::Request<wasmtime_wasi_http::WasiBody>,
+        options: Option<wasmtime_wasi_http::RequestOptions>,
+        fut: Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+    ) -> Box<
+        dyn Future<
+                Output = Result<
+                    (
+                        http::Response<wasmtime_wasi_http::WasiBody>,
+                        Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+                    ),
+                    wasmtime_wasi_http::Error,
+                >,
+            > + Send,
+    > {
+        let uri = request.uri();
+        let host = uri.host().unwrap_or_default();
+        let https = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        if self.allow.iter().any(|a| a.allows(host, port)) {
+            tracing::debug!(plugin = %self.plugin, %host, port, "outgoing HTTP allowed");
+            let default_hooks = wasmtime_wasi_http::default_hooks();
+            return default_hooks.send_request(request, options, fut);
+        }
+        tracing::warn!(plugin = %self.plugin, %host, port, "outgoing HTTP denied: host not granted");
+        Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) })
+    }
+}
+
+/// Caps an instance's linear memory and remembers when the cap was hit, so a
+/// trap can be reported as a memory-limit error rather than a bare abort.
+pub(crate) struct MemoryLimiter {
+    pub(crate) limit_bytes: usize,
+    pub(crate) refused_growth: Option<usize>,
+}
+
+impl wasmtime::ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.limit_bytes {
+            self.refused_growth = Some(desired);
+            return Err(wasmtime::Error::msg(format!(
+                "memory limit of {} bytes exceeded",
+                self.limit_bytes
+            )));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // Tables hold function references; a million entries is far beyond
+        // any real plugin and bounds what a hostile one can take.
+        Ok(desired <= 1_000_000)
+    }
+}
+
+/// A guest's stdout or stderr: each line goes to the host log with the
+/// plugin's name, and the last few lines of stderr are kept so that a panic
+/// can be reported with the message the guest printed.
+#[derive(Clone)]
+pub(crate) struct GuestOutput {
+    inner: Arc<Mutex<OutputState>>,
+}
+
+struct OutputState {
+    plugin: Arc<str>,
+    stream: &'static str,
+    partial: Vec<u8>,
+    recent: VecDeque<String>,
+}
+
+/// How many recent lines a [`GuestOutput`] keeps, and how long one may be.
+const RECENT_LINES: usize = 8;
+const MAX_LINE_BYTES: usize = 4096;
+
+impl GuestOutput {
+    pub(crate) fn new(plugin: Arc<str>, stream: &'static str) -> Self {
+        Self {
+            inner: Arc::new(Mutex::new(OutputState {
+                plugin,
+                stream,
+                partial: Vec::new(),
+                recent: VecDeque::new(),
+            })),
+        }
+    }
+
+    /// The last lines written, oldest first, including an unfinished one.
+    pub(crate) fn recent(&self) -> Vec<String> {
+        let state = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut lines: Vec<String> = state.recent.iter().cloned().collect();
+        if !state.partial.is_empty() {
+            lines.push(String::from_utf8_lossy(&state.partial).into_owned());
+        }
+        lines
+    }
+
+    fn write(&self, bytes: &[u8]) {
+        let mut state = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        for &b in bytes {
+            if b == b'\n' {
+                state.finish_line();
+            } else if state.partial.len() < MAX_LINE_BYTES {
+                state.partial.push(b);
+            }
+        }
+    }
+}
+
+impl OutputState {
+    fn finish_line(&mut self) {
+        let line = String::from_utf8_lossy(&self.partial).into_owned();
+        self.partial.clear();
+        tracing::info!(plugin = %self.plugin, stream = self.stream, "{line}");
+        if self.recent.len() == RECENT_LINES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(line);
+    }
+}
+
+impl IsTerminal for GuestOutput {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for GuestOutput {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+impl tokio::io::AsyncWrite for GuestOutput {
+    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.write(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+// ---- log ----
+
+impl stage::weir::plugin::log::Host for PluginState {
+    fn enabled(&mut self, level: Level) -> wasmtime::Result<bool> {
+        Ok(match level {
+            Level::Trace => tracing::enabled!(tracing::Level::TRACE),
+            Level::Debug => tracing::enabled!(tracing::Level::DEBUG),
+            Level::Info => tracing::enabled!(tracing::Level::INFO),
+            Level::Warn => tracing::enabled!(tracing::Level::WARN),
+            Level::Error => tracing::enabled!(tracing::Level::ERROR),
+        })
+    }
+
+    fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+        let plugin = &*self.plugin;
+        match level {
+            Level::Trace => tracing::trace!(plugin, "{message}"),
+            Level::Debug => tracing::debug!(plugin, "{message}"),
+            Level::Info => tracing::info!(plugin, "{message}"),
+            Level::Warn => tracing::warn!(plugin, "{message}"),
+            Level::Error => tracing::error!(plugin, "{message}"),
+        }
+        Ok(())
+    }
+}
+
+impl stage::weir::plugin::types::Host for PluginState {}
+
+// ---- document ----
+
+/// A WIT `value` from a JSON value.
+pub(crate) fn to_wit(value: &Json) -> Value {
+    match value {
+        Json::Null => Value::Null,
+        Json::Bool(b) => Value::Boolean(*b),
+        Json::Number(n) => match n.as_i64() {
+            Some(i) => Value::Integer(i),
+            None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Json::String(s) => Value::Text(s.clone()),
+        other => Value::Json(other.to_string()),
+    }
+}
+
+/// A JSON value from a WIT `value`.
+pub(crate) fn from_wit(value: Value) -> Result<Json, document::FieldError> {
+    Ok(match value {
+        Value::Null => Json::Null,
+        Value::Boolean(b) => Json::Bool(b),
+        Value::Integer(i) => Json::from(i),
+        Value::Float(f) => serde_json::Number::from_f64(f)
+            .map(Json::Number)
+            .ok_or_else(|| document::FieldError::WrongType(format!("{f} is not a JSON number")))?,
+        Value::Text(s) => Json::String(s),
+        Value::Json(text) => serde_json::from_str(&text)
+            .map_err(|e| document::FieldError::InvalidJson(e.to_string()))?,
+    })
+}
+
+fn to_wit_error(error: document::FieldError) -> FieldError {
+    use document::FieldError as E;
+    match error {
+        E::ReservedField(m) => FieldError::ReservedField(m),
+        E::WrongType(m) => FieldError::WrongType(m),
+        E::InvalidPath(m) => FieldError::InvalidPath(m),
+        E::InvalidJson(m) => FieldError::InvalidJson(m),
+        E::TooLarge(m) => FieldError::TooLarge(m),
+    }
+}
+
+fn wit_result<T>(r: Result<T, document::FieldError>) -> Result<T, FieldError> {
+    r.map_err(to_wit_error)
+}
+
+impl PluginState {
+    fn doc(&self, handle: &Resource<Document>) -> wasmtime::Result<&Document> {
+        Ok(self.table.get(handle)?)
+    }
+    fn doc_mut(&mut self, handle: &Resource<Document>) -> wasmtime::Result<&mut Document> {
+        Ok(self.table.get_mut(handle)?)
+    }
+}
+
+type Handle = Resource<Document>;
+type Wasm<T> = wasmtime::Result<T>;
+
+impl stage::weir::plugin::document::Host for PluginState {}
+
+impl stage::weir::plugin::document::HostDocument for PluginState {
+    fn new(&mut self, id: String) -> Wasm<Handle> {
+        Ok(self.table.push(Document::new(id))?)
+    }
+
+    fn from_json(&mut self, json: String) -> Wasm<Result<Handle, FieldError>> {
+        match Document::from_json_str(&json) {
+            Ok(doc) => Ok(Ok(self.table.push(doc)?)),
+            Err(e) => Ok(Err(to_wit_error(e))),
+        }
+    }
+
+    fn id(&mut self, h: Handle) -> Wasm<String> {
+        Ok(self.doc(&h)?.id().to_owned())
+    }
+
+    fn run_id(&mut self, h: Handle) -> Wasm<Option<String>> {
+        Ok(self.doc(&h)?.run_id().map(str::to_owned))
+    }
+
+    fn has(&mut self, h: Handle, name: String) -> Wasm<bool> {
+        Ok(self.doc(&h)?.has(&name))
+    }
+
+    fn field_names(&mut self, h: Handle) -> Wasm<Vec<String>> {
+        Ok(self.doc(&h)?.field_names().map(str::to_owned).collect())
+    }
+
+    fn value_count(&mut self, h: Handle, name: String) -> Wasm<u32> {
+        Ok(u32::try_from(self.doc(&h)?.value_count(&name)).unwrap_or(u32::MAX))
+    }
+
+    fn remove(&mut self, h: Handle, name: String) -> Wasm<Result<bool, FieldError>> {
+        Ok(wit_result(self.doc_mut(&h)?.remove(&name)))
+    }
+
+    fn rename(
+        &mut self,
+        h: Handle,
+        source: String,
+        target: String,
+        mode: UpdateMode,
+    ) -> Wasm<Result<bool, FieldError>> {
+        let mode = match mode {
+            UpdateMode::Overwrite => document::UpdateMode::Overwrite,
+            UpdateMode::Append => document::UpdateMode::Append,
+            UpdateMode::Skip => document::UpdateMode::Skip,
+        };
+        Ok(wit_result(self.doc_mut(&h)?.rename(&source, &target, mode)))
+    }
+
+    fn get(&mut self, h: Handle, name: String) -> Wasm<Option<Value>> {
+        Ok(self.doc(&h)?.get(&name).map(to_wit))
+    }
+
+    fn get_all(&mut self, h: Handle, name: String) -> Wasm<Vec<Value>> {
+        Ok(self.doc(&h)?.get_all(&name).map(to_wit).collect())
+    }
+
+    fn get_string(&mut self, h: Handle, name: String) -> Wasm<Option<String>> {
+        Ok(self.doc(&h)?.get_string(&name))
+    }
+
+    fn get_strings(&mut self, h: Handle, name: String) -> Wasm<Vec<String>> {
+        Ok(self
+            .doc(&h)?
+            .get_all(&name)
+            .filter_map(document::value_as_text)
+            .collect())
+    }
+
+    fn set(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
+        let doc = self.doc_mut(&h)?;
+        Ok(wit_result(from_wit(value).and_then(|v| doc.set(&name, v))))
+    }
+
+    fn set_string(&mut self, h: Handle, name: String, value: String) -> Wasm<Result<(), FieldError>> {
+        Ok(wit_result(self.doc_mut(&h)?.set(&name, Json::String(value))))
+    }
+
+    fn set_all(&mut self, h: Handle, name: String, values: Vec<Value>) -> Wasm<Result<(), FieldError>> {
+        let doc = self.doc_mut(&h)?;
+        let values = values.into_iter().map(from_wit).collect::<Result<Vec<_>, _>>();
+        Ok(wit_result(values.and_then(|v| doc.set_all(&name, v))))
+    }
+
+    fn add(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
+        let doc = self.doc_mut(&h)?;
+        Ok(wit_result(from_wit(value).and_then(|v| doc.add(&name, v))))
+    }
+
+    fn set_or_add(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
+        let doc = self.doc_mut(&h)?;
+        Ok(wit_result(from_wit(value).and_then(|v| doc.set_or_add(&name, v))))
+    }
+
+    fn get_path(&mut self, h: Handle, path: String) -> Wasm<Result<Option<Value>, FieldError>> {
+        Ok(wit_result(self.doc(&h)?.get_path(&path).map(|v| v.map(to_wit))))
+    }
+
+    fn set_path(&mut self, h: Handle, path: String, value: Value) -> Wasm<Result<(), FieldError>> {
+        let doc = self.doc_mut(&h)?;
+        Ok(wit_result(from_wit(value).and_then(|v| doc.set_path(&path, v))))
+    }
+
+    fn remove_path(&mut self, h: Handle, path: String) -> Wasm<Result<bool, FieldError>> {
+        Ok(wit_result(self.doc_mut(&h)?.remove_path(&path)))
+    }
+
+    fn add_child(&mut self, h: Handle, child: Handle) -> Wasm<Result<(), FieldError>> {
+        let child = self.table.delete(child)?;
+        self.doc_mut(&h)?.add_child(child);
+        Ok(Ok(()))
+    }
+
+    fn children(&mut self, h: Handle) -> Wasm<Vec<Handle>> {
+        let children = self.doc(&h)?.children().to_vec();
+        children
+            .into_iter()
+            .map(|c| Ok(self.table.push(c)?))
+            .collect()
+    }
+
+    fn has_children(&mut self, h: Handle) -> Wasm<bool> {
+        Ok(!self.doc(&h)?.children().is_empty())
+    }
+
+    fn set_dropped(&mut self, h: Handle, dropped: bool) -> Wasm<()> {
+        self.doc_mut(&h)?.set_dropped(dropped);
+        Ok(())
+    }
+
+    fn is_dropped(&mut self, h: Handle) -> Wasm<bool> {
+        Ok(self.doc(&h)?.is_dropped())
+    }
+
+    fn set_skip_stages(&mut self, h: Handle, skip: bool) -> Wasm<()> {
+        self.doc_mut(&h)?.set_skip_stages(skip);
+        Ok(())
+    }
+
+    fn skips_stages(&mut self, h: Handle) -> Wasm<bool> {
+        Ok(self.doc(&h)?.skips_stages())
+    }
+
+    fn to_json(&mut self, h: Handle) -> Wasm<String> {
+        Ok(self.doc(&h)?.to_json().to_string())
+    }
+
+    fn load_json(&mut self, h: Handle, json: String) -> Wasm<Result<(), FieldError>> {
+        let parsed = serde_json::from_str(&json)
+            .map_err(|e| document::FieldError::InvalidJson(e.to_string()));
+        let doc = self.doc_mut(&h)?;
+        Ok(wit_result(parsed.and_then(|j| doc.load_json(j))))
+    }
+
+    fn drop(&mut self, h: Handle) -> Wasm<()> {
+        self.table.delete(h)?;
+        Ok(())
+    }
+}
+
+// ---- publishing ----
+
+impl connector::weir::plugin::publishing::Host for PluginState {}
+
+impl connector::weir::plugin::publishing::HostPublisher for PluginState {
+    fn publish(&mut self, h: Resource<Publisher>, doc: Handle) -> Wasm<Result<(), String>> {
+        let mut doc = self.table.delete(doc)?;
+        let publisher = self.table.get_mut(&h)?;
+        if doc.run_id().is_none() {
+            doc.set_run_id(Some(publisher.run_id.clone()));
+        }
+        Ok(publisher.sink.publish(doc))
+    }
+
+    fn drop(&mut self, h: Resource<Publisher>) -> Wasm<()> {
+        self.table.delete(h)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,316 @@
+//! One sandboxed instance of a plugin, whatever its kind: its store (memory
+//! cap, deadline, WASI grants), its replacement after a trap, and the
+//! classification of a failed call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::{Component, InstancePre};
+use wasmtime::{Store, Trap};
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+use super::RuntimeInner;
+use super::error::{PluginError, TrapCause};
+use super::host::{GuestOutput, HttpPolicy, MemoryLimiter, PluginState};
+use super::spec::{HttpAllow, PluginSpec};
+
+/// A compiled plugin with its name and spec, shared by all its instances.
+pub(crate) struct Loaded {
+    runtime: Arc<RuntimeInner>,
+    pub(crate) name: Arc<str>,
+    pub(crate) spec: PluginSpec,
+    component: Component,
+    http_allow: Arc<[HttpAllow]>,
+    /// The plugin's config as JSON text, as handed to `check-config` and `start`.
+    pub(crate) config_json: String,
+}
+
+impl Loaded {
+    pub(crate) fn new(
+        runtime: Arc<RuntimeInner>,
+        name: &str,
+        spec: &PluginSpec,
+    ) -> Result<Self, PluginError> {
+        let http_allow = spec
+            .grants
+            .http
+            .iter()
+            .map(|entry| HttpAllow::parse(entry))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|message| PluginError::Instantiate {
+                plugin: name.to_owned(),
+                message: format!("grants.http: {message}"),
+            })?;
+        let component = runtime
+            .cache
+            .load(&runtime.engine, &spec.path)
+            .map_err(|e| PluginError::Load {
+                plugin: name.to_owned(),
+                path: spec.path.clone(),
+                message: format!("{e:#}"),
+            })?;
+        Ok(Self {
+            runtime,
+            name: Arc::from(name),
+            spec: spec.clone(),
+            component,
+            http_allow: http_allow.into(),
+            config_json: spec.config.to_string(),
+        })
+    }
+
+    /// Link the component against the host, checking its imports.
+    pub(crate) fn instance_pre(&self) -> Result<InstancePre<PluginState>, PluginError> {
+        self.runtime
+            .linker
+            .instantiate_pre(&self.component)
+            .map_err(|e| self.instantiate_error(e))
+    }
+
+    pub(crate) fn instantiate_error(&self, e: impl std::fmt::Display) -> PluginError {
+        PluginError::Instantiate {
+            plugin: self.name.to_string(),
+            message: e.to_string(),
+        }
+    }
+
+    /// A fresh store with this plugin's grants and limits.
+    fn new_store(&self) -> Result<Store<PluginState>, PluginError> {
+        let grants = &self.spec.grants;
+        let stderr = GuestOutput::new(Arc::clone(&self.name), "stderr");
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stdout(GuestOutput::new(Arc::clone(&self.name), "stdout"))
+            .stderr(stderr.clone());
+        for (key, value) in &grants.env {
+            wasi.env(key, value);
+        }
+        for dir in &grants.dirs {
+            let perms = if dir.writable {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
+            wasi.preopened_dir(&dir.host, &dir.guest, perms)
+                .map_err(|e| {
+                    self.instantiate_error(format!(
+                        "granted directory {} cannot be opened: {e:#}",
+                        dir.host.display()
+                    ))
+                })?;
+        }
+        let state = PluginState {
+            plugin: Arc::clone(&self.name),
+            table: Default::default(),
+            wasi: wasi.build(),
+            http: Default::default(),
+            http_policy: HttpPolicy {
+                plugin: Arc::clone(&self.name),
+                allow: Arc::clone(&self.http_allow),
+            },
+            limiter: MemoryLimiter {
+                limit_bytes: self.spec.limits.memory_bytes(),
+                refused_growth: None,
+            },
+            stderr,
+        };
+        let mut store = Store::new(&self.runtime.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store.epoch_deadline_trap();
+        Ok(store)
+    }
+
+    fn deadline_ticks(&self, timeout: Duration) -> u64 {
+        let tick = self.runtime.epoch_tick.as_nanos().max(1);
+        // One extra tick: the current epoch may be about to advance.
+        u64::try_from(timeout.as_nanos().div_ceil(tick) + 1).unwrap_or(u64::MAX)
+    }
+
+    /// Why a call failed, from the error and what the store saw.
+    fn classify(&self, error: wasmtime::Error, store: &Store<PluginState>, timeout: Duration) -> TrapCause {
+        if let Some(wanted_bytes) = store.data().limiter.refused_growth {
+            return TrapCause::MemoryLimit {
+                limit_mib: self.spec.limits.memory_mib,
+                wanted_bytes,
+            };
+        }
+        match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => TrapCause::Deadline(timeout),
+            Some(Trap::UnreachableCodeReached) => {
+                TrapCause::Panic(panic_message(&store.data().stderr.recent()))
+            }
+            Some(Trap::StackOverflow) => TrapCause::Other("stack overflow".into()),
+            _ => TrapCause::Other(format!("{error:#}")),
+        }
+    }
+}
+
+/// The guest's panic message from its last stderr lines, if it printed one.
+fn panic_message(lines: &[String]) -> String {
+    let start = lines.iter().rposition(|l| l.contains("panicked at"));
+    let message: Vec<&str> = match start {
+        Some(i) => lines[i..]
+            .iter()
+            .map(String::as_str)
+            .filter(|l| !l.starts_with("note:"))
+            .collect(),
+        None => Vec::new(),
+    };
+    if message.is_empty() {
+        "the guest aborted (unreachable instruction) without a panic message".into()
+    } else {
+        message.join(" ")
+    }
+}
+
+/// The bindings of one world, instantiated into a store.
+pub(crate) trait World: Sized + Send {
+    /// Pre-linked form, shared across instantiations.
+    type Pre: Clone + Send + Sync;
+    fn pre(pre: InstancePre<PluginState>) -> wasmtime::Result<Self::Pre>;
+    fn instantiate(pre: &Self::Pre, store: &mut Store<PluginState>) -> wasmtime::Result<Self>;
+}
+
+/// A plugin of world `W`, ready to instantiate.
+pub(crate) struct Prepared<W: World> {
+    pub(crate) loaded: Arc<Loaded>,
+    pre: W::Pre,
+}
+
+impl<W: World> Clone for Prepared<W> {
+    fn clone(&self) -> Self {
+        Self {
+            loaded: Arc::clone(&self.loaded),
+            pre: self.pre.clone(),
+        }
+    }
+}
+
+impl<W: World> Prepared<W> {
+    pub(crate) fn new(loaded: Loaded) -> Result<Self, PluginError> {
+        let pre = W::pre(loaded.instance_pre()?).map_err(|e| {
+            loaded.instantiate_error(format!(
+                "the component does not export what its plugin kind requires: {e:#}"
+            ))
+        })?;
+        Ok(Self {
+            loaded: Arc::new(loaded),
+            pre,
+        })
+    }
+
+    /// A new instance in a new store.
+    pub(crate) fn instantiate(&self) -> Result<Live<W>, PluginError> {
+        let mut store = self.loaded.new_store()?;
+        let timeout = self.loaded.spec.limits.call_timeout;
+        store.set_epoch_deadline(self.loaded.deadline_ticks(timeout));
+        match W::instantiate(&self.pre, &mut store) {
+            Ok(bindings) => Ok(Live { store, bindings }),
+            Err(e) => {
+                let cause = self.loaded.classify(e, &store, timeout);
+                Err(self
+                    .loaded
+                    .instantiate_error(format!("its start-up code failed: {cause}")))
+            }
+        }
+    }
+}
+
+/// A live instance: a store and the bindings instantiated in it.
+pub(crate) struct Live<W> {
+    pub(crate) store: Store<PluginState>,
+    pub(crate) bindings: W,
+}
+
+/// A replaceable instance: it is dropped when a call traps and made afresh
+/// (including the kind's start-up call) on the next use.
+pub(crate) struct Instance<W: World> {
+    prepared: Prepared<W>,
+    live: Option<Live<W>>,
+    start: fn(&mut Live<W>, &Loaded) -> Result<(), PluginError>,
+    /// How many times this instance was replaced after a trap.
+    pub(crate) restarts: u64,
+}
+
+impl<W: World> Instance<W> {
+    /// Instantiate and run `start` once; its error is returned as is.
+    pub(crate) fn start(
+        prepared: Prepared<W>,
+        start: fn(&mut Live<W>, &Loaded) -> Result<(), PluginError>,
+    ) -> Result<Self, PluginError> {
+        let mut instance = Self {
+            prepared,
+            live: None,
+            start,
+            restarts: 0,
+        };
+        instance.live()?;
+        Ok(instance)
+    }
+
+    pub(crate) fn loaded(&self) -> &Loaded {
+        &self.prepared.loaded
+    }
+
+    fn live(&mut self) -> Result<&mut Live<W>, PluginError> {
+        ensure_live(&self.prepared, &mut self.live, self.start)
+    }
+
+    /// Run `f` against the instance with a deadline of `timeout`. A trap drops
+    /// the instance and is reported as [`PluginError::Trap`].
+    pub(crate) fn call<R>(
+        &mut self,
+        timeout: Duration,
+        f: impl FnOnce(&W, &mut Store<PluginState>) -> wasmtime::Result<R>,
+    ) -> Result<R, PluginError> {
+        let loaded = &*self.prepared.loaded;
+        let live = ensure_live(&self.prepared, &mut self.live, self.start)?;
+        live.store.set_epoch_deadline(loaded.deadline_ticks(timeout));
+        match f(&live.bindings, &mut live.store) {
+            Ok(r) => Ok(r),
+            Err(error) => {
+                let cause = loaded.classify(error, &live.store, timeout);
+                tracing::warn!(plugin = %loaded.name, %cause, "plugin trapped; its instance will be replaced");
+                self.live = None;
+                self.restarts += 1;
+                Err(PluginError::Trap {
+                    plugin: loaded.name.to_string(),
+                    cause,
+                })
+            }
+        }
+    }
+}
+
+/// The live instance in `slot`, instantiating and starting one if needed.
+fn ensure_live<'a, W: World>(
+    prepared: &Prepared<W>,
+    slot: &'a mut Option<Live<W>>,
+    start: fn(&mut Live<W>, &Loaded) -> Result<(), PluginError>,
+) -> Result<&'a mut Live<W>, PluginError> {
+    if slot.is_none() {
+        let mut live = prepared.instantiate()?;
+        start(&mut live, &prepared.loaded)?;
+        *slot = Some(live);
+    }
+    Ok(slot.as_mut().expect("just filled"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::panic_message;
+
+    #[test]
+    fn panic_message_is_taken_from_the_last_panic() {
+        let lines = [
+            "starting".to_owned(),
+            "thread '<unnamed>' panicked at src/lib.rs:3:5:".to_owned(),
+            "boom".to_owned(),
+            "note: run with `RUST_BACKTRACE=1`".to_owned(),
+        ];
+        assert_eq!(
+            panic_message(&lines),
+            "thread '<unnamed>' panicked at src/lib.rs:3:5: boom"
+        );
+        assert!(panic_message(&[]).contains("without a panic message"));
+    }
+}

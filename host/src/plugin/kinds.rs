@@ -1,0 +1,433 @@
+//! The three plugin kinds, each a thin typed layer over [`Instance`]: stages,
+//! connectors and indexers.
+
+use std::mem;
+
+use wasmtime::Store;
+use wasmtime::component::{InstancePre, Resource};
+
+use super::bindings::connector::{Connector, ConnectorPre};
+use super::bindings::indexer::{Indexer, IndexerPre};
+use super::bindings::stage::{Stage, StagePre};
+use super::bindings::{ConfigIssue, GuestError};
+use super::error::PluginError;
+use super::host::{PluginState, PublishSink, Publisher};
+use super::instance::{Instance, Live, Loaded, Prepared, World};
+use crate::document::Document;
+
+macro_rules! world {
+    ($world:ty, $pre:ident) => {
+        impl World for $world {
+            type Pre = $pre<PluginState>;
+            fn pre(pre: InstancePre<PluginState>) -> wasmtime::Result<Self::Pre> {
+                $pre::new(pre)
+            }
+            fn instantiate(pre: &Self::Pre, store: &mut Store<PluginState>) -> wasmtime::Result<Self> {
+                pre.instantiate(store)
+            }
+        }
+    };
+}
+world!(Stage, StagePre);
+world!(Connector, ConnectorPre);
+world!(Indexer, IndexerPre);
+
+/// A guest's own error as a host error.
+fn guest_error(plugin: &str, error: GuestError) -> PluginError {
+    match error {
+        GuestError::Document(message) => PluginError::Document {
+            plugin: plugin.to_owned(),
+            message,
+        },
+        GuestError::Fatal(message) => PluginError::Fatal {
+            plugin: plugin.to_owned(),
+            message,
+        },
+    }
+}
+
+/// Flatten a call's outcome: a trap is already a [`PluginError`]; a guest
+/// error becomes one.
+fn flatten<T>(plugin: &str, r: Result<Result<T, GuestError>, PluginError>) -> Result<T, PluginError> {
+    r?.map_err(|e| guest_error(plugin, e))
+}
+
+fn no_start<W: World>(_: &mut Live<W>, _: &Loaded) -> Result<(), PluginError> {
+    Ok(())
+}
+
+/// Run `check-config` on a throw-away instance.
+fn check_config<W: World>(
+    prepared: &Prepared<W>,
+    call: impl FnOnce(&W, &mut Store<PluginState>, &str) -> wasmtime::Result<Vec<ConfigIssue>>,
+) -> Result<Vec<ConfigIssue>, PluginError> {
+    let mut instance = Instance::start(prepared.clone(), no_start)?;
+    let loaded = instance.loaded();
+    let (timeout, config) = (loaded.spec.limits.call_timeout, loaded.config_json.clone());
+    instance.call(timeout, |b, store| call(b, store, &config))
+}
+
+/// Put `doc` in the store's table for the length of `f`, then take it back,
+/// even when `f` trapped.
+fn lend<R>(
+    store: &mut Store<PluginState>,
+    doc: &mut Document,
+    f: impl FnOnce(&mut Store<PluginState>, Resource<Document>) -> wasmtime::Result<R>,
+) -> wasmtime::Result<R> {
+    let own = store.data_mut().table.push(mem::take(doc))?;
+    let result = f(store, Resource::new_borrow(own.rep()));
+    *doc = store.data_mut().table.delete(own)?;
+    result
+}
+
+// ---- stage ----
+
+/// A loaded stage plugin. Clone it into each worker and call
+/// [`StagePlugin::instantiate`] there.
+#[derive(Clone)]
+pub struct StagePlugin {
+    prepared: Prepared<Stage>,
+}
+
+impl std::fmt::Debug for StagePlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StagePlugin").field("name", &self.name()).finish()
+    }
+}
+
+impl StagePlugin {
+    pub(crate) fn load(loaded: Loaded) -> Result<Self, PluginError> {
+        Ok(Self {
+            prepared: Prepared::new(loaded)?,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.prepared.loaded.name
+    }
+
+    /// Every problem the plugin finds in its config.
+    pub fn check_config(&self) -> Result<Vec<ConfigIssue>, PluginError> {
+        check_config(&self.prepared, |b, store, config| {
+            b.weir_plugin_stage_api().call_check_config(store, config)
+        })
+    }
+
+    /// A started instance for one worker. A `start` failure is returned here,
+    /// before any document.
+    pub fn instantiate(&self) -> Result<StageInstance, PluginError> {
+        fn start(live: &mut Live<Stage>, loaded: &Loaded) -> Result<(), PluginError> {
+            let r = live
+                .bindings
+                .weir_plugin_stage_api()
+                .call_start(&mut live.store, &loaded.config_json)
+                .map_err(|e| loaded.instantiate_error(format!("start trapped: {e:#}")))?;
+            r.map_err(|e| match guest_error(&loaded.name, e) {
+                PluginError::Document { plugin, message } | PluginError::Fatal { plugin, message } => {
+                    PluginError::Fatal {
+                        plugin,
+                        message: format!("start failed: {message}"),
+                    }
+                }
+                other => other,
+            })
+        }
+        Ok(StageInstance {
+            inner: Instance::start(self.prepared.clone(), start)?,
+        })
+    }
+}
+
+/// One worker's instance of a stage.
+pub struct StageInstance {
+    inner: Instance<Stage>,
+}
+
+impl std::fmt::Debug for StageInstance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StageInstance")
+            .field("name", &&*self.inner.loaded().name)
+            .field("restarts", &self.inner.restarts)
+            .finish()
+    }
+}
+
+impl StageInstance {
+    /// Process `doc` in place; returns the children it made, which inherit its
+    /// run id. On error `doc` holds whatever the stage did before failing.
+    pub fn process(&mut self, doc: &mut Document) -> Result<Vec<Document>, PluginError> {
+        let timeout = self.inner.loaded().spec.limits.call_timeout;
+        let outcome = self.inner.call(timeout, |b, store| {
+            let result = lend(store, doc, |store, handle| {
+                b.weir_plugin_stage_api().call_process_document(store, handle)
+            })?;
+            let handles = match result {
+                Ok(handles) => handles,
+                Err(e) => return Ok(Err(e)),
+            };
+            let table = &mut store.data_mut().table;
+            let children = handles
+                .into_iter()
+                .map(|h| table.delete(h))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Ok(children))
+        });
+        let mut children = flatten(&self.inner.loaded().name, outcome)?;
+        for child in &mut children {
+            if child.run_id().is_none() {
+                child.set_run_id(doc.run_id().map(str::to_owned));
+            }
+        }
+        Ok(children)
+    }
+
+    /// Call the stage's `stop`.
+    pub fn stop(&mut self) -> Result<(), PluginError> {
+        let timeout = self.inner.loaded().spec.limits.call_timeout;
+        let r = self
+            .inner
+            .call(timeout, |b, store| b.weir_plugin_stage_api().call_stop(store));
+        flatten(&self.inner.loaded().name, r)
+    }
+
+    /// How many times the instance was replaced after a trap.
+    pub fn restarts(&self) -> u64 {
+        self.inner.restarts
+    }
+}
+
+// ---- connector ----
+
+/// A loaded connector plugin.
+#[derive(Clone)]
+pub struct ConnectorPlugin {
+    prepared: Prepared<Connector>,
+}
+
+impl std::fmt::Debug for ConnectorPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectorPlugin").field("name", &self.name()).finish()
+    }
+}
+
+impl ConnectorPlugin {
+    pub(crate) fn load(loaded: Loaded) -> Result<Self, PluginError> {
+        Ok(Self {
+            prepared: Prepared::new(loaded)?,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.prepared.loaded.name
+    }
+
+    pub fn check_config(&self) -> Result<Vec<ConfigIssue>, PluginError> {
+        check_config(&self.prepared, |b, store, config| {
+            b.weir_plugin_connector_api().call_check_config(store, config)
+        })
+    }
+
+    /// A fresh instance for one run.
+    pub fn instantiate(&self) -> Result<ConnectorInstance, PluginError> {
+        Ok(ConnectorInstance {
+            inner: Instance::start(self.prepared.clone(), no_start)?,
+        })
+    }
+}
+
+/// A connector instance, driven through one run's lifecycle.
+pub struct ConnectorInstance {
+    inner: Instance<Connector>,
+}
+
+impl std::fmt::Debug for ConnectorInstance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectorInstance")
+            .field("name", &&*self.inner.loaded().name)
+            .finish()
+    }
+}
+
+impl ConnectorInstance {
+    fn lifecycle_call(
+        &mut self,
+        timeout: std::time::Duration,
+        f: impl FnOnce(&Connector, &mut Store<PluginState>) -> wasmtime::Result<Result<(), GuestError>>,
+    ) -> Result<(), PluginError> {
+        let r = self.inner.call(timeout, f);
+        flatten(&self.inner.loaded().name, r)
+    }
+
+    pub fn pre_execute(&mut self, run_id: &str) -> Result<(), PluginError> {
+        let loaded = self.inner.loaded();
+        let (timeout, config) = (loaded.spec.limits.call_timeout, loaded.config_json.clone());
+        self.lifecycle_call(timeout, |b, store| {
+            b.weir_plugin_connector_api()
+                .call_pre_execute(store, &config, run_id)
+        })
+    }
+
+    /// Run the connector, publishing into `sink`. Documents it publishes get
+    /// `run_id` unless they carry one. Bounded by the `execute_timeout` limit.
+    pub fn execute(&mut self, run_id: &str, sink: Box<dyn PublishSink>) -> Result<(), PluginError> {
+        let timeout = self.inner.loaded().spec.limits.execute_timeout;
+        let publisher = Publisher::new(sink, run_id.to_owned());
+        self.lifecycle_call(timeout, |b, store| {
+            let own = store.data_mut().table.push(publisher)?;
+            let result = b
+                .weir_plugin_connector_api()
+                .call_execute(&mut *store, Resource::new_borrow(own.rep()));
+            store.data_mut().table.delete(own)?;
+            result
+        })
+    }
+
+    pub fn post_execute(&mut self) -> Result<(), PluginError> {
+        let timeout = self.inner.loaded().spec.limits.call_timeout;
+        self.lifecycle_call(timeout, |b, store| {
+            b.weir_plugin_connector_api().call_post_execute(store)
+        })
+    }
+
+    pub fn close(&mut self) -> Result<(), PluginError> {
+        let timeout = self.inner.loaded().spec.limits.call_timeout;
+        self.lifecycle_call(timeout, |b, store| b.weir_plugin_connector_api().call_close(store))
+    }
+}
+
+// ---- indexer ----
+
+/// One document the backend refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentFailure {
+    pub id: String,
+    pub message: String,
+    pub status: Option<u16>,
+}
+
+/// Why a whole batch failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct BatchFailure {
+    pub message: String,
+    pub status: Option<u16>,
+    pub connection_failed: bool,
+}
+
+/// A loaded indexer plugin.
+#[derive(Clone)]
+pub struct IndexerPlugin {
+    prepared: Prepared<Indexer>,
+}
+
+impl std::fmt::Debug for IndexerPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexerPlugin").field("name", &self.name()).finish()
+    }
+}
+
+impl IndexerPlugin {
+    pub(crate) fn load(loaded: Loaded) -> Result<Self, PluginError> {
+        Ok(Self {
+            prepared: Prepared::new(loaded)?,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.prepared.loaded.name
+    }
+
+    pub fn check_config(&self) -> Result<Vec<ConfigIssue>, PluginError> {
+        check_config(&self.prepared, |b, store, config| {
+            b.weir_plugin_indexer_api().call_check_config(store, config)
+        })
+    }
+
+    /// A started instance.
+    pub fn instantiate(&self) -> Result<IndexerInstance, PluginError> {
+        fn start(live: &mut Live<Indexer>, loaded: &Loaded) -> Result<(), PluginError> {
+            let r = live
+                .bindings
+                .weir_plugin_indexer_api()
+                .call_start(&mut live.store, &loaded.config_json)
+                .map_err(|e| loaded.instantiate_error(format!("start trapped: {e:#}")))?;
+            r.map_err(|e| guest_error(&loaded.name, e))
+        }
+        Ok(IndexerInstance {
+            inner: Instance::start(self.prepared.clone(), start)?,
+        })
+    }
+}
+
+/// An indexer instance.
+pub struct IndexerInstance {
+    inner: Instance<Indexer>,
+}
+
+impl std::fmt::Debug for IndexerInstance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexerInstance")
+            .field("name", &&*self.inner.loaded().name)
+            .finish()
+    }
+}
+
+impl IndexerInstance {
+    pub fn validate_connection(&mut self) -> Result<(), PluginError> {
+        let timeout = self.inner.loaded().spec.limits.call_timeout;
+        let r = self.inner.call(timeout, |b, store| {
+            b.weir_plugin_indexer_api().call_validate_connection(store)
+        });
+        flatten(&self.inner.loaded().name, r)
+    }
+
+    /// Send `docs` to the backend. `Ok(Ok(failures))`: the batch went through
+    /// except for `failures`; `Ok(Err(_))`: the backend refused the batch; `Err`:
+    /// the plugin itself failed (trap), which fails the batch too.
+    pub fn send_batch(
+        &mut self,
+        docs: &mut [Document],
+    ) -> Result<Result<Vec<DocumentFailure>, BatchFailure>, PluginError> {
+        let timeout = self.inner.loaded().spec.limits.call_timeout;
+        let outcome = self.inner.call(timeout, |b, store| {
+            let table = &mut store.data_mut().table;
+            let mut owned = Vec::with_capacity(docs.len());
+            for doc in docs.iter_mut() {
+                owned.push(table.push(mem::take(doc))?);
+            }
+            let borrows: Vec<_> = owned.iter().map(|o| Resource::new_borrow(o.rep())).collect();
+            let result = b
+                .weir_plugin_indexer_api()
+                .call_send_batch(&mut *store, &borrows);
+            let table = &mut store.data_mut().table;
+            for (doc, own) in docs.iter_mut().zip(owned) {
+                *doc = table.delete(own)?;
+            }
+            result
+        })?;
+        Ok(outcome
+            .map(|failures| {
+                failures
+                    .into_iter()
+                    .map(|f| DocumentFailure {
+                        id: f.id,
+                        message: f.message,
+                        status: f.status,
+                    })
+                    .collect()
+            })
+            .map_err(|e| BatchFailure {
+                message: e.message,
+                status: e.status,
+                connection_failed: e.connection_failed,
+            }))
+    }
+
+    pub fn close(&mut self) -> Result<(), PluginError> {
+        let timeout = self.inner.loaded().spec.limits.call_timeout;
+        let r = self
+            .inner
+            .call(timeout, |b, store| b.weir_plugin_indexer_api().call_close(store));
+        flatten(&self.inner.loaded().name, r)
+    }
+}

@@ -1,0 +1,185 @@
+//! The plugin runtime: the only part of Weir that knows wasmtime.
+//!
+//! - [`PluginRuntime`] owns the engine, the linker and the compiled-component
+//!   cache, and ticks the epoch that enforces call deadlines. Make one per
+//!   process; it is cheap to clone.
+//! - [`PluginRuntime::load_stage`] (and `load_connector`, `load_indexer`)
+//!   compiles a component once, or loads it precompiled from the on-disk
+//!   cache, and checks it against its world. The result is shared by workers.
+//! - Each worker calls `instantiate` to get its own instance: its own store,
+//!   memory cap, deadline and WASI grants. An instance that traps is dropped
+//!   and replaced on the next call, so one bad document never poisons the next.
+
+mod bindings;
+mod cache;
+mod error;
+mod host;
+mod instance;
+mod kinds;
+mod spec;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread;
+use std::time::Duration;
+
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Config, Engine};
+
+pub use bindings::ConfigIssue;
+pub use error::{PluginError, TrapCause};
+pub use host::PublishSink;
+pub use kinds::{
+    BatchFailure, ConnectorInstance, ConnectorPlugin, DocumentFailure, IndexerInstance,
+    IndexerPlugin, StageInstance, StagePlugin,
+};
+pub use spec::{DirGrant, Grants, Limits, PluginSpec};
+
+use cache::ComponentCache;
+use host::PluginState;
+
+/// Options for a [`PluginRuntime`].
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    /// Where precompiled components are kept; `None` compiles in memory only.
+    pub cache_dir: Option<PathBuf>,
+    /// How often the epoch advances. Deadlines are enforced to about one tick.
+    pub epoch_tick: Duration,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        Self {
+            cache_dir: default_cache_dir(),
+            epoch_tick: Duration::from_millis(5),
+        }
+    }
+}
+
+/// `$WEIR_CACHE_DIR`, else `$XDG_CACHE_HOME/weir`, else `~/.cache/weir`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("WEIR_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(Path::new(&dir).join("weir"));
+    }
+    std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache").join("weir"))
+}
+
+/// Loads, sandboxes and instantiates plugins. Clone freely.
+#[derive(Clone)]
+pub struct PluginRuntime {
+    inner: Arc<RuntimeInner>,
+}
+
+impl std::fmt::Debug for PluginRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginRuntime")
+            .field("cache", &self.inner.cache)
+            .field("epoch_tick", &self.inner.epoch_tick)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct RuntimeInner {
+    engine: Engine,
+    linker: Linker<PluginState>,
+    cache: ComponentCache,
+    epoch_tick: Duration,
+    stop_ticker: Arc<AtomicBool>,
+}
+
+impl Drop for RuntimeInner {
+    fn drop(&mut self) {
+        self.stop_ticker.store(true, Ordering::Relaxed);
+    }
+}
+
+impl PluginRuntime {
+    /// A runtime with the given options.
+    pub fn new(options: RuntimeOptions) -> anyhow::Result<Self> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config)?;
+
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
+        type Own = HasSelf<PluginState>;
+        bindings::stage::weir::plugin::log::add_to_linker::<_, Own>(&mut linker, |s| s)?;
+        bindings::stage::weir::plugin::document::add_to_linker::<_, Own>(&mut linker, |s| s)?;
+        bindings::connector::weir::plugin::publishing::add_to_linker::<_, Own>(
+            &mut linker,
+            |s| s,
+        )?;
+
+        let stop_ticker = Arc::new(AtomicBool::new(false));
+        spawn_epoch_ticker(
+            engine.weak(),
+            options.epoch_tick,
+            Arc::clone(&stop_ticker),
+        )?;
+
+        Ok(Self {
+            inner: Arc::new(RuntimeInner {
+                cache: ComponentCache::new(options.cache_dir),
+                engine,
+                linker,
+                epoch_tick: options.epoch_tick,
+                stop_ticker,
+            }),
+        })
+    }
+
+    /// Load a stage plugin named `name` (the name used in logs and errors).
+    pub fn load_stage(&self, name: &str, spec: &PluginSpec) -> Result<StagePlugin, PluginError> {
+        StagePlugin::load(self.loader(name, spec)?)
+    }
+
+    /// Load a connector plugin.
+    pub fn load_connector(
+        &self,
+        name: &str,
+        spec: &PluginSpec,
+    ) -> Result<ConnectorPlugin, PluginError> {
+        ConnectorPlugin::load(self.loader(name, spec)?)
+    }
+
+    /// Load an indexer plugin.
+    pub fn load_indexer(
+        &self,
+        name: &str,
+        spec: &PluginSpec,
+    ) -> Result<IndexerPlugin, PluginError> {
+        IndexerPlugin::load(self.loader(name, spec)?)
+    }
+
+    fn loader(&self, name: &str, spec: &PluginSpec) -> Result<instance::Loaded, PluginError> {
+        instance::Loaded::new(Arc::clone(&self.inner), name, spec)
+    }
+}
+
+/// Advances the engine's epoch every `tick` until the runtime is dropped.
+fn spawn_epoch_ticker(
+    engine: wasmtime::EngineWeak,
+    tick: Duration,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    let stop: Weak<AtomicBool> = Arc::downgrade(&stop);
+    thread::Builder::new()
+        .name("weir-epoch".into())
+        .spawn(move || {
+            loop {
+                thread::sleep(tick);
+                let stopped = stop.upgrade().is_none_or(|s| s.load(Ordering::Relaxed));
+                match engine.upgrade() {
+                    Some(engine) if !stopped => engine.increment_epoch(),
+                    _ => return,
+                }
+            }
+        })?;
+    Ok(())
+}
