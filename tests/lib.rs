@@ -1,0 +1,62 @@
+//! Shared helpers for Weir's integration tests: the example plugins, built
+//! once per test process, and small constructors.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use weir::document::Document;
+use weir::plugin::{PluginRuntime, PluginSpec, RuntimeOptions};
+
+/// The repository root.
+pub fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is inside the repository")
+}
+
+/// `plugins/dist`, after building every plugin (once per process) with
+/// `plugins/build.sh`. A build failure fails the test that asked.
+pub fn plugins_dir() -> &'static Path {
+    static DIST: OnceLock<PathBuf> = OnceLock::new();
+    DIST.get_or_init(|| {
+        let script = repo_root().join("plugins").join("build.sh");
+        let output = Command::new("bash")
+            .arg(&script)
+            .output()
+            .expect("cannot run plugins/build.sh");
+        assert!(
+            output.status.success(),
+            "plugins/build.sh failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        repo_root().join("plugins").join("dist")
+    })
+}
+
+/// The built component of plugin `crate_name` (e.g. `copy-fields`).
+pub fn plugin(crate_name: &str) -> PathBuf {
+    let path = plugins_dir().join(format!("{}.wasm", crate_name.replace('-', "_")));
+    assert!(path.exists(), "no such plugin: {}", path.display());
+    path
+}
+
+/// A runtime without a disk cache (Rust guests compile in milliseconds).
+pub fn runtime() -> PluginRuntime {
+    PluginRuntime::new(RuntimeOptions {
+        cache_dir: None,
+        ..RuntimeOptions::default()
+    })
+    .expect("runtime")
+}
+
+/// A spec for plugin `crate_name` with `config`, default grants and limits.
+pub fn spec(crate_name: &str, config: Value) -> PluginSpec {
+    PluginSpec::new(plugin(crate_name), config)
+}
+
+/// A document from JSON (must have an `id`).
+pub fn doc(json: Value) -> Document {
+    Document::from_json(json).expect("test document JSON")
+}

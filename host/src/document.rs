@@ -120,6 +120,11 @@ impl Document {
         self.fields.get(name).map_or(0, |v| values_of(v).count())
     }
 
+    /// Whether `name` holds a list of values (a JSON array).
+    pub fn is_multi_valued(&self, name: &str) -> bool {
+        matches!(self.fields.get(name), Some(Value::Array(_)))
+    }
+
     /// The first value of `name`.
     pub fn get(&self, name: &str) -> Option<&Value> {
         values_of(self.fields.get(name)?).next()

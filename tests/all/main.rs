@@ -1,1 +1,8 @@
-fn main(){}
+//! Weir's integration tests, compiled into one binary (one module per topic).
+//! Every test loads real components built from `plugins/` through the real
+//! runtime.
+
+mod cache;
+mod connector_indexer;
+mod sandbox;
+mod stages;

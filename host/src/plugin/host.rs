@@ -350,6 +350,10 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         Ok(u32::try_from(self.doc(&h)?.value_count(&name)).unwrap_or(u32::MAX))
     }
 
+    fn is_multi_valued(&mut self, h: Handle, name: String) -> Wasm<bool> {
+        Ok(self.doc(&h)?.is_multi_valued(&name))
+    }
+
     fn remove(&mut self, h: Handle, name: String) -> Wasm<Result<bool, FieldError>> {
         Ok(wit_result(self.doc_mut(&h)?.remove(&name)))
     }

@@ -381,46 +381,52 @@ impl IndexerInstance {
         flatten(&self.inner.loaded().name, r)
     }
 
-    /// Send `docs` to the backend. `Ok(Ok(failures))`: the batch went through
-    /// except for `failures`; `Ok(Err(_))`: the backend refused the batch; `Err`:
-    /// the plugin itself failed (trap), which fails the batch too.
+    /// Send `docs` to the backend as one batch: each is added (a document the
+    /// plugin refuses to add becomes a failure), then the batch is sent.
+    ///
+    /// `Ok(Ok(failures))`: the batch went through except for `failures`;
+    /// `Ok(Err(_))`: the backend refused the whole batch; `Err`: the plugin
+    /// failed (trap or fatal error), which fails the batch too.
     pub fn send_batch(
         &mut self,
         docs: &mut [Document],
     ) -> Result<Result<Vec<DocumentFailure>, BatchFailure>, PluginError> {
         let timeout = self.inner.loaded().spec.limits.call_timeout;
-        let outcome = self.inner.call(timeout, |b, store| {
-            let table = &mut store.data_mut().table;
-            let mut owned = Vec::with_capacity(docs.len());
-            for doc in docs.iter_mut() {
-                owned.push(table.push(mem::take(doc))?);
+        let mut failures = Vec::new();
+        for doc in docs.iter_mut() {
+            let added = self.inner.call(timeout, |b, store| {
+                lend(store, doc, |store, handle| {
+                    b.weir_plugin_indexer_api().call_add_document(store, handle)
+                })
+            });
+            match flatten(&self.inner.loaded().name, added) {
+                Ok(()) => {}
+                Err(PluginError::Document { message, .. }) => failures.push(DocumentFailure {
+                    id: doc.id().to_owned(),
+                    message,
+                    status: None,
+                }),
+                Err(other) => return Err(other),
             }
-            let borrows: Vec<_> = owned.iter().map(|o| Resource::new_borrow(o.rep())).collect();
-            let result = b
-                .weir_plugin_indexer_api()
-                .call_send_batch(&mut *store, &borrows);
-            let table = &mut store.data_mut().table;
-            for (doc, own) in docs.iter_mut().zip(owned) {
-                *doc = table.delete(own)?;
+        }
+        let sent = self
+            .inner
+            .call(timeout, |b, store| b.weir_plugin_indexer_api().call_send_batch(store))?;
+        Ok(match sent {
+            Ok(refused) => {
+                failures.extend(refused.into_iter().map(|f| DocumentFailure {
+                    id: f.id,
+                    message: f.message,
+                    status: f.status,
+                }));
+                Ok(failures)
             }
-            result
-        })?;
-        Ok(outcome
-            .map(|failures| {
-                failures
-                    .into_iter()
-                    .map(|f| DocumentFailure {
-                        id: f.id,
-                        message: f.message,
-                        status: f.status,
-                    })
-                    .collect()
-            })
-            .map_err(|e| BatchFailure {
+            Err(e) => Err(BatchFailure {
                 message: e.message,
                 status: e.status,
                 connection_failed: e.connection_failed,
-            }))
+            }),
+        })
     }
 
     pub fn close(&mut self) -> Result<(), PluginError> {

@@ -1,0 +1,432 @@
+//! Write Weir plugins in Rust.
+//!
+//! The bindings for the three plugin worlds of `weir:plugin` (`stage`,
+//! `connector`, `indexer`) live here, together with small helpers:
+//! typed configs ([`parse_config`]), logging macros, and value conversions.
+//!
+//! A stage:
+//!
+//! ```ignore
+//! use weir_plugin::{Document, PluginError, Stage};
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Config { field: String }
+//!
+//! struct Upper(Config);
+//!
+//! impl Stage for Upper {
+//!     type Config = Config;
+//!     fn start(config: Config) -> Result<Self, String> { Ok(Self(config)) }
+//!     fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
+//!         if let Some(text) = doc.get_string(&self.0.field) {
+//!             doc.set_string(&self.0.field, &text.to_uppercase()).map_err(weir_plugin::doc_error)?;
+//!         }
+//!         Ok(vec![])
+//!     }
+//! }
+//! weir_plugin::export_stage!(Upper);
+//! ```
+
+
+#[doc(hidden)]
+pub mod bindings {
+    pub mod stage {
+        wit_bindgen::generate!({
+            world: "stage",
+            path: "../../wit",
+            pub_export_macro: true,
+            export_macro_name: "__export_stage_world",
+            default_bindings_module: "weir_plugin::bindings::stage",
+        });
+    }
+    pub mod connector {
+        wit_bindgen::generate!({
+            world: "connector",
+            path: "../../wit",
+            pub_export_macro: true,
+            export_macro_name: "__export_connector_world",
+            default_bindings_module: "weir_plugin::bindings::connector",
+            with: {
+                "weir:plugin/types@0.1.0": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.1.0": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.1.0": super::stage::weir::plugin::document,
+            },
+        });
+    }
+    pub mod indexer {
+        wit_bindgen::generate!({
+            world: "indexer",
+            path: "../../wit",
+            pub_export_macro: true,
+            export_macro_name: "__export_indexer_world",
+            default_bindings_module: "weir_plugin::bindings::indexer",
+            with: {
+                "weir:plugin/types@0.1.0": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.1.0": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.1.0": super::stage::weir::plugin::document,
+            },
+        });
+    }
+}
+
+pub use serde;
+pub use serde_json;
+
+pub use bindings::connector::weir::plugin::publishing::Publisher;
+pub use bindings::indexer::exports::weir::plugin::indexer_api::{BatchError, DocumentFailure};
+pub use bindings::stage::weir::plugin::document::{Document, FieldError, UpdateMode, Value};
+pub use bindings::stage::weir::plugin::log::Level;
+pub use bindings::stage::weir::plugin::types::{ConfigIssue, PluginError};
+
+use serde::de::DeserializeOwned;
+
+/// A stage: changes documents one at a time.
+pub trait Stage: Sized + 'static {
+    /// The stage's settings, parsed from the pipeline config.
+    type Config: DeserializeOwned;
+    /// Checks beyond parsing (ranges, regex syntax, ...), all reported at once.
+    fn check(_config: &Self::Config) -> Vec<ConfigIssue> {
+        Vec::new()
+    }
+    /// Build the stage from its settings.
+    fn start(config: Self::Config) -> Result<Self, String>;
+    /// Change `doc` in place; return child documents, if any.
+    fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError>;
+    fn stop(&mut self) -> Result<(), PluginError> {
+        Ok(())
+    }
+}
+
+/// A connector: reads a source and publishes documents.
+pub trait Connector: Sized + 'static {
+    type Config: DeserializeOwned;
+    fn check(_config: &Self::Config) -> Vec<ConfigIssue> {
+        Vec::new()
+    }
+    fn pre_execute(config: Self::Config, run_id: &str) -> Result<Self, PluginError>;
+    fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError>;
+    fn post_execute(&mut self) -> Result<(), PluginError> {
+        Ok(())
+    }
+    fn close(&mut self) -> Result<(), PluginError> {
+        Ok(())
+    }
+}
+
+/// An indexer backend: sends batches of documents to a search engine.
+pub trait Indexer: Sized + 'static {
+    type Config: DeserializeOwned;
+    fn check(_config: &Self::Config) -> Vec<ConfigIssue> {
+        Vec::new()
+    }
+    fn start(config: Self::Config) -> Result<Self, String>;
+    fn validate_connection(&mut self) -> Result<(), PluginError> {
+        Ok(())
+    }
+    /// Render `doc` into the batch being built (the handle dies after this call).
+    fn add_document(&mut self, doc: &Document) -> Result<(), PluginError>;
+    /// Send the batch and start a new one.
+    fn send_batch(&mut self) -> Result<Vec<DocumentFailure>, BatchError>;
+    fn close(&mut self) -> Result<(), PluginError> {
+        Ok(())
+    }
+}
+
+/// Parse a plugin config, naming the offending setting on error.
+pub fn parse_config<C: DeserializeOwned>(config: &str) -> Result<C, ConfigIssue> {
+    let mut de = serde_json::Deserializer::from_str(config);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| ConfigIssue {
+        path: match e.path().to_string() {
+            p if p == "." => String::new(),
+            p => p,
+        },
+        message: e.inner().to_string(),
+    })
+}
+
+/// Every issue in `config`: parse errors, then the plugin's own checks.
+pub fn check_config<C: DeserializeOwned>(
+    config: &str,
+    check: fn(&C) -> Vec<ConfigIssue>,
+) -> Vec<ConfigIssue> {
+    match parse_config::<C>(config) {
+        Ok(parsed) => check(&parsed),
+        Err(issue) => vec![issue],
+    }
+}
+
+/// A config issue at `path`.
+pub fn issue(path: impl Into<String>, message: impl Into<String>) -> ConfigIssue {
+    ConfigIssue {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+/// A document-level error from a field error: the document fails, the run goes on.
+pub fn doc_error(error: FieldError) -> PluginError {
+    PluginError::Document(field_error_message(&error))
+}
+
+/// A readable message for a field error.
+pub fn field_error_message(error: &FieldError) -> String {
+    match error {
+        FieldError::ReservedField(m) => format!("reserved field: {m}"),
+        FieldError::WrongType(m) => format!("wrong type: {m}"),
+        FieldError::InvalidPath(m) => format!("invalid path: {m}"),
+        FieldError::InvalidJson(m) => format!("invalid JSON: {m}"),
+        FieldError::TooLarge(m) => format!("too large: {m}"),
+    }
+}
+
+impl Value {
+    /// The value as text, like `Document::get_string` (None for null).
+    pub fn to_text(&self) -> Option<String> {
+        Some(match self {
+            Value::Null => return None,
+            Value::Boolean(b) => b.to_string(),
+            Value::Integer(i) => i.to_string(),
+            Value::Float(f) => f.to_string(),
+            Value::Text(s) | Value::Json(s) => s.clone(),
+        })
+    }
+
+    /// The value as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Value::Null => serde_json::Value::Null,
+            Value::Boolean(b) => (*b).into(),
+            Value::Integer(i) => (*i).into(),
+            Value::Float(f) => (*f).into(),
+            Value::Text(s) => s.clone().into(),
+            Value::Json(s) => serde_json::from_str(s).unwrap_or(serde_json::Value::Null),
+        }
+    }
+
+    /// A value from JSON: scalars as themselves, arrays and objects as JSON text.
+    pub fn from_json(json: &serde_json::Value) -> Self {
+        match json {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Boolean(*b),
+            serde_json::Value::Number(n) => match n.as_i64() {
+                Some(i) => Value::Integer(i),
+                None => Value::Float(n.as_f64().unwrap_or(0.0)),
+            },
+            serde_json::Value::String(s) => Value::Text(s.clone()),
+            other => Value::Json(other.to_string()),
+        }
+    }
+}
+
+/// Log through the host at `level`.
+pub fn log(level: Level, message: &str) {
+    bindings::stage::weir::plugin::log::log(level, message);
+}
+
+/// Whether the host records messages at `level`.
+pub fn log_enabled(level: Level) -> bool {
+    bindings::stage::weir::plugin::log::enabled(level)
+}
+
+/// `info!("...", args)`: log at info level through the host.
+#[macro_export]
+macro_rules! info {
+    ($($arg:tt)*) => { $crate::log($crate::Level::Info, &format!($($arg)*)) };
+}
+
+/// `warn!("...", args)`: log at warn level through the host.
+#[macro_export]
+macro_rules! warn {
+    ($($arg:tt)*) => { $crate::log($crate::Level::Warn, &format!($($arg)*)) };
+}
+
+/// `debug!("...", args)`: log at debug level, formatting only when enabled.
+#[macro_export]
+macro_rules! debug {
+    ($($arg:tt)*) => {
+        if $crate::log_enabled($crate::Level::Debug) {
+            $crate::log($crate::Level::Debug, &format!($($arg)*))
+        }
+    };
+}
+
+#[doc(hidden)]
+pub fn __not_started() -> PluginError {
+    PluginError::Fatal("the host called the plugin before `start`".into())
+}
+
+/// Export a [`Stage`] implementation as the component's stage.
+#[macro_export]
+macro_rules! export_stage {
+    ($ty:ty) => {
+        ::std::thread_local! {
+            static __WEIR_STAGE: ::std::cell::RefCell<Option<$ty>> = const { ::std::cell::RefCell::new(None) };
+        }
+        #[doc(hidden)]
+        pub struct __WeirStage;
+        impl $crate::bindings::stage::exports::weir::plugin::stage_api::Guest for __WeirStage {
+            fn check_config(config: String) -> Vec<$crate::ConfigIssue> {
+                $crate::check_config::<<$ty as $crate::Stage>::Config>(&config, <$ty as $crate::Stage>::check)
+            }
+            fn start(config: String) -> Result<(), $crate::PluginError> {
+                let config = $crate::parse_config(&config)
+                    .map_err(|i| $crate::PluginError::Fatal(format!("config {}: {}", i.path, i.message)))?;
+                let stage = <$ty as $crate::Stage>::start(config).map_err($crate::PluginError::Fatal)?;
+                __WEIR_STAGE.with(|s| *s.borrow_mut() = Some(stage));
+                Ok(())
+            }
+            fn process_document(doc: &$crate::Document) -> Result<Vec<$crate::Document>, $crate::PluginError> {
+                __WEIR_STAGE.with(|s| match s.borrow_mut().as_mut() {
+                    Some(stage) => $crate::Stage::process(stage, doc),
+                    None => Err($crate::__not_started()),
+                })
+            }
+            fn stop() -> Result<(), $crate::PluginError> {
+                __WEIR_STAGE.with(|s| match s.borrow_mut().take() {
+                    Some(mut stage) => $crate::Stage::stop(&mut stage),
+                    None => Ok(()),
+                })
+            }
+        }
+        $crate::bindings::stage::__export_stage_world!(__WeirStage with_types_in $crate::bindings::stage);
+    };
+}
+
+/// Export a [`Connector`] implementation as the component's connector.
+#[macro_export]
+macro_rules! export_connector {
+    ($ty:ty) => {
+        ::std::thread_local! {
+            static __WEIR_CONNECTOR: ::std::cell::RefCell<Option<$ty>> = const { ::std::cell::RefCell::new(None) };
+        }
+        #[doc(hidden)]
+        pub struct __WeirConnector;
+        impl __WeirConnector {
+            fn with(
+                f: impl FnOnce(&mut $ty) -> Result<(), $crate::PluginError>,
+            ) -> Result<(), $crate::PluginError> {
+                __WEIR_CONNECTOR.with(|s| match s.borrow_mut().as_mut() {
+                    Some(connector) => f(connector),
+                    None => Err($crate::__not_started()),
+                })
+            }
+        }
+        impl $crate::bindings::connector::exports::weir::plugin::connector_api::Guest for __WeirConnector {
+            fn check_config(config: String) -> Vec<$crate::ConfigIssue> {
+                $crate::check_config::<<$ty as $crate::Connector>::Config>(&config, <$ty as $crate::Connector>::check)
+            }
+            fn pre_execute(config: String, run_id: String) -> Result<(), $crate::PluginError> {
+                let config = $crate::parse_config(&config)
+                    .map_err(|i| $crate::PluginError::Fatal(format!("config {}: {}", i.path, i.message)))?;
+                let connector = <$ty as $crate::Connector>::pre_execute(config, &run_id)?;
+                __WEIR_CONNECTOR.with(|s| *s.borrow_mut() = Some(connector));
+                Ok(())
+            }
+            fn execute(publisher: &$crate::Publisher) -> Result<(), $crate::PluginError> {
+                Self::with(|c| $crate::Connector::execute(c, publisher))
+            }
+            fn post_execute() -> Result<(), $crate::PluginError> {
+                Self::with($crate::Connector::post_execute)
+            }
+            fn close() -> Result<(), $crate::PluginError> {
+                __WEIR_CONNECTOR.with(|s| match s.borrow_mut().take() {
+                    Some(mut connector) => $crate::Connector::close(&mut connector),
+                    None => Ok(()),
+                })
+            }
+        }
+        $crate::bindings::connector::__export_connector_world!(__WeirConnector with_types_in $crate::bindings::connector);
+    };
+}
+
+/// Export an [`Indexer`] implementation as the component's indexer.
+#[macro_export]
+macro_rules! export_indexer {
+    ($ty:ty) => {
+        ::std::thread_local! {
+            static __WEIR_INDEXER: ::std::cell::RefCell<Option<$ty>> = const { ::std::cell::RefCell::new(None) };
+        }
+        #[doc(hidden)]
+        pub struct __WeirIndexer;
+        impl __WeirIndexer {
+            fn with<R>(
+                f: impl FnOnce(&mut $ty) -> Result<R, $crate::PluginError>,
+            ) -> Result<R, $crate::PluginError> {
+                __WEIR_INDEXER.with(|s| match s.borrow_mut().as_mut() {
+                    Some(indexer) => f(indexer),
+                    None => Err($crate::__not_started()),
+                })
+            }
+        }
+        impl $crate::bindings::indexer::exports::weir::plugin::indexer_api::Guest for __WeirIndexer {
+            fn check_config(config: String) -> Vec<$crate::ConfigIssue> {
+                $crate::check_config::<<$ty as $crate::Indexer>::Config>(&config, <$ty as $crate::Indexer>::check)
+            }
+            fn start(config: String) -> Result<(), $crate::PluginError> {
+                let config = $crate::parse_config(&config)
+                    .map_err(|i| $crate::PluginError::Fatal(format!("config {}: {}", i.path, i.message)))?;
+                let indexer = <$ty as $crate::Indexer>::start(config).map_err($crate::PluginError::Fatal)?;
+                __WEIR_INDEXER.with(|s| *s.borrow_mut() = Some(indexer));
+                Ok(())
+            }
+            fn validate_connection() -> Result<(), $crate::PluginError> {
+                Self::with($crate::Indexer::validate_connection)
+            }
+            fn add_document(doc: &$crate::Document) -> Result<(), $crate::PluginError> {
+                Self::with(|i| $crate::Indexer::add_document(i, doc))
+            }
+            fn send_batch() -> Result<Vec<$crate::DocumentFailure>, $crate::BatchError> {
+                __WEIR_INDEXER.with(|s| match s.borrow_mut().as_mut() {
+                    Some(indexer) => $crate::Indexer::send_batch(indexer),
+                    None => Err($crate::BatchError {
+                        message: "the host called the plugin before `start`".into(),
+                        status: None,
+                        connection_failed: false,
+                    }),
+                })
+            }
+            fn close() -> Result<(), $crate::PluginError> {
+                __WEIR_INDEXER.with(|s| match s.borrow_mut().take() {
+                    Some(mut indexer) => $crate::Indexer::close(&mut indexer),
+                    None => Ok(()),
+                })
+            }
+        }
+        $crate::bindings::indexer::__export_indexer_world!(__WeirIndexer with_types_in $crate::bindings::indexer);
+    };
+}
+
+/// How a stage writes to a field that may already have values; the `mode`
+/// setting of several stages (`"overwrite"`, `"append"`, `"skip"`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Replace existing values.
+    #[default]
+    Overwrite,
+    /// Add to existing values (the field becomes multi-valued).
+    Append,
+    /// Leave a field that already exists untouched.
+    Skip,
+}
+
+impl From<Mode> for UpdateMode {
+    fn from(mode: Mode) -> Self {
+        match mode {
+            Mode::Overwrite => UpdateMode::Overwrite,
+            Mode::Append => UpdateMode::Append,
+            Mode::Skip => UpdateMode::Skip,
+        }
+    }
+}
+
+/// Write `values` to `name` according to `mode`. One value is stored
+/// single-valued, several as a multi-valued field.
+pub fn update(doc: &Document, name: &str, mut values: Vec<Value>, mode: Mode) -> Result<(), FieldError> {
+    match mode {
+        Mode::Skip if doc.has(name) => Ok(()),
+        Mode::Append => values.into_iter().try_for_each(|v| doc.add(name, &v)),
+        _ if values.len() == 1 => doc.set(name, &values.remove(0)),
+        _ => doc.set_all(name, &values),
+    }
+}

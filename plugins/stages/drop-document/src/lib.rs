@@ -1,0 +1,51 @@
+//! drop-document: drop documents so they are not indexed.
+//!
+//! ```toml
+//! config = { field = "status", values = ["deleted", "draft"] }
+//! ```
+//! With `values`, a document is dropped when any value of `field` is listed;
+//! without, when `field` is present. With no `field`, every document is dropped.
+
+use weir_plugin::{ConfigIssue, Document, PluginError, Stage, issue};
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    field: Option<String>,
+    #[serde(default)]
+    values: Vec<String>,
+}
+
+struct DropDocument(Config);
+
+impl Stage for DropDocument {
+    type Config = Config;
+
+    fn check(config: &Config) -> Vec<ConfigIssue> {
+        if config.field.is_none() && !config.values.is_empty() {
+            return vec![issue("values", "needs `field` to say which field to compare")];
+        }
+        Vec::new()
+    }
+
+    fn start(config: Config) -> Result<Self, String> {
+        Ok(Self(config))
+    }
+
+    fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
+        let drop = match &self.0.field {
+            None => true,
+            Some(field) if self.0.values.is_empty() => doc.has(field),
+            Some(field) => doc
+                .get_strings(field)
+                .iter()
+                .any(|v| self.0.values.contains(v)),
+        };
+        if drop {
+            doc.set_dropped(true);
+        }
+        Ok(Vec::new())
+    }
+}
+
+weir_plugin::export_stage!(DropDocument);

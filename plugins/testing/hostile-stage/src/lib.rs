@@ -1,0 +1,135 @@
+//! hostile-stage: misbehaves on request, to test the sandbox.
+//!
+//! The document's `action` field says what to do: `ok` (mark it processed),
+//! `loop` (spin forever), `spin` (busy-wait `millis` ms), `alloc` (grow memory
+//! without end), `recurse` (recurse without end), `panic`, `read` (read the
+//! file at `path`), `write` (create the file at `path`), `http` (GET `url`),
+//! `env` (read variable `name`), `fail` (document error), `fatal`,
+//! `children` (make `count` children). Config `{ "fail_start": true }` makes
+//! `start` fail.
+
+use std::time::{Duration, Instant};
+
+use weir_plugin::{Document, PluginError, Stage, Value, doc_error};
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    #[serde(default)]
+    fail_start: bool,
+}
+
+struct Hostile;
+
+fn field(doc: &Document, name: &str) -> Result<String, PluginError> {
+    doc.get_string(name)
+        .ok_or_else(|| PluginError::Document(format!("`{name}` is missing")))
+}
+
+#[inline(never)]
+#[allow(unconditional_recursion)]
+fn recurse(depth: u64, sink: &mut [u64; 16]) -> u64 {
+    sink[(depth % 16) as usize] = depth;
+    std::hint::black_box(recurse(depth + 1, sink)) + sink[0]
+}
+
+fn http_get(url: &str) -> Result<u16, String> {
+    use wasi::http::outgoing_handler;
+    use wasi::http::types::{Fields, Method, OutgoingRequest, Scheme};
+
+    let rest = url.strip_prefix("http://").ok_or("only http:// URLs are supported here")?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let request = OutgoingRequest::new(Fields::new());
+    request.set_method(&Method::Get).map_err(|()| "bad method")?;
+    request.set_scheme(Some(&Scheme::Http)).map_err(|()| "bad scheme")?;
+    request.set_authority(Some(authority)).map_err(|()| "bad authority")?;
+    request.set_path_with_query(Some(path)).map_err(|()| "bad path")?;
+    let response = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
+    response.subscribe().block();
+    match response.get() {
+        Some(Ok(Ok(resp))) => Ok(resp.status()),
+        Some(Ok(Err(code))) => Err(format!("{code:?}")),
+        Some(Err(())) => Err("response already taken".into()),
+        None => Err("no response".into()),
+    }
+}
+
+impl Stage for Hostile {
+    type Config = Config;
+
+    fn start(config: Config) -> Result<Self, String> {
+        if config.fail_start {
+            return Err("configured to fail at start".into());
+        }
+        Ok(Hostile)
+    }
+
+    fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
+        let action = doc.get_string("action").unwrap_or_else(|| "ok".into());
+        match action.as_str() {
+            "ok" => doc.set("processed", &Value::Boolean(true)).map_err(doc_error)?,
+            "loop" => loop {
+                std::hint::black_box(());
+            },
+            "spin" => {
+                let millis: u64 = field(doc, "millis")?.parse().unwrap_or(0);
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_millis(millis) {
+                    std::hint::black_box(());
+                }
+                doc.set("processed", &Value::Boolean(true)).map_err(doc_error)?;
+            }
+            "alloc" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1u8; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "recurse" => {
+                let mut sink = [0u64; 16];
+                std::hint::black_box(recurse(0, &mut sink));
+            }
+            "panic" => panic!("hostile panic on {}", doc.id()),
+            "read" => {
+                let path = field(doc, "path")?;
+                let content = std::fs::read_to_string(&path)
+                    .map_err(|e| PluginError::Document(format!("cannot read {path}: {e}")))?;
+                doc.set_string("content", &content).map_err(doc_error)?;
+            }
+            "write" => {
+                let path = field(doc, "path")?;
+                std::fs::write(&path, doc.id())
+                    .map_err(|e| PluginError::Document(format!("cannot write {path}: {e}")))?;
+                doc.set("processed", &Value::Boolean(true)).map_err(doc_error)?;
+            }
+            "http" => {
+                let url = field(doc, "url")?;
+                let status = http_get(&url)
+                    .map_err(|e| PluginError::Document(format!("GET {url} failed: {e}")))?;
+                doc.set("status", &Value::Integer(status.into())).map_err(doc_error)?;
+            }
+            "env" => {
+                let name = field(doc, "name")?;
+                let value = std::env::var(&name)
+                    .map_err(|e| PluginError::Document(format!("cannot read ${name}: {e}")))?;
+                doc.set_string("value", &value).map_err(doc_error)?;
+            }
+            "fail" => return Err(PluginError::Document("asked to fail".into())),
+            "fatal" => return Err(PluginError::Fatal("asked to stop the run".into())),
+            "children" => {
+                let count: usize = field(doc, "count")?.parse().unwrap_or(0);
+                return Ok((0..count)
+                    .map(|i| Document::new(&format!("{}-child-{i}", doc.id())))
+                    .collect());
+            }
+            other => return Err(PluginError::Document(format!("unknown action `{other}`"))),
+        }
+        Ok(Vec::new())
+    }
+}
+
+weir_plugin::export_stage!(Hostile);

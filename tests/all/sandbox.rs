@@ -1,0 +1,272 @@
+//! Hostile guests: each misbehaviour fails its document with an error naming
+//! the plugin and the cause, and the next document is processed normally by a
+//! fresh instance.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use weir::plugin::{DirGrant, PluginError, PluginSpec, StageInstance, TrapCause};
+use weir_tests::{doc, runtime, spec};
+
+fn hostile(configure: impl FnOnce(&mut PluginSpec)) -> StageInstance {
+    let mut spec = spec("hostile-stage", json!({}));
+    spec.limits.call_timeout = Duration::from_secs(5);
+    configure(&mut spec);
+    runtime()
+        .load_stage("hostile", &spec)
+        .expect("load")
+        .instantiate()
+        .expect("instantiate")
+}
+
+fn process(instance: &mut StageInstance, input: Value) -> Result<weir::document::Document, PluginError> {
+    let mut d = doc(input);
+    instance.process(&mut d).map(|_| d)
+}
+
+/// The next document goes through a working instance.
+fn assert_recovers(instance: &mut StageInstance) {
+    let d = process(instance, json!({ "id": "next", "action": "ok" })).expect("next document");
+    assert_eq!(d.get("processed"), Some(&json!(true)));
+}
+
+fn expect_trap(result: Result<weir::document::Document, PluginError>) -> TrapCause {
+    match result {
+        Err(PluginError::Trap { plugin, cause }) => {
+            assert_eq!(plugin, "hostile");
+            cause
+        }
+        other => panic!("expected a trap, got {other:?}"),
+    }
+}
+
+fn expect_document_error(result: Result<weir::document::Document, PluginError>) -> String {
+    match result {
+        Err(e @ PluginError::Document { .. }) => {
+            assert_eq!(e.plugin(), "hostile");
+            e.to_string()
+        }
+        other => panic!("expected a document error, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_infinite_loop_is_stopped_by_the_deadline() {
+    let mut instance = hostile(|s| s.limits.call_timeout = Duration::from_millis(200));
+    let err = process(&mut instance, json!({ "id": "d1", "action": "loop" })).expect_err("must trap");
+    assert!(err.to_string().contains("plugin `hostile` exceeded its call deadline of 200ms"), "{err}");
+    assert!(matches!(expect_trap(Err(err)), TrapCause::Deadline(_)));
+    assert_recovers(&mut instance);
+    assert_eq!(instance.restarts(), 1);
+}
+
+#[test]
+fn growing_memory_past_the_cap_traps() {
+    let mut instance = hostile(|s| s.limits.memory_mib = 32);
+    let err = process(&mut instance, json!({ "id": "d1", "action": "alloc" })).expect_err("must trap");
+    assert!(err.to_string().contains("exceeded its memory limit of 32 MiB"), "{err}");
+    match expect_trap(Err(err)) {
+        TrapCause::MemoryLimit { limit_mib, wanted_bytes } => {
+            assert_eq!(limit_mib, 32);
+            assert!(wanted_bytes > 32 << 20);
+        }
+        other => panic!("expected a memory limit, got {other:?}"),
+    }
+    assert_recovers(&mut instance);
+}
+
+#[test]
+fn a_panic_is_reported_with_its_message() {
+    let mut instance = hostile(|_| {});
+    let cause = expect_trap(process(&mut instance, json!({ "id": "d1", "action": "panic" })));
+    match cause {
+        TrapCause::Panic(message) => assert!(message.contains("hostile panic on d1"), "{message}"),
+        other => panic!("expected a panic, got {other:?}"),
+    }
+    assert_recovers(&mut instance);
+}
+
+#[test]
+fn unbounded_recursion_traps() {
+    let mut instance = hostile(|_| {});
+    let cause = expect_trap(process(&mut instance, json!({ "id": "d1", "action": "recurse" })));
+    assert_eq!(cause, TrapCause::Other("stack overflow".into()));
+    assert_recovers(&mut instance);
+}
+
+#[test]
+fn document_and_fatal_errors_are_told_apart() {
+    let mut instance = hostile(|_| {});
+    let err = process(&mut instance, json!({ "id": "d1", "action": "fail" })).expect_err("fails");
+    assert!(err.is_document_error());
+    let err = process(&mut instance, json!({ "id": "d2", "action": "fatal" })).expect_err("fails");
+    assert!(matches!(err, PluginError::Fatal { .. }), "{err}");
+    assert!(!err.is_document_error());
+    assert_recovers(&mut instance);
+    assert_eq!(instance.restarts(), 0, "guest errors do not replace the instance");
+}
+
+#[test]
+fn a_stage_that_fails_to_start_is_refused_before_any_document() {
+    let plugin = runtime()
+        .load_stage("hostile", &spec("hostile-stage", json!({ "fail_start": true })))
+        .expect("load");
+    let err = plugin.instantiate().expect_err("start fails");
+    assert!(matches!(err, PluginError::Fatal { .. }), "{err}");
+    assert!(err.to_string().contains("configured to fail at start"), "{err}");
+}
+
+#[test]
+fn files_outside_granted_directories_cannot_be_read() {
+    let granted = tempfile::tempdir().expect("tempdir");
+    std::fs::write(granted.path().join("ok.txt"), "granted content").expect("write");
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("secret.txt"), "secret").expect("write");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), granted.path().join("link.txt"))
+        .expect("symlink");
+
+    let mut none = hostile(|_| {});
+    let err = expect_document_error(process(&mut none, json!({ "id": "d", "action": "read", "path": "/etc/passwd" })));
+    assert!(err.contains("cannot read /etc/passwd"), "{err}");
+
+    let mut instance = hostile(|s| {
+        s.grants.dirs.push(DirGrant {
+            host: granted.path().to_owned(),
+            guest: "/data".into(),
+            writable: false,
+        });
+    });
+    let ok = process(&mut instance, json!({ "id": "d", "action": "read", "path": "/data/ok.txt" })).expect("granted read");
+    assert_eq!(ok.get_string("content").as_deref(), Some("granted content"));
+
+    let secret = outside.path().join("secret.txt");
+    for path in [
+        "/etc/passwd".to_owned(),
+        "/data/../etc/passwd".to_owned(),
+        format!("/data/../../../../..{}", secret.display()),
+        secret.display().to_string(),
+        "/data/link.txt".to_owned(),
+    ] {
+        let err = expect_document_error(process(&mut instance, json!({ "id": "d", "action": "read", "path": path })));
+        assert!(!err.contains("secret") || err.contains("secret.txt"), "content leaked: {err}");
+    }
+    let err = expect_document_error(process(&mut instance, json!({ "id": "d", "action": "write", "path": "/data/new.txt" })));
+    assert!(err.contains("cannot write"), "{err}");
+    assert!(!granted.path().join("new.txt").exists(), "a read-only grant must not allow writes");
+    assert_recovers(&mut instance);
+}
+
+#[test]
+fn a_writable_grant_allows_writes_inside_it_only() {
+    let granted = tempfile::tempdir().expect("tempdir");
+    let mut instance = hostile(|s| {
+        s.grants.dirs.push(DirGrant {
+            host: granted.path().to_owned(),
+            guest: "/out".into(),
+            writable: true,
+        });
+    });
+    process(&mut instance, json!({ "id": "w1", "action": "write", "path": "/out/new.txt" })).expect("write");
+    assert_eq!(std::fs::read_to_string(granted.path().join("new.txt")).expect("read"), "w1");
+    expect_document_error(process(&mut instance, json!({ "id": "w2", "action": "write", "path": "/out/../escape.txt" })));
+}
+
+#[test]
+fn environment_variables_are_visible_only_when_granted() {
+    // SAFETY: tests in this binary do not read this variable concurrently.
+    unsafe { std::env::set_var("WEIR_TEST_SECRET", "from-host") };
+    let mut none = hostile(|_| {});
+    expect_document_error(process(&mut none, json!({ "id": "d", "action": "env", "name": "WEIR_TEST_SECRET" })));
+    expect_document_error(process(&mut none, json!({ "id": "d", "action": "env", "name": "PATH" })));
+
+    let mut granted = hostile(|s| {
+        s.grants.env.insert("INDEX".into(), "books".into());
+    });
+    let d = process(&mut granted, json!({ "id": "d", "action": "env", "name": "INDEX" })).expect("granted");
+    assert_eq!(d.get_string("value").as_deref(), Some("books"));
+    expect_document_error(process(&mut granted, json!({ "id": "d", "action": "env", "name": "WEIR_TEST_SECRET" })));
+}
+
+/// A one-route HTTP server on loopback that counts the connections it served.
+fn http_server() -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let served = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&served);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            counter.fetch_add(1, Ordering::SeqCst);
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+        }
+    });
+    (port, served)
+}
+
+#[test]
+fn http_reaches_only_allow_listed_hosts() {
+    let (port, served) = http_server();
+    let url = format!("http://127.0.0.1:{port}/ping");
+
+    let mut none = hostile(|_| {});
+    let err = expect_document_error(process(&mut none, json!({ "id": "d", "action": "http", "url": url })));
+    assert!(err.contains("HttpRequestDenied"), "{err}");
+
+    let mut instance = hostile(|s| s.grants.http.push(format!("127.0.0.1:{port}")));
+    let d = process(&mut instance, json!({ "id": "d", "action": "http", "url": url })).expect("allowed");
+    assert_eq!(d.get("status"), Some(&json!(200)));
+
+    for denied in [
+        format!("http://localhost:{port}/ping"),
+        format!("http://127.0.0.1:{}/ping", port.wrapping_add(1)),
+        "http://example.invalid/".to_owned(),
+    ] {
+        let err = expect_document_error(process(&mut instance, json!({ "id": "d", "action": "http", "url": denied })));
+        assert!(err.contains("HttpRequestDenied"), "{denied}: {err}");
+    }
+    assert_eq!(served.load(Ordering::SeqCst), 1, "denied requests must never reach the network");
+    assert_recovers(&mut instance);
+}
+
+#[test]
+fn bad_plugin_files_and_wrong_kinds_are_clear_errors() {
+    let rt = runtime();
+    let missing = PluginSpec::new("/nonexistent/plugin.wasm", json!({}));
+    let err = rt.load_stage("ghost", &missing).expect_err("missing file");
+    assert!(matches!(err, PluginError::Load { .. }), "{err}");
+    assert!(err.to_string().contains("ghost") && err.to_string().contains("/nonexistent/plugin.wasm"), "{err}");
+
+    let not_wasm = tempfile::NamedTempFile::new().expect("tempfile");
+    std::fs::write(not_wasm.path(), b"not a component").expect("write");
+    let err = rt.load_stage("junk", &PluginSpec::new(not_wasm.path(), json!({}))).expect_err("not wasm");
+    assert!(matches!(err, PluginError::Load { .. }), "{err}");
+
+    let err = rt
+        .load_stage("connector-as-stage", &spec("file-connector", json!({})))
+        .expect_err("wrong world");
+    assert!(matches!(err, PluginError::Instantiate { .. }), "{err}");
+    assert!(err.to_string().contains("stage-api"), "{err}");
+
+    let mut bad_grant = spec("hostile-stage", json!({}));
+    bad_grant.grants.http.push("http://x/".into());
+    let err = rt.load_stage("hostile", &bad_grant).expect_err("bad grant");
+    assert!(err.to_string().contains("grants.http"), "{err}");
+
+    let mut missing_dir = spec("hostile-stage", json!({}));
+    missing_dir.grants.dirs.push(DirGrant { host: "/nonexistent/dir".into(), guest: "/d".into(), writable: false });
+    let err = rt.load_stage("hostile", &missing_dir).expect("load").instantiate().expect_err("missing dir");
+    assert!(err.to_string().contains("/nonexistent/dir"), "{err}");
+}
