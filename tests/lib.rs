@@ -42,13 +42,19 @@ pub fn plugin(crate_name: &str) -> PathBuf {
     path
 }
 
-/// A runtime without a disk cache (Rust guests compile in milliseconds).
+/// The runtime shared by the tests of this process: each component is
+/// compiled once, in memory (no disk cache, so tests never touch `~/.cache`).
 pub fn runtime() -> PluginRuntime {
-    PluginRuntime::new(RuntimeOptions {
-        cache_dir: None,
-        ..RuntimeOptions::default()
-    })
-    .expect("runtime")
+    static RUNTIME: OnceLock<PluginRuntime> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            PluginRuntime::new(RuntimeOptions {
+                cache_dir: None,
+                ..RuntimeOptions::default()
+            })
+            .expect("runtime")
+        })
+        .clone()
 }
 
 /// A spec for plugin `crate_name` with `config`, default grants and limits.
