@@ -158,7 +158,8 @@ impl Document {
         match self.fields.get_mut(name) {
             Some(slot) => append(slot, value),
             None => {
-                self.fields.insert(name.to_owned(), Value::Array(vec![value]));
+                self.fields
+                    .insert(name.to_owned(), Value::Array(vec![value]));
             }
         }
         Ok(())
@@ -252,7 +253,9 @@ impl Document {
                     }
                     match node {
                         Value::Object(map) => map.entry(k.clone()).or_insert(Value::Null),
-                        _ => return Err(invalid_path(path, &format!("`{k}` is under a non-object"))),
+                        _ => {
+                            return Err(invalid_path(path, &format!("`{k}` is under a non-object")));
+                        }
                     }
                 }
                 Step::Index(i) => {
@@ -266,7 +269,9 @@ impl Document {
                             }
                             &mut items[*i]
                         }
-                        _ => return Err(invalid_path(path, &format!("[{i}] is under a non-array"))),
+                        _ => {
+                            return Err(invalid_path(path, &format!("[{i}] is under a non-array")));
+                        }
                     }
                 }
             };
@@ -360,7 +365,9 @@ impl Document {
     /// A document from a JSON object with a string `id`.
     pub fn from_json(json: Value) -> Result<Self, FieldError> {
         let Value::Object(mut map) = json else {
-            return Err(FieldError::InvalidJson("a document must be a JSON object".into()));
+            return Err(FieldError::InvalidJson(
+                "a document must be a JSON object".into(),
+            ));
         };
         let id = match map.shift_remove(ID_FIELD) {
             Some(Value::String(id)) => id,
@@ -404,7 +411,8 @@ impl Document {
 
     /// Parse whole-document JSON text.
     pub fn from_json_str(text: &str) -> Result<Self, FieldError> {
-        let json = serde_json::from_str(text).map_err(|e| FieldError::InvalidJson(e.to_string()))?;
+        let json =
+            serde_json::from_str(text).map_err(|e| FieldError::InvalidJson(e.to_string()))?;
         Self::from_json(json)
     }
 
@@ -413,7 +421,8 @@ impl Document {
     pub fn load_json(&mut self, json: Value) -> Result<(), FieldError> {
         let mut json = json;
         if let Value::Object(map) = &mut json {
-            map.entry(ID_FIELD).or_insert_with(|| Value::String(self.id.clone()));
+            map.entry(ID_FIELD)
+                .or_insert_with(|| Value::String(self.id.clone()));
         }
         let loaded = Self::from_json(json)?;
         if loaded.id != self.id {
@@ -506,7 +515,10 @@ mod tests {
         assert_eq!(d.value_count("tags"), 2);
         assert_eq!(d.get("tags"), Some(&json!("a")));
         d.add("title", json!("There")).expect("add");
-        assert_eq!(d.get_all("title").collect::<Vec<_>>(), [&json!("Hi"), &json!("There")]);
+        assert_eq!(
+            d.get_all("title").collect::<Vec<_>>(),
+            [&json!("Hi"), &json!("There")]
+        );
         d.set_or_add("new", json!(5)).expect("set_or_add");
         assert_eq!(d.get("new"), Some(&json!(5)));
         assert_eq!(d.value_count("new"), 1);
@@ -521,7 +533,10 @@ mod tests {
     fn reserved_names_are_refused() {
         let mut d = doc();
         for name in RESERVED_FIELDS {
-            assert_eq!(d.set(name, json!(1)), Err(FieldError::ReservedField(name.into())));
+            assert_eq!(
+                d.set(name, json!(1)),
+                Err(FieldError::ReservedField(name.into()))
+            );
             assert!(d.remove(name).is_err());
             assert!(d.rename("title", name, UpdateMode::Overwrite).is_err());
         }
@@ -538,7 +553,10 @@ mod tests {
         d.set("y", json!("y1")).expect("set");
         assert!(d.rename("tags", "y", UpdateMode::Append).expect("rename"));
         assert_eq!(d.fields()["y"], json!(["y1", "a", "b"]));
-        assert!(!d.rename("missing", "z", UpdateMode::Overwrite).expect("rename"));
+        assert!(
+            !d.rename("missing", "z", UpdateMode::Overwrite)
+                .expect("rename")
+        );
     }
 
     #[test]

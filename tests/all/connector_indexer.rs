@@ -19,10 +19,17 @@ impl PublishSink for Collect {
 }
 
 fn read_dir_grant(dir: &std::path::Path) -> DirGrant {
-    DirGrant { host: dir.to_owned(), guest: "/data".into(), writable: false }
+    DirGrant {
+        host: dir.to_owned(),
+        guest: "/data".into(),
+        writable: false,
+    }
 }
 
-fn run_connector(config: serde_json::Value, dir: &std::path::Path) -> (Result<(), PluginError>, Vec<Document>) {
+fn run_connector(
+    config: serde_json::Value,
+    dir: &std::path::Path,
+) -> (Result<(), PluginError>, Vec<Document>) {
     let mut s = spec("file-connector", config);
     s.grants.dirs.push(read_dir_grant(dir));
     let plugin = runtime().load_connector("files", &s).expect("load");
@@ -44,7 +51,11 @@ fn file_connector_reads_jsonl_and_csv() {
         "{\"isbn\": \"111\", \"title\": \"Weir\", \"id\": \"dropped\"}\n\n{\"title\": \"No isbn\"}\n",
     )
     .expect("write");
-    std::fs::write(dir.path().join("authors.csv"), "isbn,name\n222,Ada\n,Anon\n").expect("write");
+    std::fs::write(
+        dir.path().join("authors.csv"),
+        "isbn,name\n222,Ada\n,Anon\n",
+    )
+    .expect("write");
     let (result, docs) = run_connector(
         json!({ "paths": ["/data/books.jsonl", "/data/authors.csv"], "id_field": "isbn" }),
         dir.path(),
@@ -60,29 +71,48 @@ fn file_connector_reads_jsonl_and_csv() {
 #[test]
 fn file_connector_stops_on_a_bad_line_naming_file_and_line() {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("bad.jsonl"), "{\"id\": \"1\"}\nnot json\n{\"id\": \"3\"}\n").expect("write");
+    std::fs::write(
+        dir.path().join("bad.jsonl"),
+        "{\"id\": \"1\"}\nnot json\n{\"id\": \"3\"}\n",
+    )
+    .expect("write");
     let (result, docs) = run_connector(json!({ "paths": ["/data/bad.jsonl"] }), dir.path());
     let err = result.expect_err("bad line");
     assert!(matches!(err, PluginError::Fatal { .. }), "{err}");
     assert!(err.to_string().contains("/data/bad.jsonl:2"), "{err}");
-    assert_eq!(docs.len(), 1, "documents before the bad line were published");
+    assert_eq!(
+        docs.len(),
+        1,
+        "documents before the bad line were published"
+    );
 }
 
 #[test]
 fn file_connector_without_a_grant_cannot_read() {
     let plugin = runtime()
-        .load_connector("files", &spec("file-connector", json!({ "paths": ["/data/x.jsonl"] })))
+        .load_connector(
+            "files",
+            &spec("file-connector", json!({ "paths": ["/data/x.jsonl"] })),
+        )
         .expect("load");
     let mut connector = plugin.instantiate().expect("instantiate");
     connector.pre_execute("run").expect("pre_execute");
-    let err = connector.execute("run", Box::new(Collect::default())).expect_err("no grant");
+    let err = connector
+        .execute("run", Box::new(Collect::default()))
+        .expect_err("no grant");
     assert!(err.to_string().contains("/data/x.jsonl"), "{err}");
 }
 
 #[test]
 fn file_connector_config_issues_are_all_reported() {
     let plugin = runtime()
-        .load_connector("files", &spec("file-connector", json!({ "paths": ["/data/a.txt", "/data/b.xml"] })))
+        .load_connector(
+            "files",
+            &spec(
+                "file-connector",
+                json!({ "paths": ["/data/a.txt", "/data/b.xml"] }),
+            ),
+        )
         .expect("load");
     let issues = plugin.check_config().expect("check");
     let paths: Vec<&str> = issues.iter().map(|i| i.path.as_str()).collect();
@@ -101,14 +131,24 @@ fn a_refused_publish_reaches_the_connector_as_its_error() {
     std::fs::write(dir.path().join("a.jsonl"), "{\"id\": \"1\"}\n").expect("write");
     let mut s = spec("file-connector", json!({ "paths": ["/data/a.jsonl"] }));
     s.grants.dirs.push(read_dir_grant(dir.path()));
-    let mut connector = runtime().load_connector("files", &s).expect("load").instantiate().expect("instantiate");
+    let mut connector = runtime()
+        .load_connector("files", &s)
+        .expect("load")
+        .instantiate()
+        .expect("instantiate");
     connector.pre_execute("run").expect("pre_execute");
-    let err = connector.execute("run", Box::new(Refuse)).expect_err("refused");
+    let err = connector
+        .execute("run", Box::new(Refuse))
+        .expect_err("refused");
     assert!(err.to_string().contains("run is shutting down"), "{err}");
 }
 
 fn out_grant(dir: &std::path::Path) -> DirGrant {
-    DirGrant { host: dir.to_owned(), guest: "/out".into(), writable: true }
+    DirGrant {
+        host: dir.to_owned(),
+        guest: "/out".into(),
+        writable: true,
+    }
 }
 
 #[test]
@@ -119,29 +159,62 @@ fn jsonl_indexer_writes_each_batch() {
     let plugin = runtime().load_indexer("jsonl", &s).expect("load");
     let mut indexer = plugin.instantiate().expect("instantiate");
     indexer.validate_connection().expect("validate");
-    let mut batch = vec![doc(json!({ "id": "1", "a": 1 })), doc(json!({ "id": "2", "b": [true] }))];
-    let failures = indexer.send_batch(&mut batch).expect("plugin ok").expect("batch ok");
+    let mut batch = vec![
+        doc(json!({ "id": "1", "a": 1 })),
+        doc(json!({ "id": "2", "b": [true] })),
+    ];
+    let failures = indexer
+        .send_batch(&mut batch)
+        .expect("plugin ok")
+        .expect("batch ok");
     assert!(failures.is_empty());
-    assert_eq!(batch[1].id(), "2", "documents come back to the host after the batch");
+    assert_eq!(
+        batch[1].id(),
+        "2",
+        "documents come back to the host after the batch"
+    );
     let mut second = vec![doc(json!({ "id": "3" }))];
-    indexer.send_batch(&mut second).expect("plugin ok").expect("batch ok");
+    indexer
+        .send_batch(&mut second)
+        .expect("plugin ok")
+        .expect("batch ok");
     indexer.close().expect("close");
     let written = std::fs::read_to_string(out.path().join("docs.jsonl")).expect("read");
-    let lines: Vec<serde_json::Value> = written.lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
-    assert_eq!(lines, [json!({ "id": "1", "a": 1 }), json!({ "id": "2", "b": [true] }), json!({ "id": "3" })]);
+    let lines: Vec<serde_json::Value> = written
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            json!({ "id": "1", "a": 1 }),
+            json!({ "id": "2", "b": [true] }),
+            json!({ "id": "3" })
+        ]
+    );
 }
 
 #[test]
 fn csv_indexer_writes_header_and_rows() {
     let out = tempfile::tempdir().expect("tempdir");
-    let mut s = spec("csv-indexer", json!({ "path": "/out/docs.csv", "columns": ["id", "title", "tags"] }));
+    let mut s = spec(
+        "csv-indexer",
+        json!({ "path": "/out/docs.csv", "columns": ["id", "title", "tags"] }),
+    );
     s.grants.dirs.push(out_grant(out.path()));
-    let mut indexer = runtime().load_indexer("csv", &s).expect("load").instantiate().expect("instantiate");
+    let mut indexer = runtime()
+        .load_indexer("csv", &s)
+        .expect("load")
+        .instantiate()
+        .expect("instantiate");
     let mut batch = vec![
         doc(json!({ "id": "1", "title": "Weir, a host", "tags": ["a", "b"] })),
         doc(json!({ "id": "2" })),
     ];
-    indexer.send_batch(&mut batch).expect("plugin ok").expect("batch ok");
+    indexer
+        .send_batch(&mut batch)
+        .expect("plugin ok")
+        .expect("batch ok");
     indexer.close().expect("close");
     let written = std::fs::read_to_string(out.path().join("docs.csv")).expect("read");
     assert_eq!(written, "id,title,tags\n1,\"Weir, a host\",a|b\n2,,\n");
@@ -151,8 +224,18 @@ fn csv_indexer_writes_header_and_rows() {
 fn an_indexer_without_a_writable_grant_fails_to_start() {
     let out = tempfile::tempdir().expect("tempdir");
     let mut s = spec("jsonl-indexer", json!({ "path": "/out/docs.jsonl" }));
-    s.grants.dirs.push(DirGrant { writable: false, ..out_grant(out.path()) });
-    let err = runtime().load_indexer("jsonl", &s).expect("load").instantiate().expect_err("read-only");
+    s.grants.dirs.push(DirGrant {
+        writable: false,
+        ..out_grant(out.path())
+    });
+    let err = runtime()
+        .load_indexer("jsonl", &s)
+        .expect("load")
+        .instantiate()
+        .expect_err("read-only");
     assert!(matches!(err, PluginError::Fatal { .. }), "{err}");
-    assert!(err.to_string().contains("cannot open /out/docs.jsonl"), "{err}");
+    assert!(
+        err.to_string().contains("cannot open /out/docs.jsonl"),
+        "{err}"
+    );
 }

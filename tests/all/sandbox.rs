@@ -23,7 +23,10 @@ fn hostile(configure: impl FnOnce(&mut PluginSpec)) -> StageInstance {
         .expect("instantiate")
 }
 
-fn process(instance: &mut StageInstance, input: Value) -> Result<weir::document::Document, PluginError> {
+fn process(
+    instance: &mut StageInstance,
+    input: Value,
+) -> Result<weir::document::Document, PluginError> {
     let mut d = doc(input);
     instance.process(&mut d).map(|_| d)
 }
@@ -57,8 +60,13 @@ fn expect_document_error(result: Result<weir::document::Document, PluginError>) 
 #[test]
 fn an_infinite_loop_is_stopped_by_the_deadline() {
     let mut instance = hostile(|s| s.limits.call_timeout = Duration::from_millis(200));
-    let err = process(&mut instance, json!({ "id": "d1", "action": "loop" })).expect_err("must trap");
-    assert!(err.to_string().contains("plugin `hostile` exceeded its call deadline of 200ms"), "{err}");
+    let err =
+        process(&mut instance, json!({ "id": "d1", "action": "loop" })).expect_err("must trap");
+    assert!(
+        err.to_string()
+            .contains("plugin `hostile` exceeded its call deadline of 200ms"),
+        "{err}"
+    );
     assert!(matches!(expect_trap(Err(err)), TrapCause::Deadline(_)));
     assert_recovers(&mut instance);
     assert_eq!(instance.restarts(), 1);
@@ -67,10 +75,18 @@ fn an_infinite_loop_is_stopped_by_the_deadline() {
 #[test]
 fn growing_memory_past_the_cap_traps() {
     let mut instance = hostile(|s| s.limits.memory_mib = 32);
-    let err = process(&mut instance, json!({ "id": "d1", "action": "alloc" })).expect_err("must trap");
-    assert!(err.to_string().contains("exceeded its memory limit of 32 MiB"), "{err}");
+    let err =
+        process(&mut instance, json!({ "id": "d1", "action": "alloc" })).expect_err("must trap");
+    assert!(
+        err.to_string()
+            .contains("exceeded its memory limit of 32 MiB"),
+        "{err}"
+    );
     match expect_trap(Err(err)) {
-        TrapCause::MemoryLimit { limit_mib, wanted_bytes } => {
+        TrapCause::MemoryLimit {
+            limit_mib,
+            wanted_bytes,
+        } => {
             assert_eq!(limit_mib, 32);
             assert!(wanted_bytes > 32 << 20);
         }
@@ -82,7 +98,10 @@ fn growing_memory_past_the_cap_traps() {
 #[test]
 fn a_panic_is_reported_with_its_message() {
     let mut instance = hostile(|_| {});
-    let cause = expect_trap(process(&mut instance, json!({ "id": "d1", "action": "panic" })));
+    let cause = expect_trap(process(
+        &mut instance,
+        json!({ "id": "d1", "action": "panic" }),
+    ));
     match cause {
         TrapCause::Panic(message) => assert!(message.contains("hostile panic on d1"), "{message}"),
         other => panic!("expected a panic, got {other:?}"),
@@ -93,7 +112,10 @@ fn a_panic_is_reported_with_its_message() {
 #[test]
 fn unbounded_recursion_traps() {
     let mut instance = hostile(|_| {});
-    let cause = expect_trap(process(&mut instance, json!({ "id": "d1", "action": "recurse" })));
+    let cause = expect_trap(process(
+        &mut instance,
+        json!({ "id": "d1", "action": "recurse" }),
+    ));
     assert_eq!(cause, TrapCause::Other("stack overflow".into()));
     assert_recovers(&mut instance);
 }
@@ -107,17 +129,27 @@ fn document_and_fatal_errors_are_told_apart() {
     assert!(matches!(err, PluginError::Fatal { .. }), "{err}");
     assert!(!err.is_document_error());
     assert_recovers(&mut instance);
-    assert_eq!(instance.restarts(), 0, "guest errors do not replace the instance");
+    assert_eq!(
+        instance.restarts(),
+        0,
+        "guest errors do not replace the instance"
+    );
 }
 
 #[test]
 fn a_stage_that_fails_to_start_is_refused_before_any_document() {
     let plugin = runtime()
-        .load_stage("hostile", &spec("hostile-stage", json!({ "fail_start": true })))
+        .load_stage(
+            "hostile",
+            &spec("hostile-stage", json!({ "fail_start": true })),
+        )
         .expect("load");
     let err = plugin.instantiate().expect_err("start fails");
     assert!(matches!(err, PluginError::Fatal { .. }), "{err}");
-    assert!(err.to_string().contains("configured to fail at start"), "{err}");
+    assert!(
+        err.to_string().contains("configured to fail at start"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -127,11 +159,17 @@ fn files_outside_granted_directories_cannot_be_read() {
     let outside = tempfile::tempdir().expect("tempdir");
     std::fs::write(outside.path().join("secret.txt"), "secret").expect("write");
     #[cfg(unix)]
-    std::os::unix::fs::symlink(outside.path().join("secret.txt"), granted.path().join("link.txt"))
-        .expect("symlink");
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.txt"),
+        granted.path().join("link.txt"),
+    )
+    .expect("symlink");
 
     let mut none = hostile(|_| {});
-    let err = expect_document_error(process(&mut none, json!({ "id": "d", "action": "read", "path": "/etc/passwd" })));
+    let err = expect_document_error(process(
+        &mut none,
+        json!({ "id": "d", "action": "read", "path": "/etc/passwd" }),
+    ));
     assert!(err.contains("cannot read /etc/passwd"), "{err}");
 
     let mut instance = hostile(|s| {
@@ -141,7 +179,11 @@ fn files_outside_granted_directories_cannot_be_read() {
             writable: false,
         });
     });
-    let ok = process(&mut instance, json!({ "id": "d", "action": "read", "path": "/data/ok.txt" })).expect("granted read");
+    let ok = process(
+        &mut instance,
+        json!({ "id": "d", "action": "read", "path": "/data/ok.txt" }),
+    )
+    .expect("granted read");
     assert_eq!(ok.get_string("content").as_deref(), Some("granted content"));
 
     let secret = outside.path().join("secret.txt");
@@ -152,12 +194,24 @@ fn files_outside_granted_directories_cannot_be_read() {
         secret.display().to_string(),
         "/data/link.txt".to_owned(),
     ] {
-        let err = expect_document_error(process(&mut instance, json!({ "id": "d", "action": "read", "path": path })));
-        assert!(!err.contains("secret") || err.contains("secret.txt"), "content leaked: {err}");
+        let err = expect_document_error(process(
+            &mut instance,
+            json!({ "id": "d", "action": "read", "path": path }),
+        ));
+        assert!(
+            !err.contains("secret") || err.contains("secret.txt"),
+            "content leaked: {err}"
+        );
     }
-    let err = expect_document_error(process(&mut instance, json!({ "id": "d", "action": "write", "path": "/data/new.txt" })));
+    let err = expect_document_error(process(
+        &mut instance,
+        json!({ "id": "d", "action": "write", "path": "/data/new.txt" }),
+    ));
     assert!(err.contains("cannot write"), "{err}");
-    assert!(!granted.path().join("new.txt").exists(), "a read-only grant must not allow writes");
+    assert!(
+        !granted.path().join("new.txt").exists(),
+        "a read-only grant must not allow writes"
+    );
     assert_recovers(&mut instance);
 }
 
@@ -171,9 +225,19 @@ fn a_writable_grant_allows_writes_inside_it_only() {
             writable: true,
         });
     });
-    process(&mut instance, json!({ "id": "w1", "action": "write", "path": "/out/new.txt" })).expect("write");
-    assert_eq!(std::fs::read_to_string(granted.path().join("new.txt")).expect("read"), "w1");
-    expect_document_error(process(&mut instance, json!({ "id": "w2", "action": "write", "path": "/out/../escape.txt" })));
+    process(
+        &mut instance,
+        json!({ "id": "w1", "action": "write", "path": "/out/new.txt" }),
+    )
+    .expect("write");
+    assert_eq!(
+        std::fs::read_to_string(granted.path().join("new.txt")).expect("read"),
+        "w1"
+    );
+    expect_document_error(process(
+        &mut instance,
+        json!({ "id": "w2", "action": "write", "path": "/out/../escape.txt" }),
+    ));
 }
 
 #[test]
@@ -181,15 +245,28 @@ fn environment_variables_are_visible_only_when_granted() {
     // SAFETY: tests in this binary do not read this variable concurrently.
     unsafe { std::env::set_var("WEIR_TEST_SECRET", "from-host") };
     let mut none = hostile(|_| {});
-    expect_document_error(process(&mut none, json!({ "id": "d", "action": "env", "name": "WEIR_TEST_SECRET" })));
-    expect_document_error(process(&mut none, json!({ "id": "d", "action": "env", "name": "PATH" })));
+    expect_document_error(process(
+        &mut none,
+        json!({ "id": "d", "action": "env", "name": "WEIR_TEST_SECRET" }),
+    ));
+    expect_document_error(process(
+        &mut none,
+        json!({ "id": "d", "action": "env", "name": "PATH" }),
+    ));
 
     let mut granted = hostile(|s| {
         s.grants.env.insert("INDEX".into(), "books".into());
     });
-    let d = process(&mut granted, json!({ "id": "d", "action": "env", "name": "INDEX" })).expect("granted");
+    let d = process(
+        &mut granted,
+        json!({ "id": "d", "action": "env", "name": "INDEX" }),
+    )
+    .expect("granted");
     assert_eq!(d.get_string("value").as_deref(), Some("books"));
-    expect_document_error(process(&mut granted, json!({ "id": "d", "action": "env", "name": "WEIR_TEST_SECRET" })));
+    expect_document_error(process(
+        &mut granted,
+        json!({ "id": "d", "action": "env", "name": "WEIR_TEST_SECRET" }),
+    ));
 }
 
 /// A one-route HTTP server on loopback that counts the connections it served.
@@ -210,7 +287,8 @@ fn http_server() -> (u16, Arc<AtomicUsize>) {
                 }
             }
             counter.fetch_add(1, Ordering::SeqCst);
-            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
         }
     });
     (port, served)
@@ -222,11 +300,18 @@ fn http_reaches_only_allow_listed_hosts() {
     let url = format!("http://127.0.0.1:{port}/ping");
 
     let mut none = hostile(|_| {});
-    let err = expect_document_error(process(&mut none, json!({ "id": "d", "action": "http", "url": url })));
+    let err = expect_document_error(process(
+        &mut none,
+        json!({ "id": "d", "action": "http", "url": url }),
+    ));
     assert!(err.contains("HttpRequestDenied"), "{err}");
 
     let mut instance = hostile(|s| s.grants.http.push(format!("127.0.0.1:{port}")));
-    let d = process(&mut instance, json!({ "id": "d", "action": "http", "url": url })).expect("allowed");
+    let d = process(
+        &mut instance,
+        json!({ "id": "d", "action": "http", "url": url }),
+    )
+    .expect("allowed");
     assert_eq!(d.get("status"), Some(&json!(200)));
 
     for denied in [
@@ -234,10 +319,17 @@ fn http_reaches_only_allow_listed_hosts() {
         format!("http://127.0.0.1:{}/ping", port.wrapping_add(1)),
         "http://example.invalid/".to_owned(),
     ] {
-        let err = expect_document_error(process(&mut instance, json!({ "id": "d", "action": "http", "url": denied })));
+        let err = expect_document_error(process(
+            &mut instance,
+            json!({ "id": "d", "action": "http", "url": denied }),
+        ));
         assert!(err.contains("HttpRequestDenied"), "{denied}: {err}");
     }
-    assert_eq!(served.load(Ordering::SeqCst), 1, "denied requests must never reach the network");
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        1,
+        "denied requests must never reach the network"
+    );
     assert_recovers(&mut instance);
 }
 
@@ -247,11 +339,16 @@ fn bad_plugin_files_and_wrong_kinds_are_clear_errors() {
     let missing = PluginSpec::new("/nonexistent/plugin.wasm", json!({}));
     let err = rt.load_stage("ghost", &missing).expect_err("missing file");
     assert!(matches!(err, PluginError::Load { .. }), "{err}");
-    assert!(err.to_string().contains("ghost") && err.to_string().contains("/nonexistent/plugin.wasm"), "{err}");
+    assert!(
+        err.to_string().contains("ghost") && err.to_string().contains("/nonexistent/plugin.wasm"),
+        "{err}"
+    );
 
     let not_wasm = tempfile::NamedTempFile::new().expect("tempfile");
     std::fs::write(not_wasm.path(), b"not a component").expect("write");
-    let err = rt.load_stage("junk", &PluginSpec::new(not_wasm.path(), json!({}))).expect_err("not wasm");
+    let err = rt
+        .load_stage("junk", &PluginSpec::new(not_wasm.path(), json!({})))
+        .expect_err("not wasm");
     assert!(matches!(err, PluginError::Load { .. }), "{err}");
 
     let err = rt
@@ -266,7 +363,15 @@ fn bad_plugin_files_and_wrong_kinds_are_clear_errors() {
     assert!(err.to_string().contains("grants.http"), "{err}");
 
     let mut missing_dir = spec("hostile-stage", json!({}));
-    missing_dir.grants.dirs.push(DirGrant { host: "/nonexistent/dir".into(), guest: "/d".into(), writable: false });
-    let err = rt.load_stage("hostile", &missing_dir).expect("load").instantiate().expect_err("missing dir");
+    missing_dir.grants.dirs.push(DirGrant {
+        host: "/nonexistent/dir".into(),
+        guest: "/d".into(),
+        writable: false,
+    });
+    let err = rt
+        .load_stage("hostile", &missing_dir)
+        .expect("load")
+        .instantiate()
+        .expect_err("missing dir");
     assert!(err.to_string().contains("/nonexistent/dir"), "{err}");
 }

@@ -65,7 +65,10 @@ fn concatenate_formats_fields_with_defaults() {
         json!({ "target": "label", "format": "{first} {middle}{last} ({year}) {{x}}", "defaults": { "middle": "" } }),
         json!({ "id": "1", "first": "Ada", "last": "Lovelace" }),
     );
-    assert_eq!(d.get_string("label").as_deref(), Some("Ada Lovelace ({year}) {x}"));
+    assert_eq!(
+        d.get_string("label").as_deref(),
+        Some("Ada Lovelace ({year}) {x}")
+    );
 }
 
 #[test]
@@ -75,15 +78,26 @@ fn set_static_values_respects_skip_mode() {
         json!({ "values": { "source": "catalog", "langs": ["en", "fr"], "kept": 2 }, "mode": "skip" }),
         json!({ "id": "1", "kept": 1 }),
     );
-    assert_eq!(fields(&d), json!({ "kept": 1, "source": "catalog", "langs": ["en", "fr"] }));
+    assert_eq!(
+        fields(&d),
+        json!({ "kept": 1, "source": "catalog", "langs": ["en", "fr"] })
+    );
 }
 
 #[test]
 fn drop_document_drops_only_matching_documents() {
     let config = json!({ "field": "status", "values": ["deleted"] });
-    let (dropped, _) = run("drop-document", config.clone(), json!({ "id": "1", "status": ["live", "deleted"] }));
+    let (dropped, _) = run(
+        "drop-document",
+        config.clone(),
+        json!({ "id": "1", "status": ["live", "deleted"] }),
+    );
     assert!(dropped.is_dropped());
-    let (kept, _) = run("drop-document", config, json!({ "id": "2", "status": "live" }));
+    let (kept, _) = run(
+        "drop-document",
+        config,
+        json!({ "id": "2", "status": "live" }),
+    );
     assert!(!kept.is_dropped());
 }
 
@@ -100,7 +114,13 @@ fn apply_regex_extracts_capture_groups() {
 #[test]
 fn apply_regex_reports_a_bad_pattern_before_start() {
     let plugin = runtime()
-        .load_stage("regex", &spec("apply-regex", json!({ "source": "a", "target": "b", "pattern": "(" })))
+        .load_stage(
+            "regex",
+            &spec(
+                "apply-regex",
+                json!({ "source": "a", "target": "b", "pattern": "(" }),
+            ),
+        )
         .expect("load");
     let issues = plugin.check_config().expect("check_config");
     assert_eq!(issues.len(), 1);
@@ -117,7 +137,10 @@ fn trim_whitespace_keeps_shape() {
         json!({}),
         json!({ "id": "1", "a": "  x ", "b": [" y", "z "], "c": ["w "], "n": 3 }),
     );
-    assert_eq!(fields(&d), json!({ "a": "x", "b": ["y", "z"], "c": ["w"], "n": 3 }));
+    assert_eq!(
+        fields(&d),
+        json!({ "a": "x", "b": ["y", "z"], "c": ["w"], "n": 3 })
+    );
 }
 
 #[test]
@@ -149,14 +172,26 @@ fn emit_nested_children_makes_child_documents() {
     assert_eq!(ids, ["c-1", "book-1"]);
     assert_eq!(children[1].get_string("title").as_deref(), Some("Two"));
     assert_eq!(children[1].get_string("book_id").as_deref(), Some("book"));
-    assert!(children.iter().all(|c| c.run_id() == Some("run-7")), "children inherit the run id");
-    assert!(!input.has("chapters"), "the source field is removed from the parent");
+    assert!(
+        children.iter().all(|c| c.run_id() == Some("run-7")),
+        "children inherit the run id"
+    );
+    assert!(
+        !input.has("chapters"),
+        "the source field is removed from the parent"
+    );
 }
 
 #[test]
 fn config_errors_name_the_setting() {
     let plugin = runtime()
-        .load_stage("copy", &spec("copy-fields", json!({ "mappings": [{ "source": "a", "targte": "b" }] })))
+        .load_stage(
+            "copy",
+            &spec(
+                "copy-fields",
+                json!({ "mappings": [{ "source": "a", "targte": "b" }] }),
+            ),
+        )
         .expect("load");
     let issues = plugin.check_config().expect("check_config");
     assert_eq!(issues.len(), 1, "{issues:?}");
@@ -173,7 +208,13 @@ fn config_errors_name_the_setting() {
 #[test]
 fn a_stage_instance_processes_many_documents() {
     let plugin = runtime()
-        .load_stage("copy", &spec("copy-fields", json!({ "mappings": [{ "source": "n", "target": "m" }] })))
+        .load_stage(
+            "copy",
+            &spec(
+                "copy-fields",
+                json!({ "mappings": [{ "source": "n", "target": "m" }] }),
+            ),
+        )
         .expect("load");
     let mut instance = plugin.instantiate().expect("instantiate");
     for i in 0..1000 {

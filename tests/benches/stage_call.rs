@@ -32,16 +32,24 @@ fn stage_calls(c: &mut Criterion) {
     let mut group = c.benchmark_group("stage_call");
     group.measurement_time(Duration::from_secs(4));
 
-    let noop = runtime().load_stage("noop", &spec("noop-stage", json!({}))).expect("load");
+    let noop = runtime()
+        .load_stage("noop", &spec("noop-stage", json!({})))
+        .expect("load");
     let mut noop = noop.instantiate().expect("instantiate");
     let mut d = sample();
-    group.bench_function("noop", |b| b.iter(|| noop.process(&mut d).expect("process")));
+    group.bench_function("noop", |b| {
+        b.iter(|| noop.process(&mut d).expect("process"))
+    });
 
     let copy_config = json!({ "mappings": [{ "source": "title", "target": "title_copy" }] });
-    let copy = runtime().load_stage("copy", &spec("copy-fields", copy_config)).expect("load");
+    let copy = runtime()
+        .load_stage("copy", &spec("copy-fields", copy_config))
+        .expect("load");
     let mut copy = copy.instantiate().expect("instantiate");
     let mut d = sample();
-    group.bench_function("copy_wasm", |b| b.iter(|| copy.process(&mut d).expect("process")));
+    group.bench_function("copy_wasm", |b| {
+        b.iter(|| copy.process(&mut d).expect("process"))
+    });
 
     let mut d = sample();
     group.bench_function("copy_native", |b| {
@@ -58,7 +66,12 @@ fn estimate_ns(name: &str) -> Option<f64> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| weir_tests::repo_root().join("target"));
-    let file = target.join("criterion").join("stage_call").join(name).join("new").join("estimates.json");
+    let file = target
+        .join("criterion")
+        .join("stage_call")
+        .join(name)
+        .join("new")
+        .join("estimates.json");
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
     json["median"]["point_estimate"].as_f64()
 }

@@ -53,7 +53,11 @@ impl ComponentCache {
 fn cache_key(engine: &Engine, wasm: &[u8]) -> String {
     let mut hasher = DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
-    format!("{}-{:016x}", hex::encode(Sha256::digest(wasm)), hasher.finish())
+    format!(
+        "{}-{:016x}",
+        hex::encode(Sha256::digest(wasm)),
+        hasher.finish()
+    )
 }
 
 fn load_or_compile(engine: &Engine, wasm: &[u8], file: &Path) -> anyhow::Result<Component> {

@@ -218,7 +218,11 @@ impl StdoutStream for GuestOutput {
 }
 
 impl tokio::io::AsyncWrite for GuestOutput {
-    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         self.write(buf);
         Poll::Ready(Ok(buf.len()))
     }
@@ -398,13 +402,28 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         Ok(wit_result(from_wit(value).and_then(|v| doc.set(&name, v))))
     }
 
-    fn set_string(&mut self, h: Handle, name: String, value: String) -> Wasm<Result<(), FieldError>> {
-        Ok(wit_result(self.doc_mut(&h)?.set(&name, Json::String(value))))
+    fn set_string(
+        &mut self,
+        h: Handle,
+        name: String,
+        value: String,
+    ) -> Wasm<Result<(), FieldError>> {
+        Ok(wit_result(
+            self.doc_mut(&h)?.set(&name, Json::String(value)),
+        ))
     }
 
-    fn set_all(&mut self, h: Handle, name: String, values: Vec<Value>) -> Wasm<Result<(), FieldError>> {
+    fn set_all(
+        &mut self,
+        h: Handle,
+        name: String,
+        values: Vec<Value>,
+    ) -> Wasm<Result<(), FieldError>> {
         let doc = self.doc_mut(&h)?;
-        let values = values.into_iter().map(from_wit).collect::<Result<Vec<_>, _>>();
+        let values = values
+            .into_iter()
+            .map(from_wit)
+            .collect::<Result<Vec<_>, _>>();
         Ok(wit_result(values.and_then(|v| doc.set_all(&name, v))))
     }
 
@@ -413,18 +432,29 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         Ok(wit_result(from_wit(value).and_then(|v| doc.add(&name, v))))
     }
 
-    fn set_or_add(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
+    fn set_or_add(
+        &mut self,
+        h: Handle,
+        name: String,
+        value: Value,
+    ) -> Wasm<Result<(), FieldError>> {
         let doc = self.doc_mut(&h)?;
-        Ok(wit_result(from_wit(value).and_then(|v| doc.set_or_add(&name, v))))
+        Ok(wit_result(
+            from_wit(value).and_then(|v| doc.set_or_add(&name, v)),
+        ))
     }
 
     fn get_path(&mut self, h: Handle, path: String) -> Wasm<Result<Option<Value>, FieldError>> {
-        Ok(wit_result(self.doc(&h)?.get_path(&path).map(|v| v.map(to_wit))))
+        Ok(wit_result(
+            self.doc(&h)?.get_path(&path).map(|v| v.map(to_wit)),
+        ))
     }
 
     fn set_path(&mut self, h: Handle, path: String, value: Value) -> Wasm<Result<(), FieldError>> {
         let doc = self.doc_mut(&h)?;
-        Ok(wit_result(from_wit(value).and_then(|v| doc.set_path(&path, v))))
+        Ok(wit_result(
+            from_wit(value).and_then(|v| doc.set_path(&path, v)),
+        ))
     }
 
     fn remove_path(&mut self, h: Handle, path: String) -> Wasm<Result<bool, FieldError>> {

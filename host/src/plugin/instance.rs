@@ -126,7 +126,12 @@ impl Loaded {
     }
 
     /// Why a call failed, from the error and what the store saw.
-    fn classify(&self, error: wasmtime::Error, store: &Store<PluginState>, timeout: Duration) -> TrapCause {
+    fn classify(
+        &self,
+        error: wasmtime::Error,
+        store: &Store<PluginState>,
+        timeout: Duration,
+    ) -> TrapCause {
         if let Some(wanted_bytes) = store.data().limiter.refused_growth {
             return TrapCause::MemoryLimit {
                 limit_mib: self.spec.limits.memory_mib,
@@ -264,7 +269,8 @@ impl<W: World> Instance<W> {
     ) -> Result<R, PluginError> {
         let loaded = &*self.prepared.loaded;
         let live = ensure_live(&self.prepared, &mut self.live, self.start)?;
-        live.store.set_epoch_deadline(loaded.deadline_ticks(timeout));
+        live.store
+            .set_epoch_deadline(loaded.deadline_ticks(timeout));
         match f(&live.bindings, &mut live.store) {
             Ok(r) => Ok(r),
             Err(error) => {

@@ -22,7 +22,10 @@ macro_rules! world {
             fn pre(pre: InstancePre<PluginState>) -> wasmtime::Result<Self::Pre> {
                 $pre::new(pre)
             }
-            fn instantiate(pre: &Self::Pre, store: &mut Store<PluginState>) -> wasmtime::Result<Self> {
+            fn instantiate(
+                pre: &Self::Pre,
+                store: &mut Store<PluginState>,
+            ) -> wasmtime::Result<Self> {
                 pre.instantiate(store)
             }
         }
@@ -48,7 +51,10 @@ fn guest_error(plugin: &str, error: GuestError) -> PluginError {
 
 /// Flatten a call's outcome: a trap is already a [`PluginError`]; a guest
 /// error becomes one.
-fn flatten<T>(plugin: &str, r: Result<Result<T, GuestError>, PluginError>) -> Result<T, PluginError> {
+fn flatten<T>(
+    plugin: &str,
+    r: Result<Result<T, GuestError>, PluginError>,
+) -> Result<T, PluginError> {
     r?.map_err(|e| guest_error(plugin, e))
 }
 
@@ -91,7 +97,9 @@ pub struct StagePlugin {
 
 impl std::fmt::Debug for StagePlugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StagePlugin").field("name", &self.name()).finish()
+        f.debug_struct("StagePlugin")
+            .field("name", &self.name())
+            .finish()
     }
 }
 
@@ -123,12 +131,11 @@ impl StagePlugin {
                 .call_start(&mut live.store, &loaded.config_json)
                 .map_err(|e| loaded.instantiate_error(format!("start trapped: {e:#}")))?;
             r.map_err(|e| match guest_error(&loaded.name, e) {
-                PluginError::Document { plugin, message } | PluginError::Fatal { plugin, message } => {
-                    PluginError::Fatal {
-                        plugin,
-                        message: format!("start failed: {message}"),
-                    }
-                }
+                PluginError::Document { plugin, message }
+                | PluginError::Fatal { plugin, message } => PluginError::Fatal {
+                    plugin,
+                    message: format!("start failed: {message}"),
+                },
                 other => other,
             })
         }
@@ -159,7 +166,8 @@ impl StageInstance {
         let timeout = self.inner.loaded().spec.limits.call_timeout;
         let outcome = self.inner.call(timeout, |b, store| {
             let result = lend(store, doc, |store, handle| {
-                b.weir_plugin_stage_api().call_process_document(store, handle)
+                b.weir_plugin_stage_api()
+                    .call_process_document(store, handle)
             })?;
             let handles = match result {
                 Ok(handles) => handles,
@@ -184,9 +192,9 @@ impl StageInstance {
     /// Call the stage's `stop`.
     pub fn stop(&mut self) -> Result<(), PluginError> {
         let timeout = self.inner.loaded().spec.limits.call_timeout;
-        let r = self
-            .inner
-            .call(timeout, |b, store| b.weir_plugin_stage_api().call_stop(store));
+        let r = self.inner.call(timeout, |b, store| {
+            b.weir_plugin_stage_api().call_stop(store)
+        });
         flatten(&self.inner.loaded().name, r)
     }
 
@@ -206,7 +214,9 @@ pub struct ConnectorPlugin {
 
 impl std::fmt::Debug for ConnectorPlugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnectorPlugin").field("name", &self.name()).finish()
+        f.debug_struct("ConnectorPlugin")
+            .field("name", &self.name())
+            .finish()
     }
 }
 
@@ -223,7 +233,8 @@ impl ConnectorPlugin {
 
     pub fn check_config(&self) -> Result<Vec<ConfigIssue>, PluginError> {
         check_config(&self.prepared, |b, store, config| {
-            b.weir_plugin_connector_api().call_check_config(store, config)
+            b.weir_plugin_connector_api()
+                .call_check_config(store, config)
         })
     }
 
@@ -291,7 +302,9 @@ impl ConnectorInstance {
 
     pub fn close(&mut self) -> Result<(), PluginError> {
         let timeout = self.inner.loaded().spec.limits.call_timeout;
-        self.lifecycle_call(timeout, |b, store| b.weir_plugin_connector_api().call_close(store))
+        self.lifecycle_call(timeout, |b, store| {
+            b.weir_plugin_connector_api().call_close(store)
+        })
     }
 }
 
@@ -322,7 +335,9 @@ pub struct IndexerPlugin {
 
 impl std::fmt::Debug for IndexerPlugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IndexerPlugin").field("name", &self.name()).finish()
+        f.debug_struct("IndexerPlugin")
+            .field("name", &self.name())
+            .finish()
     }
 }
 
@@ -409,9 +424,9 @@ impl IndexerInstance {
                 Err(other) => return Err(other),
             }
         }
-        let sent = self
-            .inner
-            .call(timeout, |b, store| b.weir_plugin_indexer_api().call_send_batch(store))?;
+        let sent = self.inner.call(timeout, |b, store| {
+            b.weir_plugin_indexer_api().call_send_batch(store)
+        })?;
         Ok(match sent {
             Ok(refused) => {
                 failures.extend(refused.into_iter().map(|f| DocumentFailure {
@@ -431,9 +446,9 @@ impl IndexerInstance {
 
     pub fn close(&mut self) -> Result<(), PluginError> {
         let timeout = self.inner.loaded().spec.limits.call_timeout;
-        let r = self
-            .inner
-            .call(timeout, |b, store| b.weir_plugin_indexer_api().call_close(store));
+        let r = self.inner.call(timeout, |b, store| {
+            b.weir_plugin_indexer_api().call_close(store)
+        });
         flatten(&self.inner.loaded().name, r)
     }
 }

@@ -111,17 +111,10 @@ impl PluginRuntime {
         type Own = HasSelf<PluginState>;
         bindings::stage::weir::plugin::log::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::stage::weir::plugin::document::add_to_linker::<_, Own>(&mut linker, |s| s)?;
-        bindings::connector::weir::plugin::publishing::add_to_linker::<_, Own>(
-            &mut linker,
-            |s| s,
-        )?;
+        bindings::connector::weir::plugin::publishing::add_to_linker::<_, Own>(&mut linker, |s| s)?;
 
         let stop_ticker = Arc::new(AtomicBool::new(false));
-        spawn_epoch_ticker(
-            engine.weak(),
-            options.epoch_tick,
-            Arc::clone(&stop_ticker),
-        )?;
+        spawn_epoch_ticker(engine.weak(), options.epoch_tick, Arc::clone(&stop_ticker))?;
 
         Ok(Self {
             inner: Arc::new(RuntimeInner {

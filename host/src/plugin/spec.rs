@@ -136,7 +136,9 @@ impl HttpAllow {
             _ => (entry, None),
         };
         if host.is_empty() || host.contains('/') {
-            return Err(format!("`{entry}` is not a host name (write `host` or `host:port`)"));
+            return Err(format!(
+                "`{entry}` is not a host name (write `host` or `host:port`)"
+            ));
         }
         Ok(Self {
             host: host.to_ascii_lowercase(),

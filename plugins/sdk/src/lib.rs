@@ -27,7 +27,6 @@
 //! weir_plugin::export_stage!(Upper);
 //! ```
 
-
 #[doc(hidden)]
 pub mod bindings {
     pub mod stage {
@@ -422,7 +421,12 @@ impl From<Mode> for UpdateMode {
 
 /// Write `values` to `name` according to `mode`. One value is stored
 /// single-valued, several as a multi-valued field.
-pub fn update(doc: &Document, name: &str, mut values: Vec<Value>, mode: Mode) -> Result<(), FieldError> {
+pub fn update(
+    doc: &Document,
+    name: &str,
+    mut values: Vec<Value>,
+    mode: Mode,
+) -> Result<(), FieldError> {
     match mode {
         Mode::Skip if doc.has(name) => Ok(()),
         Mode::Append => values.into_iter().try_for_each(|v| doc.add(name, &v)),

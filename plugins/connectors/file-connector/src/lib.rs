@@ -54,7 +54,12 @@ fn default_delimiter() -> char {
 
 fn format_of(config: &Config, path: &str) -> Option<Format> {
     config.format.or_else(|| {
-        match Path::new(path).extension()?.to_str()?.to_ascii_lowercase().as_str() {
+        match Path::new(path)
+            .extension()?
+            .to_str()?
+            .to_ascii_lowercase()
+            .as_str()
+        {
             "jsonl" | "ndjson" => Some(Format::Jsonl),
             "csv" => Some(Format::Csv),
             _ => None,
@@ -71,13 +76,22 @@ fn fatal(path: &str, line: usize, message: impl std::fmt::Display) -> PluginErro
 }
 
 impl FileConnector {
-    fn publish(&self, publisher: &Publisher, path: &str, line: usize, mut fields: Map<String, Json>) -> Result<(), PluginError> {
+    fn publish(
+        &self,
+        publisher: &Publisher,
+        path: &str,
+        line: usize,
+        mut fields: Map<String, Json>,
+    ) -> Result<(), PluginError> {
         let c = &self.config;
         let id = match fields.get(&c.id_field) {
             Some(Json::String(s)) if !s.is_empty() => s.clone(),
             Some(Json::Number(n)) => n.to_string(),
             _ => {
-                let name = Path::new(path).file_name().and_then(|n| n.to_str()).unwrap_or(path);
+                let name = Path::new(path)
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or(path);
                 format!("{name}-{line}")
             }
         };
@@ -89,7 +103,9 @@ impl FileConnector {
         fields.insert("id".into(), Json::String(format!("{}{id}", c.id_prefix)));
         let doc = Document::from_json(&Json::Object(fields).to_string())
             .map_err(|e| fatal(path, line, weir_plugin::field_error_message(&e)))?;
-        publisher.publish(doc).map_err(|e| fatal(path, line, format!("publish refused: {e}")))
+        publisher
+            .publish(doc)
+            .map_err(|e| fatal(path, line, format!("publish refused: {e}")))
     }
 
     fn read_jsonl(&self, publisher: &Publisher, path: &str) -> Result<(), PluginError> {
@@ -141,7 +157,9 @@ impl Connector for FileConnector {
             if format_of(config, path).is_none() {
                 issues.push(issue(
                     format!("paths[{i}]"),
-                    format!("cannot tell the format of `{path}`: use .jsonl or .csv, or set `format`"),
+                    format!(
+                        "cannot tell the format of `{path}`: use .jsonl or .csv, or set `format`"
+                    ),
                 ));
             }
         }

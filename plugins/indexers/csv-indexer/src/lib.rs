@@ -11,7 +11,9 @@
 
 use std::fs::{File, OpenOptions};
 
-use weir_plugin::{BatchError, ConfigIssue, Document, DocumentFailure, Indexer, PluginError, issue};
+use weir_plugin::{
+    BatchError, ConfigIssue, Document, DocumentFailure, Indexer, PluginError, issue,
+};
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,7 +64,9 @@ impl Indexer for CsvIndexer {
             .map_err(|e| format!("cannot open {}: {e}", config.path))?;
         let mut writer = csv::Writer::from_writer(file);
         if !(config.append && exists) {
-            writer.write_record(&config.columns).map_err(|e| e.to_string())?;
+            writer
+                .write_record(&config.columns)
+                .map_err(|e| e.to_string())?;
             writer.flush().map_err(|e| e.to_string())?;
         }
         Ok(Self { config, writer })
@@ -76,7 +80,9 @@ impl Indexer for CsvIndexer {
             .map(|c| match c.as_str() {
                 "id" => doc.id(),
                 "run_id" => doc.run_id().unwrap_or_default(),
-                field => doc.get_strings(field).join(&self.config.multi_value_separator),
+                field => doc
+                    .get_strings(field)
+                    .join(&self.config.multi_value_separator),
             })
             .collect();
         self.writer

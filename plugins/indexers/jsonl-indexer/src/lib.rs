@@ -38,7 +38,10 @@ impl Indexer for JsonlIndexer {
             .truncate(!config.append)
             .open(&config.path)
             .map_err(|e| format!("cannot open {}: {e}", config.path))?;
-        Ok(Self { file, batch: Vec::new() })
+        Ok(Self {
+            file,
+            batch: Vec::new(),
+        })
     }
 
     fn add_document(&mut self, doc: &Document) -> Result<(), PluginError> {

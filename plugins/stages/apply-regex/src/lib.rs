@@ -7,7 +7,9 @@
 //! else the whole match. With no match the target is left alone.
 
 use regex::{Regex, RegexBuilder};
-use weir_plugin::{ConfigIssue, Document, Mode, PluginError, Stage, Value, doc_error, issue, update};
+use weir_plugin::{
+    ConfigIssue, Document, Mode, PluginError, Stage, Value, doc_error, issue, update,
+};
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -31,11 +31,17 @@ impl Stage for CopyFields {
     fn check(config: &Config) -> Vec<ConfigIssue> {
         let mut issues = Vec::new();
         if config.mappings.is_empty() {
-            issues.push(issue("mappings", "needs at least one { source, target } pair"));
+            issues.push(issue(
+                "mappings",
+                "needs at least one { source, target } pair",
+            ));
         }
         for (i, m) in config.mappings.iter().enumerate() {
             if m.source == m.target {
-                issues.push(issue(format!("mappings[{i}]"), "source and target are the same field"));
+                issues.push(issue(
+                    format!("mappings[{i}]"),
+                    "source and target are the same field",
+                ));
             }
         }
         issues

@@ -23,7 +23,10 @@ impl Stage for DropDocument {
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
         if config.field.is_none() && !config.values.is_empty() {
-            return vec![issue("values", "needs `field` to say which field to compare")];
+            return vec![issue(
+                "values",
+                "needs `field` to say which field to compare",
+            )];
         }
         Vec::new()
     }

@@ -55,7 +55,9 @@ impl Stage for EmitNestedChildren {
                 child.set(name, &Value::from_json(v)).map_err(doc_error)?;
             }
             if let Some(parent_field) = &c.parent_field {
-                child.set_string(parent_field, &parent_id).map_err(doc_error)?;
+                child
+                    .set_string(parent_field, &parent_id)
+                    .map_err(doc_error)?;
             }
             children.push(child);
         }

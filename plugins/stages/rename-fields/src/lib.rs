@@ -29,7 +29,10 @@ impl Stage for RenameFields {
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
         if config.mappings.is_empty() {
-            return vec![issue("mappings", "needs at least one { source, target } pair")];
+            return vec![issue(
+                "mappings",
+                "needs at least one { source, target } pair",
+            )];
         }
         Vec::new()
     }

@@ -5,7 +5,9 @@
 //! ```
 
 use weir_plugin::serde_json::{Map, Value as Json};
-use weir_plugin::{ConfigIssue, Document, Mode, PluginError, Stage, Value, doc_error, issue, update};
+use weir_plugin::{
+    ConfigIssue, Document, Mode, PluginError, Stage, Value, doc_error, issue, update,
+};
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -37,16 +37,26 @@ fn http_get(url: &str) -> Result<u16, String> {
     use wasi::http::outgoing_handler;
     use wasi::http::types::{Fields, Method, OutgoingRequest, Scheme};
 
-    let rest = url.strip_prefix("http://").ok_or("only http:// URLs are supported here")?;
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or("only http:// URLs are supported here")?;
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),
     };
     let request = OutgoingRequest::new(Fields::new());
-    request.set_method(&Method::Get).map_err(|()| "bad method")?;
-    request.set_scheme(Some(&Scheme::Http)).map_err(|()| "bad scheme")?;
-    request.set_authority(Some(authority)).map_err(|()| "bad authority")?;
-    request.set_path_with_query(Some(path)).map_err(|()| "bad path")?;
+    request
+        .set_method(&Method::Get)
+        .map_err(|()| "bad method")?;
+    request
+        .set_scheme(Some(&Scheme::Http))
+        .map_err(|()| "bad scheme")?;
+    request
+        .set_authority(Some(authority))
+        .map_err(|()| "bad authority")?;
+    request
+        .set_path_with_query(Some(path))
+        .map_err(|()| "bad path")?;
     let response = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
     response.subscribe().block();
     match response.get() {
@@ -70,7 +80,9 @@ impl Stage for Hostile {
     fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
         let action = doc.get_string("action").unwrap_or_else(|| "ok".into());
         match action.as_str() {
-            "ok" => doc.set("processed", &Value::Boolean(true)).map_err(doc_error)?,
+            "ok" => doc
+                .set("processed", &Value::Boolean(true))
+                .map_err(doc_error)?,
             "loop" => loop {
                 std::hint::black_box(());
             },
@@ -80,7 +92,8 @@ impl Stage for Hostile {
                 while start.elapsed() < Duration::from_millis(millis) {
                     std::hint::black_box(());
                 }
-                doc.set("processed", &Value::Boolean(true)).map_err(doc_error)?;
+                doc.set("processed", &Value::Boolean(true))
+                    .map_err(doc_error)?;
             }
             "alloc" => {
                 let mut hoard: Vec<Vec<u8>> = Vec::new();
@@ -104,13 +117,15 @@ impl Stage for Hostile {
                 let path = field(doc, "path")?;
                 std::fs::write(&path, doc.id())
                     .map_err(|e| PluginError::Document(format!("cannot write {path}: {e}")))?;
-                doc.set("processed", &Value::Boolean(true)).map_err(doc_error)?;
+                doc.set("processed", &Value::Boolean(true))
+                    .map_err(doc_error)?;
             }
             "http" => {
                 let url = field(doc, "url")?;
                 let status = http_get(&url)
                     .map_err(|e| PluginError::Document(format!("GET {url} failed: {e}")))?;
-                doc.set("status", &Value::Integer(status.into())).map_err(doc_error)?;
+                doc.set("status", &Value::Integer(status.into()))
+                    .map_err(doc_error)?;
             }
             "env" => {
                 let name = field(doc, "name")?;
