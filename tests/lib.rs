@@ -66,3 +66,28 @@ pub fn spec(crate_name: &str, config: Value) -> PluginSpec {
 pub fn doc(json: Value) -> Document {
     Document::from_json(json).expect("test document JSON")
 }
+
+/// Replace every `@name` in a TOML config with the path of plugin `name`'s
+/// component (as a TOML string), e.g. `path = @copy-fields`.
+pub fn with_plugins(toml: &str) -> String {
+    let mut out = String::with_capacity(toml.len());
+    let mut rest = toml;
+    while let Some(at) = rest.find('@') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let end = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .unwrap_or(after.len());
+        out.push_str(&format!("{:?}", plugin(&after[..end]).display().to_string()));
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A config from TOML with `@plugin` placeholders; relative paths resolve
+/// against `base`.
+pub fn config(toml: &str, base: &Path) -> weir::config::Config {
+    weir::config::Config::parse(&with_plugins(toml), base, std::iter::empty())
+        .unwrap_or_else(|e| panic!("test config does not parse: {e}"))
+}

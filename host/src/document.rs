@@ -345,6 +345,18 @@ impl Document {
         self.skip_stages
     }
 
+    /// About how many bytes the document takes as JSON; cheap enough to call
+    /// per document (no serialization), close enough to bound batch sizes.
+    pub fn approx_json_bytes(&self) -> usize {
+        let fields: usize = self
+            .fields
+            .iter()
+            .map(|(k, v)| k.len() + 4 + approx_json_len(v))
+            .sum();
+        let children: usize = self.children.iter().map(Document::approx_json_bytes).sum();
+        self.id.len() + 10 + self.run_id.as_ref().map_or(0, |r| r.len() + 12) + fields + children
+    }
+
     /// The whole document as a JSON object.
     pub fn to_json(&self) -> Value {
         let mut out = Map::with_capacity(self.fields.len() + 2);
@@ -437,6 +449,22 @@ impl Document {
         self.fields = loaded.fields;
         self.children = loaded.children;
         Ok(())
+    }
+}
+
+/// About how many bytes `value` takes as JSON, without serializing it.
+fn approx_json_len(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 12,
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => 2 + items.iter().map(|v| approx_json_len(v) + 1).sum::<usize>(),
+        Value::Object(map) => {
+            2 + map
+                .iter()
+                .map(|(k, v)| k.len() + 4 + approx_json_len(v))
+                .sum::<usize>()
+        }
     }
 }
 
@@ -591,6 +619,16 @@ mod tests {
         let back = Document::from_json_str(&text).expect("parse");
         assert_eq!(back, d);
         assert_eq!(back.children()[0].get("n"), Some(&json!(1)));
+    }
+
+    #[test]
+    fn approximate_size_is_close_to_the_serialized_size() {
+        let mut d = doc();
+        d.set("body", json!("x".repeat(900))).expect("set");
+        d.set("nested", json!({"a": [1, 2.5, null, true], "b": "text"})).expect("set");
+        let real = d.to_json().to_string().len();
+        let approx = d.approx_json_bytes();
+        assert!(approx * 10 >= real * 9 && approx * 10 <= real * 12, "{approx} vs {real}");
     }
 
     #[test]

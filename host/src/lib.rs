@@ -40,5 +40,11 @@
 //! # }
 //! ```
 
+pub mod cli;
+pub mod config;
 pub mod document;
+pub mod event;
+pub mod messenger;
 pub mod plugin;
+pub mod run;
+pub mod telemetry;

@@ -1,6 +1,7 @@
 //! The file connector and the file indexers, through the runtime.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::json;
 use weir::document::Document;
@@ -37,7 +38,7 @@ fn run_connector(
     let mut connector = plugin.instantiate().expect("instantiate");
     let sink = Collect::default();
     connector.pre_execute("run-1").expect("pre_execute");
-    let result = connector.execute("run-1", Box::new(sink.clone()));
+    let result = connector.execute("run-1", Box::new(sink.clone()), Duration::from_secs(60));
     connector.close().expect("close");
     let docs = sink.0.lock().expect("lock").clone();
     (result, docs)
@@ -98,7 +99,7 @@ fn file_connector_without_a_grant_cannot_read() {
     let mut connector = plugin.instantiate().expect("instantiate");
     connector.pre_execute("run").expect("pre_execute");
     let err = connector
-        .execute("run", Box::new(Collect::default()))
+        .execute("run", Box::new(Collect::default()), Duration::from_secs(60))
         .expect_err("no grant");
     assert!(err.to_string().contains("/data/x.jsonl"), "{err}");
 }
@@ -138,7 +139,7 @@ fn a_refused_publish_reaches_the_connector_as_its_error() {
         .expect("instantiate");
     connector.pre_execute("run").expect("pre_execute");
     let err = connector
-        .execute("run", Box::new(Refuse))
+        .execute("run", Box::new(Refuse), Duration::from_secs(60))
         .expect_err("refused");
     assert!(err.to_string().contains("run is shutting down"), "{err}");
 }

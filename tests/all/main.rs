@@ -4,5 +4,6 @@
 
 mod cache;
 mod connector_indexer;
+mod local_run;
 mod sandbox;
 mod stages;

@@ -278,10 +278,15 @@ impl ConnectorInstance {
         })
     }
 
-    /// Run the connector, publishing into `sink`. Documents it publishes get
-    /// `run_id` unless they carry one. Bounded by the `execute_timeout` limit.
-    pub fn execute(&mut self, run_id: &str, sink: Box<dyn PublishSink>) -> Result<(), PluginError> {
-        let timeout = self.inner.loaded().spec.limits.execute_timeout;
+    /// Run the connector, publishing into `sink`, for at most `timeout` (see
+    /// the `execute_timeout` limit). Documents it publishes get `run_id`
+    /// unless they carry one.
+    pub fn execute(
+        &mut self,
+        run_id: &str,
+        sink: Box<dyn PublishSink>,
+        timeout: std::time::Duration,
+    ) -> Result<(), PluginError> {
         let publisher = Publisher::new(sink, run_id.to_owned());
         self.lifecycle_call(timeout, |b, store| {
             let own = store.data_mut().table.push(publisher)?;

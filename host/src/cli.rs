@@ -1,0 +1,176 @@
+//! The `weir` command line: `weir run` and `weir validate`.
+
+use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use crate::config::{Config, ConfigErrors};
+use crate::messenger::LocalMessengers;
+use crate::plugin::{PluginRuntime, RuntimeOptions, default_cache_dir};
+use crate::run::{RunResult, RunStatus, Runner, new_run_id};
+
+/// Exit code when the configuration is invalid (clap also uses 2 for usage errors).
+const EXIT_INVALID_CONFIG: u8 = 2;
+
+/// Parse `args` (program name first) and run the command; returns the exit code.
+pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return u8::try_from(e.exit_code()).unwrap_or(EXIT_INVALID_CONFIG);
+        }
+    };
+    match execute(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            RunStatus::Failure.exit_code()
+        }
+    }
+}
+
+#[derive(Parser)]
+#[command(name = "weir", version, about = "Moves documents from sources into search engines through sandboxed WebAssembly plugins.")]
+#[command(after_help = "Exit codes: 0 success, 1 run failed, 2 invalid config or usage, 3 partial success (some documents failed).\nLogs go to stderr; set RUST_LOG (e.g. RUST_LOG=weir=debug) to change what is logged.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate a config, then run every connector in order (local mode: one process, no services).
+    Run {
+        /// The run configuration (TOML).
+        config: PathBuf,
+        /// Do not draw a progress bar.
+        #[arg(long)]
+        no_progress: bool,
+    },
+    /// Check a config and every plugin's settings without running anything.
+    Validate {
+        /// The run configuration (TOML).
+        config: PathBuf,
+    },
+}
+
+fn execute(command: Command) -> anyhow::Result<u8> {
+    match command {
+        Command::Validate { config } => {
+            let Some(runner) = prepare(&config)? else { return Ok(EXIT_INVALID_CONFIG) };
+            match runner.validate() {
+                Ok(_) => {
+                    println!("{}: valid", config.display());
+                    Ok(0)
+                }
+                Err(errors) => Ok(report_invalid(&config, &errors)),
+            }
+        }
+        Command::Run { config, no_progress } => {
+            let Some(runner) = prepare(&config)? else { return Ok(EXIT_INVALID_CONFIG) };
+            let plugins = match runner.validate() {
+                Ok(plugins) => plugins,
+                Err(errors) => return Ok(report_invalid(&config, &errors)),
+            };
+            let progress = Progress::start(&runner, no_progress);
+            let result = runner.run_validated(&plugins, &new_run_id());
+            progress.finish();
+            print_summary(&result);
+            Ok(result.status().exit_code())
+        }
+    }
+}
+
+/// Load the config and build a runner; `None` when the config file itself is invalid.
+fn prepare(path: &Path) -> anyhow::Result<Option<Runner>> {
+    let config = match Config::load(path) {
+        Ok(config) => config,
+        Err(errors) => {
+            report_invalid(path, &errors);
+            return Ok(None);
+        }
+    };
+    let runtime = PluginRuntime::new(RuntimeOptions {
+        cache_dir: config.runner.cache_dir.clone().or_else(default_cache_dir),
+        ..RuntimeOptions::default()
+    })
+    .context("cannot start the plugin runtime")?;
+    let messengers = Arc::new(LocalMessengers {
+        capacity: config.publisher.queue_capacity,
+    });
+    Ok(Some(Runner::new(config, runtime, messengers)))
+}
+
+fn report_invalid(path: &Path, errors: &ConfigErrors) -> u8 {
+    eprint!("{}: {errors}", path.display());
+    EXIT_INVALID_CONFIG
+}
+
+/// A progress bar fed from the runner's live counts.
+struct Progress {
+    bar: ProgressBar,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    fn start(runner: &Runner, hidden: bool) -> Self {
+        let bar = ProgressBar::with_draw_target(
+            None,
+            if hidden { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() },
+        );
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = runner.stats();
+        let (bar2, stop2) = (bar.clone(), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                let s = stats.snapshot();
+                bar2.set_message(format!(
+                    "published {} | processed {} | indexed {} | failed {} | dropped {}",
+                    s.published, s.processed, s.indexed, s.failed, s.dropped
+                ));
+                bar2.tick();
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        Self { bar, stop, thread: Some(thread) }
+    }
+
+    fn finish(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        self.bar.finish_and_clear();
+    }
+}
+
+fn print_summary(result: &RunResult) {
+    println!();
+    println!("Run {}: {:?} in {:.2?}", result.run_id, result.status(), result.elapsed);
+    println!(
+        "{:<20} {:<16} {:>10} {:>9} {:>10} {:>8} {:>8} {:>10}  outcome",
+        "connector", "pipeline", "published", "children", "succeeded", "failed", "dropped", "time"
+    );
+    for c in &result.connectors {
+        let outcome = match (&c.error, c.skipped) {
+            (_, true) => "skipped (an earlier connector failed)".to_owned(),
+            (Some(e), _) => format!("FAILED: {e}"),
+            (None, _) => "ok".to_owned(),
+        };
+        println!(
+            "{:<20} {:<16} {:>10} {:>9} {:>10} {:>8} {:>8} {:>10.2?}  {}",
+            c.name, c.pipeline, c.published, c.created, c.succeeded, c.failed, c.dropped, c.elapsed, outcome
+        );
+    }
+}

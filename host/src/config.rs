@@ -1,0 +1,601 @@
+//! The run configuration: one TOML file.
+//!
+//! ```toml
+//! [worker]
+//! threads = 4
+//!
+//! [[connectors]]
+//! name = "books"
+//! pipeline = "books"
+//! plugin = { path = "plugins/file_connector.wasm", config = { paths = ["/data/books.jsonl"] } }
+//!
+//! [[pipelines]]
+//! name = "books"
+//! stages = [
+//!   { name = "trim", plugin = { path = "plugins/trim_whitespace.wasm" } },
+//! ]
+//!
+//! [indexer]
+//! plugin = { path = "plugins/jsonl_indexer.wasm", config = { path = "/out/books.jsonl" } }
+//! ```
+//!
+//! A pipeline may have its own `indexer` table, used instead of `[indexer]`.
+//!
+//! Relative paths (plugin files, granted directories) are relative to the
+//! config file. Any setting outside `connectors` and `pipelines` can be
+//! overridden from the environment: `WEIR__WORKER__THREADS=8` sets
+//! `worker.threads` (sections and keys joined with `__`).
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::plugin::PluginSpec;
+
+/// The prefix of environment overrides.
+pub const ENV_PREFIX: &str = "WEIR__";
+
+/// A whole run configuration.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// How runs are driven.
+    #[serde(default)]
+    pub runner: RunnerConfig,
+    /// How connectors hand documents to workers.
+    #[serde(default)]
+    pub publisher: PublisherConfig,
+    /// The workers that run pipelines.
+    #[serde(default)]
+    pub worker: WorkerConfig,
+    /// Connectors, run one after the other in this order.
+    pub connectors: Vec<ConnectorConfig>,
+    /// Pipelines of stages, named by connectors.
+    #[serde(default)]
+    pub pipelines: Vec<PipelineConfig>,
+    /// The indexer pipelines feed, unless a pipeline names its own.
+    #[serde(default)]
+    pub indexer: Option<IndexerConfig>,
+}
+
+/// `[runner]`
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerConfig {
+    /// Longest one connector may take, from start until its last document is
+    /// indexed; then the run fails. Default one day.
+    #[serde(default = "RunnerConfig::default_connector_timeout", with = "humantime_serde")]
+    pub connector_timeout: Duration,
+    /// How often throughput lines are logged. Default 30 s.
+    #[serde(default = "RunnerConfig::default_log_interval", with = "humantime_serde")]
+    pub log_interval: Duration,
+    /// Where compiled plugins are cached. Default `$WEIR_CACHE_DIR`, else the
+    /// user cache directory.
+    #[serde(default)]
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl RunnerConfig {
+    fn default_connector_timeout() -> Duration {
+        Duration::from_secs(24 * 60 * 60)
+    }
+    fn default_log_interval() -> Duration {
+        Duration::from_secs(30)
+    }
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            connector_timeout: Self::default_connector_timeout(),
+            log_interval: Self::default_log_interval(),
+            cache_dir: None,
+        }
+    }
+}
+
+/// `[publisher]`
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublisherConfig {
+    /// Documents each in-memory queue holds before senders block. Default 10,000.
+    #[serde(default = "PublisherConfig::default_queue_capacity")]
+    pub queue_capacity: usize,
+}
+
+impl PublisherConfig {
+    fn default_queue_capacity() -> usize {
+        10_000
+    }
+}
+
+impl Default for PublisherConfig {
+    fn default() -> Self {
+        Self {
+            queue_capacity: Self::default_queue_capacity(),
+        }
+    }
+}
+
+/// `[worker]`
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerConfig {
+    /// Worker threads per pipeline, each with its own plugin instances.
+    /// Default: the number of CPUs.
+    #[serde(default = "WorkerConfig::default_threads")]
+    pub threads: usize,
+}
+
+impl WorkerConfig {
+    fn default_threads() -> usize {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    }
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            threads: Self::default_threads(),
+        }
+    }
+}
+
+/// One `[[connectors]]` entry.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectorConfig {
+    /// Unique name, used in logs, metrics and the run summary.
+    pub name: String,
+    /// The pipeline its documents go through.
+    pub pipeline: String,
+    /// The connector component.
+    pub plugin: PluginSpec,
+}
+
+/// One `[[pipelines]]` entry.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineConfig {
+    pub name: String,
+    /// Stages, run in order on every document.
+    #[serde(default)]
+    pub stages: Vec<StageConfig>,
+    /// This pipeline's own indexer, instead of the top-level `[indexer]`.
+    #[serde(default)]
+    pub indexer: Option<IndexerConfig>,
+}
+
+/// One stage of a pipeline.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageConfig {
+    /// Unique within its pipeline.
+    pub name: String,
+    pub plugin: PluginSpec,
+}
+
+/// `[indexer]`
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexerConfig {
+    /// The indexer backend component.
+    pub plugin: PluginSpec,
+    /// Most documents in one batch. Default 100.
+    #[serde(default = "IndexerConfig::default_batch_size")]
+    pub batch_size: usize,
+    /// A batch is sent when this long has passed since its last document was
+    /// added. Default 100 ms.
+    #[serde(default = "IndexerConfig::default_batch_timeout", with = "humantime_serde")]
+    pub batch_timeout: Duration,
+    /// A batch is sent once its documents reach about this many bytes of JSON.
+    /// Default 10 MiB.
+    #[serde(default = "IndexerConfig::default_batch_max_bytes")]
+    pub batch_max_bytes: usize,
+    /// Retries of a batch that failed with a retryable status. Default 3.
+    #[serde(default = "IndexerConfig::default_max_retries")]
+    pub max_retries: u32,
+    /// First retry delay; doubled each attempt, with jitter. Default 100 ms.
+    #[serde(default = "IndexerConfig::default_retry_backoff", with = "humantime_serde")]
+    pub retry_backoff: Duration,
+    /// Longest retry delay. Default 10 s.
+    #[serde(default = "IndexerConfig::default_retry_max_backoff", with = "humantime_serde")]
+    pub retry_max_backoff: Duration,
+    /// Backend statuses worth retrying. A batch whose backend could not be
+    /// reached at all is always retried. Default [429, 503].
+    #[serde(default = "IndexerConfig::default_retryable_statuses")]
+    pub retryable_statuses: Vec<u16>,
+}
+
+impl IndexerConfig {
+    fn default_batch_size() -> usize {
+        100
+    }
+    fn default_batch_timeout() -> Duration {
+        Duration::from_millis(100)
+    }
+    fn default_batch_max_bytes() -> usize {
+        10 << 20
+    }
+    fn default_max_retries() -> u32 {
+        3
+    }
+    fn default_retry_backoff() -> Duration {
+        Duration::from_millis(100)
+    }
+    fn default_retry_max_backoff() -> Duration {
+        Duration::from_secs(10)
+    }
+    fn default_retryable_statuses() -> Vec<u16> {
+        vec![429, 503]
+    }
+
+    /// Settings with defaults around `plugin`.
+    pub fn new(plugin: PluginSpec) -> Self {
+        Self {
+            plugin,
+            batch_size: Self::default_batch_size(),
+            batch_timeout: Self::default_batch_timeout(),
+            batch_max_bytes: Self::default_batch_max_bytes(),
+            max_retries: Self::default_max_retries(),
+            retry_backoff: Self::default_retry_backoff(),
+            retry_max_backoff: Self::default_retry_max_backoff(),
+            retryable_statuses: Self::default_retryable_statuses(),
+        }
+    }
+}
+
+/// One problem in a configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// Where: a dotted path such as `pipelines.books.stages.trim.config.fields`.
+    pub location: String,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.location.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.location, self.message)
+        }
+    }
+}
+
+/// Every problem found in a configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0.len();
+        writeln!(f, "{n} configuration error{}:", if n == 1 { "" } else { "s" })?;
+        for e in &self.0 {
+            writeln!(f, "  - {e}")?;
+        }
+        Ok(())
+    }
+}
+
+fn error(location: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        location: location.into(),
+        message: message.into(),
+    }
+}
+
+impl Config {
+    /// Read `path`, apply environment overrides, and resolve relative paths
+    /// against the file's directory. Checks only the file's own shape; see
+    /// [`Config::check`] and the runner's validation for the rest.
+    pub fn load(path: &Path) -> Result<Self, ConfigErrors> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigErrors(vec![error("", format!("cannot read {}: {e}", path.display()))])
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::parse(&text, base, std::env::vars())
+    }
+
+    /// Parse TOML `text`, with overrides from `env` (pairs such as
+    /// `("WEIR__WORKER__THREADS", "8")`), resolving paths against `base`.
+    pub fn parse(
+        text: &str,
+        base: &Path,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigErrors> {
+        let mut table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| ConfigErrors(vec![error("", e.to_string())]))?;
+        let mut errors = Vec::new();
+        for (key, value) in env {
+            if let Some(path) = key.strip_prefix(ENV_PREFIX)
+                && let Err(message) = apply_override(&mut table, path, &value)
+            {
+                errors.push(error(key, message));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ConfigErrors(errors));
+        }
+        let mut config: Config = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigErrors(vec![error("", e.to_string().trim())]))?;
+        config.resolve_paths(base);
+        Ok(config)
+    }
+
+    fn plugins_mut(&mut self) -> impl Iterator<Item = &mut PluginSpec> {
+        self.connectors
+            .iter_mut()
+            .map(|c| &mut c.plugin)
+            .chain(self.pipelines.iter_mut().flat_map(|p| {
+                p.stages
+                    .iter_mut()
+                    .map(|s| &mut s.plugin)
+                    .chain(p.indexer.iter_mut().map(|i| &mut i.plugin))
+            }))
+            .chain(self.indexer.iter_mut().map(|i| &mut i.plugin))
+    }
+
+    fn resolve_paths(&mut self, base: &Path) {
+        let resolve = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        if let Some(dir) = &mut self.runner.cache_dir {
+            resolve(dir);
+        }
+        for spec in self.plugins_mut() {
+            resolve(&mut spec.path);
+            for dir in &mut spec.grants.dirs {
+                resolve(&mut dir.host);
+            }
+        }
+    }
+
+    /// The pipeline named `name`.
+    pub fn pipeline(&self, name: &str) -> Option<&PipelineConfig> {
+        self.pipelines.iter().find(|p| p.name == name)
+    }
+
+    /// The indexer settings pipeline `name` uses, with where they sit in the
+    /// config (`pipelines.<name>.indexer` or `indexer`).
+    pub fn indexer_for(&self, pipeline: &str) -> Option<(String, &IndexerConfig)> {
+        match self.pipeline(pipeline).and_then(|p| p.indexer.as_ref()) {
+            Some(own) => Some((format!("pipelines.{pipeline}.indexer"), own)),
+            None => self.indexer.as_ref().map(|i| ("indexer".to_owned(), i)),
+        }
+    }
+
+    /// Every plugin with where it sits in the config (`connectors.books`, ...).
+    pub fn plugins(&self) -> Vec<(String, &PluginSpec)> {
+        let mut all: Vec<(String, &PluginSpec)> = self
+            .connectors
+            .iter()
+            .map(|c| (format!("connectors.{}", c.name), &c.plugin))
+            .collect();
+        for p in &self.pipelines {
+            for s in &p.stages {
+                all.push((format!("pipelines.{}.stages.{}", p.name, s.name), &s.plugin));
+            }
+            if let Some(indexer) = &p.indexer {
+                all.push((format!("pipelines.{}.indexer", p.name), &indexer.plugin));
+            }
+        }
+        if let Some(indexer) = &self.indexer {
+            all.push(("indexer".to_owned(), &indexer.plugin));
+        }
+        all
+    }
+
+    /// Every structural problem (names, references, numbers, files), all at
+    /// once. Plugin configs are checked by the plugins themselves, later.
+    pub fn check(&self) -> Vec<ConfigError> {
+        let mut errors = Vec::new();
+        if self.connectors.is_empty() {
+            errors.push(error("connectors", "at least one connector is needed"));
+        }
+        let mut names = HashSet::new();
+        for c in &self.connectors {
+            if !names.insert(&c.name) {
+                errors.push(error(format!("connectors.{}", c.name), "duplicate connector name"));
+            }
+            if self.pipeline(&c.pipeline).is_none() {
+                errors.push(error(
+                    format!("connectors.{}.pipeline", c.name),
+                    format!("no pipeline is named `{}`", c.pipeline),
+                ));
+            } else if self.indexer_for(&c.pipeline).is_none() {
+                errors.push(error(
+                    format!("pipelines.{}", c.pipeline),
+                    "no indexer: add an [indexer] section, or one to this pipeline",
+                ));
+            }
+        }
+        let mut names = HashSet::new();
+        for p in &self.pipelines {
+            if !names.insert(&p.name) {
+                errors.push(error(format!("pipelines.{}", p.name), "duplicate pipeline name"));
+            }
+            let mut stage_names = HashSet::new();
+            for s in &p.stages {
+                if !stage_names.insert(&s.name) {
+                    errors.push(error(
+                        format!("pipelines.{}.stages.{}", p.name, s.name),
+                        "duplicate stage name in this pipeline",
+                    ));
+                }
+            }
+        }
+        let mut counts = vec![
+            ("publisher.queue_capacity".to_owned(), self.publisher.queue_capacity),
+            ("worker.threads".to_owned(), self.worker.threads),
+        ];
+        let indexers = self
+            .indexer
+            .iter()
+            .map(|i| ("indexer".to_owned(), i))
+            .chain(self.pipelines.iter().filter_map(|p| {
+                p.indexer.as_ref().map(|i| (format!("pipelines.{}.indexer", p.name), i))
+            }));
+        for (location, indexer) in indexers {
+            counts.push((format!("{location}.batch_size"), indexer.batch_size));
+            counts.push((format!("{location}.batch_max_bytes"), indexer.batch_max_bytes));
+        }
+        for (name, value) in counts {
+            if value == 0 {
+                errors.push(error(name, "must be at least 1"));
+            }
+        }
+        for (location, spec) in self.plugins() {
+            if !spec.path.is_file() {
+                errors.push(error(
+                    format!("{location}.plugin.path"),
+                    format!("no plugin file at {}", spec.path.display()),
+                ));
+            }
+            for (i, dir) in spec.grants.dirs.iter().enumerate() {
+                if !dir.host.is_dir() {
+                    errors.push(error(
+                        format!("{location}.plugin.grants.dirs[{i}].host"),
+                        format!("no directory at {}", dir.host.display()),
+                    ));
+                }
+                if !dir.guest.starts_with('/') {
+                    errors.push(error(
+                        format!("{location}.plugin.grants.dirs[{i}].guest"),
+                        format!("`{}` must be an absolute path such as /data", dir.guest),
+                    ));
+                }
+            }
+            if spec.limits.memory_mib == 0 {
+                errors.push(error(format!("{location}.plugin.limits.memory_mib"), "must be at least 1"));
+            }
+            if spec.limits.call_timeout.is_zero() {
+                errors.push(error(format!("{location}.plugin.limits.call_timeout"), "must be more than 0"));
+            }
+        }
+        errors
+    }
+}
+
+/// Set `a__b__c` in `table` to `value`, parsed as a TOML value when it is one
+/// (numbers, booleans, arrays, durations in quotes), else taken as a string.
+fn apply_override(table: &mut toml::Table, path: &str, value: &str) -> Result<(), String> {
+    let keys: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
+    if keys.iter().any(String::is_empty) {
+        return Err("empty key in the override name".into());
+    }
+    if matches!(keys[0].as_str(), "connectors" | "pipelines") {
+        return Err("connectors and pipelines cannot be overridden from the environment".into());
+    }
+    let parsed = format!("v = {value}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_owned()));
+    let (last, parents) = keys.split_last().ok_or("empty override name")?;
+    let mut node = table;
+    for key in parents {
+        node = node
+            .entry(key.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .ok_or_else(|| format!("`{key}` is not a section"))?;
+    }
+    node.insert(last.clone(), parsed);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+        [[connectors]]
+        name = "c"
+        pipeline = "p"
+        plugin = { path = "conn.wasm", grants = { dirs = [{ host = "data", guest = "/data" }] } }
+
+        [[pipelines]]
+        name = "p"
+        stages = [{ name = "s", plugin = { path = "/abs/stage.wasm", config = { a = 1 } } }]
+
+        [indexer]
+        plugin = { path = "idx.wasm" }
+    "#;
+
+    fn parse(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        Config::parse(text, Path::new("/etc/weir"), env)
+    }
+
+    #[test]
+    fn defaults_and_relative_paths() {
+        let config = parse(MINIMAL, &[]).expect("valid");
+        assert_eq!(config.publisher.queue_capacity, 10_000);
+        let (location, indexer) = config.indexer_for("p").expect("indexer");
+        assert_eq!(location, "indexer");
+        assert_eq!(indexer.batch_size, 100);
+        assert_eq!(indexer.retryable_statuses, [429, 503]);
+        assert_eq!(config.connectors[0].plugin.path, Path::new("/etc/weir/conn.wasm"));
+        assert_eq!(config.connectors[0].plugin.grants.dirs[0].host, Path::new("/etc/weir/data"));
+        assert_eq!(config.pipelines[0].stages[0].plugin.path, Path::new("/abs/stage.wasm"));
+        assert_eq!(config.pipelines[0].stages[0].plugin.config["a"], 1);
+    }
+
+    #[test]
+    fn environment_overrides() {
+        let config = parse(
+            MINIMAL,
+            &[
+                ("WEIR__WORKER__THREADS", "7"),
+                ("WEIR__INDEXER__BATCH_TIMEOUT", "2s"),
+                ("WEIR__RUNNER__CACHE_DIR", "cache"),
+                ("UNRELATED", "x"),
+            ],
+        )
+        .expect("valid");
+        assert_eq!(config.worker.threads, 7);
+        assert_eq!(config.indexer.as_ref().map(|i| i.batch_timeout), Some(Duration::from_secs(2)));
+        assert_eq!(config.runner.cache_dir.as_deref(), Some(Path::new("/etc/weir/cache")));
+        let err = parse(MINIMAL, &[("WEIR__CONNECTORS__X", "1")]).expect_err("refused");
+        assert!(err.to_string().contains("cannot be overridden"), "{err}");
+        let err = parse(MINIMAL, &[("WEIR__WORKER__THREADS", "many")]).expect_err("bad type");
+        assert!(err.to_string().contains("threads"), "{err}");
+    }
+
+    #[test]
+    fn unknown_fields_are_errors_with_their_name() {
+        let err = parse(&MINIMAL.replace("[indexer]", "[indexer]\nbatch_sise = 5"), &[])
+            .expect_err("unknown field");
+        assert!(err.to_string().contains("batch_sise"), "{err}");
+        let err = parse("[[connectors]]\nname = 1", &[]).expect_err("bad");
+        assert_eq!(err.0.len(), 1);
+    }
+
+    #[test]
+    fn check_reports_every_structural_error() {
+        let text = MINIMAL.replace("pipeline = \"p\"", "pipeline = \"nope\"")
+            + "\n[worker]\nthreads = 0\n[[pipelines]]\nname = \"p\"\n";
+        let config = parse(&text, &[]).expect("parses");
+        let errors = config.check();
+        let locations: Vec<&str> = errors.iter().map(|e| e.location.as_str()).collect();
+        for expected in [
+            "connectors.c.pipeline",
+            "pipelines.p",
+            "worker.threads",
+            "connectors.c.plugin.path",
+            "connectors.c.plugin.grants.dirs[0].host",
+            "pipelines.p.stages.s.plugin.path",
+            "indexer.plugin.path",
+        ] {
+            assert!(locations.contains(&expected), "{expected} missing from {locations:?}");
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The seam between Weir's components and how documents travel.
+//!
+//! A publisher, a worker and an indexer each see only the operations they
+//! need: [`PublisherMessenger`], [`WorkerMessenger`], [`IndexerMessenger`].
+//! The code that drives them never knows whether documents move through
+//! in-memory queues ([`local`]), Kafka topics, or both.
+//!
+//! Every call is blocking: workers and indexers are threads running
+//! synchronous WebAssembly, and a full queue blocks the sender (backpressure).
+//! Polls take a timeout so loops can check for shutdown between documents.
+
+pub mod local;
+pub mod recording;
+
+use std::time::Duration;
+
+use crate::document::Document;
+use crate::event::Event;
+
+/// Why a messenger call failed. Messenger failures are structural: the run stops.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MessengerError {
+    /// The other side is gone (the run is shutting down).
+    #[error("the {0} queue is closed")]
+    Closed(&'static str),
+    /// Anything else the transport reports.
+    #[error("{0}")]
+    Transport(String),
+}
+
+/// The outcome of a poll.
+#[derive(Debug, PartialEq)]
+pub enum Polled<T> {
+    /// Something arrived.
+    Item(T),
+    /// Nothing arrived within the timeout; poll again.
+    Idle,
+    /// Nothing will ever arrive again.
+    Closed,
+}
+
+/// Why a document was dead-lettered, for messengers that keep failed documents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The stage or indexer plugin that failed the document.
+    pub plugin: String,
+    pub message: String,
+    /// How many times the document was attempted.
+    pub attempts: u32,
+}
+
+/// What a publisher (the runner side of a connector) needs.
+pub trait PublisherMessenger: Send + Sync {
+    /// Hand `doc` to the workers. Blocks while the queue is full, up to `timeout`;
+    /// gives the document back when the queue stayed full.
+    fn send_for_processing(&self, doc: Document, timeout: Duration) -> Result<Option<Document>, MessengerError>;
+    /// The next lifecycle event, waiting up to `timeout`.
+    fn poll_event(&self, timeout: Duration) -> Result<Polled<Event>, MessengerError>;
+}
+
+/// What a worker needs.
+pub trait WorkerMessenger: Send {
+    /// The next document to process, waiting up to `timeout`.
+    fn poll_doc_to_process(&mut self, timeout: Duration) -> Result<Polled<Document>, MessengerError>;
+    /// Pass a processed document on to the indexer.
+    fn send_for_indexing(&mut self, doc: Document) -> Result<(), MessengerError>;
+    /// Dead-letter a document that failed (a no-op where there is nowhere to keep it).
+    fn send_failed(&mut self, doc: Document, failure: &Failure) -> Result<(), MessengerError>;
+    /// Report an event to the publisher.
+    fn send_event(&mut self, event: Event) -> Result<(), MessengerError>;
+    /// Acknowledge every document handled so far (offsets, where there are any).
+    fn commit_pending_doc_offsets(&mut self) -> Result<(), MessengerError>;
+}
+
+/// What an indexer needs.
+pub trait IndexerMessenger: Send {
+    /// The next document to index, waiting up to `timeout`.
+    fn poll_doc_to_index(&mut self, timeout: Duration) -> Result<Polled<Document>, MessengerError>;
+    /// Report an event to the publisher.
+    fn send_event(&mut self, event: Event) -> Result<(), MessengerError>;
+    /// Dead-letter a document the backend refused.
+    fn send_failed(&mut self, doc: Document, failure: &Failure) -> Result<(), MessengerError>;
+    /// A batch reached a final state (indexed or failed): its offsets may be committed.
+    fn batch_complete(&mut self, batch: &[Document]) -> Result<(), MessengerError>;
+}
+
+/// The ends of one pipeline's messengers, as the runner wires them.
+pub struct MessengerParts {
+    pub publisher: Box<dyn PublisherMessenger>,
+    pub workers: Vec<Box<dyn WorkerMessenger>>,
+    pub indexer: Box<dyn IndexerMessenger>,
+}
+
+impl std::fmt::Debug for MessengerParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessengerParts")
+            .field("workers", &self.workers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Makes the messengers for one connector's pipeline. Local mode uses
+/// [`LocalMessengers`]; tests use [`recording`]; Kafka mode its own.
+pub trait MessengerFactory: Send + Sync {
+    /// Messengers for `pipeline`, with `workers` worker ends.
+    fn create(&self, pipeline: &str, workers: usize) -> Result<MessengerParts, MessengerError>;
+}
+
+/// In-memory queues of a given capacity.
+#[derive(Debug, Clone, Copy)]
+pub struct LocalMessengers {
+    pub capacity: usize,
+}
+
+impl MessengerFactory for LocalMessengers {
+    fn create(&self, _pipeline: &str, workers: usize) -> Result<MessengerParts, MessengerError> {
+        let local = local::LocalMessenger::new(self.capacity).into_parts(workers);
+        Ok(MessengerParts {
+            publisher: Box::new(local.publisher),
+            workers: local
+                .workers
+                .into_iter()
+                .map(|w| Box::new(w) as Box<dyn WorkerMessenger>)
+                .collect(),
+            indexer: Box::new(local.indexer),
+        })
+    }
+}

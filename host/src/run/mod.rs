@@ -1,0 +1,511 @@
+//! A run: every connector of a config, one after the other, each through its
+//! pipeline's workers into the indexer, with publisher accounting deciding
+//! when each connector is complete.
+//!
+//! The rules, from the guide's error scenarios: documents fail one at a time
+//! and the run goes on; structural errors (config, a stage or indexer that
+//! cannot start, a connector lifecycle error, a fatal plugin error, a
+//! timeout) stop the run, and later connectors do not start.
+
+mod indexer;
+mod publisher;
+mod worker;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::config::{Config, ConfigError, ConfigErrors, ConnectorConfig};
+use crate::messenger::{MessengerFactory, MessengerParts, Polled, PublisherMessenger};
+use crate::plugin::{
+    ConnectorInstance, ConnectorPlugin, IndexerPlugin, PluginError, PluginRuntime, PluginSpec,
+    StagePlugin,
+};
+use crate::telemetry::{self, RunStats};
+
+use indexer::IndexerLoop;
+use publisher::{Abort, Accounting, Publish};
+use worker::{StageSlot, Worker};
+
+/// How long the runner waits for an event before checking on the connector.
+const EVENT_POLL: Duration = Duration::from_millis(50);
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    /// Every connector completed and every document was indexed or dropped.
+    Success,
+    /// Every connector completed, but some documents failed.
+    PartialSuccess,
+    /// A connector failed, or the run was stopped.
+    Failure,
+}
+
+impl RunStatus {
+    /// The process exit code for this status: 0, 3 or 1.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Self::Success => 0,
+            Self::PartialSuccess => 3,
+            Self::Failure => 1,
+        }
+    }
+}
+
+/// What one connector did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectorResult {
+    pub name: String,
+    pub pipeline: String,
+    /// Documents the connector published.
+    pub published: u64,
+    /// Child documents stages made.
+    pub created: u64,
+    /// Documents indexed.
+    pub succeeded: u64,
+    pub failed: u64,
+    pub dropped: u64,
+    pub elapsed: Duration,
+    /// Why the connector failed; `None` when it completed.
+    pub error: Option<String>,
+    /// The connector did not run because an earlier one failed.
+    pub skipped: bool,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunResult {
+    pub run_id: String,
+    pub connectors: Vec<ConnectorResult>,
+    pub elapsed: Duration,
+}
+
+impl RunResult {
+    pub fn status(&self) -> RunStatus {
+        if self.connectors.iter().any(|c| c.error.is_some() || c.skipped) {
+            RunStatus::Failure
+        } else if self.connectors.iter().any(|c| c.failed > 0) {
+            RunStatus::PartialSuccess
+        } else {
+            RunStatus::Success
+        }
+    }
+}
+
+/// Every plugin of a config, loaded and with its config checked.
+#[derive(Debug)]
+pub struct LoadedPlugins {
+    connectors: HashMap<String, ConnectorPlugin>,
+    pipelines: HashMap<String, Vec<StagePlugin>>,
+    /// Keyed by where the indexer sits in the config (`indexer`, `pipelines.p.indexer`).
+    indexers: HashMap<String, IndexerPlugin>,
+}
+
+/// Runs a config.
+pub struct Runner {
+    config: Config,
+    runtime: PluginRuntime,
+    messengers: Arc<dyn MessengerFactory>,
+    stats: Arc<RunStats>,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner").finish_non_exhaustive()
+    }
+}
+
+fn config_error(location: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        location: location.into(),
+        message: message.into(),
+    }
+}
+
+/// A fresh run id: time-ordered, unique enough for topics and logs.
+pub fn new_run_id() -> String {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!("{millis:x}-{:08x}", fastrand::u32(..))
+}
+
+impl Runner {
+    pub fn new(config: Config, runtime: PluginRuntime, messengers: Arc<dyn MessengerFactory>) -> Self {
+        Self {
+            config,
+            runtime,
+            messengers,
+            stats: Arc::default(),
+        }
+    }
+
+    /// Live counts, for progress displays.
+    pub fn stats(&self) -> Arc<RunStats> {
+        Arc::clone(&self.stats)
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Check the whole config, plugins included: every structural problem and
+    /// every issue each plugin finds in its own settings, all at once.
+    pub fn validate(&self) -> Result<LoadedPlugins, ConfigErrors> {
+        let mut errors = self.config.check();
+        let load_failed = |location: &str, e: PluginError| {
+            config_error(format!("{location}.plugin"), e.to_string())
+        };
+        let mut check = |location: &str, issues: Result<Vec<crate::plugin::ConfigIssue>, PluginError>| match issues {
+            Ok(issues) => errors.extend(issues.into_iter().map(|i| {
+                let path = if i.path.is_empty() {
+                    format!("{location}.plugin.config")
+                } else {
+                    format!("{location}.plugin.config.{}", i.path)
+                };
+                config_error(path, i.message)
+            })),
+            Err(e) => errors.push(load_failed(location, e)),
+        };
+        let loadable = |spec: &PluginSpec| spec.path.is_file();
+
+        let mut connectors = HashMap::new();
+        for c in &self.config.connectors {
+            let location = format!("connectors.{}", c.name);
+            if !loadable(&c.plugin) {
+                continue;
+            }
+            match self.runtime.load_connector(&c.name, &c.plugin) {
+                Ok(plugin) => {
+                    check(&location, plugin.check_config());
+                    connectors.insert(c.name.clone(), plugin);
+                }
+                Err(e) => check(&location, Err(e)),
+            }
+        }
+        let mut pipelines = HashMap::new();
+        for p in &self.config.pipelines {
+            let mut stages = Vec::new();
+            for s in &p.stages {
+                let location = format!("pipelines.{}.stages.{}", p.name, s.name);
+                if !loadable(&s.plugin) {
+                    continue;
+                }
+                match self.runtime.load_stage(&s.name, &s.plugin) {
+                    Ok(plugin) => {
+                        check(&location, plugin.check_config());
+                        stages.push(plugin);
+                    }
+                    Err(e) => check(&location, Err(e)),
+                }
+            }
+            pipelines.insert(p.name.clone(), stages);
+        }
+        let mut indexers = HashMap::new();
+        let indexer_configs = self.config.indexer.iter().map(|i| ("indexer".to_owned(), i)).chain(
+            self.config.pipelines.iter().filter_map(|p| {
+                p.indexer.as_ref().map(|i| (format!("pipelines.{}.indexer", p.name), i))
+            }),
+        );
+        for (location, indexer) in indexer_configs {
+            if !loadable(&indexer.plugin) {
+                continue;
+            }
+            match self.runtime.load_indexer(&location, &indexer.plugin) {
+                Ok(plugin) => {
+                    check(&location, plugin.check_config());
+                    indexers.insert(location, plugin);
+                }
+                Err(e) => check(&location, Err(e)),
+            }
+        }
+        if errors.is_empty() {
+            Ok(LoadedPlugins {
+                connectors,
+                pipelines,
+                indexers,
+            })
+        } else {
+            Err(ConfigErrors(errors))
+        }
+    }
+
+    /// Validate, then run every connector in order.
+    pub fn run(&self) -> Result<RunResult, ConfigErrors> {
+        let plugins = self.validate()?;
+        Ok(self.run_validated(&plugins, &new_run_id()))
+    }
+
+    /// Run every connector in order with already validated plugins.
+    pub fn run_validated(&self, plugins: &LoadedPlugins, run_id: &str) -> RunResult {
+        let span = tracing::info_span!("run", run_id);
+        let _entered = span.enter();
+        let start = Instant::now();
+        tracing::info!(connectors = self.config.connectors.len(), "run started");
+        let mut results = Vec::new();
+        let mut failed = false;
+        for connector in &self.config.connectors {
+            if failed {
+                results.push(ConnectorResult {
+                    name: connector.name.clone(),
+                    pipeline: connector.pipeline.clone(),
+                    published: 0,
+                    created: 0,
+                    succeeded: 0,
+                    failed: 0,
+                    dropped: 0,
+                    elapsed: Duration::ZERO,
+                    error: None,
+                    skipped: true,
+                });
+                continue;
+            }
+            let result = self.run_connector(connector, plugins, run_id);
+            if let Some(error) = &result.error {
+                tracing::error!(connector = %connector.name, %error, "connector failed; the run stops");
+                failed = true;
+            }
+            results.push(result);
+        }
+        let result = RunResult {
+            run_id: run_id.to_owned(),
+            connectors: results,
+            elapsed: start.elapsed(),
+        };
+        tracing::info!(status = ?result.status(), elapsed = ?result.elapsed, "run ended");
+        result
+    }
+
+    fn run_connector(&self, c: &ConnectorConfig, plugins: &LoadedPlugins, run_id: &str) -> ConnectorResult {
+        let span = tracing::info_span!("connector", connector = %c.name, pipeline = %c.pipeline);
+        let _entered = span.enter();
+        let start = Instant::now();
+        let accounting = Arc::new(Accounting::default());
+        let error = self.drive_connector(c, plugins, run_id, &accounting).err();
+        ConnectorResult {
+            name: c.name.clone(),
+            pipeline: c.pipeline.clone(),
+            published: Accounting::get(&accounting.published),
+            created: Accounting::get(&accounting.created),
+            succeeded: Accounting::get(&accounting.succeeded),
+            failed: Accounting::get(&accounting.failed),
+            dropped: Accounting::get(&accounting.dropped),
+            elapsed: start.elapsed(),
+            error,
+            skipped: false,
+        }
+    }
+
+    /// Start the indexer and workers, run the connector's lifecycle, wait for
+    /// its documents, and shut the pipeline down. `Err` is why it failed.
+    fn drive_connector(
+        &self,
+        c: &ConnectorConfig,
+        plugins: &LoadedPlugins,
+        run_id: &str,
+        accounting: &Arc<Accounting>,
+    ) -> Result<(), String> {
+        let threads = self.config.worker.threads;
+        let MessengerParts {
+            publisher,
+            workers: worker_messengers,
+            indexer: indexer_messenger,
+        } = self
+            .messengers
+            .create(&c.pipeline, threads)
+            .map_err(|e| format!("cannot set up messengers for pipeline `{}`: {e}", c.pipeline))?;
+        let publisher: Arc<dyn PublisherMessenger> = Arc::from(publisher);
+
+        // The indexer first: no document is processed if it cannot connect.
+        let (location, indexer_config) = self
+            .config
+            .indexer_for(&c.pipeline)
+            .ok_or_else(|| format!("pipeline `{}` has no indexer", c.pipeline))?;
+        let indexer_plugin = plugins
+            .indexers
+            .get(&location)
+            .ok_or_else(|| format!("indexer `{location}` was not loaded"))?;
+        let mut indexer = indexer_plugin
+            .instantiate()
+            .map_err(|e| format!("the indexer could not start: {e}"))?;
+        if let Err(e) = indexer.validate_connection() {
+            if let Err(close) = indexer.close() {
+                tracing::warn!(error = %close, "indexer close failed");
+            }
+            return Err(format!("the indexer could not connect: {e}"));
+        }
+
+        // Then every worker's stages: a stage that cannot start stops the run.
+        let stage_plugins = plugins.pipelines.get(&c.pipeline).map_or(&[][..], Vec::as_slice);
+        let mut workers = Vec::with_capacity(threads);
+        for messenger in worker_messengers {
+            let stages = stage_plugins
+                .iter()
+                .map(|p| p.instantiate().map(|i| StageSlot::new(&c.pipeline, p.name(), i)))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("error starting workers for pipeline `{}`: {e}", c.pipeline))?;
+            workers.push((stages, messenger));
+        }
+
+        let mut connector = plugins
+            .connectors
+            .get(&c.name)
+            .ok_or_else(|| format!("connector `{}` was not loaded", c.name))?
+            .instantiate()
+            .map_err(|e| format!("the connector could not start: {e}"))?;
+
+        let abort = Abort::default();
+        let pipeline: Arc<str> = Arc::from(c.pipeline.as_str());
+        thread::scope(|scope| {
+            let indexer_thread = {
+                let indexer_loop = IndexerLoop {
+                    pipeline: Arc::clone(&pipeline),
+                    plugin: Arc::from(indexer_plugin.name()),
+                    instance: indexer,
+                    messenger: indexer_messenger,
+                    config: indexer_config.clone(),
+                    stats: Arc::clone(&self.stats),
+                    abort: abort.clone(),
+                };
+                spawn_in_span(scope, "weir-indexer", move || indexer_loop.run())
+            };
+            let worker_threads: Vec<_> = workers
+                .into_iter()
+                .enumerate()
+                .map(|(i, (stages, messenger))| {
+                    let worker = Worker {
+                        pipeline: Arc::clone(&pipeline),
+                        stages,
+                        messenger,
+                        stats: Arc::clone(&self.stats),
+                        abort: abort.clone(),
+                    };
+                    spawn_in_span(scope, &format!("weir-worker-{i}"), move || worker.run())
+                })
+                .collect();
+
+            let outcome = self.connector_lifecycle(c, &mut connector, run_id, &publisher, accounting, &abort);
+            let outcome = outcome.and_then(|()| match abort.reason() {
+                Some(reason) => Err(reason.to_owned()),
+                None => Ok(()),
+            });
+            if let Err(reason) = &outcome {
+                abort.trigger(reason.clone());
+            }
+            // Closing the source lets workers drain and stop, then the indexer.
+            drop(publisher);
+            for handle in worker_threads {
+                if handle.join().is_err() {
+                    abort.trigger("a worker thread panicked");
+                }
+            }
+            if indexer_thread.join().is_err() {
+                abort.trigger("the indexer thread panicked");
+            }
+            outcome.and_then(|()| abort.reason().map_or(Ok(()), |r| Err(r.to_owned())))
+        })
+    }
+
+    /// pre-execute, execute (while counting events), post-execute, close.
+    fn connector_lifecycle(
+        &self,
+        c: &ConnectorConfig,
+        connector: &mut ConnectorInstance,
+        run_id: &str,
+        publisher: &Arc<dyn PublisherMessenger>,
+        accounting: &Arc<Accounting>,
+        abort: &Abort,
+    ) -> Result<(), String> {
+        let result = connector
+            .pre_execute(run_id)
+            .map_err(|e| format!("pre-execute failed: {e}"))
+            .and_then(|()| self.execute_and_wait(c, connector, run_id, publisher, accounting, abort))
+            .and_then(|()| {
+                connector
+                    .post_execute()
+                    .map_err(|e| format!("post-execute failed: {e}"))
+            });
+        let closed = connector.close().map_err(|e| format!("close failed: {e}"));
+        result.and(closed)
+    }
+
+    /// Run `execute` on its own thread and count events until every published
+    /// document is done, the connector fails, the run aborts, or time runs out.
+    fn execute_and_wait(
+        &self,
+        c: &ConnectorConfig,
+        connector: &mut ConnectorInstance,
+        run_id: &str,
+        publisher: &Arc<dyn PublisherMessenger>,
+        accounting: &Arc<Accounting>,
+        abort: &Abort,
+    ) -> Result<(), String> {
+        let timeout = self.config.runner.connector_timeout;
+        let deadline = Instant::now() + timeout;
+        let sink = Publish {
+            messenger: Arc::clone(publisher),
+            accounting: Arc::clone(accounting),
+            stats: Arc::clone(&self.stats),
+            abort: abort.clone(),
+            published: publisher::published_counter(&c.name),
+        };
+        let execute_timeout = c.plugin.limits.execute_timeout.min(timeout);
+        thread::scope(|scope| {
+            let mut execution = Some(spawn_in_span(scope, "weir-connector", move || {
+                connector.execute(run_id, Box::new(sink), execute_timeout)
+            }));
+            let mut executed: Option<Result<(), String>> = None;
+            let mut last_log = (Instant::now(), self.stats.snapshot());
+            loop {
+                match publisher.poll_event(EVENT_POLL) {
+                    Ok(Polled::Item(event)) => accounting.apply(&event),
+                    Ok(Polled::Idle | Polled::Closed) => {}
+                    Err(e) => abort.trigger(format!("cannot read events: {e}")),
+                }
+                if let Some(handle) = execution.take_if(|h| h.is_finished()) {
+                    executed = Some(match handle.join() {
+                        Ok(result) => result.map_err(|e| format!("execute failed: {e}")),
+                        Err(_) => Err("the connector thread panicked".into()),
+                    });
+                }
+                if let Some(reason) = abort.reason() {
+                    return Err(reason.to_owned());
+                }
+                match &executed {
+                    Some(Err(e)) => return Err(e.clone()),
+                    Some(Ok(())) if accounting.pending() == 0 => return Ok(()),
+                    _ => {}
+                }
+                if Instant::now() >= deadline {
+                    let reason = format!(
+                        "connector timeout of {timeout:?} reached with {} documents pending",
+                        accounting.pending()
+                    );
+                    abort.trigger(reason.clone());
+                    return Err(reason);
+                }
+                if last_log.0.elapsed() >= self.config.runner.log_interval {
+                    let now = (Instant::now(), self.stats.snapshot());
+                    for line in telemetry::throughput_lines(&last_log.1, &now.1, now.0 - last_log.0, accounting.pending()) {
+                        tracing::info!("{line}");
+                    }
+                    last_log = now;
+                }
+            }
+        })
+    }
+}
+
+/// Spawn a named scoped thread that runs `f` inside the caller's tracing span.
+fn spawn_in_span<'scope, T: Send + 'scope>(
+    scope: &'scope thread::Scope<'scope, '_>,
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> thread::ScopedJoinHandle<'scope, T> {
+    let span = tracing::Span::current();
+    thread::Builder::new()
+        .name(name.to_owned())
+        .spawn_scoped(scope, move || span.in_scope(f))
+        .expect("the OS refused to start a thread")
+}

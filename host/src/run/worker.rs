@@ -1,0 +1,178 @@
+//! A worker: polls documents, runs them through the pipeline's stages, and
+//! sends each outcome on (children first, then their parent).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::publisher::Abort;
+use crate::document::Document;
+use crate::event::{Event, EventKind};
+use crate::messenger::{Failure, MessengerError, Polled, WorkerMessenger};
+use crate::plugin::StageInstance;
+use crate::telemetry::{self, RunStats};
+
+/// How long a poll waits before the worker checks for an abort.
+const POLL: Duration = Duration::from_millis(50);
+
+/// One stage instance of a worker, with its metrics.
+pub(crate) struct StageSlot {
+    pub(crate) name: Arc<str>,
+    pub(crate) instance: StageInstance,
+    seconds: metrics::Histogram,
+    created: metrics::Counter,
+    restarts: metrics::Counter,
+}
+
+impl StageSlot {
+    pub(crate) fn new(pipeline: &str, name: &str, instance: StageInstance) -> Self {
+        let labels = [("pipeline", pipeline.to_owned()), ("stage", name.to_owned())];
+        Self {
+            name: Arc::from(name),
+            seconds: metrics::histogram!(telemetry::STAGE_SECONDS, &labels),
+            created: metrics::counter!(telemetry::DOCS_CREATED, &labels),
+            restarts: metrics::counter!(telemetry::INSTANCE_RESTARTS, "plugin" => name.to_owned()),
+            instance,
+        }
+    }
+}
+
+/// What became of one document (or one of its children).
+enum Outcome {
+    Created(Event),
+    Index(Document),
+    Dropped(Document),
+    Failed(Document, Failure),
+}
+
+pub(crate) struct Worker {
+    pub(crate) pipeline: Arc<str>,
+    pub(crate) stages: Vec<StageSlot>,
+    pub(crate) messenger: Box<dyn WorkerMessenger>,
+    pub(crate) stats: Arc<RunStats>,
+    pub(crate) abort: Abort,
+}
+
+impl Worker {
+    /// Work until the source closes or the run aborts; a fatal error aborts it.
+    pub(crate) fn run(mut self) {
+        let result = self.work();
+        for stage in &mut self.stages {
+            if let Err(e) = stage.instance.stop() {
+                tracing::warn!(stage = %stage.name, error = %e, "stage stop failed");
+            }
+        }
+        if let Err(reason) = result {
+            tracing::error!(pipeline = %self.pipeline, %reason, "worker stopped the run");
+            self.abort.trigger(reason);
+        }
+    }
+
+    fn work(&mut self) -> Result<(), String> {
+        let messenger_error = |e: MessengerError| format!("worker messenger failed: {e}");
+        let processed = metrics::counter!(telemetry::DOCS_PROCESSED, "pipeline" => self.pipeline.to_string());
+        let latency = metrics::histogram!(telemetry::PIPELINE_SECONDS, "pipeline" => self.pipeline.to_string());
+        loop {
+            if self.abort.is_set() {
+                return Ok(());
+            }
+            let doc = match self.messenger.poll_doc_to_process(POLL).map_err(messenger_error)? {
+                Polled::Item(doc) => doc,
+                Polled::Idle => continue,
+                Polled::Closed => return Ok(()),
+            };
+            let span = tracing::debug_span!("document", run_id = doc.run_id(), doc_id = doc.id());
+            let _entered = span.enter();
+            let start = Instant::now();
+            let mut outcomes = Vec::new();
+            let fatal = run_pipeline(&mut self.stages, doc, 0, &mut outcomes);
+            let elapsed = start.elapsed();
+            latency.record(elapsed);
+            processed.increment(1);
+            RunStats::add_time(&self.stats.pipeline_nanos, elapsed);
+            RunStats::add(&self.stats.processed, 1);
+            for outcome in outcomes {
+                self.send(outcome).map_err(messenger_error)?;
+            }
+            if let Err(e) = self.messenger.commit_pending_doc_offsets() {
+                // At-least-once: the document may be redelivered, never lost.
+                tracing::warn!(error = %e, "offset commit failed");
+            }
+            if let Some(reason) = fatal {
+                return Err(reason);
+            }
+        }
+    }
+
+    fn send(&mut self, outcome: Outcome) -> Result<(), MessengerError> {
+        match outcome {
+            Outcome::Created(event) => self.messenger.send_event(event),
+            Outcome::Index(doc) => self.messenger.send_for_indexing(doc),
+            Outcome::Dropped(doc) => {
+                RunStats::add(&self.stats.dropped, 1);
+                metrics::counter!(telemetry::DOCS_DROPPED, "pipeline" => self.pipeline.to_string()).increment(1);
+                self.messenger.send_event(Event::new(&doc, EventKind::Drop))
+            }
+            Outcome::Failed(doc, failure) => {
+                RunStats::add(&self.stats.failed, 1);
+                tracing::warn!(doc_id = doc.id(), plugin = %failure.plugin, message = %failure.message, "document failed in the pipeline");
+                let event = Event::new(&doc, EventKind::Fail).with_message(failure.message.clone());
+                self.messenger.send_failed(doc, &failure)?;
+                self.messenger.send_event(event)
+            }
+        }
+    }
+}
+
+/// Run `doc` through `stages[from..]`, appending what became of it and of the
+/// children it made. Children are run through the stages after the one that
+/// made them, and go on ahead of their parent. Returns a reason when the run
+/// must stop (a fatal plugin error).
+fn run_pipeline(
+    stages: &mut [StageSlot],
+    mut doc: Document,
+    from: usize,
+    out: &mut Vec<Outcome>,
+) -> Option<String> {
+    for i in from..stages.len() {
+        if doc.is_dropped() || doc.skips_stages() {
+            break;
+        }
+        let stage = &mut stages[i];
+        let start = Instant::now();
+        let restarts_before = stage.instance.restarts();
+        let result = stage.instance.process(&mut doc);
+        stage.seconds.record(start.elapsed());
+        let restarts = stage.instance.restarts() - restarts_before;
+        if restarts > 0 {
+            stage.restarts.increment(restarts);
+        }
+        match result {
+            Ok(children) => {
+                stage.created.increment(children.len() as u64);
+                for child in children {
+                    out.push(Outcome::Created(Event::new(&child, EventKind::Create)));
+                    if let Some(reason) = run_pipeline(stages, child, i + 1, out) {
+                        return Some(reason);
+                    }
+                }
+            }
+            Err(e) => {
+                let stage = &stages[i];
+                let fatal = (!e.is_document_error()).then(|| e.to_string());
+                let failure = Failure {
+                    plugin: stage.name.to_string(),
+                    message: e.to_string(),
+                    attempts: 1,
+                };
+                out.push(Outcome::Failed(doc, failure));
+                return fatal;
+            }
+        }
+    }
+    out.push(if doc.is_dropped() {
+        Outcome::Dropped(doc)
+    } else {
+        Outcome::Index(doc)
+    });
+    None
+}

@@ -1,0 +1,110 @@
+//! Metric names, defined once, and the live counters behind progress and
+//! throughput lines.
+//!
+//! Counters and histograms go through the `metrics` facade, so any recorder
+//! (Prometheus, StatsD, ...) the embedding program installs sees them. Labels
+//! are bounded: pipeline, connector, stage, plugin, outcome; never a document id.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Documents published by connectors. Labels: connector.
+pub const DOCS_PUBLISHED: &str = "weir_docs_published_total";
+/// Documents that went through a pipeline (any outcome). Labels: pipeline.
+pub const DOCS_PROCESSED: &str = "weir_docs_processed_total";
+/// Child documents made by stages. Labels: pipeline, stage.
+pub const DOCS_CREATED: &str = "weir_docs_created_total";
+/// Documents that failed. Labels: pipeline, plugin, kind.
+pub const DOCS_FAILED: &str = "weir_docs_failed_total";
+/// Documents dropped by a stage. Labels: pipeline.
+pub const DOCS_DROPPED: &str = "weir_docs_dropped_total";
+/// Documents indexed. Labels: pipeline.
+pub const DOCS_INDEXED: &str = "weir_docs_indexed_total";
+/// Seconds one stage spent on one document. Labels: pipeline, stage.
+pub const STAGE_SECONDS: &str = "weir_stage_seconds";
+/// Seconds the whole pipeline spent on one document. Labels: pipeline.
+pub const PIPELINE_SECONDS: &str = "weir_pipeline_seconds";
+/// Seconds per document of a batch sent to the backend. Labels: pipeline.
+pub const INDEX_SECONDS_PER_DOC: &str = "weir_index_seconds_per_doc";
+/// Batch retries. Labels: pipeline.
+pub const BATCH_RETRIES: &str = "weir_batch_retries_total";
+/// Plugin instances replaced after a trap. Labels: plugin.
+pub const INSTANCE_RESTARTS: &str = "weir_plugin_instance_restarts_total";
+
+/// Live counts for one run, read by the progress bar and throughput logs.
+#[derive(Debug, Default)]
+pub struct RunStats {
+    pub published: AtomicU64,
+    pub processed: AtomicU64,
+    pub indexed: AtomicU64,
+    pub failed: AtomicU64,
+    pub dropped: AtomicU64,
+    /// Nanoseconds spent in pipelines, summed over documents.
+    pub pipeline_nanos: AtomicU64,
+    /// Nanoseconds spent sending batches, summed.
+    pub index_nanos: AtomicU64,
+}
+
+/// A point-in-time copy of [`RunStats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    pub published: u64,
+    pub processed: u64,
+    pub indexed: u64,
+    pub failed: u64,
+    pub dropped: u64,
+    pub pipeline_nanos: u64,
+    pub index_nanos: u64,
+}
+
+impl RunStats {
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        StatsSnapshot {
+            published: get(&self.published),
+            processed: get(&self.processed),
+            indexed: get(&self.indexed),
+            failed: get(&self.failed),
+            dropped: get(&self.dropped),
+            pipeline_nanos: get(&self.pipeline_nanos),
+            index_nanos: get(&self.index_nanos),
+        }
+    }
+
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add_time(counter: &AtomicU64, elapsed: Duration) {
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        counter.fetch_add(nanos, Ordering::Relaxed);
+    }
+}
+
+/// Throughput lines between two snapshots `elapsed` apart, as the log shows them.
+pub fn throughput_lines(before: &StatsSnapshot, now: &StatsSnapshot, elapsed: Duration, pending: usize) -> [String; 3] {
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    let rate = |a: u64, b: u64| (b.saturating_sub(a)) as f64 / secs;
+    let mean_ms = |nanos: u64, count: u64| {
+        if count == 0 { 0.0 } else { nanos as f64 / count as f64 / 1e6 }
+    };
+    [
+        format!(
+            "{} docs published. Rate: {:.1} docs/s. Waiting on {pending} docs.",
+            now.published,
+            rate(before.published, now.published)
+        ),
+        format!(
+            "{} docs processed. Rate: {:.1} docs/s. Mean pipeline latency: {:.3} ms/doc.",
+            now.processed,
+            rate(before.processed, now.processed),
+            mean_ms(now.pipeline_nanos, now.processed)
+        ),
+        format!(
+            "{} docs indexed. Rate: {:.1} docs/s. Mean backend latency: {:.3} ms/doc.",
+            now.indexed,
+            rate(before.indexed, now.indexed),
+            mean_ms(now.index_nanos, now.indexed + now.failed)
+        ),
+    ]
+}

@@ -1,0 +1,88 @@
+//! test-connector: publishes what its config says and fails where told,
+//! to test the run lifecycle.
+//!
+//! Config: `docs` (JSON objects with an `id`, published first), `count`
+//! (then that many `doc-<n>` documents with a `n` field), and failure
+//! switches: `fail_pre_execute`, `fail_execute_after` (publish that many,
+//! then fail), `fail_post_execute`, `fail_close`, `hang` (after publishing,
+//! spin until interrupted).
+
+use weir_plugin::serde_json::{Map, Value as Json};
+use weir_plugin::{Connector, Document, PluginError, Publisher};
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    #[serde(default)]
+    docs: Vec<Map<String, Json>>,
+    #[serde(default)]
+    count: u64,
+    #[serde(default)]
+    fail_pre_execute: bool,
+    fail_execute_after: Option<u64>,
+    #[serde(default)]
+    fail_post_execute: bool,
+    #[serde(default)]
+    fail_close: bool,
+    #[serde(default)]
+    hang: bool,
+}
+
+struct TestConnector(Config);
+
+fn publish(publisher: &Publisher, json: String) -> Result<(), PluginError> {
+    let doc = Document::from_json(&json)
+        .map_err(|e| PluginError::Fatal(weir_plugin::field_error_message(&e)))?;
+    publisher.publish(doc).map_err(PluginError::Fatal)
+}
+
+impl Connector for TestConnector {
+    type Config = Config;
+
+    fn pre_execute(config: Config, _run_id: &str) -> Result<Self, PluginError> {
+        if config.fail_pre_execute {
+            return Err(PluginError::Fatal(
+                "configured to fail in pre-execute".into(),
+            ));
+        }
+        Ok(Self(config))
+    }
+
+    fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
+        let c = &self.0;
+        let explicit = c.docs.iter().map(|d| Json::Object(d.clone()).to_string());
+        let synthetic = (0..c.count).map(|n| format!(r#"{{"id":"doc-{n}","n":{n}}}"#));
+        for (published, json) in explicit.chain(synthetic).enumerate() {
+            if c.fail_execute_after == Some(published as u64) {
+                return Err(PluginError::Fatal(format!(
+                    "configured to fail after {published} documents"
+                )));
+            }
+            publish(publisher, json)?;
+        }
+        if c.hang {
+            loop {
+                std::hint::black_box(());
+            }
+        }
+        Ok(())
+    }
+
+    fn post_execute(&mut self) -> Result<(), PluginError> {
+        if self.0.fail_post_execute {
+            return Err(PluginError::Fatal(
+                "configured to fail in post-execute".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<(), PluginError> {
+        if self.0.fail_close {
+            return Err(PluginError::Fatal("configured to fail in close".into()));
+        }
+        Ok(())
+    }
+}
+
+weir_plugin::export_connector!(TestConnector);

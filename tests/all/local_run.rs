@@ -1,0 +1,303 @@
+//! Local mode end to end: the run lifecycle and every error scenario of the
+//! guide's section 3 that applies in one process, through real plugins.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use weir::event::EventKind;
+use weir::messenger::recording::{Recording, RecordingMessengers};
+use weir::run::{RunResult, RunStatus, Runner};
+use weir_tests::{config, runtime};
+
+/// Run `toml` (with `@plugin` placeholders) with a recording messenger.
+fn run(toml: &str) -> (RunResult, Arc<Recording>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_in(toml, dir.path())
+}
+
+fn run_in(toml: &str, base: &Path) -> (RunResult, Arc<Recording>) {
+    let messengers = RecordingMessengers::new(16);
+    let recording = messengers.recording();
+    let runner = Runner::new(config(toml, base), runtime(), Arc::new(messengers));
+    let result = runner.run().unwrap_or_else(|e| panic!("config should be valid: {e}"));
+    (result, recording)
+}
+
+/// A connector and pipeline around `connector_config`, `stages` and `indexer_config`.
+fn setup(connector_config: &str, stages: &str, indexer_config: &str) -> String {
+    format!(
+        r#"
+        [runner]
+        connector_timeout = "20s"
+        [worker]
+        threads = 2
+        [indexer]
+        batch_size = 3
+        batch_timeout = "20ms"
+        retry_backoff = "1ms"
+        plugin = {{ path = @test-indexer, config = {indexer_config} }}
+        [[connectors]]
+        name = "first"
+        pipeline = "p"
+        plugin = {{ path = @test-connector, config = {connector_config} }}
+        [[connectors]]
+        name = "second"
+        pipeline = "p"
+        plugin = {{ path = @test-connector, config = {{ count = 2 }} }}
+        [[pipelines]]
+        name = "p"
+        {stages}
+        "#
+    )
+}
+
+fn count(recording: &Recording, kind: EventKind) -> usize {
+    recording.events().iter().filter(|e| e.kind == kind).count()
+}
+
+#[test]
+fn a_clean_run_succeeds_and_counts_everything() {
+    let (result, recording) = run(&setup("{ count = 10 }", "", "{}"));
+    assert_eq!(result.status(), RunStatus::Success);
+    let first = &result.connectors[0];
+    assert_eq!((first.published, first.succeeded, first.failed, first.dropped), (10, 10, 0, 0));
+    assert_eq!(result.connectors[1].succeeded, 2);
+    assert_eq!(recording.sent_for_processing().len(), 12);
+    assert_eq!(count(&recording, EventKind::Finish), 12);
+    let run_ids: std::collections::HashSet<_> = recording.events().into_iter().map(|e| e.run_id).collect();
+    assert_eq!(run_ids.len(), 1, "one run id for the whole run");
+    assert_eq!(run_ids.into_iter().next().flatten().as_deref(), Some(result.run_id.as_str()));
+}
+
+#[test]
+fn an_invalid_config_reports_every_error_and_runs_nothing() {
+    let toml = r#"
+        [[connectors]]
+        name = "c"
+        pipeline = "missing"
+        plugin = { path = @test-connector, config = { count = "many" } }
+        [[connectors]]
+        name = "d"
+        pipeline = "p"
+        plugin = { path = "no/such/plugin.wasm" }
+        [[pipelines]]
+        name = "p"
+        stages = [
+            { name = "copy", plugin = { path = @copy-fields, config = { mappings = [] } } },
+            { name = "regex", plugin = { path = @apply-regex, config = { source = "a", target = "b", pattern = "(" } } },
+        ]
+        [worker]
+        threads = 0
+        [indexer]
+        plugin = { path = @csv-indexer, config = { path = "/out/x.csv", columns = [] } }
+    "#;
+    let messengers = RecordingMessengers::new(4);
+    let recording = messengers.recording();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let runner = Runner::new(config(toml, dir.path()), runtime(), Arc::new(messengers));
+    let errors = runner.run().expect_err("invalid").0;
+    let locations: Vec<&str> = errors.iter().map(|e| e.location.as_str()).collect();
+    assert_eq!(
+        locations,
+        [
+            "connectors.c.pipeline",
+            "worker.threads",
+            "connectors.d.plugin.path",
+            "connectors.c.plugin.config.count",
+            "pipelines.p.stages.copy.plugin.config.mappings",
+            "pipelines.p.stages.regex.plugin.config.pattern",
+            "indexer.plugin.config.columns",
+        ],
+        "{errors:?}"
+    );
+    assert!(recording.sent_for_processing().is_empty() && recording.events().is_empty());
+}
+
+#[test]
+fn connector_pre_execute_failure_stops_the_run() {
+    let (result, recording) = run(&setup("{ count = 5, fail_pre_execute = true }", "", "{}"));
+    assert_eq!(result.status(), RunStatus::Failure);
+    let first = &result.connectors[0];
+    assert!(first.error.as_deref().is_some_and(|e| e.starts_with("pre-execute failed")), "{first:?}");
+    assert_eq!(first.published, 0);
+    assert!(result.connectors[1].skipped, "later connectors do not run");
+    assert!(recording.sent_for_processing().is_empty());
+}
+
+#[test]
+fn connector_execute_failure_stops_the_run() {
+    let (result, _) = run(&setup("{ count = 5, fail_execute_after = 3 }", "", "{}"));
+    assert_eq!(result.status(), RunStatus::Failure);
+    let first = &result.connectors[0];
+    let error = first.error.as_deref().expect("failed");
+    assert!(error.starts_with("execute failed") && error.contains("after 3 documents"), "{error}");
+    assert_eq!(first.published, 3);
+    assert!(result.connectors[1].skipped);
+}
+
+#[test]
+fn connector_post_execute_failure_fails_the_run_after_indexing() {
+    let (result, _) = run(&setup("{ count = 5, fail_post_execute = true }", "", "{}"));
+    assert_eq!(result.status(), RunStatus::Failure);
+    let first = &result.connectors[0];
+    assert!(first.error.as_deref().is_some_and(|e| e.starts_with("post-execute failed")), "{first:?}");
+    assert_eq!(first.succeeded, 5, "documents were indexed before post-execute");
+    assert!(result.connectors[1].skipped);
+}
+
+#[test]
+fn connector_close_failure_fails_the_run() {
+    let (result, _) = run(&setup("{ count = 4, fail_close = true }", "", "{}"));
+    let first = &result.connectors[0];
+    assert!(first.error.as_deref().is_some_and(|e| e.starts_with("close failed")), "{first:?}");
+    assert_eq!(first.succeeded, 4);
+    assert_eq!(result.status(), RunStatus::Failure);
+}
+
+#[test]
+fn a_stage_that_cannot_start_stops_the_run_before_any_document() {
+    let stages = r#"stages = [{ name = "bad", plugin = { path = @hostile-stage, config = { fail_start = true } } }]"#;
+    let (result, recording) = run(&setup("{ count = 5 }", stages, "{}"));
+    assert_eq!(result.status(), RunStatus::Failure);
+    let error = result.connectors[0].error.as_deref().expect("failed");
+    assert!(error.contains("error starting workers for pipeline `p`") && error.contains("configured to fail at start"), "{error}");
+    assert!(recording.sent_for_processing().is_empty());
+}
+
+#[test]
+fn a_stage_failing_one_document_fails_only_that_document() {
+    let docs = r#"{ docs = [{ id = "good-1" }, { id = "bad", action = "fail" }, { id = "trap", action = "panic" }, { id = "good-2" }] }"#;
+    let stages = r#"stages = [{ name = "hostile", plugin = { path = @hostile-stage } }]"#;
+    let (result, recording) = run(&setup(docs, stages, "{}"));
+    assert_eq!(result.status(), RunStatus::PartialSuccess);
+    let first = &result.connectors[0];
+    assert_eq!((first.published, first.succeeded, first.failed), (4, 2, 2));
+    let fails: Vec<_> = recording.events().into_iter().filter(|e| e.kind == EventKind::Fail).collect();
+    let mut ids: Vec<&str> = fails.iter().map(|e| e.document_id.as_str()).collect();
+    ids.sort();
+    assert_eq!(ids, ["bad", "trap"]);
+    assert!(fails.iter().all(|e| e.message.as_deref().is_some_and(|m| m.contains("plugin `hostile`"))), "{fails:?}");
+    assert_eq!(recording.failed().len(), 2, "failed documents go to the dead-letter path");
+    assert!(result.connectors[1].error.is_none(), "the run went on");
+}
+
+#[test]
+fn a_fatal_plugin_error_stops_the_run() {
+    let docs = r#"{ docs = [{ id = "a" }, { id = "stop", action = "fatal" }], count = 50 }"#;
+    let stages = r#"stages = [{ name = "hostile", plugin = { path = @hostile-stage } }]"#;
+    let (result, _) = run(&setup(docs, stages, "{}"));
+    assert_eq!(result.status(), RunStatus::Failure);
+    let error = result.connectors[0].error.as_deref().expect("failed");
+    assert!(error.contains("asked to stop the run"), "{error}");
+    assert!(result.connectors[1].skipped);
+}
+
+#[test]
+fn an_indexer_that_cannot_connect_stops_the_run() {
+    let (result, recording) = run(&setup("{ count = 5 }", "", "{ fail_validation = true }"));
+    assert_eq!(result.status(), RunStatus::Failure);
+    let error = result.connectors[0].error.as_deref().expect("failed");
+    assert!(error.contains("the indexer could not connect") && error.contains("backend unreachable"), "{error}");
+    assert!(recording.sent_for_processing().is_empty());
+}
+
+#[test]
+fn a_failed_batch_is_retried_then_succeeds() {
+    let (result, recording) = run(&setup("{ count = 3 }", "", "{ batch_failures = 2, batch_status = 503 }"));
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    assert_eq!(result.connectors[0].succeeded, 3);
+    assert_eq!(count(&recording, EventKind::Fail), 0);
+}
+
+#[test]
+fn a_batch_that_keeps_failing_fails_all_its_documents() {
+    let (result, recording) = run(&setup("{ count = 3 }", "", "{ batch_failures = 100, connection_failed = true }"));
+    assert_eq!(result.status(), RunStatus::PartialSuccess);
+    assert_eq!((result.connectors[0].succeeded, result.connectors[0].failed), (0, 3));
+    let fail = recording.events().into_iter().find(|e| e.kind == EventKind::Fail).expect("fail event");
+    assert!(fail.message.as_deref().is_some_and(|m| m.contains("after 4 attempts")), "{fail:?}");
+}
+
+#[test]
+fn a_non_retryable_batch_error_is_not_retried() {
+    let (result, recording) = run(&setup("{ count = 3 }", "", "{ batch_failures = 1, batch_status = 400 }"));
+    assert_eq!(result.connectors[0].failed, 3);
+    let fail = recording.events().into_iter().find(|e| e.kind == EventKind::Fail).expect("fail event");
+    assert!(fail.message.as_deref().is_some_and(|m| m.contains("after 1 attempt:") && m.contains("status 400")), "{fail:?}");
+}
+
+#[test]
+fn per_document_bulk_failures_fail_only_those_documents() {
+    let (result, recording) = run(&setup("{ count = 6 }", "", r#"{ fail_ids = ["doc-1", "doc-4"] }"#));
+    assert_eq!(result.status(), RunStatus::PartialSuccess);
+    assert_eq!((result.connectors[0].succeeded, result.connectors[0].failed), (4, 2));
+    assert_eq!(result.connectors[1].failed, 1, "the second connector publishes doc-0 and doc-1");
+    let mut failed: Vec<String> = recording.failed().into_iter().map(|(d, _)| d.id().to_owned()).collect();
+    failed.sort();
+    assert_eq!(failed, ["doc-1", "doc-1", "doc-4"]);
+}
+
+#[test]
+fn a_connector_timeout_fails_the_run() {
+    let toml = setup("{ count = 2, hang = true }", "", "{}").replace(r#"connector_timeout = "20s""#, r#"connector_timeout = "300ms""#);
+    let (result, _) = run(&toml);
+    assert_eq!(result.status(), RunStatus::Failure);
+    let error = result.connectors[0].error.as_deref().expect("failed");
+    assert!(error.contains("connector timeout of 300ms"), "{error}");
+    assert!(result.connectors[1].skipped);
+}
+
+#[test]
+fn children_and_drops_are_accounted_and_indexed() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let toml = format!(
+        r#"
+        [worker]
+        threads = 3
+        [indexer]
+        batch_timeout = "10ms"
+        plugin = {{ path = @jsonl-indexer, config = {{ path = "/out/docs.jsonl" }}, grants = {{ dirs = [{{ host = {out:?}, guest = "/out", writable = true }}] }} }}
+        [[connectors]]
+        name = "books"
+        pipeline = "p"
+        plugin = {{ path = @test-connector, config = {{ docs = [
+            {{ id = "b1", parts = [{{ pid = "b1-a" }}, {{ pid = "b1-b", status = "draft" }}] }},
+            {{ id = "b2", status = "draft" }},
+            {{ id = "b3" }},
+        ] }} }}
+        [[pipelines]]
+        name = "p"
+        stages = [
+            {{ name = "split", plugin = {{ path = @emit-nested-children, config = {{ source = "parts", id_field = "pid", parent_field = "book" }} }} }},
+            {{ name = "drafts", plugin = {{ path = @drop-document, config = {{ field = "status", values = ["draft"] }} }} }},
+        ]
+        "#,
+        out = out.path().display().to_string()
+    );
+    let (result, recording) = run(&toml);
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    let c = &result.connectors[0];
+    assert_eq!((c.published, c.created, c.succeeded, c.dropped, c.failed), (3, 2, 3, 2, 0));
+
+    let events = recording.events();
+    let position = |id: &str, kind: EventKind| events.iter().position(|e| e.document_id == id && e.kind == kind);
+    for child in ["b1-a", "b1-b"] {
+        assert!(position(child, EventKind::Create).is_some(), "CREATE for {child}");
+    }
+    assert!(position("b1-a", EventKind::Create) < position("b1-a", EventKind::Finish));
+    assert!(position("b1-b", EventKind::Drop).is_some(), "a child can be dropped too");
+    assert!(position("b2", EventKind::Drop).is_some());
+
+    let indexed: Vec<String> = recording.sent_for_indexing().iter().map(|d| d.id().to_owned()).collect();
+    let at = |id: &str| indexed.iter().position(|i| i == id).expect("indexed");
+    assert!(at("b1-a") < at("b1"), "children go on ahead of their parent");
+
+    let written = std::fs::read_to_string(out.path().join("docs.jsonl")).expect("output");
+    let mut ids: Vec<String> = written
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["id"].as_str().expect("id").to_owned())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["b1", "b1-a", "b3"]);
+    assert!(written.contains(r#""book":"b1""#));
+}
