@@ -357,6 +357,15 @@ impl Document {
         self.id.len() + 10 + self.run_id.as_ref().map_or(0, |r| r.len() + 12) + fields + children
     }
 
+    /// The whole document as JSON text, written straight from the fields
+    /// (no intermediate JSON value).
+    pub fn to_json_string(&self) -> String {
+        let mut out = Vec::with_capacity(self.approx_json_bytes());
+        // Serializing a `Document` cannot fail: keys are strings, numbers finite.
+        let _ = serde_json::to_writer(&mut out, self);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
     /// The whole document as a JSON object.
     pub fn to_json(&self) -> Value {
         let mut out = Map::with_capacity(self.fields.len() + 2);
@@ -421,6 +430,25 @@ impl Document {
         })
     }
 
+    /// A document with `id` whose fields are those of the JSON object `text`;
+    /// reserved keys in it are left out.
+    pub fn from_fields_json_str(id: impl Into<String>, text: &str) -> Result<Self, FieldError> {
+        let fields = match serde_json::from_str(text) {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => return Err(FieldError::InvalidJson("fields must be a JSON object".into())),
+            Err(e) => return Err(FieldError::InvalidJson(e.to_string())),
+        };
+        let mut doc = Self {
+            id: id.into(),
+            fields,
+            ..Self::default()
+        };
+        for reserved in RESERVED_FIELDS {
+            doc.fields.shift_remove(reserved);
+        }
+        Ok(doc)
+    }
+
     /// Parse whole-document JSON text.
     pub fn from_json_str(text: &str) -> Result<Self, FieldError> {
         let json =
@@ -449,6 +477,26 @@ impl Document {
         self.fields = loaded.fields;
         self.children = loaded.children;
         Ok(())
+    }
+}
+
+/// Serializes as the whole-document JSON object of [`Document::to_json`].
+impl serde::Serialize for Document {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let extra = 1 + usize::from(self.run_id.is_some()) + usize::from(!self.children.is_empty());
+        let mut map = serializer.serialize_map(Some(self.fields.len() + extra))?;
+        map.serialize_entry(ID_FIELD, &self.id)?;
+        if let Some(run_id) = &self.run_id {
+            map.serialize_entry(RUN_ID_FIELD, run_id)?;
+        }
+        for (k, v) in &self.fields {
+            map.serialize_entry(k, v)?;
+        }
+        if !self.children.is_empty() {
+            map.serialize_entry(CHILDREN_FIELD, &self.children)?;
+        }
+        map.end()
     }
 }
 
@@ -616,6 +664,7 @@ mod tests {
         child.set("n", json!(1)).expect("set");
         d.add_child(child);
         let text = d.to_json().to_string();
+        assert_eq!(d.to_json_string(), text, "direct serialization matches");
         let back = Document::from_json_str(&text).expect("parse");
         assert_eq!(back, d);
         assert_eq!(back.children()[0].get("n"), Some(&json!(1)));
@@ -629,6 +678,15 @@ mod tests {
         let real = d.to_json().to_string().len();
         let approx = d.approx_json_bytes();
         assert!(approx * 10 >= real * 9 && approx * 10 <= real * 12, "{approx} vs {real}");
+    }
+
+    #[test]
+    fn from_fields_json_leaves_reserved_keys_out() {
+        let d = Document::from_fields_json_str("x", r#"{"id": "y", "run_id": "r", "a": 1}"#).expect("valid");
+        assert_eq!(d.id(), "x");
+        assert_eq!(d.run_id(), None);
+        assert_eq!(d.field_names().collect::<Vec<_>>(), ["a"]);
+        assert!(Document::from_fields_json_str("x", "[1]").is_err());
     }
 
     #[test]

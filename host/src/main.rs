@@ -5,6 +5,11 @@ use std::process::ExitCode;
 
 use tracing_subscriber::EnvFilter;
 
+/// Documents are made on one thread and freed on another; mimalloc handles
+/// that pattern far better than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,wasmtime=warn,cranelift=warn"));

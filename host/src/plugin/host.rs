@@ -334,6 +334,13 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         }
     }
 
+    fn from_json_with_id(&mut self, id: String, json: String) -> Wasm<Result<Handle, FieldError>> {
+        match Document::from_fields_json_str(id, &json) {
+            Ok(doc) => Ok(Ok(self.table.push(doc)?)),
+            Err(e) => Ok(Err(to_wit_error(e))),
+        }
+    }
+
     fn id(&mut self, h: Handle) -> Wasm<String> {
         Ok(self.doc(&h)?.id().to_owned())
     }
@@ -498,7 +505,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn to_json(&mut self, h: Handle) -> Wasm<String> {
-        Ok(self.doc(&h)?.to_json().to_string())
+        Ok(self.doc(&h)?.to_json_string())
     }
 
     fn load_json(&mut self, h: Handle, json: String) -> Wasm<Result<(), FieldError>> {

@@ -28,8 +28,9 @@ use indexer::IndexerLoop;
 use publisher::{Abort, Accounting, Publish};
 use worker::{StageSlot, Worker};
 
-/// How long the runner waits for an event before checking on the connector.
-const EVENT_POLL: Duration = Duration::from_millis(50);
+/// How long the runner sleeps when no event is waiting. It bounds how late
+/// completion is noticed, not throughput: events queue up meanwhile.
+const EVENT_POLL: Duration = Duration::from_millis(10);
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -450,7 +451,13 @@ impl Runner {
             abort: abort.clone(),
             published: publisher::published_counter(&c.name),
         };
-        let execute_timeout = c.plugin.limits.execute_timeout.min(timeout);
+        // The runner's own deadline check reports a connector timeout; the
+        // connector's deadline comes a little later so it never wins that race.
+        let execute_timeout = c
+            .plugin
+            .limits
+            .execute_timeout
+            .min(timeout + Duration::from_secs(1));
         thread::scope(|scope| {
             let mut execution = Some(spawn_in_span(scope, "weir-connector", move || {
                 connector.execute(run_id, Box::new(sink), execute_timeout)
@@ -458,10 +465,24 @@ impl Runner {
             let mut executed: Option<Result<(), String>> = None;
             let mut last_log = (Instant::now(), self.stats.snapshot());
             loop {
-                match publisher.poll_event(EVENT_POLL) {
-                    Ok(Polled::Item(event)) => accounting.apply(&event),
-                    Ok(Polled::Idle | Polled::Closed) => {}
-                    Err(e) => abort.trigger(format!("cannot read events: {e}")),
+                // Drain what is there, then sleep: waiting on the queue instead
+                // would wake this thread once per event.
+                let mut drained = 0usize;
+                loop {
+                    match publisher.poll_event(Duration::ZERO) {
+                        Ok(Polled::Item(event)) => {
+                            accounting.apply(&event);
+                            drained += 1;
+                        }
+                        Ok(Polled::Idle | Polled::Closed) => break,
+                        Err(e) => {
+                            abort.trigger(format!("cannot read events: {e}"));
+                            break;
+                        }
+                    }
+                }
+                if drained == 0 {
+                    thread::sleep(EVENT_POLL);
                 }
                 if let Some(handle) = execution.take_if(|h| h.is_finished()) {
                     executed = Some(match handle.join() {

@@ -1,7 +1,6 @@
 //! Publisher accounting: which documents of a connector are still pending,
 //! and the sink through which a connector publishes.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
@@ -42,7 +41,8 @@ impl Abort {
 /// The connector is complete when no id has a non-zero count.
 #[derive(Debug, Default)]
 pub(crate) struct Accounting {
-    pending: Mutex<HashMap<String, i64>>,
+    /// Randomly seeded: document ids come from sources, so no hash flooding.
+    pending: Mutex<foldhash::HashMap<String, i64>>,
     pub(crate) published: AtomicU64,
     pub(crate) created: AtomicU64,
     pub(crate) succeeded: AtomicU64,

@@ -18,6 +18,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use weir_plugin::serde_json::{self, Map, Value as Json};
+use weir_plugin::serde;
 use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, issue};
 
 #[derive(serde::Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -75,52 +76,68 @@ fn fatal(path: &str, line: usize, message: impl std::fmt::Display) -> PluginErro
     PluginError::Fatal(format!("{path}:{line}: {message}"))
 }
 
-impl FileConnector {
-    fn publish(
-        &self,
-        publisher: &Publisher,
-        path: &str,
-        line: usize,
-        mut fields: Map<String, Json>,
-    ) -> Result<(), PluginError> {
-        let c = &self.config;
-        let id = match fields.get(&c.id_field) {
-            Some(Json::String(s)) if !s.is_empty() => s.clone(),
-            Some(Json::Number(n)) => n.to_string(),
-            _ => {
-                let name = Path::new(path)
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .unwrap_or(path);
-                format!("{name}-{line}")
+/// Finds the string or number value of one top-level key without building
+/// the object: values of other keys are skipped, not allocated.
+struct FindKey<'k>(&'k str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for FindKey<'_> {
+    type Value = Option<String>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for FindKey<'_> {
+    type Value = Option<String>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if found.is_none() && key == self.0 {
+                found = match map.next_value::<Json>()? {
+                    Json::String(s) if !s.is_empty() => Some(s),
+                    Json::Number(n) => Some(n.to_string()),
+                    _ => None,
+                };
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
             }
-        };
-        if c.id_field != "id" {
-            fields.shift_remove("id");
         }
-        fields.shift_remove("run_id");
-        fields.shift_remove("_children");
-        fields.insert("id".into(), Json::String(format!("{}{id}", c.id_prefix)));
-        let doc = Document::from_json(&Json::Object(fields).to_string())
+        Ok(found)
+    }
+}
+
+impl FileConnector {
+    fn fallback_id(path: &str, line: usize) -> String {
+        let name = Path::new(path).file_name().and_then(|n| n.to_str()).unwrap_or(path);
+        format!("{name}-{line}")
+    }
+
+    /// Publish the JSON object `fields` under the id found in it (or the fallback).
+    fn publish(&self, publisher: &Publisher, path: &str, line: usize, id: Option<String>, fields: &str) -> Result<(), PluginError> {
+        let id = id.unwrap_or_else(|| Self::fallback_id(path, line));
+        let doc = Document::from_json_with_id(&format!("{}{id}", self.config.id_prefix), fields)
             .map_err(|e| fatal(path, line, weir_plugin::field_error_message(&e)))?;
-        publisher
-            .publish(doc)
-            .map_err(|e| fatal(path, line, format!("publish refused: {e}")))
+        publisher.publish(doc).map_err(|e| fatal(path, line, format!("publish refused: {e}")))
     }
 
     fn read_jsonl(&self, publisher: &Publisher, path: &str) -> Result<(), PluginError> {
         let file = File::open(path).map_err(|e| fatal(path, 0, e))?;
-        for (i, line) in BufReader::new(file).lines().enumerate() {
+        // Large reads: each one is a host call (and a thread hop) in the sandbox.
+        for (i, line) in BufReader::with_capacity(1 << 20, file).lines().enumerate() {
             let line_no = i + 1;
             let line = line.map_err(|e| fatal(path, line_no, e))?;
             if line.trim().is_empty() {
                 continue;
             }
-            match serde_json::from_str(&line) {
-                Ok(Json::Object(fields)) => self.publish(publisher, path, line_no, fields)?,
-                Ok(_) => return Err(fatal(path, line_no, "a line must be a JSON object")),
-                Err(e) => return Err(fatal(path, line_no, e)),
-            }
+            // Only the id is read here; the host parses the whole line once.
+            let mut de = serde_json::Deserializer::from_str(&line);
+            let id = serde::de::DeserializeSeed::deserialize(FindKey(&self.config.id_field), &mut de)
+                .and_then(|id| de.end().map(|()| id))
+                .map_err(|e| fatal(path, line_no, format!("a line must be one JSON object: {e}")))?;
+            self.publish(publisher, path, line_no, id, &line)?;
         }
         Ok(())
     }
@@ -134,12 +151,16 @@ impl FileConnector {
         for (i, record) in reader.records().enumerate() {
             let line_no = i + 2;
             let record = record.map_err(|e| fatal(path, line_no, e))?;
-            let fields = headers
+            let fields: Map<String, Json> = headers
                 .iter()
                 .zip(record.iter())
                 .map(|(h, v)| (h.to_owned(), Json::String(v.to_owned())))
                 .collect();
-            self.publish(publisher, path, line_no, fields)?;
+            let id = match fields.get(&self.config.id_field) {
+                Some(Json::String(s)) if !s.is_empty() => Some(s.clone()),
+                _ => None,
+            };
+            self.publish(publisher, path, line_no, id, &Json::Object(fields).to_string())?;
         }
         Ok(())
     }
