@@ -78,7 +78,10 @@ pub fn with_plugins(toml: &str) -> String {
         let end = after
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
             .unwrap_or(after.len());
-        out.push_str(&format!("{:?}", plugin(&after[..end]).display().to_string()));
+        out.push_str(&format!(
+            "{:?}",
+            plugin(&after[..end]).display().to_string()
+        ));
         rest = &after[end..];
     }
     out.push_str(rest);

@@ -1,18 +1,18 @@
 //! The `weir` command line: `weir run` and `weir validate`.
 
-use std::path::{Path, PathBuf};
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::Context;
-use clap::{Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::config::{Config, ConfigErrors};
 use crate::messenger::LocalMessengers;
 use crate::plugin::{PluginRuntime, RuntimeOptions, default_cache_dir};
 use crate::run::{RunResult, RunStatus, Runner, new_run_id};
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Exit code when the configuration is invalid (clap also uses 2 for usage errors).
 const EXIT_INVALID_CONFIG: u8 = 2;
@@ -36,8 +36,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
 }
 
 #[derive(Parser)]
-#[command(name = "weir", version, about = "Moves documents from sources into search engines through sandboxed WebAssembly plugins.")]
-#[command(after_help = "Exit codes: 0 success, 1 run failed, 2 invalid config or usage, 3 partial success (some documents failed).\nLogs go to stderr; set RUST_LOG (e.g. RUST_LOG=weir=debug) to change what is logged.")]
+#[command(
+    name = "weir",
+    version,
+    about = "Moves documents from sources into search engines through sandboxed WebAssembly plugins."
+)]
+#[command(
+    after_help = "Exit codes: 0 success, 1 run failed, 2 invalid config or usage, 3 partial success (some documents failed).\nLogs go to stderr; set RUST_LOG (e.g. RUST_LOG=weir=debug) to change what is logged."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -63,7 +69,9 @@ enum Command {
 fn execute(command: Command) -> anyhow::Result<u8> {
     match command {
         Command::Validate { config } => {
-            let Some(runner) = prepare(&config)? else { return Ok(EXIT_INVALID_CONFIG) };
+            let Some(runner) = prepare(&config)? else {
+                return Ok(EXIT_INVALID_CONFIG);
+            };
             match runner.validate() {
                 Ok(_) => {
                     println!("{}: valid", config.display());
@@ -72,8 +80,13 @@ fn execute(command: Command) -> anyhow::Result<u8> {
                 Err(errors) => Ok(report_invalid(&config, &errors)),
             }
         }
-        Command::Run { config, no_progress } => {
-            let Some(runner) = prepare(&config)? else { return Ok(EXIT_INVALID_CONFIG) };
+        Command::Run {
+            config,
+            no_progress,
+        } => {
+            let Some(runner) = prepare(&config)? else {
+                return Ok(EXIT_INVALID_CONFIG);
+            };
             let plugins = match runner.validate() {
                 Ok(plugins) => plugins,
                 Err(errors) => return Ok(report_invalid(&config, &errors)),
@@ -123,7 +136,11 @@ impl Progress {
     fn start(runner: &Runner, hidden: bool) -> Self {
         let bar = ProgressBar::with_draw_target(
             None,
-            if hidden { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() },
+            if hidden {
+                ProgressDrawTarget::hidden()
+            } else {
+                ProgressDrawTarget::stderr()
+            },
         );
         bar.set_style(
             ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
@@ -143,7 +160,11 @@ impl Progress {
                 std::thread::sleep(Duration::from_millis(200));
             }
         });
-        Self { bar, stop, thread: Some(thread) }
+        Self {
+            bar,
+            stop,
+            thread: Some(thread),
+        }
     }
 
     fn finish(mut self) {
@@ -157,7 +178,12 @@ impl Progress {
 
 fn print_summary(result: &RunResult) {
     println!();
-    println!("Run {}: {:?} in {:.2?}", result.run_id, result.status(), result.elapsed);
+    println!(
+        "Run {}: {:?} in {:.2?}",
+        result.run_id,
+        result.status(),
+        result.elapsed
+    );
     println!(
         "{:<20} {:<16} {:>10} {:>9} {:>10} {:>8} {:>8} {:>10}  outcome",
         "connector", "pipeline", "published", "children", "succeeded", "failed", "dropped", "time"
@@ -170,7 +196,15 @@ fn print_summary(result: &RunResult) {
         };
         println!(
             "{:<20} {:<16} {:>10} {:>9} {:>10} {:>8} {:>8} {:>10.2?}  {}",
-            c.name, c.pipeline, c.published, c.created, c.succeeded, c.failed, c.dropped, c.elapsed, outcome
+            c.name,
+            c.pipeline,
+            c.published,
+            c.created,
+            c.succeeded,
+            c.failed,
+            c.dropped,
+            c.elapsed,
+            outcome
         );
     }
 }

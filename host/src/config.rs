@@ -67,10 +67,16 @@ pub struct Config {
 pub struct RunnerConfig {
     /// Longest one connector may take, from start until its last document is
     /// indexed; then the run fails. Default one day.
-    #[serde(default = "RunnerConfig::default_connector_timeout", with = "humantime_serde")]
+    #[serde(
+        default = "RunnerConfig::default_connector_timeout",
+        with = "humantime_serde"
+    )]
     pub connector_timeout: Duration,
     /// How often throughput lines are logged. Default 30 s.
-    #[serde(default = "RunnerConfig::default_log_interval", with = "humantime_serde")]
+    #[serde(
+        default = "RunnerConfig::default_log_interval",
+        with = "humantime_serde"
+    )]
     pub log_interval: Duration,
     /// Where compiled plugins are cached. Default `$WEIR_CACHE_DIR`, else the
     /// user cache directory.
@@ -189,7 +195,10 @@ pub struct IndexerConfig {
     pub batch_size: usize,
     /// A batch is sent when this long has passed since its last document was
     /// added. Default 100 ms.
-    #[serde(default = "IndexerConfig::default_batch_timeout", with = "humantime_serde")]
+    #[serde(
+        default = "IndexerConfig::default_batch_timeout",
+        with = "humantime_serde"
+    )]
     pub batch_timeout: Duration,
     /// A batch is sent once its documents reach about this many bytes of JSON.
     /// Default 10 MiB.
@@ -199,10 +208,16 @@ pub struct IndexerConfig {
     #[serde(default = "IndexerConfig::default_max_retries")]
     pub max_retries: u32,
     /// First retry delay; doubled each attempt, with jitter. Default 100 ms.
-    #[serde(default = "IndexerConfig::default_retry_backoff", with = "humantime_serde")]
+    #[serde(
+        default = "IndexerConfig::default_retry_backoff",
+        with = "humantime_serde"
+    )]
     pub retry_backoff: Duration,
     /// Longest retry delay. Default 10 s.
-    #[serde(default = "IndexerConfig::default_retry_max_backoff", with = "humantime_serde")]
+    #[serde(
+        default = "IndexerConfig::default_retry_max_backoff",
+        with = "humantime_serde"
+    )]
     pub retry_max_backoff: Duration,
     /// Backend statuses worth retrying. A batch whose backend could not be
     /// reached at all is always retried. Default [429, 503].
@@ -273,7 +288,11 @@ pub struct ConfigErrors(pub Vec<ConfigError>);
 impl fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0.len();
-        writeln!(f, "{n} configuration error{}:", if n == 1 { "" } else { "s" })?;
+        writeln!(
+            f,
+            "{n} configuration error{}:",
+            if n == 1 { "" } else { "s" }
+        )?;
         for e in &self.0 {
             writeln!(f, "  - {e}")?;
         }
@@ -294,7 +313,10 @@ impl Config {
     /// [`Config::check`] and the runner's validation for the rest.
     pub fn load(path: &Path) -> Result<Self, ConfigErrors> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            ConfigErrors(vec![error("", format!("cannot read {}: {e}", path.display()))])
+            ConfigErrors(vec![error(
+                "",
+                format!("cannot read {}: {e}", path.display()),
+            )])
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         Self::parse(&text, base, std::env::vars())
@@ -403,7 +425,10 @@ impl Config {
         let mut names = HashSet::new();
         for c in &self.connectors {
             if !names.insert(&c.name) {
-                errors.push(error(format!("connectors.{}", c.name), "duplicate connector name"));
+                errors.push(error(
+                    format!("connectors.{}", c.name),
+                    "duplicate connector name",
+                ));
             }
             if self.pipeline(&c.pipeline).is_none() {
                 errors.push(error(
@@ -420,7 +445,10 @@ impl Config {
         let mut names = HashSet::new();
         for p in &self.pipelines {
             if !names.insert(&p.name) {
-                errors.push(error(format!("pipelines.{}", p.name), "duplicate pipeline name"));
+                errors.push(error(
+                    format!("pipelines.{}", p.name),
+                    "duplicate pipeline name",
+                ));
             }
             let mut stage_names = HashSet::new();
             for s in &p.stages {
@@ -433,7 +461,10 @@ impl Config {
             }
         }
         let mut counts = vec![
-            ("publisher.queue_capacity".to_owned(), self.publisher.queue_capacity),
+            (
+                "publisher.queue_capacity".to_owned(),
+                self.publisher.queue_capacity,
+            ),
             ("worker.threads".to_owned(), self.worker.threads),
         ];
         let indexers = self
@@ -441,11 +472,16 @@ impl Config {
             .iter()
             .map(|i| ("indexer".to_owned(), i))
             .chain(self.pipelines.iter().filter_map(|p| {
-                p.indexer.as_ref().map(|i| (format!("pipelines.{}.indexer", p.name), i))
+                p.indexer
+                    .as_ref()
+                    .map(|i| (format!("pipelines.{}.indexer", p.name), i))
             }));
         for (location, indexer) in indexers {
             counts.push((format!("{location}.batch_size"), indexer.batch_size));
-            counts.push((format!("{location}.batch_max_bytes"), indexer.batch_max_bytes));
+            counts.push((
+                format!("{location}.batch_max_bytes"),
+                indexer.batch_max_bytes,
+            ));
         }
         for (name, value) in counts {
             if value == 0 {
@@ -474,10 +510,16 @@ impl Config {
                 }
             }
             if spec.limits.memory_mib == 0 {
-                errors.push(error(format!("{location}.plugin.limits.memory_mib"), "must be at least 1"));
+                errors.push(error(
+                    format!("{location}.plugin.limits.memory_mib"),
+                    "must be at least 1",
+                ));
             }
             if spec.limits.call_timeout.is_zero() {
-                errors.push(error(format!("{location}.plugin.limits.call_timeout"), "must be more than 0"));
+                errors.push(error(
+                    format!("{location}.plugin.limits.call_timeout"),
+                    "must be more than 0",
+                ));
             }
         }
         errors
@@ -543,9 +585,18 @@ mod tests {
         assert_eq!(location, "indexer");
         assert_eq!(indexer.batch_size, 100);
         assert_eq!(indexer.retryable_statuses, [429, 503]);
-        assert_eq!(config.connectors[0].plugin.path, Path::new("/etc/weir/conn.wasm"));
-        assert_eq!(config.connectors[0].plugin.grants.dirs[0].host, Path::new("/etc/weir/data"));
-        assert_eq!(config.pipelines[0].stages[0].plugin.path, Path::new("/abs/stage.wasm"));
+        assert_eq!(
+            config.connectors[0].plugin.path,
+            Path::new("/etc/weir/conn.wasm")
+        );
+        assert_eq!(
+            config.connectors[0].plugin.grants.dirs[0].host,
+            Path::new("/etc/weir/data")
+        );
+        assert_eq!(
+            config.pipelines[0].stages[0].plugin.path,
+            Path::new("/abs/stage.wasm")
+        );
         assert_eq!(config.pipelines[0].stages[0].plugin.config["a"], 1);
     }
 
@@ -562,8 +613,14 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(config.worker.threads, 7);
-        assert_eq!(config.indexer.as_ref().map(|i| i.batch_timeout), Some(Duration::from_secs(2)));
-        assert_eq!(config.runner.cache_dir.as_deref(), Some(Path::new("/etc/weir/cache")));
+        assert_eq!(
+            config.indexer.as_ref().map(|i| i.batch_timeout),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            config.runner.cache_dir.as_deref(),
+            Some(Path::new("/etc/weir/cache"))
+        );
         let err = parse(MINIMAL, &[("WEIR__CONNECTORS__X", "1")]).expect_err("refused");
         assert!(err.to_string().contains("cannot be overridden"), "{err}");
         let err = parse(MINIMAL, &[("WEIR__WORKER__THREADS", "many")]).expect_err("bad type");
@@ -572,8 +629,11 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_errors_with_their_name() {
-        let err = parse(&MINIMAL.replace("[indexer]", "[indexer]\nbatch_sise = 5"), &[])
-            .expect_err("unknown field");
+        let err = parse(
+            &MINIMAL.replace("[indexer]", "[indexer]\nbatch_sise = 5"),
+            &[],
+        )
+        .expect_err("unknown field");
         assert!(err.to_string().contains("batch_sise"), "{err}");
         let err = parse("[[connectors]]\nname = 1", &[]).expect_err("bad");
         assert_eq!(err.0.len(), 1);
@@ -595,7 +655,10 @@ mod tests {
             "pipelines.p.stages.s.plugin.path",
             "indexer.plugin.path",
         ] {
-            assert!(locations.contains(&expected), "{expected} missing from {locations:?}");
+            assert!(
+                locations.contains(&expected),
+                "{expected} missing from {locations:?}"
+            );
         }
     }
 }

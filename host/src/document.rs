@@ -254,7 +254,10 @@ impl Document {
                     match node {
                         Value::Object(map) => map.entry(k.clone()).or_insert(Value::Null),
                         _ => {
-                            return Err(invalid_path(path, &format!("`{k}` is under a non-object")));
+                            return Err(invalid_path(
+                                path,
+                                &format!("`{k}` is under a non-object"),
+                            ));
                         }
                     }
                 }
@@ -435,7 +438,11 @@ impl Document {
     pub fn from_fields_json_str(id: impl Into<String>, text: &str) -> Result<Self, FieldError> {
         let fields = match serde_json::from_str(text) {
             Ok(Value::Object(map)) => map,
-            Ok(_) => return Err(FieldError::InvalidJson("fields must be a JSON object".into())),
+            Ok(_) => {
+                return Err(FieldError::InvalidJson(
+                    "fields must be a JSON object".into(),
+                ));
+            }
             Err(e) => return Err(FieldError::InvalidJson(e.to_string())),
         };
         let mut doc = Self {
@@ -674,15 +681,20 @@ mod tests {
     fn approximate_size_is_close_to_the_serialized_size() {
         let mut d = doc();
         d.set("body", json!("x".repeat(900))).expect("set");
-        d.set("nested", json!({"a": [1, 2.5, null, true], "b": "text"})).expect("set");
+        d.set("nested", json!({"a": [1, 2.5, null, true], "b": "text"}))
+            .expect("set");
         let real = d.to_json().to_string().len();
         let approx = d.approx_json_bytes();
-        assert!(approx * 10 >= real * 9 && approx * 10 <= real * 12, "{approx} vs {real}");
+        assert!(
+            approx * 10 >= real * 9 && approx * 10 <= real * 12,
+            "{approx} vs {real}"
+        );
     }
 
     #[test]
     fn from_fields_json_leaves_reserved_keys_out() {
-        let d = Document::from_fields_json_str("x", r#"{"id": "y", "run_id": "r", "a": 1}"#).expect("valid");
+        let d = Document::from_fields_json_str("x", r#"{"id": "y", "run_id": "r", "a": 1}"#)
+            .expect("valid");
         assert_eq!(d.id(), "x");
         assert_eq!(d.run_id(), None);
         assert_eq!(d.field_names().collect::<Vec<_>>(), ["a"]);

@@ -82,11 +82,20 @@ impl RunStats {
 }
 
 /// Throughput lines between two snapshots `elapsed` apart, as the log shows them.
-pub fn throughput_lines(before: &StatsSnapshot, now: &StatsSnapshot, elapsed: Duration, pending: usize) -> [String; 3] {
+pub fn throughput_lines(
+    before: &StatsSnapshot,
+    now: &StatsSnapshot,
+    elapsed: Duration,
+    pending: usize,
+) -> [String; 3] {
     let secs = elapsed.as_secs_f64().max(1e-9);
     let rate = |a: u64, b: u64| (b.saturating_sub(a)) as f64 / secs;
     let mean_ms = |nanos: u64, count: u64| {
-        if count == 0 { 0.0 } else { nanos as f64 / count as f64 / 1e6 }
+        if count == 0 {
+            0.0
+        } else {
+            nanos as f64 / count as f64 / 1e6
+        }
     };
     [
         format!(

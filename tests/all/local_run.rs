@@ -19,7 +19,9 @@ fn run_in(toml: &str, base: &Path) -> (RunResult, Arc<Recording>) {
     let messengers = RecordingMessengers::new(16);
     let recording = messengers.recording();
     let runner = Runner::new(config(toml, base), runtime(), Arc::new(messengers));
-    let result = runner.run().unwrap_or_else(|e| panic!("config should be valid: {e}"));
+    let result = runner
+        .run()
+        .unwrap_or_else(|e| panic!("config should be valid: {e}"));
     (result, recording)
 }
 
@@ -60,13 +62,25 @@ fn a_clean_run_succeeds_and_counts_everything() {
     let (result, recording) = run(&setup("{ count = 10 }", "", "{}"));
     assert_eq!(result.status(), RunStatus::Success);
     let first = &result.connectors[0];
-    assert_eq!((first.published, first.succeeded, first.failed, first.dropped), (10, 10, 0, 0));
+    assert_eq!(
+        (
+            first.published,
+            first.succeeded,
+            first.failed,
+            first.dropped
+        ),
+        (10, 10, 0, 0)
+    );
     assert_eq!(result.connectors[1].succeeded, 2);
     assert_eq!(recording.sent_for_processing().len(), 12);
     assert_eq!(count(&recording, EventKind::Finish), 12);
-    let run_ids: std::collections::HashSet<_> = recording.events().into_iter().map(|e| e.run_id).collect();
+    let run_ids: std::collections::HashSet<_> =
+        recording.events().into_iter().map(|e| e.run_id).collect();
     assert_eq!(run_ids.len(), 1, "one run id for the whole run");
-    assert_eq!(run_ids.into_iter().next().flatten().as_deref(), Some(result.run_id.as_str()));
+    assert_eq!(
+        run_ids.into_iter().next().flatten().as_deref(),
+        Some(result.run_id.as_str())
+    );
 }
 
 #[test]
@@ -118,7 +132,13 @@ fn connector_pre_execute_failure_stops_the_run() {
     let (result, recording) = run(&setup("{ count = 5, fail_pre_execute = true }", "", "{}"));
     assert_eq!(result.status(), RunStatus::Failure);
     let first = &result.connectors[0];
-    assert!(first.error.as_deref().is_some_and(|e| e.starts_with("pre-execute failed")), "{first:?}");
+    assert!(
+        first
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("pre-execute failed")),
+        "{first:?}"
+    );
     assert_eq!(first.published, 0);
     assert!(result.connectors[1].skipped, "later connectors do not run");
     assert!(recording.sent_for_processing().is_empty());
@@ -130,7 +150,10 @@ fn connector_execute_failure_stops_the_run() {
     assert_eq!(result.status(), RunStatus::Failure);
     let first = &result.connectors[0];
     let error = first.error.as_deref().expect("failed");
-    assert!(error.starts_with("execute failed") && error.contains("after 3 documents"), "{error}");
+    assert!(
+        error.starts_with("execute failed") && error.contains("after 3 documents"),
+        "{error}"
+    );
     assert_eq!(first.published, 3);
     assert!(result.connectors[1].skipped);
 }
@@ -140,8 +163,17 @@ fn connector_post_execute_failure_fails_the_run_after_indexing() {
     let (result, _) = run(&setup("{ count = 5, fail_post_execute = true }", "", "{}"));
     assert_eq!(result.status(), RunStatus::Failure);
     let first = &result.connectors[0];
-    assert!(first.error.as_deref().is_some_and(|e| e.starts_with("post-execute failed")), "{first:?}");
-    assert_eq!(first.succeeded, 5, "documents were indexed before post-execute");
+    assert!(
+        first
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("post-execute failed")),
+        "{first:?}"
+    );
+    assert_eq!(
+        first.succeeded, 5,
+        "documents were indexed before post-execute"
+    );
     assert!(result.connectors[1].skipped);
 }
 
@@ -149,7 +181,13 @@ fn connector_post_execute_failure_fails_the_run_after_indexing() {
 fn connector_close_failure_fails_the_run() {
     let (result, _) = run(&setup("{ count = 4, fail_close = true }", "", "{}"));
     let first = &result.connectors[0];
-    assert!(first.error.as_deref().is_some_and(|e| e.starts_with("close failed")), "{first:?}");
+    assert!(
+        first
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("close failed")),
+        "{first:?}"
+    );
     assert_eq!(first.succeeded, 4);
     assert_eq!(result.status(), RunStatus::Failure);
 }
@@ -160,7 +198,11 @@ fn a_stage_that_cannot_start_stops_the_run_before_any_document() {
     let (result, recording) = run(&setup("{ count = 5 }", stages, "{}"));
     assert_eq!(result.status(), RunStatus::Failure);
     let error = result.connectors[0].error.as_deref().expect("failed");
-    assert!(error.contains("error starting workers for pipeline `p`") && error.contains("configured to fail at start"), "{error}");
+    assert!(
+        error.contains("error starting workers for pipeline `p`")
+            && error.contains("configured to fail at start"),
+        "{error}"
+    );
     assert!(recording.sent_for_processing().is_empty());
 }
 
@@ -172,12 +214,26 @@ fn a_stage_failing_one_document_fails_only_that_document() {
     assert_eq!(result.status(), RunStatus::PartialSuccess);
     let first = &result.connectors[0];
     assert_eq!((first.published, first.succeeded, first.failed), (4, 2, 2));
-    let fails: Vec<_> = recording.events().into_iter().filter(|e| e.kind == EventKind::Fail).collect();
+    let fails: Vec<_> = recording
+        .events()
+        .into_iter()
+        .filter(|e| e.kind == EventKind::Fail)
+        .collect();
     let mut ids: Vec<&str> = fails.iter().map(|e| e.document_id.as_str()).collect();
     ids.sort();
     assert_eq!(ids, ["bad", "trap"]);
-    assert!(fails.iter().all(|e| e.message.as_deref().is_some_and(|m| m.contains("plugin `hostile`"))), "{fails:?}");
-    assert_eq!(recording.failed().len(), 2, "failed documents go to the dead-letter path");
+    assert!(
+        fails.iter().all(|e| e
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("plugin `hostile`"))),
+        "{fails:?}"
+    );
+    assert_eq!(
+        recording.failed().len(),
+        2,
+        "failed documents go to the dead-letter path"
+    );
     assert!(result.connectors[1].error.is_none(), "the run went on");
 }
 
@@ -197,13 +253,20 @@ fn an_indexer_that_cannot_connect_stops_the_run() {
     let (result, recording) = run(&setup("{ count = 5 }", "", "{ fail_validation = true }"));
     assert_eq!(result.status(), RunStatus::Failure);
     let error = result.connectors[0].error.as_deref().expect("failed");
-    assert!(error.contains("the indexer could not connect") && error.contains("backend unreachable"), "{error}");
+    assert!(
+        error.contains("the indexer could not connect") && error.contains("backend unreachable"),
+        "{error}"
+    );
     assert!(recording.sent_for_processing().is_empty());
 }
 
 #[test]
 fn a_failed_batch_is_retried_then_succeeds() {
-    let (result, recording) = run(&setup("{ count = 3 }", "", "{ batch_failures = 2, batch_status = 503 }"));
+    let (result, recording) = run(&setup(
+        "{ count = 3 }",
+        "",
+        "{ batch_failures = 2, batch_status = 503 }",
+    ));
     assert_eq!(result.status(), RunStatus::Success, "{result:?}");
     assert_eq!(result.connectors[0].succeeded, 3);
     assert_eq!(count(&recording, EventKind::Fail), 0);
@@ -211,35 +274,81 @@ fn a_failed_batch_is_retried_then_succeeds() {
 
 #[test]
 fn a_batch_that_keeps_failing_fails_all_its_documents() {
-    let (result, recording) = run(&setup("{ count = 3 }", "", "{ batch_failures = 100, connection_failed = true }"));
+    let (result, recording) = run(&setup(
+        "{ count = 3 }",
+        "",
+        "{ batch_failures = 100, connection_failed = true }",
+    ));
     assert_eq!(result.status(), RunStatus::PartialSuccess);
-    assert_eq!((result.connectors[0].succeeded, result.connectors[0].failed), (0, 3));
-    let fail = recording.events().into_iter().find(|e| e.kind == EventKind::Fail).expect("fail event");
-    assert!(fail.message.as_deref().is_some_and(|m| m.contains("after 4 attempts")), "{fail:?}");
+    assert_eq!(
+        (result.connectors[0].succeeded, result.connectors[0].failed),
+        (0, 3)
+    );
+    let fail = recording
+        .events()
+        .into_iter()
+        .find(|e| e.kind == EventKind::Fail)
+        .expect("fail event");
+    assert!(
+        fail.message
+            .as_deref()
+            .is_some_and(|m| m.contains("after 4 attempts")),
+        "{fail:?}"
+    );
 }
 
 #[test]
 fn a_non_retryable_batch_error_is_not_retried() {
-    let (result, recording) = run(&setup("{ count = 3 }", "", "{ batch_failures = 1, batch_status = 400 }"));
+    let (result, recording) = run(&setup(
+        "{ count = 3 }",
+        "",
+        "{ batch_failures = 1, batch_status = 400 }",
+    ));
     assert_eq!(result.connectors[0].failed, 3);
-    let fail = recording.events().into_iter().find(|e| e.kind == EventKind::Fail).expect("fail event");
-    assert!(fail.message.as_deref().is_some_and(|m| m.contains("after 1 attempt:") && m.contains("status 400")), "{fail:?}");
+    let fail = recording
+        .events()
+        .into_iter()
+        .find(|e| e.kind == EventKind::Fail)
+        .expect("fail event");
+    assert!(
+        fail.message
+            .as_deref()
+            .is_some_and(|m| m.contains("after 1 attempt:") && m.contains("status 400")),
+        "{fail:?}"
+    );
 }
 
 #[test]
 fn per_document_bulk_failures_fail_only_those_documents() {
-    let (result, recording) = run(&setup("{ count = 6 }", "", r#"{ fail_ids = ["doc-1", "doc-4"] }"#));
+    let (result, recording) = run(&setup(
+        "{ count = 6 }",
+        "",
+        r#"{ fail_ids = ["doc-1", "doc-4"] }"#,
+    ));
     assert_eq!(result.status(), RunStatus::PartialSuccess);
-    assert_eq!((result.connectors[0].succeeded, result.connectors[0].failed), (4, 2));
-    assert_eq!(result.connectors[1].failed, 1, "the second connector publishes doc-0 and doc-1");
-    let mut failed: Vec<String> = recording.failed().into_iter().map(|(d, _)| d.id().to_owned()).collect();
+    assert_eq!(
+        (result.connectors[0].succeeded, result.connectors[0].failed),
+        (4, 2)
+    );
+    assert_eq!(
+        result.connectors[1].failed, 1,
+        "the second connector publishes doc-0 and doc-1"
+    );
+    let mut failed: Vec<String> = recording
+        .failed()
+        .into_iter()
+        .map(|(d, _)| d.id().to_owned())
+        .collect();
     failed.sort();
     assert_eq!(failed, ["doc-1", "doc-1", "doc-4"]);
 }
 
 #[test]
 fn a_connector_timeout_fails_the_run() {
-    let toml = setup("{ count = 2, hang = true }", "", "{}").replace(r#"connector_timeout = "20s""#, r#"connector_timeout = "300ms""#);
+    let toml = setup("{ count = 2, hang = true }", "", "{}").replace(
+        r#"connector_timeout = "20s""#,
+        r#"connector_timeout = "300ms""#,
+    );
     let (result, _) = run(&toml);
     assert_eq!(result.status(), RunStatus::Failure);
     let error = result.connectors[0].error.as_deref().expect("failed");
@@ -277,25 +386,50 @@ fn children_and_drops_are_accounted_and_indexed() {
     let (result, recording) = run(&toml);
     assert_eq!(result.status(), RunStatus::Success, "{result:?}");
     let c = &result.connectors[0];
-    assert_eq!((c.published, c.created, c.succeeded, c.dropped, c.failed), (3, 2, 3, 2, 0));
+    assert_eq!(
+        (c.published, c.created, c.succeeded, c.dropped, c.failed),
+        (3, 2, 3, 2, 0)
+    );
 
     let events = recording.events();
-    let position = |id: &str, kind: EventKind| events.iter().position(|e| e.document_id == id && e.kind == kind);
+    let position = |id: &str, kind: EventKind| {
+        events
+            .iter()
+            .position(|e| e.document_id == id && e.kind == kind)
+    };
     for child in ["b1-a", "b1-b"] {
-        assert!(position(child, EventKind::Create).is_some(), "CREATE for {child}");
+        assert!(
+            position(child, EventKind::Create).is_some(),
+            "CREATE for {child}"
+        );
     }
     assert!(position("b1-a", EventKind::Create) < position("b1-a", EventKind::Finish));
-    assert!(position("b1-b", EventKind::Drop).is_some(), "a child can be dropped too");
+    assert!(
+        position("b1-b", EventKind::Drop).is_some(),
+        "a child can be dropped too"
+    );
     assert!(position("b2", EventKind::Drop).is_some());
 
-    let indexed: Vec<String> = recording.sent_for_indexing().iter().map(|d| d.id().to_owned()).collect();
+    let indexed: Vec<String> = recording
+        .sent_for_indexing()
+        .iter()
+        .map(|d| d.id().to_owned())
+        .collect();
     let at = |id: &str| indexed.iter().position(|i| i == id).expect("indexed");
-    assert!(at("b1-a") < at("b1"), "children go on ahead of their parent");
+    assert!(
+        at("b1-a") < at("b1"),
+        "children go on ahead of their parent"
+    );
 
     let written = std::fs::read_to_string(out.path().join("docs.jsonl")).expect("output");
     let mut ids: Vec<String> = written
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["id"].as_str().expect("id").to_owned())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("json")["id"]
+                .as_str()
+                .expect("id")
+                .to_owned()
+        })
         .collect();
     ids.sort();
     assert_eq!(ids, ["b1", "b1-a", "b3"]);

@@ -33,7 +33,10 @@ use weir::run::{RunStatus, Runner};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn docs_wanted() -> usize {
-    std::env::var("WEIR_BENCH_DOCS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000)
+    std::env::var("WEIR_BENCH_DOCS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000)
 }
 
 fn generate(path: &Path, n: usize) {
@@ -71,7 +74,13 @@ fn native(input: &Path, output: &Path) -> usize {
         doc.set("title_copy", title).expect("set");
         let tags: Vec<Value> = doc
             .get_string("tags")
-            .map(|t| t.split(';').map(str::trim).filter(|s| !s.is_empty()).map(|s| Value::String(s.to_owned())).collect())
+            .map(|t| {
+                t.split(';')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| Value::String(s.to_owned()))
+                    .collect()
+            })
             .unwrap_or_default();
         doc.set_all("tags", tags).expect("set");
         serde_json::to_writer(&mut out, &doc.to_json()).expect("write");
@@ -113,8 +122,14 @@ fn weir_run(dir: &Path, threads: usize) -> (usize, f64) {
         split = plugin("split_field_values.wasm"),
     );
     let config = weir::config::Config::parse(&toml, dir, std::iter::empty()).expect("config");
-    let runtime = PluginRuntime::new(RuntimeOptions { cache_dir: None, ..RuntimeOptions::default() }).expect("runtime");
-    let messengers = Arc::new(LocalMessengers { capacity: config.publisher.queue_capacity });
+    let runtime = PluginRuntime::new(RuntimeOptions {
+        cache_dir: None,
+        ..RuntimeOptions::default()
+    })
+    .expect("runtime");
+    let messengers = Arc::new(LocalMessengers {
+        capacity: config.publisher.queue_capacity,
+    });
     let runner = Runner::new(config, runtime, messengers);
     let plugins = runner.validate().expect("valid config");
     let start = Instant::now();
@@ -127,7 +142,11 @@ fn weir_run(dir: &Path, threads: usize) -> (usize, f64) {
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_owned))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(str::to_owned)
+        })
         .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         .unwrap_or(0)
 }
@@ -160,7 +179,11 @@ fn measure(phase: &str, dir: &Path, threads: usize) -> Measured {
         .args(["--threads", &threads.to_string()])
         .output()
         .expect("run phase");
-    assert!(out.status.success(), "{phase} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{phase} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().last().expect("phase output");
     let mut parts = line.split_whitespace();
@@ -168,18 +191,35 @@ fn measure(phase: &str, dir: &Path, threads: usize) -> Measured {
     let docs = next().parse().expect("docs");
     let seconds = next().parse().expect("seconds");
     let peak_kib: f64 = next().parse().expect("kib");
-    Measured { docs, seconds, peak_mib: peak_kib / 1024.0 }
+    Measured {
+        docs,
+        seconds,
+        peak_mib: peak_kib / 1024.0,
+    }
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let threads = arg("--threads").and_then(|t| t.parse().ok()).unwrap_or_else(|| {
-        std::env::var("WEIR_BENCH_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(2)
-    });
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let threads = arg("--threads")
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| {
+            std::env::var("WEIR_BENCH_THREADS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(2)
+        });
     if let (Some(n), Some(dir)) = (arg("--generate"), arg("--dir")) {
         // For profiling one phase by hand: write the input, then run `--phase`.
-        generate(&PathBuf::from(dir).join("input.jsonl"), n.parse().expect("count"));
+        generate(
+            &PathBuf::from(dir).join("input.jsonl"),
+            n.parse().expect("count"),
+        );
         return;
     }
     if let (Some(phase), Some(dir)) = (arg("--phase"), arg("--dir")) {
@@ -196,8 +236,13 @@ fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     generate(&small_dir.path().join("input.jsonl"), n / 10);
     generate(&dir.path().join("input.jsonl"), n);
-    let bytes = std::fs::metadata(dir.path().join("input.jsonl")).expect("meta").len();
-    println!("input: {n} documents, {:.0} bytes each on average; weir worker threads: {threads}", bytes as f64 / n as f64);
+    let bytes = std::fs::metadata(dir.path().join("input.jsonl"))
+        .expect("meta")
+        .len();
+    println!(
+        "input: {n} documents, {:.0} bytes each on average; weir worker threads: {threads}",
+        bytes as f64 / n as f64
+    );
 
     let native = measure("native", dir.path(), threads);
     let weir_small = measure("weir", small_dir.path(), threads);
@@ -208,10 +253,29 @@ fn main() {
 
     let rate = |m: &Measured| m.docs as f64 / m.seconds;
     println!("\nlocal pipeline: file -> trim -> copy -> split -> jsonl");
-    println!("{:<28} {:>12} {:>10} {:>14}", "", "docs/s", "seconds", "peak RSS MiB");
-    for (name, m) in [("native Rust (1 thread)", &native), (&format!("weir, {} docs", n / 10)[..], &weir_small), (&format!("weir, {n} docs")[..], &weir)] {
-        println!("{name:<28} {:>12.0} {:>10.2} {:>14.1}", rate(m), m.seconds, m.peak_mib);
+    println!(
+        "{:<28} {:>12} {:>10} {:>14}",
+        "", "docs/s", "seconds", "peak RSS MiB"
+    );
+    for (name, m) in [
+        ("native Rust (1 thread)", &native),
+        (&format!("weir, {} docs", n / 10)[..], &weir_small),
+        (&format!("weir, {n} docs")[..], &weir),
+    ] {
+        println!(
+            "{name:<28} {:>12.0} {:>10.2} {:>14.1}",
+            rate(m),
+            m.seconds,
+            m.peak_mib
+        );
     }
-    println!("weir / native rate:          {:>11.2}", rate(&weir) / rate(&native));
-    println!("weir peak RSS, {n} / {} docs: {:.2}x", n / 10, weir.peak_mib / weir_small.peak_mib);
+    println!(
+        "weir / native rate:          {:>11.2}",
+        rate(&weir) / rate(&native)
+    );
+    println!(
+        "weir peak RSS, {n} / {} docs: {:.2}x",
+        n / 10,
+        weir.peak_mib / weir_small.peak_mib
+    );
 }

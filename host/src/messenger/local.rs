@@ -94,7 +94,11 @@ pub struct LocalPublisherMessenger {
 }
 
 impl PublisherMessenger for LocalPublisherMessenger {
-    fn send_for_processing(&self, doc: Document, timeout: Duration) -> Result<Option<Document>, MessengerError> {
+    fn send_for_processing(
+        &self,
+        doc: Document,
+        timeout: Duration,
+    ) -> Result<Option<Document>, MessengerError> {
         match self.source.send_timeout(doc, timeout) {
             Ok(()) => Ok(None),
             Err(SendTimeoutError::Timeout(doc)) => Ok(Some(doc)),
@@ -115,12 +119,17 @@ pub struct LocalWorkerMessenger {
 }
 
 impl WorkerMessenger for LocalWorkerMessenger {
-    fn poll_doc_to_process(&mut self, timeout: Duration) -> Result<Polled<Document>, MessengerError> {
+    fn poll_doc_to_process(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Polled<Document>, MessengerError> {
         Ok(poll(&self.source, timeout))
     }
 
     fn send_for_indexing(&mut self, doc: Document) -> Result<(), MessengerError> {
-        self.dest.send(doc).map_err(|_| MessengerError::Closed("indexing"))
+        self.dest
+            .send(doc)
+            .map_err(|_| MessengerError::Closed("indexing"))
     }
 
     fn send_failed(&mut self, _doc: Document, _failure: &Failure) -> Result<(), MessengerError> {
@@ -129,7 +138,9 @@ impl WorkerMessenger for LocalWorkerMessenger {
     }
 
     fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
-        self.events.send(event).map_err(|_| MessengerError::Closed("event"))
+        self.events
+            .send(event)
+            .map_err(|_| MessengerError::Closed("event"))
     }
 
     fn commit_pending_doc_offsets(&mut self) -> Result<(), MessengerError> {
@@ -149,7 +160,9 @@ impl IndexerMessenger for LocalIndexerMessenger {
     }
 
     fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
-        self.events.send(event).map_err(|_| MessengerError::Closed("event"))
+        self.events
+            .send(event)
+            .map_err(|_| MessengerError::Closed("event"))
     }
 
     fn send_failed(&mut self, _doc: Document, _failure: &Failure) -> Result<(), MessengerError> {
@@ -171,18 +184,34 @@ mod tests {
     #[test]
     fn documents_flow_and_queues_close_in_order() {
         let parts = LocalMessenger::new(2).into_parts(1);
-        let (publisher, mut worker, mut indexer) =
-            (parts.publisher, parts.workers.into_iter().next().expect("worker"), parts.indexer);
-        assert_eq!(publisher.send_for_processing(Document::new("a"), T), Ok(None));
-        let Polled::Item(doc) = worker.poll_doc_to_process(T).expect("poll") else { panic!("no doc") };
-        worker.send_event(Event::new(&doc, EventKind::Create)).expect("event");
+        let (publisher, mut worker, mut indexer) = (
+            parts.publisher,
+            parts.workers.into_iter().next().expect("worker"),
+            parts.indexer,
+        );
+        assert_eq!(
+            publisher.send_for_processing(Document::new("a"), T),
+            Ok(None)
+        );
+        let Polled::Item(doc) = worker.poll_doc_to_process(T).expect("poll") else {
+            panic!("no doc")
+        };
+        worker
+            .send_event(Event::new(&doc, EventKind::Create))
+            .expect("event");
         worker.send_for_indexing(doc).expect("send");
         assert!(matches!(indexer.poll_doc_to_index(T), Ok(Polled::Item(d)) if d.id() == "a"));
-        assert!(matches!(publisher.poll_event(T), Ok(Polled::Item(e)) if e.kind == EventKind::Create));
+        assert!(
+            matches!(publisher.poll_event(T), Ok(Polled::Item(e)) if e.kind == EventKind::Create)
+        );
 
         drop(publisher);
         assert_eq!(worker.poll_doc_to_process(T), Ok(Polled::Closed));
-        assert_eq!(indexer.poll_doc_to_index(T), Ok(Polled::Idle), "a worker is still alive");
+        assert_eq!(
+            indexer.poll_doc_to_index(T),
+            Ok(Polled::Idle),
+            "a worker is still alive"
+        );
         drop(worker);
         assert_eq!(indexer.poll_doc_to_index(T), Ok(Polled::Closed));
     }
@@ -190,8 +219,14 @@ mod tests {
     #[test]
     fn a_full_queue_applies_backpressure() {
         let parts = LocalMessenger::new(1).into_parts(1);
-        assert_eq!(parts.publisher.send_for_processing(Document::new("1"), T), Ok(None));
-        let refused = parts.publisher.send_for_processing(Document::new("2"), T).expect("open");
+        assert_eq!(
+            parts.publisher.send_for_processing(Document::new("1"), T),
+            Ok(None)
+        );
+        let refused = parts
+            .publisher
+            .send_for_processing(Document::new("2"), T)
+            .expect("open");
         assert_eq!(refused.map(|d| d.id().to_owned()).as_deref(), Some("2"));
     }
 }

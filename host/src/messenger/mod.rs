@@ -53,7 +53,11 @@ pub struct Failure {
 pub trait PublisherMessenger: Send + Sync {
     /// Hand `doc` to the workers. Blocks while the queue is full, up to `timeout`;
     /// gives the document back when the queue stayed full.
-    fn send_for_processing(&self, doc: Document, timeout: Duration) -> Result<Option<Document>, MessengerError>;
+    fn send_for_processing(
+        &self,
+        doc: Document,
+        timeout: Duration,
+    ) -> Result<Option<Document>, MessengerError>;
     /// The next lifecycle event, waiting up to `timeout`.
     fn poll_event(&self, timeout: Duration) -> Result<Polled<Event>, MessengerError>;
 }
@@ -61,7 +65,10 @@ pub trait PublisherMessenger: Send + Sync {
 /// What a worker needs.
 pub trait WorkerMessenger: Send {
     /// The next document to process, waiting up to `timeout`.
-    fn poll_doc_to_process(&mut self, timeout: Duration) -> Result<Polled<Document>, MessengerError>;
+    fn poll_doc_to_process(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Polled<Document>, MessengerError>;
     /// Pass a processed document on to the indexer.
     fn send_for_indexing(&mut self, doc: Document) -> Result<(), MessengerError>;
     /// Dead-letter a document that failed (a no-op where there is nowhere to keep it).

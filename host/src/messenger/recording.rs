@@ -22,7 +22,9 @@ pub struct Recording {
 }
 
 fn push<T>(list: &Mutex<Vec<T>>, item: T) {
-    list.lock().unwrap_or_else(PoisonError::into_inner).push(item);
+    list.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(item);
 }
 
 fn copy<T: Clone>(list: &Mutex<Vec<T>>) -> Vec<T> {
@@ -104,7 +106,11 @@ struct Recorder<M> {
 }
 
 impl<M: PublisherMessenger> PublisherMessenger for Recorder<M> {
-    fn send_for_processing(&self, doc: Document, timeout: Duration) -> Result<Option<Document>, MessengerError> {
+    fn send_for_processing(
+        &self,
+        doc: Document,
+        timeout: Duration,
+    ) -> Result<Option<Document>, MessengerError> {
         let copy = doc.clone();
         let refused = self.inner.send_for_processing(doc, timeout)?;
         if refused.is_none() {
@@ -119,7 +125,10 @@ impl<M: PublisherMessenger> PublisherMessenger for Recorder<M> {
 }
 
 impl<M: WorkerMessenger> WorkerMessenger for Recorder<M> {
-    fn poll_doc_to_process(&mut self, timeout: Duration) -> Result<Polled<Document>, MessengerError> {
+    fn poll_doc_to_process(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Polled<Document>, MessengerError> {
         self.inner.poll_doc_to_process(timeout)
     }
 

@@ -79,6 +79,9 @@ impl Loaded {
         let grants = &self.spec.grants;
         let stderr = GuestOutput::new(Arc::clone(&self.name), "stderr");
         let mut wasi = WasiCtxBuilder::new();
+        // Plugin calls are synchronous on their worker thread: let file I/O
+        // block that thread rather than hop through a thread pool per call.
+        wasi.allow_blocking_current_thread(true);
         wasi.stdout(GuestOutput::new(Arc::clone(&self.name), "stdout"))
             .stderr(stderr.clone());
         for (key, value) in &grants.env {

@@ -65,12 +65,17 @@ impl IndexerLoop {
                     .saturating_sub(last_add.elapsed())
                     .min(POLL)
             };
-            match self.messenger.poll_doc_to_index(wait).map_err(messenger_error)? {
+            match self
+                .messenger
+                .poll_doc_to_index(wait)
+                .map_err(messenger_error)?
+            {
                 Polled::Item(doc) => {
                     bytes += doc.approx_json_bytes();
                     batch.push(doc);
                     last_add = Instant::now();
-                    if batch.len() >= self.config.batch_size || bytes >= self.config.batch_max_bytes {
+                    if batch.len() >= self.config.batch_size || bytes >= self.config.batch_max_bytes
+                    {
                         self.flush(&mut batch)?;
                         bytes = 0;
                     }
@@ -112,7 +117,9 @@ impl IndexerLoop {
                     .collect::<HashMap<_, _>>(),
                 None,
             ),
-            BatchOutcome::Failed { message, attempts } => (HashMap::new(), Some((message, attempts))),
+            BatchOutcome::Failed { message, attempts } => {
+                (HashMap::new(), Some((message, attempts)))
+            }
         };
         let mut finished = 0u64;
         let mut completed = Vec::with_capacity(docs.len());
@@ -136,13 +143,15 @@ impl IndexerLoop {
             match failure {
                 None => {
                     finished += 1;
-                    self.messenger.send_event(Event::new(&doc, EventKind::Finish))?;
+                    self.messenger
+                        .send_event(Event::new(&doc, EventKind::Finish))?;
                     completed.push(doc);
                 }
                 Some(failure) => {
                     RunStats::add(&self.stats.failed, 1);
                     tracing::warn!(doc_id = doc.id(), message = %failure.message, "document failed in the indexer");
-                    let event = Event::new(&doc, EventKind::Fail).with_message(failure.message.clone());
+                    let event =
+                        Event::new(&doc, EventKind::Fail).with_message(failure.message.clone());
                     self.messenger.send_failed(doc.clone(), &failure)?;
                     self.messenger.send_event(event)?;
                     completed.push(doc);
@@ -150,7 +159,8 @@ impl IndexerLoop {
             }
         }
         RunStats::add(&self.stats.indexed, finished);
-        metrics::counter!(telemetry::DOCS_INDEXED, "pipeline" => self.pipeline.to_string()).increment(finished);
+        metrics::counter!(telemetry::DOCS_INDEXED, "pipeline" => self.pipeline.to_string())
+            .increment(finished);
         self.messenger.batch_complete(&completed)
     }
 
@@ -205,7 +215,10 @@ impl IndexerLoop {
                         self.pause(self.backoff(attempts));
                         continue;
                     }
-                    let status = failure.status.map(|s| format!(" (status {s})")).unwrap_or_default();
+                    let status = failure
+                        .status
+                        .map(|s| format!(" (status {s})"))
+                        .unwrap_or_default();
                     return Ok(BatchOutcome::Failed {
                         message: format!(
                             "batch failed after {attempts} attempt{}: {}{status}",

@@ -84,7 +84,11 @@ pub struct RunResult {
 
 impl RunResult {
     pub fn status(&self) -> RunStatus {
-        if self.connectors.iter().any(|c| c.error.is_some() || c.skipped) {
+        if self
+            .connectors
+            .iter()
+            .any(|c| c.error.is_some() || c.skipped)
+        {
             RunStatus::Failure
         } else if self.connectors.iter().any(|c| c.failed > 0) {
             RunStatus::PartialSuccess
@@ -133,7 +137,11 @@ pub fn new_run_id() -> String {
 }
 
 impl Runner {
-    pub fn new(config: Config, runtime: PluginRuntime, messengers: Arc<dyn MessengerFactory>) -> Self {
+    pub fn new(
+        config: Config,
+        runtime: PluginRuntime,
+        messengers: Arc<dyn MessengerFactory>,
+    ) -> Self {
         Self {
             config,
             runtime,
@@ -158,17 +166,20 @@ impl Runner {
         let load_failed = |location: &str, e: PluginError| {
             config_error(format!("{location}.plugin"), e.to_string())
         };
-        let mut check = |location: &str, issues: Result<Vec<crate::plugin::ConfigIssue>, PluginError>| match issues {
-            Ok(issues) => errors.extend(issues.into_iter().map(|i| {
-                let path = if i.path.is_empty() {
-                    format!("{location}.plugin.config")
-                } else {
-                    format!("{location}.plugin.config.{}", i.path)
-                };
-                config_error(path, i.message)
-            })),
-            Err(e) => errors.push(load_failed(location, e)),
-        };
+        let mut check =
+            |location: &str, issues: Result<Vec<crate::plugin::ConfigIssue>, PluginError>| {
+                match issues {
+                    Ok(issues) => errors.extend(issues.into_iter().map(|i| {
+                        let path = if i.path.is_empty() {
+                            format!("{location}.plugin.config")
+                        } else {
+                            format!("{location}.plugin.config.{}", i.path)
+                        };
+                        config_error(path, i.message)
+                    })),
+                    Err(e) => errors.push(load_failed(location, e)),
+                }
+            };
         let loadable = |spec: &PluginSpec| spec.path.is_file();
 
         let mut connectors = HashMap::new();
@@ -204,11 +215,16 @@ impl Runner {
             pipelines.insert(p.name.clone(), stages);
         }
         let mut indexers = HashMap::new();
-        let indexer_configs = self.config.indexer.iter().map(|i| ("indexer".to_owned(), i)).chain(
-            self.config.pipelines.iter().filter_map(|p| {
-                p.indexer.as_ref().map(|i| (format!("pipelines.{}.indexer", p.name), i))
-            }),
-        );
+        let indexer_configs = self
+            .config
+            .indexer
+            .iter()
+            .map(|i| ("indexer".to_owned(), i))
+            .chain(self.config.pipelines.iter().filter_map(|p| {
+                p.indexer
+                    .as_ref()
+                    .map(|i| (format!("pipelines.{}.indexer", p.name), i))
+            }));
         for (location, indexer) in indexer_configs {
             if !loadable(&indexer.plugin) {
                 continue;
@@ -278,7 +294,12 @@ impl Runner {
         result
     }
 
-    fn run_connector(&self, c: &ConnectorConfig, plugins: &LoadedPlugins, run_id: &str) -> ConnectorResult {
+    fn run_connector(
+        &self,
+        c: &ConnectorConfig,
+        plugins: &LoadedPlugins,
+        run_id: &str,
+    ) -> ConnectorResult {
         let span = tracing::info_span!("connector", connector = %c.name, pipeline = %c.pipeline);
         let _entered = span.enter();
         let start = Instant::now();
@@ -312,10 +333,12 @@ impl Runner {
             publisher,
             workers: worker_messengers,
             indexer: indexer_messenger,
-        } = self
-            .messengers
-            .create(&c.pipeline, threads)
-            .map_err(|e| format!("cannot set up messengers for pipeline `{}`: {e}", c.pipeline))?;
+        } = self.messengers.create(&c.pipeline, threads).map_err(|e| {
+            format!(
+                "cannot set up messengers for pipeline `{}`: {e}",
+                c.pipeline
+            )
+        })?;
         let publisher: Arc<dyn PublisherMessenger> = Arc::from(publisher);
 
         // The indexer first: no document is processed if it cannot connect.
@@ -338,14 +361,22 @@ impl Runner {
         }
 
         // Then every worker's stages: a stage that cannot start stops the run.
-        let stage_plugins = plugins.pipelines.get(&c.pipeline).map_or(&[][..], Vec::as_slice);
+        let stage_plugins = plugins
+            .pipelines
+            .get(&c.pipeline)
+            .map_or(&[][..], Vec::as_slice);
         let mut workers = Vec::with_capacity(threads);
         for messenger in worker_messengers {
             let stages = stage_plugins
                 .iter()
-                .map(|p| p.instantiate().map(|i| StageSlot::new(&c.pipeline, p.name(), i)))
+                .map(|p| {
+                    p.instantiate()
+                        .map(|i| StageSlot::new(&c.pipeline, p.name(), i))
+                })
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| format!("error starting workers for pipeline `{}`: {e}", c.pipeline))?;
+                .map_err(|e| {
+                    format!("error starting workers for pipeline `{}`: {e}", c.pipeline)
+                })?;
             workers.push((stages, messenger));
         }
 
@@ -386,7 +417,8 @@ impl Runner {
                 })
                 .collect();
 
-            let outcome = self.connector_lifecycle(c, &mut connector, run_id, &publisher, accounting, &abort);
+            let outcome =
+                self.connector_lifecycle(c, &mut connector, run_id, &publisher, accounting, &abort);
             let outcome = outcome.and_then(|()| match abort.reason() {
                 Some(reason) => Err(reason.to_owned()),
                 None => Ok(()),
@@ -421,7 +453,9 @@ impl Runner {
         let result = connector
             .pre_execute(run_id)
             .map_err(|e| format!("pre-execute failed: {e}"))
-            .and_then(|()| self.execute_and_wait(c, connector, run_id, publisher, accounting, abort))
+            .and_then(|()| {
+                self.execute_and_wait(c, connector, run_id, publisher, accounting, abort)
+            })
             .and_then(|()| {
                 connector
                     .post_execute()
@@ -508,7 +542,12 @@ impl Runner {
                 }
                 if last_log.0.elapsed() >= self.config.runner.log_interval {
                     let now = (Instant::now(), self.stats.snapshot());
-                    for line in telemetry::throughput_lines(&last_log.1, &now.1, now.0 - last_log.0, accounting.pending()) {
+                    for line in telemetry::throughput_lines(
+                        &last_log.1,
+                        &now.1,
+                        now.0 - last_log.0,
+                        accounting.pending(),
+                    ) {
                         tracing::info!("{line}");
                     }
                     last_log = now;

@@ -80,7 +80,10 @@ impl Accounting {
 
     /// Documents not yet in a terminal state.
     pub(crate) fn pending(&self) -> usize {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     pub(crate) fn get(counter: &AtomicU64) -> u64 {

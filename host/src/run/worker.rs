@@ -25,7 +25,10 @@ pub(crate) struct StageSlot {
 
 impl StageSlot {
     pub(crate) fn new(pipeline: &str, name: &str, instance: StageInstance) -> Self {
-        let labels = [("pipeline", pipeline.to_owned()), ("stage", name.to_owned())];
+        let labels = [
+            ("pipeline", pipeline.to_owned()),
+            ("stage", name.to_owned()),
+        ];
         Self {
             name: Arc::from(name),
             seconds: metrics::histogram!(telemetry::STAGE_SECONDS, &labels),
@@ -69,13 +72,18 @@ impl Worker {
 
     fn work(&mut self) -> Result<(), String> {
         let messenger_error = |e: MessengerError| format!("worker messenger failed: {e}");
-        let processed = metrics::counter!(telemetry::DOCS_PROCESSED, "pipeline" => self.pipeline.to_string());
+        let processed =
+            metrics::counter!(telemetry::DOCS_PROCESSED, "pipeline" => self.pipeline.to_string());
         let latency = metrics::histogram!(telemetry::PIPELINE_SECONDS, "pipeline" => self.pipeline.to_string());
         loop {
             if self.abort.is_set() {
                 return Ok(());
             }
-            let doc = match self.messenger.poll_doc_to_process(POLL).map_err(messenger_error)? {
+            let doc = match self
+                .messenger
+                .poll_doc_to_process(POLL)
+                .map_err(messenger_error)?
+            {
                 Polled::Item(doc) => doc,
                 Polled::Idle => continue,
                 Polled::Closed => return Ok(()),
@@ -109,7 +117,8 @@ impl Worker {
             Outcome::Index(doc) => self.messenger.send_for_indexing(doc),
             Outcome::Dropped(doc) => {
                 RunStats::add(&self.stats.dropped, 1);
-                metrics::counter!(telemetry::DOCS_DROPPED, "pipeline" => self.pipeline.to_string()).increment(1);
+                metrics::counter!(telemetry::DOCS_DROPPED, "pipeline" => self.pipeline.to_string())
+                    .increment(1);
                 self.messenger.send_event(Event::new(&doc, EventKind::Drop))
             }
             Outcome::Failed(doc, failure) => {
