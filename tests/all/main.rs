@@ -3,6 +3,7 @@
 //! runtime.
 
 mod cache;
+mod cli;
 mod connector_indexer;
 mod local_run;
 mod sandbox;
