@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use weir_tests::{plugins_dir, repo_root, with_plugins};
 
 fn weir(args: &[&str]) -> u8 {
-    let argv = std::iter::once("weir").chain(args.iter().copied()).map(Into::into);
+    let argv = std::iter::once("weir")
+        .chain(args.iter().copied())
+        .map(Into::into);
     weir::cli::run(argv)
 }
 
@@ -16,10 +18,25 @@ fn example_in(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(&out).expect("out dir");
     let text = std::fs::read_to_string(examples.join("local.toml"))
         .expect("examples/local.toml")
-        .replace("\"../plugins/dist/", &format!("\"{}/", plugins_dir().display()))
-        .replace("host = \"data\"", &format!("host = {:?}", examples.join("data").display().to_string()))
-        .replace("host = \"out\"", &format!("host = {:?}", out.display().to_string()))
-        .replace("[runner]\n", &format!("[runner]\ncache_dir = {:?}\n", dir.join("cache").display().to_string()));
+        .replace(
+            "\"../plugins/dist/",
+            &format!("\"{}/", plugins_dir().display()),
+        )
+        .replace(
+            "host = \"data\"",
+            &format!("host = {:?}", examples.join("data").display().to_string()),
+        )
+        .replace(
+            "host = \"out\"",
+            &format!("host = {:?}", out.display().to_string()),
+        )
+        .replace(
+            "[runner]\n",
+            &format!(
+                "[runner]\ncache_dir = {:?}\n",
+                dir.join("cache").display().to_string()
+            ),
+        );
     let path = dir.join("local.toml");
     std::fs::write(&path, text).expect("write config");
     path
@@ -34,16 +51,36 @@ fn the_bundled_example_runs_and_writes_jsonl_and_csv() {
     assert_eq!(weir(&["run", "--no-progress", config]), 0);
 
     let books = std::fs::read_to_string(dir.path().join("out/books.jsonl")).expect("books output");
-    let books: Vec<serde_json::Value> = books.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
-    assert_eq!(books.len(), 8, "5 books (one withdrawn dropped) and 3 editions");
-    let frankenstein = books.iter().find(|b| b["id"] == "978-0486282114").expect("Frankenstein");
-    assert_eq!(frankenstein["tags"], serde_json::json!(["gothic", "science fiction", "horror"]));
+    let books: Vec<serde_json::Value> = books
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(
+        books.len(),
+        8,
+        "5 books (one withdrawn dropped) and 3 editions"
+    );
+    let frankenstein = books
+        .iter()
+        .find(|b| b["id"] == "978-0486282114")
+        .expect("Frankenstein");
+    assert_eq!(
+        frankenstein["tags"],
+        serde_json::json!(["gothic", "science fiction", "horror"])
+    );
     assert_eq!(frankenstein["year"], "1818");
-    assert!(books.iter().all(|b| b["id"] != "978-0141439600"), "the withdrawn book is dropped");
-    let pride = books.iter().find(|b| b["id"] == "978-0141439518").expect("Pride and Prejudice");
+    assert!(
+        books.iter().all(|b| b["id"] != "978-0141439600"),
+        "the withdrawn book is dropped"
+    );
+    let pride = books
+        .iter()
+        .find(|b| b["id"] == "978-0141439518")
+        .expect("Pride and Prejudice");
     assert_eq!(pride["title"], "Pride and Prejudice", "trimmed");
 
-    let authors = std::fs::read_to_string(dir.path().join("out/authors.csv")).expect("authors output");
+    let authors =
+        std::fs::read_to_string(dir.path().join("out/authors.csv")).expect("authors output");
     let lines: Vec<&str> = authors.lines().collect();
     assert_eq!(lines[0], "id,full_name,display_name,born,country,kind");
     assert_eq!(lines.len(), 5);
@@ -52,7 +89,11 @@ fn the_bundled_example_runs_and_writes_jsonl_and_csv() {
 
 fn write_config(dir: &Path, toml: &str) -> String {
     let path = dir.join("config.toml");
-    let text = format!("[runner]\ncache_dir = {:?}\n{}", dir.join("cache").display().to_string(), with_plugins(toml));
+    let text = format!(
+        "[runner]\ncache_dir = {:?}\n{}",
+        dir.join("cache").display().to_string(),
+        with_plugins(toml)
+    );
     std::fs::write(&path, text).expect("write config");
     path.to_str().expect("utf-8").to_owned()
 }
@@ -76,17 +117,29 @@ fn exit_codes_tell_success_partial_success_and_failure_apart() {
     let ok = write_config(dir.path(), &RUN.replace("CONNECTOR", "{ count = 3 }"));
     assert_eq!(weir(&["run", "--no-progress", &ok]), 0);
 
-    let partial = write_config(dir.path(), &RUN.replace("CONNECTOR", r#"{ docs = [{ id = "x", action = "fail" }], count = 2 }"#));
+    let partial = write_config(
+        dir.path(),
+        &RUN.replace(
+            "CONNECTOR",
+            r#"{ docs = [{ id = "x", action = "fail" }], count = 2 }"#,
+        ),
+    );
     assert_eq!(weir(&["run", "--no-progress", &partial]), 3);
 
-    let failed = write_config(dir.path(), &RUN.replace("CONNECTOR", "{ count = 2, fail_post_execute = true }"));
+    let failed = write_config(
+        dir.path(),
+        &RUN.replace("CONNECTOR", "{ count = 2, fail_post_execute = true }"),
+    );
     assert_eq!(weir(&["run", "--no-progress", &failed]), 1);
 }
 
 #[test]
 fn invalid_configs_and_usage_exit_with_2() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let invalid = write_config(dir.path(), &RUN.replace("CONNECTOR", r#"{ count = "three" }"#));
+    let invalid = write_config(
+        dir.path(),
+        &RUN.replace("CONNECTOR", r#"{ count = "three" }"#),
+    );
     assert_eq!(weir(&["validate", &invalid]), 2);
     assert_eq!(weir(&["run", &invalid]), 2);
     let unparsable = write_config(dir.path(), "[[connectors]]\nname = ");

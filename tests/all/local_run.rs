@@ -435,3 +435,70 @@ fn children_and_drops_are_accounted_and_indexed() {
     assert_eq!(ids, ["b1", "b1-a", "b3"]);
     assert!(written.contains(r#""book":"b1""#));
 }
+
+/// The batches the test indexer saw: sizes in the order they were sent.
+fn batch_sizes(record: &Path) -> Vec<usize> {
+    let text = std::fs::read_to_string(record).expect("record file");
+    let mut sizes: Vec<(u32, usize)> = Vec::new();
+    for line in text.lines() {
+        let batch: u32 = line
+            .split_whitespace()
+            .next()
+            .expect("batch")
+            .parse()
+            .expect("number");
+        match sizes.last_mut() {
+            Some((b, n)) if *b == batch => *n += 1,
+            _ => sizes.push((batch, 1)),
+        }
+    }
+    sizes.into_iter().map(|(_, n)| n).collect()
+}
+
+fn batching_run(indexer_settings: &str, docs: u32) -> Vec<usize> {
+    let out = tempfile::tempdir().expect("tempdir");
+    let toml = format!(
+        r#"
+        [worker]
+        threads = 1
+        [indexer]
+        {indexer_settings}
+        plugin = {{ path = @test-indexer, config = {{ record = "/out/record.txt" }}, grants = {{ dirs = [{{ host = {out:?}, guest = "/out", writable = true }}] }} }}
+        [[connectors]]
+        name = "c"
+        pipeline = "p"
+        plugin = {{ path = @test-connector, config = {{ count = {docs} }} }}
+        [[pipelines]]
+        name = "p"
+        "#,
+        out = out.path().display().to_string()
+    );
+    let (result, _) = run(&toml);
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    batch_sizes(&out.path().join("record.txt"))
+}
+
+#[test]
+fn batches_are_cut_by_count() {
+    // Documents arrive far faster than the timeout: only the count cuts
+    // batches, and the timeout sends the last, partial one.
+    let sizes = batching_run(
+        r#"batch_size = 4
+        batch_timeout = "500ms""#,
+        10,
+    );
+    assert_eq!(sizes, [4, 4, 2]);
+}
+
+#[test]
+fn batches_are_cut_by_bytes() {
+    // Each synthetic document is about 40 bytes of JSON.
+    let sizes = batching_run(
+        r#"batch_size = 1000
+        batch_max_bytes = 100
+        batch_timeout = "500ms""#,
+        9,
+    );
+    assert_eq!(sizes.iter().sum::<usize>(), 9);
+    assert!(sizes.iter().all(|&n| n <= 3), "{sizes:?}");
+}

@@ -14,7 +14,8 @@
 //! number of documents.
 //!
 //! `cargo bench -p weir-tests --bench local_pipeline` (WEIR_BENCH_DOCS sets
-//! the count, default 1,000,000; WEIR_BENCH_THREADS the worker threads).
+//! the count, default 1,000,000; WEIR_BENCH_THREADS the worker threads;
+//! WEIR_BENCH_ROUNDS the rounds, default 3, of which the median is shown).
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -198,6 +199,12 @@ fn measure(phase: &str, dir: &Path, threads: usize) -> Measured {
     }
 }
 
+/// The run with the median time.
+fn median(mut runs: Vec<Measured>) -> Measured {
+    runs.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    runs.swap_remove(runs.len() / 2)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str| {
@@ -244,15 +251,28 @@ fn main() {
         bytes as f64 / n as f64
     );
 
-    let native = measure("native", dir.path(), threads);
+    // Interleaved rounds, median of each: the machine is noisy.
+    let rounds: usize = std::env::var("WEIR_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+        .max(1);
+    let (mut natives, mut weirs) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        natives.push(measure("native", dir.path(), threads));
+        weirs.push(measure("weir", dir.path(), threads));
+    }
     let weir_small = measure("weir", small_dir.path(), threads);
-    let weir = measure("weir", dir.path(), threads);
+    let native = median(natives);
+    let weir = median(weirs);
     assert_eq!(native.docs, n);
     assert_eq!(weir.docs, n);
     assert_eq!(weir_small.docs, n / 10);
 
     let rate = |m: &Measured| m.docs as f64 / m.seconds;
-    println!("\nlocal pipeline: file -> trim -> copy -> split -> jsonl");
+    println!(
+        "\nlocal pipeline: file -> trim -> copy -> split -> jsonl (median of {rounds} rounds)"
+    );
     println!(
         "{:<28} {:>12} {:>10} {:>14}",
         "", "docs/s", "seconds", "peak RSS MiB"
