@@ -35,6 +35,100 @@ world!(Stage, StagePre);
 world!(Connector, ConnectorPre);
 world!(Indexer, IndexerPre);
 
+/// A plugin kind's two public types: the loaded plugin (cloned into each
+/// worker) and its instance, with what they share.
+macro_rules! plugin_kind {
+    ($(#[$doc:meta])* $plugin:ident, $(#[$idoc:meta])* $instance:ident, $world:ty, $api:ident) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $plugin {
+            prepared: Prepared<$world>,
+        }
+
+        impl std::fmt::Debug for $plugin {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($plugin)).field("name", &self.name()).finish()
+            }
+        }
+
+        impl $plugin {
+            pub(crate) fn load(loaded: Loaded) -> Result<Self, PluginError> {
+                Ok(Self {
+                    prepared: Prepared::new(loaded)?,
+                })
+            }
+
+            /// The name the config gives the plugin.
+            pub fn name(&self) -> &str {
+                &self.prepared.loaded.name
+            }
+
+            /// Every problem the plugin finds in its config, asked of a
+            /// throw-away instance.
+            pub fn check_config(&self) -> Result<Vec<ConfigIssue>, PluginError> {
+                check_config(&self.prepared, |b, store, config| {
+                    b.$api().call_check_config(store, config)
+                })
+            }
+        }
+
+        $(#[$idoc])*
+        pub struct $instance {
+            inner: Instance<$world>,
+        }
+
+        impl std::fmt::Debug for $instance {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($instance))
+                    .field("name", &&*self.inner.loaded().name)
+                    .field("restarts", &self.inner.restarts)
+                    .finish()
+            }
+        }
+    };
+}
+
+plugin_kind!(
+    /// A loaded stage plugin. Clone it into each worker and call
+    /// [`StagePlugin::instantiate`] there.
+    StagePlugin,
+    /// One worker's instance of a stage.
+    StageInstance,
+    Stage,
+    weir_plugin_stage_api
+);
+plugin_kind!(
+    /// A loaded connector plugin.
+    ConnectorPlugin,
+    /// A connector instance, driven through one run's lifecycle.
+    ConnectorInstance,
+    Connector,
+    weir_plugin_connector_api
+);
+plugin_kind!(
+    /// A loaded indexer plugin.
+    IndexerPlugin,
+    /// An indexer instance.
+    IndexerInstance,
+    Indexer,
+    weir_plugin_indexer_api
+);
+
+/// A `start` call's outcome: any error is fatal, whatever the guest called it.
+fn started(
+    loaded: &Loaded,
+    result: wasmtime::Result<Result<(), GuestError>>,
+) -> Result<(), PluginError> {
+    let result = result.map_err(|e| loaded.instantiate_error(format!("start trapped: {e:#}")))?;
+    result.map_err(|e| {
+        let (GuestError::Document(message) | GuestError::Fatal(message)) = e;
+        PluginError::Fatal {
+            plugin: loaded.name.to_string(),
+            message: format!("start failed: {message}"),
+        }
+    })
+}
+
 /// A guest's own error as a host error.
 fn guest_error(plugin: &str, error: GuestError) -> PluginError {
     match error {
@@ -88,74 +182,17 @@ fn lend<R>(
 
 // ---- stage ----
 
-/// A loaded stage plugin. Clone it into each worker and call
-/// [`StagePlugin::instantiate`] there.
-#[derive(Clone)]
-pub struct StagePlugin {
-    prepared: Prepared<Stage>,
-}
-
-impl std::fmt::Debug for StagePlugin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StagePlugin")
-            .field("name", &self.name())
-            .finish()
-    }
-}
-
 impl StagePlugin {
-    pub(crate) fn load(loaded: Loaded) -> Result<Self, PluginError> {
-        Ok(Self {
-            prepared: Prepared::new(loaded)?,
-        })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.prepared.loaded.name
-    }
-
-    /// Every problem the plugin finds in its config.
-    pub fn check_config(&self) -> Result<Vec<ConfigIssue>, PluginError> {
-        check_config(&self.prepared, |b, store, config| {
-            b.weir_plugin_stage_api().call_check_config(store, config)
-        })
-    }
-
     /// A started instance for one worker. A `start` failure is returned here,
     /// before any document.
     pub fn instantiate(&self) -> Result<StageInstance, PluginError> {
         fn start(live: &mut Live<Stage>, loaded: &Loaded) -> Result<(), PluginError> {
-            let r = live
-                .bindings
-                .weir_plugin_stage_api()
-                .call_start(&mut live.store, &loaded.config_json)
-                .map_err(|e| loaded.instantiate_error(format!("start trapped: {e:#}")))?;
-            r.map_err(|e| match guest_error(&loaded.name, e) {
-                PluginError::Document { plugin, message }
-                | PluginError::Fatal { plugin, message } => PluginError::Fatal {
-                    plugin,
-                    message: format!("start failed: {message}"),
-                },
-                other => other,
-            })
+            let api = live.bindings.weir_plugin_stage_api();
+            started(loaded, api.call_start(&mut live.store, &loaded.config_json))
         }
         Ok(StageInstance {
             inner: Instance::start(self.prepared.clone(), start)?,
         })
-    }
-}
-
-/// One worker's instance of a stage.
-pub struct StageInstance {
-    inner: Instance<Stage>,
-}
-
-impl std::fmt::Debug for StageInstance {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StageInstance")
-            .field("name", &&*self.inner.loaded().name)
-            .field("restarts", &self.inner.restarts)
-            .finish()
     }
 }
 
@@ -206,56 +243,12 @@ impl StageInstance {
 
 // ---- connector ----
 
-/// A loaded connector plugin.
-#[derive(Clone)]
-pub struct ConnectorPlugin {
-    prepared: Prepared<Connector>,
-}
-
-impl std::fmt::Debug for ConnectorPlugin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnectorPlugin")
-            .field("name", &self.name())
-            .finish()
-    }
-}
-
 impl ConnectorPlugin {
-    pub(crate) fn load(loaded: Loaded) -> Result<Self, PluginError> {
-        Ok(Self {
-            prepared: Prepared::new(loaded)?,
-        })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.prepared.loaded.name
-    }
-
-    pub fn check_config(&self) -> Result<Vec<ConfigIssue>, PluginError> {
-        check_config(&self.prepared, |b, store, config| {
-            b.weir_plugin_connector_api()
-                .call_check_config(store, config)
-        })
-    }
-
     /// A fresh instance for one run.
     pub fn instantiate(&self) -> Result<ConnectorInstance, PluginError> {
         Ok(ConnectorInstance {
             inner: Instance::start(self.prepared.clone(), no_start)?,
         })
-    }
-}
-
-/// A connector instance, driven through one run's lifecycle.
-pub struct ConnectorInstance {
-    inner: Instance<Connector>,
-}
-
-impl std::fmt::Debug for ConnectorInstance {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnectorInstance")
-            .field("name", &&*self.inner.loaded().name)
-            .finish()
     }
 }
 
@@ -332,63 +325,16 @@ pub struct BatchFailure {
     pub connection_failed: bool,
 }
 
-/// A loaded indexer plugin.
-#[derive(Clone)]
-pub struct IndexerPlugin {
-    prepared: Prepared<Indexer>,
-}
-
-impl std::fmt::Debug for IndexerPlugin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IndexerPlugin")
-            .field("name", &self.name())
-            .finish()
-    }
-}
-
 impl IndexerPlugin {
-    pub(crate) fn load(loaded: Loaded) -> Result<Self, PluginError> {
-        Ok(Self {
-            prepared: Prepared::new(loaded)?,
-        })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.prepared.loaded.name
-    }
-
-    pub fn check_config(&self) -> Result<Vec<ConfigIssue>, PluginError> {
-        check_config(&self.prepared, |b, store, config| {
-            b.weir_plugin_indexer_api().call_check_config(store, config)
-        })
-    }
-
     /// A started instance.
     pub fn instantiate(&self) -> Result<IndexerInstance, PluginError> {
         fn start(live: &mut Live<Indexer>, loaded: &Loaded) -> Result<(), PluginError> {
-            let r = live
-                .bindings
-                .weir_plugin_indexer_api()
-                .call_start(&mut live.store, &loaded.config_json)
-                .map_err(|e| loaded.instantiate_error(format!("start trapped: {e:#}")))?;
-            r.map_err(|e| guest_error(&loaded.name, e))
+            let api = live.bindings.weir_plugin_indexer_api();
+            started(loaded, api.call_start(&mut live.store, &loaded.config_json))
         }
         Ok(IndexerInstance {
             inner: Instance::start(self.prepared.clone(), start)?,
         })
-    }
-}
-
-/// An indexer instance.
-pub struct IndexerInstance {
-    inner: Instance<Indexer>,
-}
-
-impl std::fmt::Debug for IndexerInstance {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IndexerInstance")
-            .field("name", &&*self.inner.loaded().name)
-            .finish()
     }
 }
 

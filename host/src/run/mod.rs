@@ -107,6 +107,16 @@ pub struct LoadedPlugins {
     indexers: HashMap<String, IndexerPlugin>,
 }
 
+/// What one connector's lifecycle steps share.
+#[derive(Clone, Copy)]
+struct ConnectorRun<'a> {
+    config: &'a ConnectorConfig,
+    run_id: &'a str,
+    publisher: &'a Arc<dyn PublisherMessenger>,
+    accounting: &'a Arc<Accounting>,
+    abort: &'a Abort,
+}
+
 /// Runs a config.
 pub struct Runner {
     config: Config,
@@ -417,8 +427,14 @@ impl Runner {
                 })
                 .collect();
 
-            let outcome =
-                self.connector_lifecycle(c, &mut connector, run_id, &publisher, accounting, &abort);
+            let run = ConnectorRun {
+                config: c,
+                run_id,
+                publisher: &publisher,
+                accounting,
+                abort: &abort,
+            };
+            let outcome = self.connector_lifecycle(&run, &mut connector);
             let outcome = outcome.and_then(|()| match abort.reason() {
                 Some(reason) => Err(reason.to_owned()),
                 None => Ok(()),
@@ -443,19 +459,13 @@ impl Runner {
     /// pre-execute, execute (while counting events), post-execute, close.
     fn connector_lifecycle(
         &self,
-        c: &ConnectorConfig,
+        run: &ConnectorRun<'_>,
         connector: &mut ConnectorInstance,
-        run_id: &str,
-        publisher: &Arc<dyn PublisherMessenger>,
-        accounting: &Arc<Accounting>,
-        abort: &Abort,
     ) -> Result<(), String> {
         let result = connector
-            .pre_execute(run_id)
+            .pre_execute(run.run_id)
             .map_err(|e| format!("pre-execute failed: {e}"))
-            .and_then(|()| {
-                self.execute_and_wait(c, connector, run_id, publisher, accounting, abort)
-            })
+            .and_then(|()| self.execute_and_wait(run, connector))
             .and_then(|()| {
                 connector
                     .post_execute()
@@ -469,13 +479,16 @@ impl Runner {
     /// document is done, the connector fails, the run aborts, or time runs out.
     fn execute_and_wait(
         &self,
-        c: &ConnectorConfig,
+        run: &ConnectorRun<'_>,
         connector: &mut ConnectorInstance,
-        run_id: &str,
-        publisher: &Arc<dyn PublisherMessenger>,
-        accounting: &Arc<Accounting>,
-        abort: &Abort,
     ) -> Result<(), String> {
+        let ConnectorRun {
+            config: c,
+            run_id,
+            publisher,
+            accounting,
+            abort,
+        } = *run;
         let timeout = self.config.runner.connector_timeout;
         let deadline = Instant::now() + timeout;
         let sink = Publish {

@@ -395,6 +395,15 @@ macro_rules! export_indexer {
     };
 }
 
+/// A `{ source = "...", target = "..." }` pair: the shape of the `mappings`
+/// setting of stages that move values from one field to another.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldMapping {
+    pub source: String,
+    pub target: String,
+}
+
 /// How a stage writes to a field that may already have values; the `mode`
 /// setting of several stages (`"overwrite"`, `"append"`, `"skip"`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]

@@ -17,8 +17,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use weir_plugin::serde_json::{self, Map, Value as Json};
 use weir_plugin::serde;
+use weir_plugin::serde_json::{self, Map, Value as Json};
 use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, issue};
 
 #[derive(serde::Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -111,16 +111,28 @@ impl<'de> serde::de::Visitor<'de> for FindKey<'_> {
 
 impl FileConnector {
     fn fallback_id(path: &str, line: usize) -> String {
-        let name = Path::new(path).file_name().and_then(|n| n.to_str()).unwrap_or(path);
+        let name = Path::new(path)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(path);
         format!("{name}-{line}")
     }
 
     /// Publish the JSON object `fields` under the id found in it (or the fallback).
-    fn publish(&self, publisher: &Publisher, path: &str, line: usize, id: Option<String>, fields: &str) -> Result<(), PluginError> {
+    fn publish(
+        &self,
+        publisher: &Publisher,
+        path: &str,
+        line: usize,
+        id: Option<String>,
+        fields: &str,
+    ) -> Result<(), PluginError> {
         let id = id.unwrap_or_else(|| Self::fallback_id(path, line));
         let doc = Document::from_json_with_id(&format!("{}{id}", self.config.id_prefix), fields)
             .map_err(|e| fatal(path, line, weir_plugin::field_error_message(&e)))?;
-        publisher.publish(doc).map_err(|e| fatal(path, line, format!("publish refused: {e}")))
+        publisher
+            .publish(doc)
+            .map_err(|e| fatal(path, line, format!("publish refused: {e}")))
     }
 
     fn read_jsonl(&self, publisher: &Publisher, path: &str) -> Result<(), PluginError> {
@@ -134,9 +146,16 @@ impl FileConnector {
             }
             // Only the id is read here; the host parses the whole line once.
             let mut de = serde_json::Deserializer::from_str(&line);
-            let id = serde::de::DeserializeSeed::deserialize(FindKey(&self.config.id_field), &mut de)
-                .and_then(|id| de.end().map(|()| id))
-                .map_err(|e| fatal(path, line_no, format!("a line must be one JSON object: {e}")))?;
+            let id =
+                serde::de::DeserializeSeed::deserialize(FindKey(&self.config.id_field), &mut de)
+                    .and_then(|id| de.end().map(|()| id))
+                    .map_err(|e| {
+                        fatal(
+                            path,
+                            line_no,
+                            format!("a line must be one JSON object: {e}"),
+                        )
+                    })?;
             self.publish(publisher, path, line_no, id, &line)?;
         }
         Ok(())
@@ -160,7 +179,13 @@ impl FileConnector {
                 Some(Json::String(s)) if !s.is_empty() => Some(s.clone()),
                 _ => None,
             };
-            self.publish(publisher, path, line_no, id, &Json::Object(fields).to_string())?;
+            self.publish(
+                publisher,
+                path,
+                line_no,
+                id,
+                &Json::Object(fields).to_string(),
+            )?;
         }
         Ok(())
     }

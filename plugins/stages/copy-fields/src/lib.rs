@@ -4,23 +4,18 @@
 //! config = { mappings = [{ source = "title", target = "title_copy" }], mode = "overwrite" }
 //! ```
 
-use weir_plugin::{ConfigIssue, Document, Mode, PluginError, Stage, doc_error, issue, update};
+use weir_plugin::{
+    ConfigIssue, Document, FieldMapping, Mode, PluginError, Stage, doc_error, issue, update,
+};
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Config {
     /// Source -> target pairs, applied in order.
-    mappings: Vec<Mapping>,
+    mappings: Vec<FieldMapping>,
     /// How to write a target that already has values.
     #[serde(default)]
     mode: Mode,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Mapping {
-    source: String,
-    target: String,
 }
 
 struct CopyFields(Config);

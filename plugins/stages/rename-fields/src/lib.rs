@@ -4,22 +4,17 @@
 //! config = { mappings = [{ source = "name", target = "title" }], mode = "overwrite" }
 //! ```
 
-use weir_plugin::{ConfigIssue, Document, Mode, PluginError, Stage, doc_error, issue};
+use weir_plugin::{
+    ConfigIssue, Document, FieldMapping, Mode, PluginError, Stage, doc_error, issue,
+};
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Config {
-    mappings: Vec<Mapping>,
+    mappings: Vec<FieldMapping>,
     /// What to do when the target already exists.
     #[serde(default)]
     mode: Mode,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Mapping {
-    source: String,
-    target: String,
 }
 
 struct RenameFields(Config);
