@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::config::{Config, ConfigErrors};
-use crate::messenger::LocalMessengers;
+use crate::config::{Config, ConfigError, ConfigErrors, KafkaConfig};
+use crate::messenger::kafka::{KafkaIndexerMessenger, KafkaMessengers, KafkaTopics, KafkaWorkerMessenger};
+use crate::messenger::{LocalMessengers, WorkerMessenger};
 use crate::plugin::{PluginRuntime, RuntimeOptions, default_cache_dir};
-use crate::run::{RunResult, RunStatus, Runner, new_run_id};
+use crate::run::{RunResult, RunStatus, Runner, Shutdown, new_run_id};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -51,19 +52,46 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Validate a config, then run every connector in order (local mode: one process, no services).
+    /// Validate a config, then run every connector in order.
     Run {
         /// The run configuration (TOML).
         config: PathBuf,
+        /// local: connectors, workers and indexers in this process, no services.
+        /// kafka: connectors and publisher only; `weir worker` and `weir indexer`
+        /// processes do the rest through the Kafka cluster in `[kafka]`.
+        #[arg(long, value_enum, default_value_t = Mode::Local)]
+        mode: Mode,
         /// Do not draw a progress bar.
         #[arg(long)]
         no_progress: bool,
+    },
+    /// Kafka mode: process documents of a pipeline's source topic until stopped
+    /// (SIGINT/SIGTERM), with `worker.threads` workers in the pipeline's consumer group.
+    Worker {
+        /// The run configuration (TOML), with a `[kafka]` section.
+        config: PathBuf,
+        /// The pipeline; may be left out when the config has only one.
+        pipeline: Option<String>,
+    },
+    /// Kafka mode: index documents of a pipeline's destination topic until stopped.
+    Indexer {
+        /// The run configuration (TOML), with a `[kafka]` section.
+        config: PathBuf,
+        /// The pipeline; may be left out when the config has only one.
+        pipeline: Option<String>,
     },
     /// Check a config and every plugin's settings without running anything.
     Validate {
         /// The run configuration (TOML).
         config: PathBuf,
     },
+}
+
+/// Where a run's workers and indexers are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Mode {
+    Local,
+    Kafka,
 }
 
 fn execute(command: Command) -> anyhow::Result<u8> {
@@ -80,11 +108,18 @@ fn execute(command: Command) -> anyhow::Result<u8> {
                 Err(errors) => Ok(report_invalid(&config, &errors)),
             }
         }
+        Command::Worker { config, pipeline } => serve(&config, pipeline, Role::Worker),
+        Command::Indexer { config, pipeline } => serve(&config, pipeline, Role::Indexer),
         Command::Run {
             config,
+            mode,
             no_progress,
         } => {
-            let Some(runner) = prepare(&config)? else {
+            let runner = match mode {
+                Mode::Local => prepare(&config)?,
+                Mode::Kafka => prepare_kafka(&config)?.map(|(runner, _)| runner),
+            };
+            let Some(runner) = runner else {
                 return Ok(EXIT_INVALID_CONFIG);
             };
             let plugins = match runner.validate() {
@@ -109,15 +144,112 @@ fn prepare(path: &Path) -> anyhow::Result<Option<Runner>> {
             return Ok(None);
         }
     };
-    let runtime = PluginRuntime::new(RuntimeOptions {
-        cache_dir: config.runner.cache_dir.clone().or_else(default_cache_dir),
-        ..RuntimeOptions::default()
-    })
-    .context("cannot start the plugin runtime")?;
+    let runtime = runtime_for(&config)?;
     let messengers = Arc::new(LocalMessengers {
         capacity: config.publisher.queue_capacity,
     });
     Ok(Some(Runner::new(config, runtime, messengers)))
+}
+
+/// A runner whose connectors publish to Kafka, and the `[kafka]` settings.
+fn prepare_kafka(path: &Path) -> anyhow::Result<Option<(Runner, KafkaConfig)>> {
+    let config = match Config::load(path) {
+        Ok(config) => config,
+        Err(errors) => {
+            report_invalid(path, &errors);
+            return Ok(None);
+        }
+    };
+    let Some(kafka) = config.kafka.clone() else {
+        let missing = ConfigErrors(vec![ConfigError {
+            location: "kafka".into(),
+            message: "Kafka mode needs a [kafka] section (bootstrap_servers, ...)".into(),
+        }]);
+        report_invalid(path, &missing);
+        return Ok(None);
+    };
+    let runtime = runtime_for(&config)?;
+    let messengers = Arc::new(KafkaMessengers { config: kafka.clone() });
+    Ok(Some((Runner::new(config, runtime, messengers), kafka)))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Worker,
+    Indexer,
+}
+
+/// `weir worker` / `weir indexer`: serve one pipeline until SIGINT or SIGTERM.
+fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8> {
+    let Some((runner, kafka)) = prepare_kafka(path)? else {
+        return Ok(EXIT_INVALID_CONFIG);
+    };
+    let plugins = match runner.validate() {
+        Ok(plugins) => plugins,
+        Err(errors) => return Ok(report_invalid(path, &errors)),
+    };
+    let pipelines: Vec<&str> = runner.config().pipelines.iter().map(|p| p.name.as_str()).collect();
+    let pipeline = match (pipeline, pipelines.as_slice()) {
+        (Some(p), _) if pipelines.contains(&p.as_str()) => p,
+        (Some(p), _) => anyhow::bail!("no pipeline is named `{p}` (the config has: {})", pipelines.join(", ")),
+        (None, [only]) => (*only).to_owned(),
+        (None, _) => anyhow::bail!("name the pipeline to serve: one of {}", pipelines.join(", ")),
+    };
+    let shutdown = Shutdown::default();
+    let handler = shutdown.clone();
+    ctrlc::set_handler(move || handler.trigger()).context("cannot install the signal handler")?;
+    let topics = KafkaTopics::new(kafka, &pipeline);
+    topics.ensure_pipeline_topics().context("cannot create the pipeline's topics")?;
+    let result = match role {
+        Role::Worker => {
+            let threads = runner.config().worker.threads;
+            let source = topics.source();
+            match topics.partitions(&source) {
+                Ok(Some(n)) if n < threads => tracing::warn!(
+                    topic = %source,
+                    partitions = n,
+                    threads,
+                    "the source topic has fewer partitions than worker threads: {} threads will sit idle",
+                    threads - n
+                ),
+                Ok(None) => tracing::warn!(
+                    topic = %source,
+                    "the source topic does not exist yet; if the broker creates it, it gets the broker's default partition count"
+                ),
+                Ok(Some(_)) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot read the source topic's partitions"),
+            }
+            let messengers = (0..threads)
+                .map(|_| KafkaWorkerMessenger::new(topics.clone()).map(|m| Box::new(m) as Box<dyn WorkerMessenger>))
+                .collect::<Result<Vec<_>, _>>()
+                .context("cannot connect to Kafka")?;
+            tracing::info!(pipeline = %pipeline, threads, topic = %source, "worker serving");
+            runner.serve_workers(&plugins, &pipeline, messengers, &shutdown)
+        }
+        Role::Indexer => {
+            let messenger = KafkaIndexerMessenger::new(topics.clone()).context("cannot connect to Kafka")?;
+            tracing::info!(pipeline = %pipeline, topic = %topics.dest(), "indexer serving");
+            runner.serve_indexer(&plugins, &pipeline, Box::new(messenger), &shutdown)
+        }
+    };
+    match result {
+        Ok(()) => {
+            tracing::info!("stopped");
+            Ok(0)
+        }
+        Err(reason) => {
+            eprintln!("error: {reason}");
+            Ok(RunStatus::Failure.exit_code())
+        }
+    }
+}
+
+fn runtime_for(config: &Config) -> anyhow::Result<PluginRuntime> {
+    PluginRuntime::new(RuntimeOptions {
+        cache_dir: config.runner.cache_dir.clone().or_else(default_cache_dir),
+        ..RuntimeOptions::default()
+    })
+    .context("cannot start the plugin runtime")
 }
 
 fn report_invalid(path: &Path, errors: &ConfigErrors) -> u8 {

@@ -26,7 +26,7 @@
 //! overridden from the environment: `WEIR__WORKER__THREADS=8` sets
 //! `worker.threads` (sections and keys joined with `__`).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -59,6 +59,116 @@ pub struct Config {
     /// The indexer pipelines feed, unless a pipeline names its own.
     #[serde(default)]
     pub indexer: Option<IndexerConfig>,
+    /// How Kafka mode reaches the cluster (`weir run --mode kafka`,
+    /// `weir worker`, `weir indexer`).
+    #[serde(default)]
+    pub kafka: Option<KafkaConfig>,
+}
+
+/// `[kafka]`
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaConfig {
+    /// Brokers, `host:port[,host:port...]`. Default `127.0.0.1:9092`.
+    #[serde(default = "KafkaConfig::default_bootstrap_servers")]
+    pub bootstrap_servers: String,
+    /// Consumer group of workers. Default `weir-<pipeline>-workers`.
+    #[serde(default)]
+    pub worker_group_id: Option<String>,
+    /// Consumer group of indexers. Default `weir-<pipeline>-indexers`.
+    #[serde(default)]
+    pub indexer_group_id: Option<String>,
+    /// Longest a consumer may go between polls before the group drops it
+    /// (`max.poll.interval.ms`); longer than any document takes. Default 10 min.
+    #[serde(default = "KafkaConfig::default_max_poll_interval", with = "humantime_serde")]
+    pub max_poll_interval: Duration,
+    /// Largest message produced or fetched, in bytes. Default 10 MiB.
+    #[serde(default = "KafkaConfig::default_max_message_bytes")]
+    pub max_message_bytes: usize,
+    /// The source topic instead of `<pipeline>_source` (letters, digits, `.`, `_`, `-`).
+    #[serde(default)]
+    pub source_topic: Option<String>,
+    /// One fixed event topic instead of `<pipeline>_event_<run id>`: for
+    /// streaming only (no runner counting events), never with `weir run`.
+    #[serde(default)]
+    pub event_topic: Option<String>,
+    /// Partitions of the source, destination and fail topics that Weir
+    /// creates when they are missing. Unset: Weir creates none of them (the
+    /// broker may auto-create them with its default partition count).
+    #[serde(default)]
+    pub topic_partitions: Option<u32>,
+    /// Whether workers and indexers send lifecycle events. Default true.
+    #[serde(default = "KafkaConfig::default_events")]
+    pub events: bool,
+    /// librdkafka properties for every client (e.g. `security.protocol`, `sasl.*`, `ssl.*`).
+    #[serde(default)]
+    pub client: BTreeMap<String, String>,
+    /// librdkafka properties for producers only.
+    #[serde(default)]
+    pub producer: BTreeMap<String, String>,
+    /// librdkafka properties for consumers only.
+    #[serde(default)]
+    pub consumer: BTreeMap<String, String>,
+    /// librdkafka properties for the admin client only.
+    #[serde(default)]
+    pub admin: BTreeMap<String, String>,
+}
+
+impl KafkaConfig {
+    fn default_bootstrap_servers() -> String {
+        "127.0.0.1:9092".into()
+    }
+    fn default_max_poll_interval() -> Duration {
+        Duration::from_secs(600)
+    }
+    fn default_max_message_bytes() -> usize {
+        10 << 20
+    }
+    fn default_events() -> bool {
+        true
+    }
+
+    /// Settings with defaults for `bootstrap_servers`.
+    pub fn new(bootstrap_servers: impl Into<String>) -> Self {
+        Self {
+            bootstrap_servers: bootstrap_servers.into(),
+            worker_group_id: None,
+            indexer_group_id: None,
+            max_poll_interval: Self::default_max_poll_interval(),
+            max_message_bytes: Self::default_max_message_bytes(),
+            source_topic: None,
+            event_topic: None,
+            topic_partitions: None,
+            events: Self::default_events(),
+            client: BTreeMap::new(),
+            producer: BTreeMap::new(),
+            consumer: BTreeMap::new(),
+            admin: BTreeMap::new(),
+        }
+    }
+
+    /// Problems with these settings.
+    fn check(&self, errors: &mut Vec<ConfigError>) {
+        let safe = |t: &str| {
+            !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        };
+        for (key, topic) in [("kafka.source_topic", &self.source_topic), ("kafka.event_topic", &self.event_topic)] {
+            if let Some(topic) = topic
+                && !safe(topic)
+            {
+                errors.push(error(key, format!("`{topic}` may only hold letters, digits, `.`, `_` and `-`")));
+            }
+        }
+        if self.bootstrap_servers.trim().is_empty() {
+            errors.push(error("kafka.bootstrap_servers", "must name at least one broker"));
+        }
+        if self.topic_partitions == Some(0) {
+            errors.push(error("kafka.topic_partitions", "must be at least 1"));
+        }
+        if self.max_message_bytes < 1024 {
+            errors.push(error("kafka.max_message_bytes", "must be at least 1024"));
+        }
+    }
 }
 
 /// `[runner]`
@@ -487,6 +597,9 @@ impl Config {
             if value == 0 {
                 errors.push(error(name, "must be at least 1"));
             }
+        }
+        if let Some(kafka) = &self.kafka {
+            kafka.check(&mut errors);
         }
         for (location, spec) in self.plugins() {
             if !spec.path.is_file() {

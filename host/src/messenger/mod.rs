@@ -9,6 +9,7 @@
 //! synchronous WebAssembly, and a full queue blocks the sender (backpressure).
 //! Polls take a timeout so loops can check for shutdown between documents.
 
+pub mod kafka;
 pub mod local;
 pub mod recording;
 
@@ -91,11 +92,13 @@ pub trait IndexerMessenger: Send {
     fn batch_complete(&mut self, batch: &[Document]) -> Result<(), MessengerError>;
 }
 
-/// The ends of one pipeline's messengers, as the runner wires them.
+/// The ends of one pipeline's messengers, as the runner wires them. Where
+/// workers and the indexer are separate processes (Kafka mode), the runner
+/// gets only the publisher end.
 pub struct MessengerParts {
     pub publisher: Box<dyn PublisherMessenger>,
     pub workers: Vec<Box<dyn WorkerMessenger>>,
-    pub indexer: Box<dyn IndexerMessenger>,
+    pub indexer: Option<Box<dyn IndexerMessenger>>,
 }
 
 impl std::fmt::Debug for MessengerParts {
@@ -109,8 +112,8 @@ impl std::fmt::Debug for MessengerParts {
 /// Makes the messengers for one connector's pipeline. Local mode uses
 /// [`LocalMessengers`]; tests use [`recording`]; Kafka mode its own.
 pub trait MessengerFactory: Send + Sync {
-    /// Messengers for `pipeline`, with `workers` worker ends.
-    fn create(&self, pipeline: &str, workers: usize) -> Result<MessengerParts, MessengerError>;
+    /// Messengers for `pipeline` in run `run_id`, with `workers` worker ends.
+    fn create(&self, pipeline: &str, workers: usize, run_id: &str) -> Result<MessengerParts, MessengerError>;
 }
 
 /// In-memory queues of a given capacity.
@@ -120,7 +123,7 @@ pub struct LocalMessengers {
 }
 
 impl MessengerFactory for LocalMessengers {
-    fn create(&self, _pipeline: &str, workers: usize) -> Result<MessengerParts, MessengerError> {
+    fn create(&self, _pipeline: &str, workers: usize, _run_id: &str) -> Result<MessengerParts, MessengerError> {
         let local = local::LocalMessenger::new(self.capacity).into_parts(workers);
         Ok(MessengerParts {
             publisher: Box::new(local.publisher),
@@ -129,7 +132,7 @@ impl MessengerFactory for LocalMessengers {
                 .into_iter()
                 .map(|w| Box::new(w) as Box<dyn WorkerMessenger>)
                 .collect(),
-            indexer: Box::new(local.indexer),
+            indexer: Some(Box::new(local.indexer)),
         })
     }
 }

@@ -73,7 +73,7 @@ impl RecordingMessengers {
 }
 
 impl MessengerFactory for RecordingMessengers {
-    fn create(&self, _pipeline: &str, workers: usize) -> Result<MessengerParts, MessengerError> {
+    fn create(&self, _pipeline: &str, workers: usize, _run_id: &str) -> Result<MessengerParts, MessengerError> {
         let local = LocalMessenger::new(self.capacity).into_parts(workers);
         let wrap = |recording: &Arc<Recording>| Arc::clone(recording);
         Ok(MessengerParts {
@@ -91,10 +91,10 @@ impl MessengerFactory for RecordingMessengers {
                     }) as Box<dyn WorkerMessenger>
                 })
                 .collect(),
-            indexer: Box::new(Recorder {
+            indexer: Some(Box::new(Recorder {
                 inner: local.indexer,
                 recording: wrap(&self.recording),
-            }),
+            })),
         })
     }
 }

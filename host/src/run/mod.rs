@@ -9,7 +9,10 @@
 
 mod indexer;
 mod publisher;
+mod serve;
 mod worker;
+
+pub use serve::Shutdown;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -105,6 +108,45 @@ pub struct LoadedPlugins {
     pipelines: HashMap<String, Vec<StagePlugin>>,
     /// Keyed by where the indexer sits in the config (`indexer`, `pipelines.p.indexer`).
     indexers: HashMap<String, IndexerPlugin>,
+}
+
+/// One worker's stage instances for `pipeline`, every one started.
+pub(crate) fn start_stages(plugins: &LoadedPlugins, pipeline: &str) -> Result<Vec<StageSlot>, String> {
+    plugins
+        .pipelines
+        .get(pipeline)
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .map(|p| p.instantiate().map(|i| StageSlot::new(pipeline, p.name(), i)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("error starting workers for pipeline `{pipeline}`: {e}"))
+}
+
+/// An indexer plugin instance that started and connected.
+pub(crate) struct StartedIndexer {
+    plugin: Arc<str>,
+    instance: crate::plugin::IndexerInstance,
+    config: crate::config::IndexerConfig,
+}
+
+impl StartedIndexer {
+    pub(crate) fn into_loop(
+        self,
+        pipeline: Arc<str>,
+        messenger: Box<dyn crate::messenger::IndexerMessenger>,
+        stats: Arc<RunStats>,
+        abort: Abort,
+    ) -> IndexerLoop {
+        IndexerLoop {
+            pipeline,
+            plugin: self.plugin,
+            instance: self.instance,
+            messenger,
+            config: self.config,
+            stats,
+            abort,
+        }
+    }
 }
 
 /// What one connector's lifecycle steps share.
@@ -343,51 +385,22 @@ impl Runner {
             publisher,
             workers: worker_messengers,
             indexer: indexer_messenger,
-        } = self.messengers.create(&c.pipeline, threads).map_err(|e| {
-            format!(
-                "cannot set up messengers for pipeline `{}`: {e}",
-                c.pipeline
-            )
-        })?;
+        } = self
+            .messengers
+            .create(&c.pipeline, threads, run_id)
+            .map_err(|e| format!("cannot set up messengers for pipeline `{}`: {e}", c.pipeline))?;
         let publisher: Arc<dyn PublisherMessenger> = Arc::from(publisher);
 
-        // The indexer first: no document is processed if it cannot connect.
-        let (location, indexer_config) = self
-            .config
-            .indexer_for(&c.pipeline)
-            .ok_or_else(|| format!("pipeline `{}` has no indexer", c.pipeline))?;
-        let indexer_plugin = plugins
-            .indexers
-            .get(&location)
-            .ok_or_else(|| format!("indexer `{location}` was not loaded"))?;
-        let mut indexer = indexer_plugin
-            .instantiate()
-            .map_err(|e| format!("the indexer could not start: {e}"))?;
-        if let Err(e) = indexer.validate_connection() {
-            if let Err(close) = indexer.close() {
-                tracing::warn!(error = %close, "indexer close failed");
-            }
-            return Err(format!("the indexer could not connect: {e}"));
-        }
-
+        // The indexer first (where it runs in this process): no document is
+        // processed if it cannot connect.
+        let indexer = match indexer_messenger {
+            Some(messenger) => Some((self.start_indexer(plugins, &c.pipeline)?, messenger)),
+            None => None,
+        };
         // Then every worker's stages: a stage that cannot start stops the run.
-        let stage_plugins = plugins
-            .pipelines
-            .get(&c.pipeline)
-            .map_or(&[][..], Vec::as_slice);
-        let mut workers = Vec::with_capacity(threads);
+        let mut workers = Vec::with_capacity(worker_messengers.len());
         for messenger in worker_messengers {
-            let stages = stage_plugins
-                .iter()
-                .map(|p| {
-                    p.instantiate()
-                        .map(|i| StageSlot::new(&c.pipeline, p.name(), i))
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| {
-                    format!("error starting workers for pipeline `{}`: {e}", c.pipeline)
-                })?;
-            workers.push((stages, messenger));
+            workers.push((start_stages(plugins, &c.pipeline)?, messenger));
         }
 
         let mut connector = plugins
@@ -400,18 +413,15 @@ impl Runner {
         let abort = Abort::default();
         let pipeline: Arc<str> = Arc::from(c.pipeline.as_str());
         thread::scope(|scope| {
-            let indexer_thread = {
-                let indexer_loop = IndexerLoop {
-                    pipeline: Arc::clone(&pipeline),
-                    plugin: Arc::from(indexer_plugin.name()),
-                    instance: indexer,
-                    messenger: indexer_messenger,
-                    config: indexer_config.clone(),
-                    stats: Arc::clone(&self.stats),
-                    abort: abort.clone(),
-                };
+            let indexer_thread = indexer.map(|(started, messenger)| {
+                let indexer_loop = started.into_loop(
+                    Arc::clone(&pipeline),
+                    messenger,
+                    Arc::clone(&self.stats),
+                    abort.clone(),
+                );
                 spawn_in_span(scope, "weir-indexer", move || indexer_loop.run())
-            };
+            });
             let worker_threads: Vec<_> = workers
                 .into_iter()
                 .enumerate()
@@ -449,10 +459,40 @@ impl Runner {
                     abort.trigger("a worker thread panicked");
                 }
             }
-            if indexer_thread.join().is_err() {
+            if indexer_thread.is_some_and(|t| t.join().is_err()) {
                 abort.trigger("the indexer thread panicked");
             }
             outcome.and_then(|()| abort.reason().map_or(Ok(()), |r| Err(r.to_owned())))
+        })
+    }
+
+    /// The indexer of `pipeline`, started and connected.
+    pub(crate) fn start_indexer(
+        &self,
+        plugins: &LoadedPlugins,
+        pipeline: &str,
+    ) -> Result<StartedIndexer, String> {
+        let (location, config) = self
+            .config
+            .indexer_for(pipeline)
+            .ok_or_else(|| format!("pipeline `{pipeline}` has no indexer"))?;
+        let plugin = plugins
+            .indexers
+            .get(&location)
+            .ok_or_else(|| format!("indexer `{location}` was not loaded"))?;
+        let mut instance = plugin
+            .instantiate()
+            .map_err(|e| format!("the indexer could not start: {e}"))?;
+        if let Err(e) = instance.validate_connection() {
+            if let Err(close) = instance.close() {
+                tracing::warn!(error = %close, "indexer close failed");
+            }
+            return Err(format!("the indexer could not connect: {e}"));
+        }
+        Ok(StartedIndexer {
+            plugin: Arc::from(plugin.name()),
+            instance,
+            config: config.clone(),
         })
     }
 

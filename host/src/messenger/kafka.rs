@@ -1,0 +1,888 @@
+//! Kafka messengers: the only part of Weir that knows rdkafka.
+//!
+//! Topics, per pipeline: `<pipeline>_source` (publisher -> workers, keyed by
+//! document id), `<pipeline>_dest` (workers -> indexers, keyed by id),
+//! `<pipeline>_fail` (dead letters, with headers saying why), and
+//! `<pipeline>_event_<run id>` (one partition, created by the runner).
+//!
+//! The guarantee is at-least-once with per-id order:
+//!
+//! - A worker stores a source offset only when the document is processed and
+//!   every message it caused (outputs, dead letters, events) is acknowledged
+//!   by the broker, and only up to the highest offset below which every record
+//!   is complete. It polls many records and produces asynchronously; nothing
+//!   waits on a single send.
+//! - An indexer commits a batch's offsets only after the batch is indexed (or
+//!   its failures dead-lettered) and its events delivered.
+//! - On a rebalance, offsets are committed for completed work only.
+//! - Ids are message keys at every hop, so one id stays on one partition, read
+//!   by one consumer, in order.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rdkafka::ClientContext;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, Message, OwnedHeaders};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+
+use super::{
+    Failure, IndexerMessenger, MessengerError, MessengerFactory, MessengerParts, Polled,
+    PublisherMessenger, WorkerMessenger,
+};
+use crate::config::KafkaConfig;
+use crate::document::Document;
+use crate::event::Event;
+
+fn transport(e: impl std::fmt::Display) -> MessengerError {
+    MessengerError::Transport(e.to_string())
+}
+
+/// Topic names and client settings for one pipeline.
+#[derive(Debug, Clone)]
+pub struct KafkaTopics {
+    config: KafkaConfig,
+    pipeline: String,
+}
+
+impl KafkaTopics {
+    pub fn new(config: KafkaConfig, pipeline: &str) -> Self {
+        Self {
+            config,
+            pipeline: pipeline.to_owned(),
+        }
+    }
+
+    pub fn source(&self) -> String {
+        self.config
+            .source_topic
+            .clone()
+            .unwrap_or_else(|| format!("{}_source", self.pipeline))
+    }
+
+    pub fn dest(&self) -> String {
+        format!("{}_dest", self.pipeline)
+    }
+
+    pub fn fail(&self) -> String {
+        format!("{}_fail", self.pipeline)
+    }
+
+    /// Where events about documents of `run_id` go, if anywhere.
+    pub fn events(&self, run_id: Option<&str>) -> Option<String> {
+        if !self.config.events {
+            return None;
+        }
+        match (&self.config.event_topic, run_id) {
+            (Some(fixed), _) => Some(fixed.clone()),
+            (None, Some(run_id)) => Some(format!("{}_event_{run_id}", self.pipeline)),
+            (None, None) => None,
+        }
+    }
+
+    fn client(&self, role: &BTreeMap<String, String>) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", &self.config.bootstrap_servers);
+        for (k, v) in self.config.client.iter().chain(role) {
+            c.set(k, v);
+        }
+        c
+    }
+
+    fn producer_config(&self) -> ClientConfig {
+        let mut c = self.client(&BTreeMap::new());
+        c.set("message.max.bytes", self.config.max_message_bytes.to_string())
+            .set("linger.ms", "5")
+            .set("enable.idempotence", "true")
+            .set("client.id", format!("weir-{}-{}", self.pipeline, std::process::id()));
+        for (k, v) in &self.config.producer {
+            c.set(k, v);
+        }
+        c
+    }
+
+    fn consumer_config(&self, group: &str) -> ClientConfig {
+        let mut c = self.client(&BTreeMap::new());
+        c.set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("auto.offset.reset", "earliest")
+            .set("enable.partition.eof", "false")
+            .set("fetch.message.max.bytes", self.config.max_message_bytes.to_string())
+            .set("max.poll.interval.ms", self.config.max_poll_interval.as_millis().to_string())
+            .set("session.timeout.ms", "10000")
+            // Notice topics created after subscribing within seconds, not minutes.
+            .set("topic.metadata.refresh.interval.ms", "5000")
+            .set("client.id", format!("weir-{}-{}", self.pipeline, std::process::id()));
+        for (k, v) in &self.config.consumer {
+            c.set(k, v);
+        }
+        c
+    }
+
+    pub fn worker_group(&self) -> String {
+        self.config
+            .worker_group_id
+            .clone()
+            .unwrap_or_else(|| format!("weir-{}-workers", self.pipeline))
+    }
+
+    pub fn indexer_group(&self) -> String {
+        self.config
+            .indexer_group_id
+            .clone()
+            .unwrap_or_else(|| format!("weir-{}-indexers", self.pipeline))
+    }
+
+    /// Create `topic` with `partitions` partitions unless it exists.
+    pub fn create_topic(&self, topic: &str, partitions: i32) -> Result<(), MessengerError> {
+        let admin: AdminClient<DefaultClientContext> =
+            self.client(&self.config.admin).create().map_err(transport)?;
+        let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+        let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+        let results = futures_executor::block_on(admin.create_topics([&new], &options)).map_err(transport)?;
+        for result in results {
+            match result {
+                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((name, code)) => return Err(transport(format!("cannot create topic {name}: {code}"))),
+            }
+        }
+        Ok(())
+    }
+
+    /// Create the pipeline's source, destination and fail topics with
+    /// `kafka.topic_partitions` partitions where they are missing; without
+    /// that setting, leave topics to the cluster's administrators.
+    pub fn ensure_pipeline_topics(&self) -> Result<(), MessengerError> {
+        let Some(partitions) = self.config.topic_partitions else {
+            return Ok(());
+        };
+        let partitions = i32::try_from(partitions).map_err(transport)?;
+        for topic in [self.source(), self.dest(), self.fail()] {
+            self.create_topic(&topic, partitions)?;
+        }
+        Ok(())
+    }
+
+    /// How many partitions `topic` has, if it exists.
+    pub fn partitions(&self, topic: &str) -> Result<Option<usize>, MessengerError> {
+        let consumer: BaseConsumer = self.client(&self.config.consumer).create().map_err(transport)?;
+        let metadata = consumer
+            .fetch_metadata(Some(topic), Duration::from_secs(10))
+            .map_err(transport)?;
+        Ok(metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic && t.error().is_none())
+            .map(|t| t.partitions().len()))
+    }
+}
+
+/// A poll's error: transient ones (a topic not created yet, a broker
+/// restarting) are logged and the poll counts as idle; fatal ones stop.
+fn poll_error(e: KafkaError) -> Result<(), MessengerError> {
+    match e {
+        KafkaError::MessageConsumption(code) => {
+            tracing::warn!(error = %code, "Kafka consumer reported an error; continuing");
+            std::thread::sleep(Duration::from_millis(100));
+            Ok(())
+        }
+        fatal => Err(transport(fatal)),
+    }
+}
+
+fn document_from(payload: Option<&[u8]>) -> Result<Document, String> {
+    let text = std::str::from_utf8(payload.unwrap_or_default()).map_err(|e| e.to_string())?;
+    Document::from_json_str(text).map_err(|e| e.to_string())
+}
+
+fn millis_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+// ---- delivery tracking ----
+
+/// What one source record still waits for.
+#[derive(Debug, Default)]
+struct RecordState {
+    outstanding: u32,
+    processed: bool,
+}
+
+/// Per partition: records not yet complete, and the highest completed offset.
+#[derive(Debug, Default)]
+struct PartitionTrack {
+    pending: BTreeMap<i64, RecordState>,
+    highest_done: Option<i64>,
+}
+
+impl PartitionTrack {
+    /// The next offset to commit: everything below it is complete.
+    fn committable(&self) -> Option<i64> {
+        match self.pending.first_key_value() {
+            Some((&first, _)) => Some(first),
+            None => self.highest_done.map(|o| o + 1),
+        }
+    }
+
+    fn finish_if_complete(&mut self, offset: i64) {
+        if let Some(state) = self.pending.get(&offset)
+            && state.processed
+            && state.outstanding == 0
+        {
+            self.pending.remove(&offset);
+            self.highest_done = Some(self.highest_done.map_or(offset, |h| h.max(offset)));
+        }
+    }
+}
+
+/// Source records in flight, and the first delivery failure (after which no
+/// offset may move again: the process must stop and let Kafka redeliver).
+#[derive(Debug, Default)]
+struct Tracker {
+    partitions: HashMap<i32, PartitionTrack>,
+    failure: Option<String>,
+}
+
+/// Shared between a messenger and its producer's delivery callbacks.
+#[derive(Debug, Default)]
+struct Shared {
+    tracker: Mutex<Tracker>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tracker> {
+        self.tracker.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wait until no message of `partitions` (all when `None`) is in flight.
+    fn wait_delivered(&self, partitions: Option<&[i32]>, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut tracker = self.lock();
+        loop {
+            let busy = tracker.partitions.iter().any(|(p, track)| {
+                partitions.is_none_or(|ps| ps.contains(p)) && track.pending.values().any(|r| r.outstanding > 0)
+            });
+            if !busy || tracker.failure.is_some() {
+                return !busy;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            tracker = self
+                .changed
+                .wait_timeout(tracker, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
+/// Which source record a produced message belongs to, if any.
+#[derive(Debug, Clone, Copy)]
+struct Origin {
+    partition: i32,
+    offset: i64,
+}
+
+/// Producer callbacks: record acknowledgements against their source records.
+struct Deliveries(Arc<Shared>);
+
+impl ClientContext for Deliveries {}
+
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = Box<Option<Origin>>;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, origin: Self::DeliveryOpaque) {
+        let mut tracker = self.0.lock();
+        if let Err((e, message)) = result {
+            let failure = format!("delivery to {} failed: {e}", message.topic());
+            tracing::error!("{failure}");
+            tracker.failure.get_or_insert(failure);
+        }
+        if let Some(origin) = *origin
+            && let Some(track) = tracker.partitions.get_mut(&origin.partition)
+            && let Some(state) = track.pending.get_mut(&origin.offset)
+        {
+            state.outstanding = state.outstanding.saturating_sub(1);
+            track.finish_if_complete(origin.offset);
+        }
+        drop(tracker);
+        self.0.changed.notify_all();
+    }
+}
+
+/// Produce `payload`, waiting for room in the producer's queue.
+fn produce(
+    producer: &ThreadedProducer<Deliveries>,
+    topic: &str,
+    key: &str,
+    payload: &[u8],
+    headers: Option<OwnedHeaders>,
+    origin: Option<Origin>,
+) -> Result<(), MessengerError> {
+    let mut record = BaseRecord::with_opaque_to(topic, Box::new(origin)).key(key).payload(payload);
+    if let Some(headers) = headers {
+        record = record.headers(headers);
+    }
+    loop {
+        match producer.send(record) {
+            Ok(()) => return Ok(()),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                record = back;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err((e, _)) => return Err(transport(format!("cannot produce to {topic}: {e}"))),
+        }
+    }
+}
+
+fn dead_letter_headers(failure: &Failure, source: Option<(&str, i32, i64)>) -> OwnedHeaders {
+    let attempts = failure.attempts.to_string();
+    let time = millis_now().to_string();
+    let mut headers = OwnedHeaders::new()
+        .insert(Header { key: "weir.error", value: Some(failure.message.as_bytes()) })
+        .insert(Header { key: "weir.plugin", value: Some(failure.plugin.as_bytes()) })
+        .insert(Header { key: "weir.attempts", value: Some(attempts.as_bytes()) })
+        .insert(Header { key: "weir.time_ms", value: Some(time.as_bytes()) });
+    if let Some((topic, partition, offset)) = source {
+        let (partition, offset) = (partition.to_string(), offset.to_string());
+        headers = headers
+            .insert(Header { key: "weir.source_topic", value: Some(topic.as_bytes()) })
+            .insert(Header { key: "weir.source_partition", value: Some(partition.as_bytes()) })
+            .insert(Header { key: "weir.source_offset", value: Some(offset.as_bytes()) });
+    }
+    headers
+}
+
+// ---- worker ----
+
+/// Commits completed work when partitions are revoked.
+struct WorkerRebalance {
+    shared: Arc<Shared>,
+    topic: String,
+}
+
+impl ClientContext for WorkerRebalance {}
+
+impl ConsumerContext for WorkerRebalance {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(revoked) = rebalance {
+            let partitions: Vec<i32> = revoked.elements().iter().map(|e| e.partition()).collect();
+            if !self.shared.wait_delivered(Some(&partitions), Duration::from_secs(30)) {
+                tracing::warn!("revoking partitions with deliveries still in flight; their records will be redelivered");
+            }
+            let mut tracker = self.shared.lock();
+            let tpl = committable_list(&tracker, &self.topic, Some(&partitions));
+            for p in &partitions {
+                tracker.partitions.remove(p);
+            }
+            drop(tracker);
+            if tpl.count() > 0
+                && let Err(e) = consumer.commit(&tpl, CommitMode::Sync)
+            {
+                tracing::warn!(error = %e, "commit on revoke failed; records will be redelivered");
+            }
+        }
+    }
+}
+
+/// Offsets to commit: for each tracked partition (or those listed), the
+/// offset below which every record is complete. Nothing after a delivery failure.
+fn committable_list(tracker: &Tracker, topic: &str, only: Option<&[i32]>) -> TopicPartitionList {
+    let mut tpl = TopicPartitionList::new();
+    if tracker.failure.is_some() {
+        return tpl;
+    }
+    for (&partition, track) in &tracker.partitions {
+        if only.is_some_and(|ps| !ps.contains(&partition)) {
+            continue;
+        }
+        if let Some(offset) = track.committable() {
+            let _ = tpl.add_partition_offset(topic, partition, Offset::Offset(offset));
+        }
+    }
+    tpl
+}
+
+/// A worker's messenger: consumes the source topic in the workers' group.
+pub struct KafkaWorkerMessenger {
+    topics: KafkaTopics,
+    source: String,
+    consumer: BaseConsumer<WorkerRebalance>,
+    producer: ThreadedProducer<Deliveries>,
+    shared: Arc<Shared>,
+    current: Option<Origin>,
+    last_commit: Instant,
+    committed: HashMap<i32, i64>,
+}
+
+impl std::fmt::Debug for KafkaWorkerMessenger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaWorkerMessenger").field("source", &self.source).finish_non_exhaustive()
+    }
+}
+
+/// How often a worker commits stored progress.
+const COMMIT_INTERVAL: Duration = Duration::from_millis(500);
+
+impl KafkaWorkerMessenger {
+    pub fn new(topics: KafkaTopics) -> Result<Self, MessengerError> {
+        let shared = Arc::new(Shared::default());
+        let source = topics.source();
+        let consumer: BaseConsumer<WorkerRebalance> = topics
+            .consumer_config(&topics.worker_group())
+            .create_with_context(WorkerRebalance {
+                shared: Arc::clone(&shared),
+                topic: source.clone(),
+            })
+            .map_err(transport)?;
+        consumer.subscribe(&[&source]).map_err(transport)?;
+        let producer = topics
+            .producer_config()
+            .create_with_context(Deliveries(Arc::clone(&shared)))
+            .map_err(transport)?;
+        Ok(Self {
+            topics,
+            source,
+            consumer,
+            producer,
+            shared,
+            current: None,
+            last_commit: Instant::now(),
+            committed: HashMap::new(),
+        })
+    }
+
+    fn produce_for_current(
+        &mut self,
+        topic: &str,
+        key: &str,
+        payload: &[u8],
+        headers: Option<OwnedHeaders>,
+    ) -> Result<(), MessengerError> {
+        if let Some(origin) = self.current
+            && let Some(state) = self
+                .shared
+                .lock()
+                .partitions
+                .get_mut(&origin.partition)
+                .and_then(|t| t.pending.get_mut(&origin.offset))
+        {
+            state.outstanding += 1;
+        }
+        produce(&self.producer, topic, key, payload, headers, self.current)
+    }
+
+    fn commit(&mut self, force: bool) -> Result<(), MessengerError> {
+        if !force && self.last_commit.elapsed() < COMMIT_INTERVAL {
+            return Ok(());
+        }
+        self.last_commit = Instant::now();
+        let tracker = self.shared.lock();
+        if let Some(failure) = &tracker.failure {
+            return Err(transport(failure));
+        }
+        let mut tpl = TopicPartitionList::new();
+        for (&partition, track) in &tracker.partitions {
+            if let Some(offset) = track.committable()
+                && self.committed.get(&partition) != Some(&offset)
+            {
+                let _ = tpl.add_partition_offset(&self.source, partition, Offset::Offset(offset));
+                self.committed.insert(partition, offset);
+            }
+        }
+        drop(tracker);
+        if tpl.count() > 0 {
+            self.consumer.commit(&tpl, CommitMode::Async).map_err(transport)?;
+        }
+        Ok(())
+    }
+}
+
+impl WorkerMessenger for KafkaWorkerMessenger {
+    fn poll_doc_to_process(&mut self, timeout: Duration) -> Result<Polled<Document>, MessengerError> {
+        loop {
+            let Some(message) = self.consumer.poll(timeout) else {
+                self.commit(false)?;
+                return Ok(Polled::Idle);
+            };
+            let message = match message {
+                Ok(message) => message,
+                Err(e) => {
+                    poll_error(e)?;
+                    return Ok(Polled::Idle);
+                }
+            };
+            let origin = Origin {
+                partition: message.partition(),
+                offset: message.offset(),
+            };
+            self.shared
+                .lock()
+                .partitions
+                .entry(origin.partition)
+                .or_default()
+                .pending
+                .insert(origin.offset, RecordState::default());
+            self.current = Some(origin);
+            match document_from(message.payload()) {
+                Ok(doc) => return Ok(Polled::Item(doc)),
+                Err(e) => {
+                    // Not a document: dead-letter the raw bytes, never drop them.
+                    let failure = Failure {
+                        plugin: "kafka".into(),
+                        message: format!("not a Weir document: {e}"),
+                        attempts: 1,
+                    };
+                    let headers = dead_letter_headers(&failure, Some((&self.source, origin.partition, origin.offset)));
+                    let key = message.key().map(|k| String::from_utf8_lossy(k).into_owned()).unwrap_or_default();
+                    let payload = message.payload().unwrap_or_default().to_vec();
+                    let fail = self.topics.fail();
+                    self.produce_for_current(&fail, &key, &payload, Some(headers))?;
+                    self.commit_pending_doc_offsets()?;
+                }
+            }
+        }
+    }
+
+    fn send_for_indexing(&mut self, doc: Document) -> Result<(), MessengerError> {
+        let dest = self.topics.dest();
+        self.produce_for_current(&dest, doc.id(), doc.to_json_string().as_bytes(), None)
+    }
+
+    fn send_failed(&mut self, doc: Document, failure: &Failure) -> Result<(), MessengerError> {
+        let headers = self
+            .current
+            .map(|o| dead_letter_headers(failure, Some((&self.source, o.partition, o.offset))))
+            .unwrap_or_else(|| dead_letter_headers(failure, None));
+        let fail = self.topics.fail();
+        self.produce_for_current(&fail, doc.id(), doc.to_json_string().as_bytes(), Some(headers))
+    }
+
+    fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
+        let Some(topic) = self.topics.events(event.run_id.as_deref()) else {
+            return Ok(());
+        };
+        let payload = serde_json::to_vec(&event).map_err(transport)?;
+        self.produce_for_current(&topic, &event.document_id, &payload, None)
+    }
+
+    fn commit_pending_doc_offsets(&mut self) -> Result<(), MessengerError> {
+        if let Some(origin) = self.current.take() {
+            let mut tracker = self.shared.lock();
+            if let Some(track) = tracker.partitions.get_mut(&origin.partition) {
+                if let Some(state) = track.pending.get_mut(&origin.offset) {
+                    state.processed = true;
+                }
+                track.finish_if_complete(origin.offset);
+            }
+        }
+        self.commit(false)
+    }
+}
+
+impl Drop for KafkaWorkerMessenger {
+    fn drop(&mut self) {
+        // Finish what was sent, commit what is complete, leave the group.
+        let _ = self.producer.flush(Duration::from_secs(30));
+        self.shared.wait_delivered(None, Duration::from_secs(30));
+        if let Err(e) = self.commit(true) {
+            tracing::warn!(error = %e, "final commit failed; records will be redelivered");
+        }
+        let tpl = committable_list(&self.shared.lock(), &self.source, None);
+        if tpl.count() > 0 {
+            let _ = self.consumer.commit(&tpl, CommitMode::Sync);
+        }
+        self.consumer.unsubscribe();
+    }
+}
+
+// ---- indexer ----
+
+/// An indexer's messenger: consumes the destination topic; commits a batch's
+/// offsets only once the batch is done and its events are delivered.
+pub struct KafkaIndexerMessenger {
+    topics: KafkaTopics,
+    dest: String,
+    consumer: BaseConsumer<IndexerRebalance>,
+    producer: ThreadedProducer<Deliveries>,
+    shared: Arc<Shared>,
+    /// Next offset to commit per partition, for documents polled so far.
+    polled: Arc<Mutex<HashMap<i32, i64>>>,
+    current: Option<(i32, i64)>,
+}
+
+impl std::fmt::Debug for KafkaIndexerMessenger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaIndexerMessenger").field("dest", &self.dest).finish_non_exhaustive()
+    }
+}
+
+/// On revocation the indexer forgets what it polled from those partitions:
+/// those documents are not committed and will be redelivered.
+struct IndexerRebalance {
+    polled: Arc<Mutex<HashMap<i32, i64>>>,
+}
+
+impl ClientContext for IndexerRebalance {}
+
+impl ConsumerContext for IndexerRebalance {
+    fn pre_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(revoked) = rebalance {
+            let mut polled = self.polled.lock().unwrap_or_else(PoisonError::into_inner);
+            for e in revoked.elements() {
+                polled.remove(&e.partition());
+            }
+        }
+    }
+}
+
+impl KafkaIndexerMessenger {
+    pub fn new(topics: KafkaTopics) -> Result<Self, MessengerError> {
+        let shared = Arc::new(Shared::default());
+        let polled = Arc::new(Mutex::new(HashMap::new()));
+        let dest = topics.dest();
+        let consumer: BaseConsumer<IndexerRebalance> = topics
+            .consumer_config(&topics.indexer_group())
+            .create_with_context(IndexerRebalance {
+                polled: Arc::clone(&polled),
+            })
+            .map_err(transport)?;
+        consumer.subscribe(&[&dest]).map_err(transport)?;
+        let producer = topics
+            .producer_config()
+            .create_with_context(Deliveries(Arc::clone(&shared)))
+            .map_err(transport)?;
+        Ok(Self {
+            topics,
+            dest,
+            consumer,
+            producer,
+            shared,
+            polled,
+            current: None,
+        })
+    }
+}
+
+impl IndexerMessenger for KafkaIndexerMessenger {
+    fn poll_doc_to_index(&mut self, timeout: Duration) -> Result<Polled<Document>, MessengerError> {
+        loop {
+            let Some(message) = self.consumer.poll(timeout) else {
+                return Ok(Polled::Idle);
+            };
+            let message = match message {
+                Ok(message) => message,
+                Err(e) => {
+                    poll_error(e)?;
+                    return Ok(Polled::Idle);
+                }
+            };
+            let (partition, offset) = (message.partition(), message.offset());
+            self.polled
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(partition, offset + 1);
+            self.current = Some((partition, offset));
+            match document_from(message.payload()) {
+                Ok(doc) => return Ok(Polled::Item(doc)),
+                Err(e) => {
+                    let failure = Failure {
+                        plugin: "kafka".into(),
+                        message: format!("not a Weir document: {e}"),
+                        attempts: 1,
+                    };
+                    let headers = dead_letter_headers(&failure, Some((&self.dest, partition, offset)));
+                    let key = message.key().map(|k| String::from_utf8_lossy(k).into_owned()).unwrap_or_default();
+                    let payload = message.payload().unwrap_or_default().to_vec();
+                    let fail = self.topics.fail();
+                    produce(&self.producer, &fail, &key, &payload, Some(headers), None)?;
+                }
+            }
+        }
+    }
+
+    fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
+        let Some(topic) = self.topics.events(event.run_id.as_deref()) else {
+            return Ok(());
+        };
+        let payload = serde_json::to_vec(&event).map_err(transport)?;
+        produce(&self.producer, &topic, &event.document_id, &payload, None, None)
+    }
+
+    fn send_failed(&mut self, doc: Document, failure: &Failure) -> Result<(), MessengerError> {
+        let headers = dead_letter_headers(failure, self.current.map(|(p, o)| (self.dest.as_str(), p, o)));
+        let fail = self.topics.fail();
+        produce(&self.producer, &fail, doc.id(), doc.to_json_string().as_bytes(), Some(headers), None)
+    }
+
+    fn batch_complete(&mut self, _batch: &[Document]) -> Result<(), MessengerError> {
+        // The indexer sends batches in poll order, so everything polled so far
+        // is done. Dead letters and events must be on the broker first.
+        self.producer.flush(Duration::from_secs(60)).map_err(transport)?;
+        if let Some(failure) = &self.shared.lock().failure {
+            return Err(transport(failure));
+        }
+        let polled = self.polled.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut tpl = TopicPartitionList::new();
+        for (partition, next) in polled {
+            let _ = tpl.add_partition_offset(&self.dest, partition, Offset::Offset(next));
+        }
+        if tpl.count() > 0 {
+            self.consumer.commit(&tpl, CommitMode::Sync).map_err(transport)?;
+        }
+        Ok(())
+    }
+}
+
+// ---- publisher ----
+
+/// The runner's messenger in Kafka mode: produces to the source topic and
+/// reads the run's event topic.
+pub struct KafkaPublisherMessenger {
+    source: String,
+    producer: ThreadedProducer<Deliveries>,
+    shared: Arc<Shared>,
+    events: BaseConsumer,
+}
+
+impl std::fmt::Debug for KafkaPublisherMessenger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaPublisherMessenger").field("source", &self.source).finish_non_exhaustive()
+    }
+}
+
+impl KafkaPublisherMessenger {
+    /// Creates the run's event topic (one partition) and reads it from the start.
+    pub fn new(topics: &KafkaTopics, run_id: &str) -> Result<Self, MessengerError> {
+        let event_topic = topics
+            .events(Some(run_id))
+            .ok_or_else(|| transport("a run needs events: set kafka.events = true"))?;
+        topics.create_topic(&event_topic, 1)?;
+        let shared = Arc::new(Shared::default());
+        let producer = topics
+            .producer_config()
+            .create_with_context(Deliveries(Arc::clone(&shared)))
+            .map_err(transport)?;
+        let mut config = topics.consumer_config(&format!("weir-runner-{run_id}"));
+        config.set("enable.auto.commit", "true");
+        let events: BaseConsumer = config.create().map_err(transport)?;
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&event_topic, 0, Offset::Beginning).map_err(transport)?;
+        events.assign(&tpl).map_err(transport)?;
+        Ok(Self {
+            source: topics.source(),
+            producer,
+            shared,
+            events,
+        })
+    }
+}
+
+impl PublisherMessenger for KafkaPublisherMessenger {
+    fn send_for_processing(&self, doc: Document, _timeout: Duration) -> Result<Option<Document>, MessengerError> {
+        produce(&self.producer, &self.source, doc.id(), doc.to_json_string().as_bytes(), None, None)?;
+        Ok(None)
+    }
+
+    fn poll_event(&self, timeout: Duration) -> Result<Polled<Event>, MessengerError> {
+        if let Some(failure) = &self.shared.lock().failure {
+            return Err(transport(failure));
+        }
+        match self.events.poll(timeout) {
+            None => Ok(Polled::Idle),
+            Some(Err(e)) => poll_error(e).map(|()| Polled::Idle),
+            Some(Ok(message)) => {
+                let event = serde_json::from_slice(message.payload().unwrap_or_default())
+                    .map_err(|e| transport(format!("bad event on {}: {e}", message.topic())))?;
+                Ok(Polled::Item(event))
+            }
+        }
+    }
+}
+
+impl Drop for KafkaPublisherMessenger {
+    fn drop(&mut self) {
+        let _ = self.producer.flush(Duration::from_secs(30));
+    }
+}
+
+/// The runner's messengers in Kafka mode: a publisher only; workers and
+/// indexers are separate processes.
+#[derive(Debug, Clone)]
+pub struct KafkaMessengers {
+    pub config: KafkaConfig,
+}
+
+impl MessengerFactory for KafkaMessengers {
+    fn create(&self, pipeline: &str, _workers: usize, run_id: &str) -> Result<MessengerParts, MessengerError> {
+        let topics = KafkaTopics::new(self.config.clone(), pipeline);
+        topics.ensure_pipeline_topics()?;
+        Ok(MessengerParts {
+            publisher: Box::new(KafkaPublisherMessenger::new(&topics, run_id)?),
+            workers: Vec::new(),
+            indexer: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_contiguously_complete_offsets_are_committable() {
+        let mut track = PartitionTrack::default();
+        for offset in 10..14 {
+            track.pending.insert(offset, RecordState::default());
+        }
+        assert_eq!(track.committable(), Some(10));
+        // 11 and 12 complete before 10: nothing moves.
+        for offset in [11, 12] {
+            track.pending.get_mut(&offset).expect("tracked").processed = true;
+            track.finish_if_complete(offset);
+        }
+        assert_eq!(track.committable(), Some(10));
+        // 10 has an output in flight: still nothing.
+        let state = track.pending.get_mut(&10).expect("tracked");
+        state.processed = true;
+        state.outstanding = 1;
+        track.finish_if_complete(10);
+        assert_eq!(track.committable(), Some(10));
+        track.pending.get_mut(&10).expect("tracked").outstanding = 0;
+        track.finish_if_complete(10);
+        assert_eq!(track.committable(), Some(13), "10..=12 done, 13 pending");
+        track.pending.get_mut(&13).expect("tracked").processed = true;
+        track.finish_if_complete(13);
+        assert_eq!(track.committable(), Some(14));
+    }
+
+    #[test]
+    fn topic_names_follow_the_pipeline() {
+        let mut config = KafkaConfig::new("127.0.0.1:9092");
+        let topics = KafkaTopics::new(config.clone(), "books");
+        assert_eq!(topics.source(), "books_source");
+        assert_eq!(topics.dest(), "books_dest");
+        assert_eq!(topics.fail(), "books_fail");
+        assert_eq!(topics.events(Some("r1")).as_deref(), Some("books_event_r1"));
+        assert_eq!(topics.events(None), None);
+        config.event_topic = Some("all_events".into());
+        config.source_topic = Some("incoming".into());
+        let topics = KafkaTopics::new(config.clone(), "books");
+        assert_eq!(topics.events(None).as_deref(), Some("all_events"));
+        assert_eq!(topics.source(), "incoming");
+        config.events = false;
+        assert_eq!(KafkaTopics::new(config, "books").events(Some("r1")), None);
+    }
+}
