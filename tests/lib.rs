@@ -94,3 +94,82 @@ pub fn config(toml: &str, base: &Path) -> weir::config::Config {
     weir::config::Config::parse(&with_plugins(toml), base, std::iter::empty())
         .unwrap_or_else(|e| panic!("test config does not parse: {e}"))
 }
+
+/// The Kafka broker the tests use: `WEIR_KAFKA_BOOTSTRAP` when set (CI starts
+/// the broker and sets it), else the one `tests/kafka/broker.sh` starts on
+/// 127.0.0.1:19092 (started here when it is not running). Tests that need
+/// Kafka fail, never skip, when there is none.
+pub fn kafka_bootstrap() -> &'static str {
+    static BOOTSTRAP: OnceLock<String> = OnceLock::new();
+    BOOTSTRAP.get_or_init(|| {
+        if let Ok(servers) = std::env::var("WEIR_KAFKA_BOOTSTRAP") {
+            return servers;
+        }
+        let script = repo_root().join("tests").join("kafka").join("broker.sh");
+        let status = Command::new("bash")
+            .arg(&script)
+            .arg("start")
+            .status()
+            .expect("cannot run tests/kafka/broker.sh");
+        assert!(
+            status.success(),
+            "tests/kafka/broker.sh start failed: no Kafka broker for the Kafka tests"
+        );
+        let port = std::env::var("WEIR_KAFKA_PORT").unwrap_or_else(|_| "19092".into());
+        format!("127.0.0.1:{port}")
+    })
+}
+
+/// A child process that is killed (SIGKILL) when dropped.
+#[derive(Debug)]
+pub struct Proc {
+    pub child: std::process::Child,
+    pub name: String,
+}
+
+impl Proc {
+    /// Start `program args...` with stdout and stderr in `log`.
+    pub fn start(
+        name: &str,
+        program: &Path,
+        args: &[&str],
+        envs: &[(&str, String)],
+        log: &Path,
+    ) -> Self {
+        let out = std::fs::File::create(log).expect("log file");
+        let err = out.try_clone().expect("log file");
+        let mut command = Command::new(program);
+        command.args(args).stdout(out).stderr(err);
+        for (k, v) in envs {
+            command.env(k, v);
+        }
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Self {
+            child,
+            name: name.to_owned(),
+        }
+    }
+
+    /// SIGKILL: the process gets no chance to clean up.
+    pub fn kill_hard(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then wait for a clean exit; returns whether it exited with 0.
+    pub fn stop(&mut self) -> bool {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        self.child.wait().map(|s| s.success()).unwrap_or(false)
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.kill_hard();
+        }
+    }
+}

@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::config::{Config, ConfigError, ConfigErrors, KafkaConfig};
-use crate::messenger::kafka::{KafkaIndexerMessenger, KafkaMessengers, KafkaTopics, KafkaWorkerMessenger};
+use crate::messenger::kafka::{
+    KafkaIndexerMessenger, KafkaMessengers, KafkaTopics, KafkaWorkerMessenger,
+};
 use crate::messenger::{LocalMessengers, WorkerMessenger};
 use crate::plugin::{PluginRuntime, RuntimeOptions, default_cache_dir};
 use crate::run::{RunResult, RunStatus, Runner, Shutdown, new_run_id};
@@ -169,7 +171,9 @@ fn prepare_kafka(path: &Path) -> anyhow::Result<Option<(Runner, KafkaConfig)>> {
         return Ok(None);
     };
     let runtime = runtime_for(&config)?;
-    let messengers = Arc::new(KafkaMessengers { config: kafka.clone() });
+    let messengers = Arc::new(KafkaMessengers {
+        config: kafka.clone(),
+    });
     Ok(Some((Runner::new(config, runtime, messengers), kafka)))
 }
 
@@ -188,18 +192,31 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
         Ok(plugins) => plugins,
         Err(errors) => return Ok(report_invalid(path, &errors)),
     };
-    let pipelines: Vec<&str> = runner.config().pipelines.iter().map(|p| p.name.as_str()).collect();
+    let pipelines: Vec<&str> = runner
+        .config()
+        .pipelines
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
     let pipeline = match (pipeline, pipelines.as_slice()) {
         (Some(p), _) if pipelines.contains(&p.as_str()) => p,
-        (Some(p), _) => anyhow::bail!("no pipeline is named `{p}` (the config has: {})", pipelines.join(", ")),
+        (Some(p), _) => anyhow::bail!(
+            "no pipeline is named `{p}` (the config has: {})",
+            pipelines.join(", ")
+        ),
         (None, [only]) => (*only).to_owned(),
-        (None, _) => anyhow::bail!("name the pipeline to serve: one of {}", pipelines.join(", ")),
+        (None, _) => anyhow::bail!(
+            "name the pipeline to serve: one of {}",
+            pipelines.join(", ")
+        ),
     };
     let shutdown = Shutdown::default();
     let handler = shutdown.clone();
     ctrlc::set_handler(move || handler.trigger()).context("cannot install the signal handler")?;
     let topics = KafkaTopics::new(kafka, &pipeline);
-    topics.ensure_pipeline_topics().context("cannot create the pipeline's topics")?;
+    topics
+        .ensure_pipeline_topics()
+        .context("cannot create the pipeline's topics")?;
     let result = match role {
         Role::Worker => {
             let threads = runner.config().worker.threads;
@@ -220,14 +237,18 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
                 Err(e) => tracing::warn!(error = %e, "cannot read the source topic's partitions"),
             }
             let messengers = (0..threads)
-                .map(|_| KafkaWorkerMessenger::new(topics.clone()).map(|m| Box::new(m) as Box<dyn WorkerMessenger>))
+                .map(|_| {
+                    KafkaWorkerMessenger::new(topics.clone())
+                        .map(|m| Box::new(m) as Box<dyn WorkerMessenger>)
+                })
                 .collect::<Result<Vec<_>, _>>()
                 .context("cannot connect to Kafka")?;
             tracing::info!(pipeline = %pipeline, threads, topic = %source, "worker serving");
             runner.serve_workers(&plugins, &pipeline, messengers, &shutdown)
         }
         Role::Indexer => {
-            let messenger = KafkaIndexerMessenger::new(topics.clone()).context("cannot connect to Kafka")?;
+            let messenger =
+                KafkaIndexerMessenger::new(topics.clone()).context("cannot connect to Kafka")?;
             tracing::info!(pipeline = %pipeline, topic = %topics.dest(), "indexer serving");
             runner.serve_indexer(&plugins, &pipeline, Box::new(messenger), &shutdown)
         }

@@ -80,7 +80,10 @@ pub struct KafkaConfig {
     pub indexer_group_id: Option<String>,
     /// Longest a consumer may go between polls before the group drops it
     /// (`max.poll.interval.ms`); longer than any document takes. Default 10 min.
-    #[serde(default = "KafkaConfig::default_max_poll_interval", with = "humantime_serde")]
+    #[serde(
+        default = "KafkaConfig::default_max_poll_interval",
+        with = "humantime_serde"
+    )]
     pub max_poll_interval: Duration,
     /// Largest message produced or fetched, in bytes. Default 10 MiB.
     #[serde(default = "KafkaConfig::default_max_message_bytes")]
@@ -150,17 +153,28 @@ impl KafkaConfig {
     /// Problems with these settings.
     fn check(&self, errors: &mut Vec<ConfigError>) {
         let safe = |t: &str| {
-            !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+            !t.is_empty()
+                && t.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
         };
-        for (key, topic) in [("kafka.source_topic", &self.source_topic), ("kafka.event_topic", &self.event_topic)] {
+        for (key, topic) in [
+            ("kafka.source_topic", &self.source_topic),
+            ("kafka.event_topic", &self.event_topic),
+        ] {
             if let Some(topic) = topic
                 && !safe(topic)
             {
-                errors.push(error(key, format!("`{topic}` may only hold letters, digits, `.`, `_` and `-`")));
+                errors.push(error(
+                    key,
+                    format!("`{topic}` may only hold letters, digits, `.`, `_` and `-`"),
+                ));
             }
         }
         if self.bootstrap_servers.trim().is_empty() {
-            errors.push(error("kafka.bootstrap_servers", "must name at least one broker"));
+            errors.push(error(
+                "kafka.bootstrap_servers",
+                "must name at least one broker",
+            ));
         }
         if self.topic_partitions == Some(0) {
             errors.push(error("kafka.topic_partitions", "must be at least 1"));

@@ -439,14 +439,10 @@ fn children_and_drops_are_accounted_and_indexed() {
 /// The batches the test indexer saw: sizes in the order they were sent.
 fn batch_sizes(record: &Path) -> Vec<usize> {
     let text = std::fs::read_to_string(record).expect("record file");
-    let mut sizes: Vec<(u32, usize)> = Vec::new();
+    let mut sizes: Vec<(u64, usize)> = Vec::new();
     for line in text.lines() {
-        let batch: u32 = line
-            .split_whitespace()
-            .next()
-            .expect("batch")
-            .parse()
-            .expect("number");
+        let record: serde_json::Value = serde_json::from_str(line).expect("record line");
+        let batch = record["batch"].as_u64().expect("batch number");
         match sizes.last_mut() {
             Some((b, n)) if *b == batch => *n += 1,
             _ => sizes.push((batch, 1)),

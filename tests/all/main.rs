@@ -5,6 +5,7 @@
 mod cache;
 mod cli;
 mod connector_indexer;
+mod kafka;
 mod local_run;
 mod sandbox;
 mod stages;

@@ -97,10 +97,16 @@ impl KafkaTopics {
 
     fn producer_config(&self) -> ClientConfig {
         let mut c = self.client(&BTreeMap::new());
-        c.set("message.max.bytes", self.config.max_message_bytes.to_string())
-            .set("linger.ms", "5")
-            .set("enable.idempotence", "true")
-            .set("client.id", format!("weir-{}-{}", self.pipeline, std::process::id()));
+        c.set(
+            "message.max.bytes",
+            self.config.max_message_bytes.to_string(),
+        )
+        .set("linger.ms", "5")
+        .set("enable.idempotence", "true")
+        .set(
+            "client.id",
+            format!("weir-{}-{}", self.pipeline, std::process::id()),
+        );
         for (k, v) in &self.config.producer {
             c.set(k, v);
         }
@@ -114,12 +120,21 @@ impl KafkaTopics {
             .set("enable.auto.offset.store", "false")
             .set("auto.offset.reset", "earliest")
             .set("enable.partition.eof", "false")
-            .set("fetch.message.max.bytes", self.config.max_message_bytes.to_string())
-            .set("max.poll.interval.ms", self.config.max_poll_interval.as_millis().to_string())
+            .set(
+                "fetch.message.max.bytes",
+                self.config.max_message_bytes.to_string(),
+            )
+            .set(
+                "max.poll.interval.ms",
+                self.config.max_poll_interval.as_millis().to_string(),
+            )
             .set("session.timeout.ms", "10000")
             // Notice topics created after subscribing within seconds, not minutes.
             .set("topic.metadata.refresh.interval.ms", "5000")
-            .set("client.id", format!("weir-{}-{}", self.pipeline, std::process::id()));
+            .set(
+                "client.id",
+                format!("weir-{}-{}", self.pipeline, std::process::id()),
+            );
         for (k, v) in &self.config.consumer {
             c.set(k, v);
         }
@@ -142,15 +157,20 @@ impl KafkaTopics {
 
     /// Create `topic` with `partitions` partitions unless it exists.
     pub fn create_topic(&self, topic: &str, partitions: i32) -> Result<(), MessengerError> {
-        let admin: AdminClient<DefaultClientContext> =
-            self.client(&self.config.admin).create().map_err(transport)?;
+        let admin: AdminClient<DefaultClientContext> = self
+            .client(&self.config.admin)
+            .create()
+            .map_err(transport)?;
         let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
         let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-        let results = futures_executor::block_on(admin.create_topics([&new], &options)).map_err(transport)?;
+        let results =
+            futures_executor::block_on(admin.create_topics([&new], &options)).map_err(transport)?;
         for result in results {
             match result {
                 Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-                Err((name, code)) => return Err(transport(format!("cannot create topic {name}: {code}"))),
+                Err((name, code)) => {
+                    return Err(transport(format!("cannot create topic {name}: {code}")));
+                }
             }
         }
         Ok(())
@@ -172,7 +192,10 @@ impl KafkaTopics {
 
     /// How many partitions `topic` has, if it exists.
     pub fn partitions(&self, topic: &str) -> Result<Option<usize>, MessengerError> {
-        let consumer: BaseConsumer = self.client(&self.config.consumer).create().map_err(transport)?;
+        let consumer: BaseConsumer = self
+            .client(&self.config.consumer)
+            .create()
+            .map_err(transport)?;
         let metadata = consumer
             .fetch_metadata(Some(topic), Duration::from_secs(10))
             .map_err(transport)?;
@@ -270,7 +293,8 @@ impl Shared {
         let mut tracker = self.lock();
         loop {
             let busy = tracker.partitions.iter().any(|(p, track)| {
-                partitions.is_none_or(|ps| ps.contains(p)) && track.pending.values().any(|r| r.outstanding > 0)
+                partitions.is_none_or(|ps| ps.contains(p))
+                    && track.pending.values().any(|r| r.outstanding > 0)
             });
             if !busy || tracker.failure.is_some() {
                 return !busy;
@@ -331,7 +355,9 @@ fn produce(
     headers: Option<OwnedHeaders>,
     origin: Option<Origin>,
 ) -> Result<(), MessengerError> {
-    let mut record = BaseRecord::with_opaque_to(topic, Box::new(origin)).key(key).payload(payload);
+    let mut record = BaseRecord::with_opaque_to(topic, Box::new(origin))
+        .key(key)
+        .payload(payload);
     if let Some(headers) = headers {
         record = record.headers(headers);
     }
@@ -351,16 +377,37 @@ fn dead_letter_headers(failure: &Failure, source: Option<(&str, i32, i64)>) -> O
     let attempts = failure.attempts.to_string();
     let time = millis_now().to_string();
     let mut headers = OwnedHeaders::new()
-        .insert(Header { key: "weir.error", value: Some(failure.message.as_bytes()) })
-        .insert(Header { key: "weir.plugin", value: Some(failure.plugin.as_bytes()) })
-        .insert(Header { key: "weir.attempts", value: Some(attempts.as_bytes()) })
-        .insert(Header { key: "weir.time_ms", value: Some(time.as_bytes()) });
+        .insert(Header {
+            key: "weir.error",
+            value: Some(failure.message.as_bytes()),
+        })
+        .insert(Header {
+            key: "weir.plugin",
+            value: Some(failure.plugin.as_bytes()),
+        })
+        .insert(Header {
+            key: "weir.attempts",
+            value: Some(attempts.as_bytes()),
+        })
+        .insert(Header {
+            key: "weir.time_ms",
+            value: Some(time.as_bytes()),
+        });
     if let Some((topic, partition, offset)) = source {
         let (partition, offset) = (partition.to_string(), offset.to_string());
         headers = headers
-            .insert(Header { key: "weir.source_topic", value: Some(topic.as_bytes()) })
-            .insert(Header { key: "weir.source_partition", value: Some(partition.as_bytes()) })
-            .insert(Header { key: "weir.source_offset", value: Some(offset.as_bytes()) });
+            .insert(Header {
+                key: "weir.source_topic",
+                value: Some(topic.as_bytes()),
+            })
+            .insert(Header {
+                key: "weir.source_partition",
+                value: Some(partition.as_bytes()),
+            })
+            .insert(Header {
+                key: "weir.source_offset",
+                value: Some(offset.as_bytes()),
+            });
     }
     headers
 }
@@ -379,8 +426,13 @@ impl ConsumerContext for WorkerRebalance {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Revoke(revoked) = rebalance {
             let partitions: Vec<i32> = revoked.elements().iter().map(|e| e.partition()).collect();
-            if !self.shared.wait_delivered(Some(&partitions), Duration::from_secs(30)) {
-                tracing::warn!("revoking partitions with deliveries still in flight; their records will be redelivered");
+            if !self
+                .shared
+                .wait_delivered(Some(&partitions), Duration::from_secs(30))
+            {
+                tracing::warn!(
+                    "revoking partitions with deliveries still in flight; their records will be redelivered"
+                );
             }
             let mut tracker = self.shared.lock();
             let tpl = committable_list(&tracker, &self.topic, Some(&partitions));
@@ -429,7 +481,9 @@ pub struct KafkaWorkerMessenger {
 
 impl std::fmt::Debug for KafkaWorkerMessenger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KafkaWorkerMessenger").field("source", &self.source).finish_non_exhaustive()
+        f.debug_struct("KafkaWorkerMessenger")
+            .field("source", &self.source)
+            .finish_non_exhaustive()
     }
 }
 
@@ -504,14 +558,19 @@ impl KafkaWorkerMessenger {
         }
         drop(tracker);
         if tpl.count() > 0 {
-            self.consumer.commit(&tpl, CommitMode::Async).map_err(transport)?;
+            self.consumer
+                .commit(&tpl, CommitMode::Async)
+                .map_err(transport)?;
         }
         Ok(())
     }
 }
 
 impl WorkerMessenger for KafkaWorkerMessenger {
-    fn poll_doc_to_process(&mut self, timeout: Duration) -> Result<Polled<Document>, MessengerError> {
+    fn poll_doc_to_process(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Polled<Document>, MessengerError> {
         loop {
             let Some(message) = self.consumer.poll(timeout) else {
                 self.commit(false)?;
@@ -545,8 +604,14 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                         message: format!("not a Weir document: {e}"),
                         attempts: 1,
                     };
-                    let headers = dead_letter_headers(&failure, Some((&self.source, origin.partition, origin.offset)));
-                    let key = message.key().map(|k| String::from_utf8_lossy(k).into_owned()).unwrap_or_default();
+                    let headers = dead_letter_headers(
+                        &failure,
+                        Some((&self.source, origin.partition, origin.offset)),
+                    );
+                    let key = message
+                        .key()
+                        .map(|k| String::from_utf8_lossy(k).into_owned())
+                        .unwrap_or_default();
                     let payload = message.payload().unwrap_or_default().to_vec();
                     let fail = self.topics.fail();
                     self.produce_for_current(&fail, &key, &payload, Some(headers))?;
@@ -567,7 +632,12 @@ impl WorkerMessenger for KafkaWorkerMessenger {
             .map(|o| dead_letter_headers(failure, Some((&self.source, o.partition, o.offset))))
             .unwrap_or_else(|| dead_letter_headers(failure, None));
         let fail = self.topics.fail();
-        self.produce_for_current(&fail, doc.id(), doc.to_json_string().as_bytes(), Some(headers))
+        self.produce_for_current(
+            &fail,
+            doc.id(),
+            doc.to_json_string().as_bytes(),
+            Some(headers),
+        )
     }
 
     fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
@@ -620,19 +690,37 @@ pub struct KafkaIndexerMessenger {
     shared: Arc<Shared>,
     /// Next offset to commit per partition, for documents polled so far.
     polled: Arc<Mutex<HashMap<i32, i64>>>,
+    /// The partition of each document returned since the last batch, and how
+    /// many revocations had happened when it was polled.
+    batch_partitions: Vec<(i32, u64)>,
+    /// Revocations so far, and per partition the count at its latest one.
+    revoked: Arc<Mutex<Revocations>>,
     current: Option<(i32, i64)>,
 }
 
 impl std::fmt::Debug for KafkaIndexerMessenger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KafkaIndexerMessenger").field("dest", &self.dest).finish_non_exhaustive()
+        f.debug_struct("KafkaIndexerMessenger")
+            .field("dest", &self.dest)
+            .finish_non_exhaustive()
     }
 }
 
-/// On revocation the indexer forgets what it polled from those partitions:
-/// those documents are not committed and will be redelivered.
+/// On revocation the indexer forgets what it polled from those partitions
+/// (it will not commit them) and notes them, so that their documents are
+/// taken out of the batch being built: the new owner indexes them.
 struct IndexerRebalance {
     polled: Arc<Mutex<HashMap<i32, i64>>>,
+    revoked: Arc<Mutex<Revocations>>,
+}
+
+/// Revocations seen by an indexer, to tell documents polled before their
+/// partition was revoked (the new owner has them) from those polled after it
+/// came back (ours).
+#[derive(Debug, Default)]
+struct Revocations {
+    count: u64,
+    latest: HashMap<i32, u64>,
 }
 
 impl ClientContext for IndexerRebalance {}
@@ -641,8 +729,12 @@ impl ConsumerContext for IndexerRebalance {
     fn pre_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Revoke(revoked) = rebalance {
             let mut polled = self.polled.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut revocations = self.revoked.lock().unwrap_or_else(PoisonError::into_inner);
+            revocations.count += 1;
+            let count = revocations.count;
             for e in revoked.elements() {
                 polled.remove(&e.partition());
+                revocations.latest.insert(e.partition(), count);
             }
         }
     }
@@ -652,11 +744,13 @@ impl KafkaIndexerMessenger {
     pub fn new(topics: KafkaTopics) -> Result<Self, MessengerError> {
         let shared = Arc::new(Shared::default());
         let polled = Arc::new(Mutex::new(HashMap::new()));
+        let revoked = Arc::new(Mutex::new(Revocations::default()));
         let dest = topics.dest();
         let consumer: BaseConsumer<IndexerRebalance> = topics
             .consumer_config(&topics.indexer_group())
             .create_with_context(IndexerRebalance {
                 polled: Arc::clone(&polled),
+                revoked: Arc::clone(&revoked),
             })
             .map_err(transport)?;
         consumer.subscribe(&[&dest]).map_err(transport)?;
@@ -671,6 +765,8 @@ impl KafkaIndexerMessenger {
             producer,
             shared,
             polled,
+            batch_partitions: Vec::new(),
+            revoked,
             current: None,
         })
     }
@@ -696,15 +792,27 @@ impl IndexerMessenger for KafkaIndexerMessenger {
                 .insert(partition, offset + 1);
             self.current = Some((partition, offset));
             match document_from(message.payload()) {
-                Ok(doc) => return Ok(Polled::Item(doc)),
+                Ok(doc) => {
+                    let generation = self
+                        .revoked
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .count;
+                    self.batch_partitions.push((partition, generation));
+                    return Ok(Polled::Item(doc));
+                }
                 Err(e) => {
                     let failure = Failure {
                         plugin: "kafka".into(),
                         message: format!("not a Weir document: {e}"),
                         attempts: 1,
                     };
-                    let headers = dead_letter_headers(&failure, Some((&self.dest, partition, offset)));
-                    let key = message.key().map(|k| String::from_utf8_lossy(k).into_owned()).unwrap_or_default();
+                    let headers =
+                        dead_letter_headers(&failure, Some((&self.dest, partition, offset)));
+                    let key = message
+                        .key()
+                        .map(|k| String::from_utf8_lossy(k).into_owned())
+                        .unwrap_or_default();
                     let payload = message.payload().unwrap_or_default().to_vec();
                     let fail = self.topics.fail();
                     produce(&self.producer, &fail, &key, &payload, Some(headers), None)?;
@@ -718,29 +826,89 @@ impl IndexerMessenger for KafkaIndexerMessenger {
             return Ok(());
         };
         let payload = serde_json::to_vec(&event).map_err(transport)?;
-        produce(&self.producer, &topic, &event.document_id, &payload, None, None)
+        produce(
+            &self.producer,
+            &topic,
+            &event.document_id,
+            &payload,
+            None,
+            None,
+        )
     }
 
     fn send_failed(&mut self, doc: Document, failure: &Failure) -> Result<(), MessengerError> {
-        let headers = dead_letter_headers(failure, self.current.map(|(p, o)| (self.dest.as_str(), p, o)));
+        let headers = dead_letter_headers(
+            failure,
+            self.current.map(|(p, o)| (self.dest.as_str(), p, o)),
+        );
         let fail = self.topics.fail();
-        produce(&self.producer, &fail, doc.id(), doc.to_json_string().as_bytes(), Some(headers), None)
+        produce(
+            &self.producer,
+            &fail,
+            doc.id(),
+            doc.to_json_string().as_bytes(),
+            Some(headers),
+            None,
+        )
+    }
+
+    fn drop_revoked(&mut self, batch: &mut Vec<Document>) {
+        let revocations = self.revoked.lock().unwrap_or_else(PoisonError::into_inner);
+        if revocations.latest.is_empty() {
+            return;
+        }
+        if batch.len() != self.batch_partitions.len() {
+            tracing::warn!("batch and polled documents disagree; keeping the batch");
+            return;
+        }
+        // Revoked after it was polled: its partition's new owner indexes it
+        // (from the committed offset, which this document is not below).
+        let before = batch.len();
+        let mut polled = self.batch_partitions.iter();
+        batch.retain(|_| {
+            polled.next().is_none_or(|(p, generation)| {
+                revocations
+                    .latest
+                    .get(p)
+                    .is_none_or(|revoked_at| revoked_at <= generation)
+            })
+        });
+        if batch.len() < before {
+            tracing::info!(
+                dropped = before - batch.len(),
+                "left documents of revoked partitions to their new owner"
+            );
+        }
     }
 
     fn batch_complete(&mut self, _batch: &[Document]) -> Result<(), MessengerError> {
+        self.batch_partitions.clear();
+        self.revoked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .latest
+            .clear();
         // The indexer sends batches in poll order, so everything polled so far
         // is done. Dead letters and events must be on the broker first.
-        self.producer.flush(Duration::from_secs(60)).map_err(transport)?;
+        self.producer
+            .flush(Duration::from_secs(60))
+            .map_err(transport)?;
         if let Some(failure) = &self.shared.lock().failure {
             return Err(transport(failure));
         }
-        let polled = self.polled.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let polled = self
+            .polled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let mut tpl = TopicPartitionList::new();
         for (partition, next) in polled {
             let _ = tpl.add_partition_offset(&self.dest, partition, Offset::Offset(next));
         }
         if tpl.count() > 0 {
-            self.consumer.commit(&tpl, CommitMode::Sync).map_err(transport)?;
+            self.consumer
+                .commit(&tpl, CommitMode::Sync)
+                .map_err(transport)?;
         }
         Ok(())
     }
@@ -759,7 +927,9 @@ pub struct KafkaPublisherMessenger {
 
 impl std::fmt::Debug for KafkaPublisherMessenger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KafkaPublisherMessenger").field("source", &self.source).finish_non_exhaustive()
+        f.debug_struct("KafkaPublisherMessenger")
+            .field("source", &self.source)
+            .finish_non_exhaustive()
     }
 }
 
@@ -779,7 +949,8 @@ impl KafkaPublisherMessenger {
         config.set("enable.auto.commit", "true");
         let events: BaseConsumer = config.create().map_err(transport)?;
         let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&event_topic, 0, Offset::Beginning).map_err(transport)?;
+        tpl.add_partition_offset(&event_topic, 0, Offset::Beginning)
+            .map_err(transport)?;
         events.assign(&tpl).map_err(transport)?;
         Ok(Self {
             source: topics.source(),
@@ -791,8 +962,19 @@ impl KafkaPublisherMessenger {
 }
 
 impl PublisherMessenger for KafkaPublisherMessenger {
-    fn send_for_processing(&self, doc: Document, _timeout: Duration) -> Result<Option<Document>, MessengerError> {
-        produce(&self.producer, &self.source, doc.id(), doc.to_json_string().as_bytes(), None, None)?;
+    fn send_for_processing(
+        &self,
+        doc: Document,
+        _timeout: Duration,
+    ) -> Result<Option<Document>, MessengerError> {
+        produce(
+            &self.producer,
+            &self.source,
+            doc.id(),
+            doc.to_json_string().as_bytes(),
+            None,
+            None,
+        )?;
         Ok(None)
     }
 
@@ -826,7 +1008,12 @@ pub struct KafkaMessengers {
 }
 
 impl MessengerFactory for KafkaMessengers {
-    fn create(&self, pipeline: &str, _workers: usize, run_id: &str) -> Result<MessengerParts, MessengerError> {
+    fn create(
+        &self,
+        pipeline: &str,
+        _workers: usize,
+        run_id: &str,
+    ) -> Result<MessengerParts, MessengerError> {
         let topics = KafkaTopics::new(self.config.clone(), pipeline);
         topics.ensure_pipeline_topics()?;
         Ok(MessengerParts {

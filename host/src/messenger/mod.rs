@@ -88,6 +88,11 @@ pub trait IndexerMessenger: Send {
     fn send_event(&mut self, event: Event) -> Result<(), MessengerError>;
     /// Dead-letter a document the backend refused.
     fn send_failed(&mut self, doc: Document, failure: &Failure) -> Result<(), MessengerError>;
+    /// Remove from `batch` (the documents polled since the last
+    /// `batch_complete`, in order) those this indexer no longer owns: their
+    /// partitions were reassigned since they were polled. Their new owner gets
+    /// them again; indexing them here too could put an old version last.
+    fn drop_revoked(&mut self, _batch: &mut Vec<Document>) {}
     /// A batch reached a final state (indexed or failed): its offsets may be committed.
     fn batch_complete(&mut self, batch: &[Document]) -> Result<(), MessengerError>;
 }
@@ -113,7 +118,12 @@ impl std::fmt::Debug for MessengerParts {
 /// [`LocalMessengers`]; tests use [`recording`]; Kafka mode its own.
 pub trait MessengerFactory: Send + Sync {
     /// Messengers for `pipeline` in run `run_id`, with `workers` worker ends.
-    fn create(&self, pipeline: &str, workers: usize, run_id: &str) -> Result<MessengerParts, MessengerError>;
+    fn create(
+        &self,
+        pipeline: &str,
+        workers: usize,
+        run_id: &str,
+    ) -> Result<MessengerParts, MessengerError>;
 }
 
 /// In-memory queues of a given capacity.
@@ -123,7 +133,12 @@ pub struct LocalMessengers {
 }
 
 impl MessengerFactory for LocalMessengers {
-    fn create(&self, _pipeline: &str, workers: usize, _run_id: &str) -> Result<MessengerParts, MessengerError> {
+    fn create(
+        &self,
+        _pipeline: &str,
+        workers: usize,
+        _run_id: &str,
+    ) -> Result<MessengerParts, MessengerError> {
         let local = local::LocalMessenger::new(self.capacity).into_parts(workers);
         Ok(MessengerParts {
             publisher: Box::new(local.publisher),

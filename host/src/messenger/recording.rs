@@ -73,7 +73,12 @@ impl RecordingMessengers {
 }
 
 impl MessengerFactory for RecordingMessengers {
-    fn create(&self, _pipeline: &str, workers: usize, _run_id: &str) -> Result<MessengerParts, MessengerError> {
+    fn create(
+        &self,
+        _pipeline: &str,
+        workers: usize,
+        _run_id: &str,
+    ) -> Result<MessengerParts, MessengerError> {
         let local = LocalMessenger::new(self.capacity).into_parts(workers);
         let wrap = |recording: &Arc<Recording>| Arc::clone(recording);
         Ok(MessengerParts {

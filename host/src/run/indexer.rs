@@ -98,6 +98,13 @@ impl IndexerLoop {
 
     fn flush(&mut self, batch: &mut Vec<Document>) -> Result<(), String> {
         let mut docs = std::mem::replace(batch, Vec::with_capacity(self.config.batch_size));
+        self.messenger.drop_revoked(&mut docs);
+        if docs.is_empty() {
+            return self
+                .messenger
+                .batch_complete(&docs)
+                .map_err(|e| format!("indexer messenger failed: {e}"));
+        }
         let start = Instant::now();
         let outcome = self.send_with_retries(&mut docs)?;
         let elapsed = start.elapsed();

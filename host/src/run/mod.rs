@@ -111,13 +111,19 @@ pub struct LoadedPlugins {
 }
 
 /// One worker's stage instances for `pipeline`, every one started.
-pub(crate) fn start_stages(plugins: &LoadedPlugins, pipeline: &str) -> Result<Vec<StageSlot>, String> {
+pub(crate) fn start_stages(
+    plugins: &LoadedPlugins,
+    pipeline: &str,
+) -> Result<Vec<StageSlot>, String> {
     plugins
         .pipelines
         .get(pipeline)
         .map_or(&[][..], Vec::as_slice)
         .iter()
-        .map(|p| p.instantiate().map(|i| StageSlot::new(pipeline, p.name(), i)))
+        .map(|p| {
+            p.instantiate()
+                .map(|i| StageSlot::new(pipeline, p.name(), i))
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("error starting workers for pipeline `{pipeline}`: {e}"))
 }
@@ -388,7 +394,12 @@ impl Runner {
         } = self
             .messengers
             .create(&c.pipeline, threads, run_id)
-            .map_err(|e| format!("cannot set up messengers for pipeline `{}`: {e}", c.pipeline))?;
+            .map_err(|e| {
+                format!(
+                    "cannot set up messengers for pipeline `{}`: {e}",
+                    c.pipeline
+                )
+            })?;
         let publisher: Arc<dyn PublisherMessenger> = Arc::from(publisher);
 
         // The indexer first (where it runs in this process): no document is

@@ -36,13 +36,16 @@ impl Abort {
 /// Pending documents and outcome counts for one connector.
 ///
 /// A document is pending from its publish (or its CREATE, for a child) until
-/// a terminal event (FINISH, FAIL, DROP). Counts are kept per id and may go
-/// below zero for a moment: a child's FINISH can be seen before its CREATE.
-/// The connector is complete when no id has a non-zero count.
+/// a terminal event (FINISH, FAIL, DROP). The connector is complete when
+/// nothing is pending.
+///
+/// A terminal event for an id that is not pending is kept aside: it is either
+/// a child's FINISH seen before its CREATE (the CREATE then finds it), or a
+/// duplicate from at-least-once redelivery (it then stays aside and never
+/// holds up completion).
 #[derive(Debug, Default)]
 pub(crate) struct Accounting {
-    /// Randomly seeded: document ids come from sources, so no hash flooding.
-    pending: Mutex<foldhash::HashMap<String, i64>>,
+    counts: Mutex<Counts>,
     pub(crate) published: AtomicU64,
     pub(crate) created: AtomicU64,
     pub(crate) succeeded: AtomicU64,
@@ -50,40 +53,74 @@ pub(crate) struct Accounting {
     pub(crate) dropped: AtomicU64,
 }
 
-impl Accounting {
-    fn adjust(&self, id: &str, delta: i64) {
-        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        match pending.get_mut(id) {
-            Some(count) => {
-                *count += delta;
-                if *count == 0 {
-                    pending.remove(id);
-                }
+/// Randomly seeded maps: document ids come from sources, so no hash flooding.
+#[derive(Debug, Default)]
+struct Counts {
+    pending: foldhash::HashMap<String, u32>,
+    early: foldhash::HashMap<String, u32>,
+}
+
+fn decrement(map: &mut foldhash::HashMap<String, u32>, id: &str) -> bool {
+    match map.get_mut(id) {
+        Some(count) => {
+            *count -= 1;
+            if *count == 0 {
+                map.remove(id);
             }
-            None => {
-                pending.insert(id.to_owned(), delta);
-            }
+            true
         }
+        None => false,
+    }
+}
+
+fn increment(map: &mut foldhash::HashMap<String, u32>, id: &str) {
+    match map.get_mut(id) {
+        Some(count) => *count += 1,
+        None => {
+            map.insert(id.to_owned(), 1);
+        }
+    }
+}
+
+impl Accounting {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A document was published: it is pending.
+    pub(crate) fn published(&self, id: &str) {
+        increment(&mut self.lock().pending, id);
+    }
+
+    /// A publish did not go through after all.
+    pub(crate) fn unpublished(&self, id: &str) {
+        decrement(&mut self.lock().pending, id);
     }
 
     /// Count an event.
     pub(crate) fn apply(&self, event: &Event) {
-        let (counter, delta) = match event.kind {
-            EventKind::Create => (&self.created, 1),
-            EventKind::Finish => (&self.succeeded, -1),
-            EventKind::Fail => (&self.failed, -1),
-            EventKind::Drop => (&self.dropped, -1),
+        let counter = match event.kind {
+            EventKind::Create => &self.created,
+            EventKind::Finish => &self.succeeded,
+            EventKind::Fail => &self.failed,
+            EventKind::Drop => &self.dropped,
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        self.adjust(&event.document_id, delta);
+        let id = event.document_id.as_str();
+        let mut counts = self.lock();
+        let Counts { pending, early } = &mut *counts;
+        if event.kind.is_terminal() {
+            if !decrement(pending, id) {
+                increment(early, id);
+            }
+        } else if !decrement(early, id) {
+            increment(pending, id);
+        }
     }
 
     /// Documents not yet in a terminal state.
     pub(crate) fn pending(&self) -> usize {
-        self.pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.lock().pending.len()
     }
 
     pub(crate) fn get(counter: &AtomicU64) -> u64 {
@@ -104,18 +141,18 @@ impl PublishSink for Publish {
     fn publish(&mut self, doc: Document) -> Result<(), String> {
         let id = doc.id().to_owned();
         // Pending before sending: a fast FINISH must never precede it.
-        self.accounting.adjust(&id, 1);
+        self.accounting.published(&id);
         let mut doc = doc;
         loop {
             if let Some(reason) = self.abort.reason() {
-                self.accounting.adjust(&id, -1);
+                self.accounting.unpublished(&id);
                 return Err(format!("the run is stopping: {reason}"));
             }
             match self.messenger.send_for_processing(doc, PUBLISH_WAIT) {
                 Ok(None) => break,
                 Ok(Some(back)) => doc = back,
                 Err(e) => {
-                    self.accounting.adjust(&id, -1);
+                    self.accounting.unpublished(&id);
                     return Err(e.to_string());
                 }
             }
@@ -148,9 +185,13 @@ mod tests {
     #[test]
     fn terminal_events_before_their_create_are_handled() {
         let a = Accounting::default();
-        a.adjust("parent", 1);
+        a.published("parent");
         a.apply(&event("child", EventKind::Finish));
-        assert_eq!(a.pending(), 2, "the child's FINISH came first");
+        assert_eq!(
+            a.pending(),
+            1,
+            "the child's FINISH came first and waits aside"
+        );
         a.apply(&event("child", EventKind::Create));
         assert_eq!(a.pending(), 1);
         a.apply(&event("parent", EventKind::Drop));
@@ -163,12 +204,27 @@ mod tests {
     #[test]
     fn the_same_id_published_twice_needs_two_terminal_events() {
         let a = Accounting::default();
-        a.adjust("d", 1);
-        a.adjust("d", 1);
+        a.published("d");
+        a.published("d");
         a.apply(&event("d", EventKind::Finish));
         assert_eq!(a.pending(), 1);
         a.apply(&event("d", EventKind::Fail));
         assert_eq!(a.pending(), 0);
+    }
+
+    #[test]
+    fn duplicate_terminal_events_never_hold_up_completion() {
+        let a = Accounting::default();
+        a.published("d");
+        a.apply(&event("d", EventKind::Finish));
+        a.apply(&event("d", EventKind::Finish));
+        assert_eq!(a.pending(), 0, "a redelivered document's second FINISH");
+        a.published("e");
+        assert_eq!(
+            a.pending(),
+            1,
+            "a duplicate is not taken for another id's or publish's event"
+        );
     }
 
     #[test]

@@ -79,7 +79,12 @@ impl Runner {
         shutdown: &Shutdown,
     ) -> Result<(), String> {
         let started = self.start_indexer(plugins, pipeline)?;
-        let indexer = started.into_loop(Arc::from(pipeline), messenger, self.stats(), shutdown.0.clone());
+        let indexer = started.into_loop(
+            Arc::from(pipeline),
+            messenger,
+            self.stats(),
+            shutdown.0.clone(),
+        );
         indexer.run();
         shutdown.outcome()
     }

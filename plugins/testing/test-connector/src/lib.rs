@@ -2,7 +2,8 @@
 //! to test the run lifecycle.
 //!
 //! Config: `docs` (JSON objects with an `id`, published first), `count`
-//! (then that many `doc-<n>` documents with a `n` field), and failure
+//! (then that many `doc-<n>` documents with a `n` field; with `ops`, three
+//! times each as create, update, delete), and failure
 //! switches: `fail_pre_execute`, `fail_execute_after` (publish that many,
 //! then fail), `fail_post_execute`, `fail_close`, `hang` (after publishing,
 //! spin until interrupted).
@@ -17,6 +18,11 @@ struct Config {
     docs: Vec<Map<String, Json>>,
     #[serde(default)]
     count: u64,
+    /// Publish every synthetic document three times, as `op` create, update
+    /// and delete (`version` 1, 2, 3), in rounds: all creates, then all
+    /// updates, then all deletes.
+    #[serde(default)]
+    ops: bool,
     #[serde(default)]
     fail_pre_execute: bool,
     fail_execute_after: Option<u64>,
@@ -51,7 +57,17 @@ impl Connector for TestConnector {
     fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
         let c = &self.0;
         let explicit = c.docs.iter().map(|d| Json::Object(d.clone()).to_string());
-        let synthetic = (0..c.count).map(|n| format!(r#"{{"id":"doc-{n}","n":{n}}}"#));
+        let rounds: &[(&str, u32)] = if c.ops {
+            &[("create", 1), ("update", 2), ("delete", 3)]
+        } else {
+            &[("", 0)]
+        };
+        let synthetic = rounds.iter().flat_map(|&(op, version)| {
+            (0..c.count).map(move |n| match op {
+                "" => format!(r#"{{"id":"doc-{n}","n":{n}}}"#),
+                op => format!(r#"{{"id":"doc-{n}","n":{n},"op":"{op}","version":{version}}}"#),
+            })
+        });
         for (published, json) in explicit.chain(synthetic).enumerate() {
             if c.fail_execute_after == Some(published as u64) {
                 return Err(PluginError::Fatal(format!(

@@ -4,9 +4,13 @@
 //! Config: `fail_validation`; `fail_ids` (refused one by one, status 400);
 //! `batch_failures` (the first that many `send-batch` calls fail as a whole)
 //! with `batch_status` (default 503) or `connection_failed`; `record` (a file
-//! to append `<batch number> <id>` lines to, for each document indexed).
+//! to append a JSON line to for each document indexed: `batch` number, `id`,
+//! `version` and `m` fields when present, and `at_ns`, the wall-clock time).
 
 use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use weir_plugin::serde_json::{Value as Json, json};
 
 use weir_plugin::{BatchError, Document, DocumentFailure, Indexer, PluginError};
 
@@ -27,7 +31,8 @@ struct Config {
 
 struct TestIndexer {
     config: Config,
-    batch: Vec<String>,
+    /// Per document added: its id and what `record` writes about it.
+    batch: Vec<(String, String)>,
     sends: u32,
 }
 
@@ -52,7 +57,9 @@ impl Indexer for TestIndexer {
     }
 
     fn add_document(&mut self, doc: &Document) -> Result<(), PluginError> {
-        self.batch.push(doc.id());
+        let field = |name: &str| doc.get(name).map_or(Json::Null, |v| v.to_json());
+        let fields = json!({ "id": doc.id(), "version": field("version"), "m": field("m"), "n": field("n") });
+        self.batch.push((doc.id(), fields.to_string()));
         Ok(())
     }
 
@@ -70,30 +77,36 @@ impl Indexer for TestIndexer {
                 connection_failed: self.config.connection_failed,
             });
         }
-        let (failed, indexed): (Vec<String>, Vec<String>) = ids
+        let (failed, indexed): (Vec<_>, Vec<_>) = ids
             .into_iter()
-            .partition(|id| self.config.fail_ids.contains(id));
+            .partition(|(id, _)| self.config.fail_ids.contains(id));
         if let Some(path) = &self.config.record {
-            let mut file = std::fs::OpenOptions::new()
+            let io_error = |e: std::io::Error| BatchError {
+                message: e.to_string(),
+                status: None,
+                connection_failed: false,
+            };
+            let at_ns = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let mut lines = String::new();
+            for (_, fields) in &indexed {
+                let open = fields.trim_end_matches('}');
+                lines.push_str(&format!(
+                    "{open},\"batch\":{},\"at_ns\":{at_ns}}}\n",
+                    self.sends
+                ));
+            }
+            std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(path)
-                .map_err(|e| BatchError {
-                    message: e.to_string(),
-                    status: None,
-                    connection_failed: false,
-                })?;
-            for id in &indexed {
-                writeln!(file, "{} {id}", self.sends).map_err(|e| BatchError {
-                    message: e.to_string(),
-                    status: None,
-                    connection_failed: false,
-                })?;
-            }
+                .and_then(|mut file| file.write_all(lines.as_bytes()))
+                .map_err(io_error)?;
         }
         Ok(failed
             .into_iter()
-            .map(|id| DocumentFailure {
+            .map(|(id, _)| DocumentFailure {
                 id,
                 message: "refused by the backend (configured)".into(),
                 status: Some(400),

@@ -1,0 +1,303 @@
+//! Kafka mode against a real Apache Kafka broker: separate runner, worker
+//! and indexer processes; per-id order; crashes (kill -9) lose nothing.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use weir_tests::{Proc, kafka_bootstrap, with_plugins};
+
+const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+
+/// One pipeline's processes, on topics of its own.
+struct Cluster {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    pipeline: String,
+    workers: Vec<Proc>,
+    indexers: Vec<Proc>,
+}
+
+impl Cluster {
+    /// `ids` documents (three times each, as create, update, delete), with
+    /// `threads` worker threads per worker process.
+    fn new(name: &str, ids: u64, threads: usize) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("out")).expect("out dir");
+        let pipeline = format!("{name}_{:08x}", fastrand::u32(..));
+        let toml = format!(
+            r#"
+            [runner]
+            connector_timeout = "600s"
+            log_interval = "5s"
+            cache_dir = {cache:?}
+            [worker]
+            threads = {threads}
+            [kafka]
+            bootstrap_servers = {bootstrap:?}
+            topic_partitions = 6
+            consumer = {{ "session.timeout.ms" = "6000", "heartbeat.interval.ms" = "1000" }}
+            [indexer]
+            batch_size = 200
+            batch_timeout = "50ms"
+            plugin = {{ path = @test-indexer, config = {{ record = "/out/indexed.jsonl" }}, grants = {{ dirs = [{{ host = {out:?}, guest = "/out", writable = true }}] }} }}
+            [[connectors]]
+            name = "ops"
+            pipeline = "{pipeline}"
+            plugin = {{ path = @test-connector, config = {{ count = {ids}, ops = true }} }}
+            [[pipelines]]
+            name = "{pipeline}"
+            stages = [{{ name = "copy", plugin = {{ path = @copy-fields, config = {{ mappings = [{{ source = "n", target = "m" }}] }} }} }}]
+            "#,
+            cache = dir.path().join("cache").display().to_string(),
+            bootstrap = kafka_bootstrap(),
+            out = dir.path().join("out").display().to_string(),
+        );
+        let config = dir.path().join("config.toml");
+        std::fs::write(&config, with_plugins(&toml)).expect("config");
+        let cluster = Self {
+            dir,
+            config,
+            pipeline,
+            workers: Vec::new(),
+            indexers: Vec::new(),
+        };
+        // Compile the plugins into the shared cache once, before the processes start.
+        let mut validate = cluster.process("validate", &["validate"], &[]);
+        assert!(
+            validate.child.wait().expect("validate").success(),
+            "config invalid: {}",
+            cluster.log("validate")
+        );
+        cluster
+    }
+
+    fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default()
+    }
+
+    fn process(&self, name: &str, args: &[&str], envs: &[(&str, String)]) -> Proc {
+        let config = self.config.to_str().expect("utf-8");
+        let mut all: Vec<&str> = args.to_vec();
+        all.push(config);
+        if matches!(args.first(), Some(&"worker" | &"indexer")) {
+            all.push(&self.pipeline);
+        }
+        let log = self.dir.path().join(format!("{name}.log"));
+        Proc::start(name, Path::new(WEIR), &all, envs, &log)
+    }
+
+    fn start_worker(&mut self, i: usize) {
+        let worker = self.process(&format!("worker-{i}"), &["worker"], &[]);
+        if i < self.workers.len() {
+            self.workers[i] = worker;
+        } else {
+            self.workers.push(worker);
+        }
+    }
+
+    /// Indexer `i` records what it indexes in a file of its own, with the time.
+    fn start_indexer(&mut self, i: usize) {
+        let env = [(
+            "WEIR__INDEXER__PLUGIN__CONFIG__RECORD",
+            format!("/out/indexer-{i}.jsonl"),
+        )];
+        let indexer = self.process(&format!("indexer-{i}"), &["indexer"], &env);
+        if i < self.indexers.len() {
+            self.indexers[i] = indexer;
+        } else {
+            self.indexers.push(indexer);
+        }
+    }
+
+    fn start_run(&self) -> Proc {
+        self.process("run", &["run", "--mode", "kafka", "--no-progress"], &[])
+    }
+
+    /// Lines written by every indexer so far.
+    fn indexed_lines(&self) -> usize {
+        self.output_files()
+            .iter()
+            .map(|f| std::fs::read_to_string(f).map_or(0, |t| t.lines().count()))
+            .sum()
+    }
+
+    fn output_files(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(self.dir.path().join("out"))
+            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default()
+    }
+
+    /// Per id, the versions indexed in the order they were indexed (by the
+    /// indexers' wall clock: a partition can move from one indexer to another);
+    /// plus unreadable lines (a process killed mid-write).
+    fn indexed(&self) -> (HashMap<String, Vec<u64>>, usize) {
+        let mut records: Vec<(u128, String, u64)> = Vec::new();
+        let mut corrupt = 0;
+        for file in self.output_files() {
+            for line in std::fs::read_to_string(&file).expect("output").lines() {
+                match serde_json::from_str::<serde_json::Value>(line) {
+                    Ok(doc) => {
+                        let id = doc["id"].as_str().expect("id").to_owned();
+                        assert_eq!(doc["m"], doc["n"], "the stage ran on {id}");
+                        let at = doc["at_ns"].as_u64().expect("time").into();
+                        records.push((at, id, doc["version"].as_u64().expect("version")));
+                    }
+                    Err(_) => corrupt += 1,
+                }
+            }
+        }
+        records.sort_by_key(|r| r.0);
+        let mut seen: HashMap<String, Vec<u64>> = HashMap::new();
+        for (_, id, version) in records {
+            seen.entry(id).or_default().push(version);
+        }
+        (seen, corrupt)
+    }
+
+    /// Every id indexed, and its last version indexed is the delete (3).
+    /// Returns how many documents were indexed more than once.
+    fn assert_complete_and_ordered(&self, ids: u64) -> usize {
+        let (seen, corrupt) = self.indexed();
+        let missing: Vec<String> = (0..ids)
+            .map(|n| format!("doc-{n}"))
+            .filter(|id| !seen.contains_key(id))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{} ids never indexed, e.g. {:?}",
+            missing.len(),
+            &missing[..missing.len().min(5)]
+        );
+        for (id, versions) in &seen {
+            for v in 1..=3 {
+                assert!(
+                    versions.contains(&v),
+                    "{id}: version {v} missing from {versions:?}"
+                );
+            }
+            assert_eq!(
+                versions.last(),
+                Some(&3),
+                "{id}: the delete must be indexed last, got {versions:?}"
+            );
+        }
+        let total: usize = seen.values().map(Vec::len).sum();
+        assert!(corrupt <= 1, "{corrupt} unreadable lines");
+        total - (ids as usize) * 3
+    }
+}
+
+/// Wait for `run` to exit; returns its exit code.
+fn wait(run: &mut Proc, cluster: &Cluster) -> i32 {
+    let status = run.child.wait().expect("run");
+    status
+        .code()
+        .unwrap_or_else(|| panic!("run was killed:\n{}", cluster.log("run")))
+}
+
+#[test]
+fn kafka_mode_indexes_every_document_in_per_id_order() {
+    const IDS: u64 = 33_334; // x3 operations: 100,002 documents
+    let mut cluster = Cluster::new("e2e", IDS, 2);
+    for i in 0..3 {
+        cluster.start_worker(i);
+    }
+    for i in 0..2 {
+        cluster.start_indexer(i);
+    }
+    let mut run = cluster.start_run();
+    assert_eq!(
+        wait(&mut run, &cluster),
+        0,
+        "run failed:\n{}",
+        cluster.log("run")
+    );
+    let duplicates = cluster.assert_complete_and_ordered(IDS);
+    println!("e2e: {} documents, {duplicates} indexed twice", IDS * 3);
+    cluster.stop_all_cleanly();
+}
+
+/// Kill -9 one process of `role` at a random point of each of `trials` runs,
+/// restart it, and check nothing is missing. Returns the duplicates per trial.
+fn crash_trials(role: &str, trials: usize) -> Vec<usize> {
+    const IDS: u64 = 2_000;
+    let mut duplicates = Vec::new();
+    for trial in 0..trials {
+        let mut cluster = Cluster::new(&format!("crash_{role}"), IDS, 1);
+        cluster.start_worker(0);
+        cluster.start_worker(1);
+        cluster.start_indexer(0);
+        let mut run = cluster.start_run();
+        // A random crash point: once this share of the documents is indexed.
+        let threshold = (IDS as usize * 3) * fastrand::usize(5..60) / 100;
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while cluster.indexed_lines() < threshold {
+            assert!(
+                Instant::now() < deadline,
+                "no progress:\n{}",
+                cluster.log("run")
+            );
+            assert!(
+                matches!(run.child.try_wait(), Ok(None)),
+                "the run ended before the crash point:\n{}",
+                cluster.log("run")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        match role {
+            "worker" => {
+                cluster.workers[0].kill_hard();
+                cluster.start_worker(0);
+            }
+            _ => {
+                cluster.indexers[0].kill_hard();
+                cluster.start_indexer(0);
+            }
+        }
+        assert_eq!(
+            wait(&mut run, &cluster),
+            0,
+            "trial {trial}: run failed:\n{}",
+            cluster.log("run")
+        );
+        duplicates.push(cluster.assert_complete_and_ordered(IDS));
+        cluster.stop_all_cleanly();
+    }
+    duplicates
+}
+
+#[test]
+fn killing_a_worker_mid_run_loses_nothing() {
+    let duplicates = crash_trials("worker", 5);
+    println!("worker kill -9, 5 trials of 6,000 documents: duplicates per trial {duplicates:?}");
+}
+
+#[test]
+fn killing_an_indexer_mid_run_loses_nothing() {
+    let duplicates = crash_trials("indexer", 5);
+    println!("indexer kill -9, 5 trials of 6,000 documents: duplicates per trial {duplicates:?}");
+}
+
+impl Cluster {
+    fn stop_all_cleanly(&mut self) {
+        let names: Vec<String> = self
+            .workers
+            .iter()
+            .chain(&self.indexers)
+            .map(|p| p.name.clone())
+            .collect();
+        let mut procs: Vec<Proc> = self
+            .workers
+            .drain(..)
+            .chain(self.indexers.drain(..))
+            .collect();
+        for (p, name) in procs.iter_mut().zip(names) {
+            assert!(
+                p.stop(),
+                "{name} did not stop cleanly:\n{}",
+                self.log(&name)
+            );
+        }
+    }
+}
