@@ -20,8 +20,9 @@ struct Cluster {
 
 impl Cluster {
     /// `ids` documents (three times each, as create, update, delete), with
-    /// `threads` worker threads per worker process.
-    fn new(name: &str, ids: u64, threads: usize) -> Self {
+    /// `threads` worker threads per worker process and a stage that takes
+    /// `delay_us` per document.
+    fn new(name: &str, ids: u64, threads: usize, delay_us: u64) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("out")).expect("out dir");
         let pipeline = format!("{name}_{:08x}", fastrand::u32(..));
@@ -47,7 +48,10 @@ impl Cluster {
             plugin = {{ path = @test-connector, config = {{ count = {ids}, ops = true }} }}
             [[pipelines]]
             name = "{pipeline}"
-            stages = [{{ name = "copy", plugin = {{ path = @copy-fields, config = {{ mappings = [{{ source = "n", target = "m" }}] }} }} }}]
+            stages = [
+                {{ name = "copy", plugin = {{ path = @copy-fields, config = {{ mappings = [{{ source = "n", target = "m" }}] }} }} }},
+                {{ name = "slow", plugin = {{ path = @hostile-stage, config = {{ delay_us = {delay_us} }} }} }},
+            ]
             "#,
             cache = dir.path().join("cache").display().to_string(),
             bootstrap = kafka_bootstrap(),
@@ -199,7 +203,7 @@ fn wait(run: &mut Proc, cluster: &Cluster) -> i32 {
 #[test]
 fn kafka_mode_indexes_every_document_in_per_id_order() {
     const IDS: u64 = 33_334; // x3 operations: 100,002 documents
-    let mut cluster = Cluster::new("e2e", IDS, 2);
+    let mut cluster = Cluster::new("e2e", IDS, 2, 0);
     for i in 0..3 {
         cluster.start_worker(i);
     }
@@ -224,7 +228,9 @@ fn crash_trials(role: &str, trials: usize) -> Vec<usize> {
     const IDS: u64 = 2_000;
     let mut duplicates = Vec::new();
     for trial in 0..trials {
-        let mut cluster = Cluster::new(&format!("crash_{role}"), IDS, 1);
+        // A slow stage keeps workers busy while the indexer keeps up, so the
+        // crash lands in the middle of processing for workers and indexer alike.
+        let mut cluster = Cluster::new(&format!("crash_{role}"), IDS, 1, 500);
         cluster.start_worker(0);
         cluster.start_worker(1);
         cluster.start_indexer(0);

@@ -6,7 +6,7 @@
 //! file at `path`), `write` (create the file at `path`), `http` (GET `url`),
 //! `env` (read variable `name`), `fail` (document error), `fatal`,
 //! `children` (make `count` children). Config `{ "fail_start": true }` makes
-//! `start` fail.
+//! `start` fail; `{ "delay_us": n }` busy-waits n microseconds per document.
 
 use std::time::{Duration, Instant};
 
@@ -17,9 +17,14 @@ use weir_plugin::{Document, PluginError, Stage, Value, doc_error};
 struct Config {
     #[serde(default)]
     fail_start: bool,
+    /// Busy-wait this many microseconds on every document (a slow stage).
+    #[serde(default)]
+    delay_us: u64,
 }
 
-struct Hostile;
+struct Hostile {
+    delay: Duration,
+}
 
 fn field(doc: &Document, name: &str) -> Result<String, PluginError> {
     doc.get_string(name)
@@ -74,10 +79,16 @@ impl Stage for Hostile {
         if config.fail_start {
             return Err("configured to fail at start".into());
         }
-        Ok(Hostile)
+        Ok(Hostile {
+            delay: Duration::from_micros(config.delay_us),
+        })
     }
 
     fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
+        let start = Instant::now();
+        while start.elapsed() < self.delay {
+            std::hint::black_box(());
+        }
         let action = doc.get_string("action").unwrap_or_else(|| "ok".into());
         match action.as_str() {
             "ok" => doc
