@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use weir_tests::{Proc, kafka_bootstrap, with_plugins};
 
-const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 
 /// One pipeline's processes, on topics of its own.
 struct Cluster {

@@ -273,6 +273,8 @@ impl PartitionTrack {
 struct Tracker {
     partitions: HashMap<i32, PartitionTrack>,
     failure: Option<String>,
+    /// Messages produced and not yet acknowledged (or refused).
+    in_flight: u64,
 }
 
 /// Shared between a messenger and its producer's delivery callbacks.
@@ -285,6 +287,25 @@ struct Shared {
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, Tracker> {
         self.tracker.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wait until every message produced so far is acknowledged; false on
+    /// timeout or after a delivery failure.
+    fn wait_all_delivered(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut tracker = self.lock();
+        while tracker.in_flight > 0 && tracker.failure.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            tracker = self
+                .changed
+                .wait_timeout(tracker, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        tracker.failure.is_none()
     }
 
     /// Wait until no message of `partitions` (all when `None`) is in flight.
@@ -329,6 +350,7 @@ impl ProducerContext for Deliveries {
 
     fn delivery(&self, result: &DeliveryResult<'_>, origin: Self::DeliveryOpaque) {
         let mut tracker = self.0.lock();
+        tracker.in_flight = tracker.in_flight.saturating_sub(1);
         if let Err((e, message)) = result {
             let failure = format!("delivery to {} failed: {e}", message.topic());
             tracing::error!("{failure}");
@@ -361,6 +383,7 @@ fn produce(
     if let Some(headers) = headers {
         record = record.headers(headers);
     }
+    producer.context().0.lock().in_flight += 1;
     loop {
         match producer.send(record) {
             Ok(()) => return Ok(()),
@@ -368,7 +391,11 @@ fn produce(
                 record = back;
                 std::thread::sleep(Duration::from_millis(1));
             }
-            Err((e, _)) => return Err(transport(format!("cannot produce to {topic}: {e}"))),
+            Err((e, _)) => {
+                let shared = &producer.context().0;
+                shared.lock().in_flight -= 1;
+                return Err(transport(format!("cannot produce to {topic}: {e}")));
+            }
         }
     }
 }
@@ -410,6 +437,40 @@ fn dead_letter_headers(failure: &Failure, source: Option<(&str, i32, i64)>) -> O
             });
     }
     headers
+}
+
+/// Events waiting to be sent, per topic: a batch of them travels as one
+/// message (a JSON array), instead of one message per document.
+#[derive(Debug, Default)]
+struct EventBuffer(BTreeMap<String, Vec<Event>>);
+
+impl EventBuffer {
+    fn push(&mut self, topic: String, event: Event) {
+        self.0.entry(topic).or_default().push(event);
+    }
+
+    /// Each topic's events as one message: (topic, key, JSON array).
+    fn drain(&mut self) -> Result<Vec<(String, String, Vec<u8>)>, MessengerError> {
+        std::mem::take(&mut self.0)
+            .into_iter()
+            .map(|(topic, events)| {
+                let key = events
+                    .first()
+                    .map(|e| e.document_id.clone())
+                    .unwrap_or_default();
+                Ok((topic, key, serde_json::to_vec(&events).map_err(transport)?))
+            })
+            .collect()
+    }
+}
+
+/// Events from one event message: a JSON array, or a single event object.
+fn events_from(payload: &[u8]) -> Result<Vec<Event>, serde_json::Error> {
+    if payload.first() == Some(&b'[') {
+        serde_json::from_slice(payload)
+    } else {
+        serde_json::from_slice(payload).map(|e| vec![e])
+    }
 }
 
 // ---- worker ----
@@ -475,6 +536,7 @@ pub struct KafkaWorkerMessenger {
     producer: ThreadedProducer<Deliveries>,
     shared: Arc<Shared>,
     current: Option<Origin>,
+    events: EventBuffer,
     last_commit: Instant,
     committed: HashMap<i32, i64>,
 }
@@ -513,6 +575,7 @@ impl KafkaWorkerMessenger {
             producer,
             shared,
             current: None,
+            events: EventBuffer::default(),
             last_commit: Instant::now(),
             committed: HashMap::new(),
         })
@@ -641,14 +704,17 @@ impl WorkerMessenger for KafkaWorkerMessenger {
     }
 
     fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
-        let Some(topic) = self.topics.events(event.run_id.as_deref()) else {
-            return Ok(());
-        };
-        let payload = serde_json::to_vec(&event).map_err(transport)?;
-        self.produce_for_current(&topic, &event.document_id, &payload, None)
+        if let Some(topic) = self.topics.events(event.run_id.as_deref()) {
+            self.events.push(topic, event);
+        }
+        Ok(())
     }
 
     fn commit_pending_doc_offsets(&mut self) -> Result<(), MessengerError> {
+        // The document's events go out together, counted against its record.
+        for (topic, key, payload) in self.events.drain()? {
+            self.produce_for_current(&topic, &key, &payload, None)?;
+        }
         if let Some(origin) = self.current.take() {
             let mut tracker = self.shared.lock();
             if let Some(track) = tracker.partitions.get_mut(&origin.partition) {
@@ -695,6 +761,7 @@ pub struct KafkaIndexerMessenger {
     batch_partitions: Vec<(i32, u64)>,
     /// Revocations so far, and per partition the count at its latest one.
     revoked: Arc<Mutex<Revocations>>,
+    events: EventBuffer,
     current: Option<(i32, i64)>,
 }
 
@@ -767,6 +834,7 @@ impl KafkaIndexerMessenger {
             polled,
             batch_partitions: Vec::new(),
             revoked,
+            events: EventBuffer::default(),
             current: None,
         })
     }
@@ -822,18 +890,10 @@ impl IndexerMessenger for KafkaIndexerMessenger {
     }
 
     fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
-        let Some(topic) = self.topics.events(event.run_id.as_deref()) else {
-            return Ok(());
-        };
-        let payload = serde_json::to_vec(&event).map_err(transport)?;
-        produce(
-            &self.producer,
-            &topic,
-            &event.document_id,
-            &payload,
-            None,
-            None,
-        )
+        if let Some(topic) = self.topics.events(event.run_id.as_deref()) {
+            self.events.push(topic, event);
+        }
+        Ok(())
     }
 
     fn send_failed(&mut self, doc: Document, failure: &Failure) -> Result<(), MessengerError> {
@@ -890,11 +950,16 @@ impl IndexerMessenger for KafkaIndexerMessenger {
             .clear();
         // The indexer sends batches in poll order, so everything polled so far
         // is done. Dead letters and events must be on the broker first.
-        self.producer
-            .flush(Duration::from_secs(60))
-            .map_err(transport)?;
-        if let Some(failure) = &self.shared.lock().failure {
-            return Err(transport(failure));
+        // The batch's events travel as one message per event topic.
+        for (topic, key, payload) in self.events.drain()? {
+            produce(&self.producer, &topic, &key, &payload, None, None)?;
+        }
+        // (Waiting on acknowledgements, not `flush`, which polls in 100 ms steps.)
+        if !self.shared.wait_all_delivered(Duration::from_secs(60)) {
+            let failure = self.shared.lock().failure.clone();
+            return Err(transport(
+                failure.unwrap_or_else(|| "deliveries timed out".into()),
+            ));
         }
         let polled = self
             .polled
@@ -923,6 +988,8 @@ pub struct KafkaPublisherMessenger {
     producer: ThreadedProducer<Deliveries>,
     shared: Arc<Shared>,
     events: BaseConsumer,
+    /// Events read but not yet handed out (a message carries many).
+    received: Mutex<std::collections::VecDeque<Event>>,
 }
 
 impl std::fmt::Debug for KafkaPublisherMessenger {
@@ -957,6 +1024,7 @@ impl KafkaPublisherMessenger {
             producer,
             shared,
             events,
+            received: Mutex::default(),
         })
     }
 }
@@ -982,13 +1050,18 @@ impl PublisherMessenger for KafkaPublisherMessenger {
         if let Some(failure) = &self.shared.lock().failure {
             return Err(transport(failure));
         }
+        let mut received = self.received.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(event) = received.pop_front() {
+            return Ok(Polled::Item(event));
+        }
         match self.events.poll(timeout) {
             None => Ok(Polled::Idle),
             Some(Err(e)) => poll_error(e).map(|()| Polled::Idle),
             Some(Ok(message)) => {
-                let event = serde_json::from_slice(message.payload().unwrap_or_default())
+                let events = events_from(message.payload().unwrap_or_default())
                     .map_err(|e| transport(format!("bad event on {}: {e}", message.topic())))?;
-                Ok(Polled::Item(event))
+                received.extend(events);
+                Ok(received.pop_front().map_or(Polled::Idle, Polled::Item))
             }
         }
     }

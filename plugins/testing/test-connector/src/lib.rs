@@ -23,6 +23,9 @@ struct Config {
     /// updates, then all deletes.
     #[serde(default)]
     ops: bool,
+    /// Give every synthetic document a `body` of this many characters.
+    #[serde(default)]
+    pad: usize,
     #[serde(default)]
     fail_pre_execute: bool,
     fail_execute_after: Option<u64>,
@@ -62,9 +65,12 @@ impl Connector for TestConnector {
         } else {
             &[("", 0)]
         };
-        let synthetic = rounds.iter().flat_map(|&(op, version)| {
+        let body = "x".repeat(c.pad);
+        let body = &body;
+        let synthetic = rounds.iter().flat_map(move |&(op, version)| {
             (0..c.count).map(move |n| match op {
-                "" => format!(r#"{{"id":"doc-{n}","n":{n}}}"#),
+                "" if body.is_empty() => format!(r#"{{"id":"doc-{n}","n":{n}}}"#),
+                "" => format!(r#"{{"id":"doc-{n}","n":{n},"body":"{body}"}}"#),
                 op => format!(r#"{{"id":"doc-{n}","n":{n},"op":"{op}","version":{version}}}"#),
             })
         });

@@ -1,0 +1,231 @@
+//! Kafka mode end to end against raw rdkafka, on the same broker, in one run.
+//!
+//! - `raw`: one producer writes N ~1 KB messages keyed by id to a 6-partition
+//!   topic; a relay consumes them and produces each to a second topic; a sink
+//!   consumes those. The time from the first produce to the last consume.
+//! - `weir`: the same N documents through `weir run --mode kafka` (the test
+//!   connector), one `weir worker` process (2 threads, one copy stage) and one
+//!   `weir indexer` process (the test indexer), on 6-partition topics. The
+//!   run's own elapsed time (publish to last FINISH counted).
+//!
+//! `cargo bench -p weir-tests --bench kafka_pipeline` (WEIR_BENCH_DOCS, default
+//! 200,000). Starts the test broker (tests/kafka/broker.sh) unless
+//! WEIR_KAFKA_BOOTSTRAP names one.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use weir::config::KafkaConfig;
+use weir::messenger::kafka::KafkaTopics;
+use weir_tests::{Proc, kafka_bootstrap, with_plugins};
+
+const PAD: usize = 800;
+
+fn producer(bootstrap: &str) -> ThreadedProducer<DefaultProducerContext> {
+    ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", "5")
+        .set("enable.idempotence", "true")
+        .create()
+        .expect("producer")
+}
+
+fn consumer(bootstrap: &str, group: &str, topic: &str) -> BaseConsumer {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "true")
+        .create()
+        .expect("consumer");
+    c.subscribe(&[topic]).expect("subscribe");
+    c
+}
+
+fn send(p: &ThreadedProducer<DefaultProducerContext>, topic: &str, key: &[u8], payload: &[u8]) {
+    let mut record = BaseRecord::to(topic).key(key).payload(payload);
+    loop {
+        match p.send(record) {
+            Ok(()) => return,
+            Err((_, back)) => {
+                record = back;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+}
+
+/// produce -> consume+produce -> consume with plain rdkafka.
+fn raw(bootstrap: &str, n: usize) -> f64 {
+    let tag = format!("{:08x}", fastrand::u32(..));
+    let (a, b) = (format!("raw_a_{tag}"), format!("raw_b_{tag}"));
+    let topics = KafkaTopics::new(KafkaConfig::new(bootstrap), "raw");
+    topics.create_topic(&a, 6).expect("topic");
+    topics.create_topic(&b, 6).expect("topic");
+    let done = AtomicBool::new(false);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let c = consumer(bootstrap, &format!("relay_{tag}"), &a);
+            let p = producer(bootstrap);
+            let mut relayed = 0;
+            while relayed < n {
+                if let Some(Ok(m)) = c.poll(Duration::from_millis(100)) {
+                    send(
+                        &p,
+                        &b,
+                        m.key().unwrap_or_default(),
+                        m.payload().unwrap_or_default(),
+                    );
+                    relayed += 1;
+                }
+            }
+            p.flush(Duration::from_secs(60)).expect("flush");
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        let sink = s.spawn(|| {
+            let c = consumer(bootstrap, &format!("sink_{tag}"), &b);
+            let mut seen = 0;
+            while seen < n {
+                if let Some(Ok(_)) = c.poll(Duration::from_millis(100)) {
+                    seen += 1;
+                }
+            }
+            start.elapsed().as_secs_f64()
+        });
+        let p = producer(bootstrap);
+        let body = "x".repeat(PAD);
+        for i in 0..n {
+            let id = format!("doc-{i}");
+            let payload = format!(r#"{{"id":"{id}","run_id":"bench","n":{i},"body":"{body}"}}"#);
+            send(&p, &a, id.as_bytes(), payload.as_bytes());
+        }
+        p.flush(Duration::from_secs(60)).expect("flush");
+        let seconds = sink.join().expect("sink");
+        done.store(true, Ordering::Relaxed);
+        seconds
+    })
+}
+
+/// Parse the summary line `Run <id>: Success in 12.34s`.
+fn run_seconds(summary: &str) -> f64 {
+    let line = summary
+        .lines()
+        .find(|l| l.starts_with("Run "))
+        .expect("summary line");
+    assert!(
+        line.contains("Success"),
+        "the run did not succeed: {summary}"
+    );
+    let time = line.rsplit(" in ").next().expect("time");
+    if let Some(ms) = time.strip_suffix("ms") {
+        ms.parse::<f64>().expect("ms") / 1000.0
+    } else {
+        time.trim_end_matches('s').parse().expect("seconds")
+    }
+}
+
+fn weir_mode(bootstrap: &str, n: usize) -> f64 {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pipeline = format!("bench_{:08x}", fastrand::u32(..));
+    let toml = format!(
+        r#"
+        [runner]
+        cache_dir = {cache:?}
+        [worker]
+        threads = 2
+        [kafka]
+        bootstrap_servers = {bootstrap:?}
+        topic_partitions = 6
+        [indexer]
+        batch_size = 500
+        plugin = {{ path = @test-indexer }}
+        [[connectors]]
+        name = "bench"
+        pipeline = "{pipeline}"
+        plugin = {{ path = @test-connector, config = {{ count = {n}, pad = {PAD} }} }}
+        [[pipelines]]
+        name = "{pipeline}"
+        stages = [{{ name = "copy", plugin = {{ path = @copy-fields, config = {{ mappings = [{{ source = "n", target = "m" }}] }} }} }}]
+        "#,
+        cache = dir.path().join("cache").display().to_string(),
+    );
+    let config = dir.path().join("bench.toml");
+    std::fs::write(&config, with_plugins(&toml)).expect("config");
+    let config = config.to_str().expect("utf-8");
+    let weir = Path::new(env!("CARGO_BIN_EXE_weir-under-test"));
+    let status = Command::new(weir)
+        .args(["validate", config])
+        .status()
+        .expect("validate");
+    assert!(status.success());
+    let log = |name: &str| dir.path().join(format!("{name}.log"));
+    let mut worker = Proc::start(
+        "worker",
+        weir,
+        &["worker", config, &pipeline],
+        &[],
+        &log("worker"),
+    );
+    let mut indexer = Proc::start(
+        "indexer",
+        weir,
+        &["indexer", config, &pipeline],
+        &[],
+        &log("indexer"),
+    );
+    let out = Command::new(weir)
+        .args(["run", "--mode", "kafka", "--no-progress", config])
+        .output()
+        .expect("run");
+    let seconds = run_seconds(&String::from_utf8_lossy(&out.stdout));
+    assert!(
+        worker.stop() && indexer.stop(),
+        "worker or indexer did not stop cleanly"
+    );
+    seconds
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let n: usize = std::env::var("WEIR_BENCH_DOCS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
+    weir_tests::plugins_dir();
+    let bootstrap = kafka_bootstrap();
+    let raw_seconds = raw(bootstrap, n);
+    let weir_seconds = weir_mode(bootstrap, n);
+    let rate = |s: f64| n as f64 / s;
+    println!(
+        "\nKafka pipeline, {n} documents of ~{} bytes, same broker:",
+        PAD + 50
+    );
+    println!("{:<44} {:>10} {:>10}", "", "docs/s", "seconds");
+    println!(
+        "{:<44} {:>10.0} {:>10.2}",
+        "raw rdkafka: produce -> relay -> consume",
+        rate(raw_seconds),
+        raw_seconds
+    );
+    println!(
+        "{:<44} {:>10.0} {:>10.2}",
+        "weir --mode kafka: run -> worker -> indexer",
+        rate(weir_seconds),
+        weir_seconds
+    );
+    println!(
+        "weir / raw rate: {:.2}",
+        rate(weir_seconds) / rate(raw_seconds)
+    );
+}
