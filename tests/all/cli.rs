@@ -147,3 +147,21 @@ fn invalid_configs_and_usage_exit_with_2() {
     assert_eq!(weir(&["validate", "/no/such/config.toml"]), 2);
     assert_eq!(weir(&["frobnicate"]), 2);
 }
+
+#[test]
+fn every_example_config_is_valid() {
+    plugins_dir();
+    let examples = repo_root().join("examples");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&examples).expect("examples") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let config = weir::config::Config::load(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let errors = config.check();
+            assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2, "local.toml and kafka.toml at least");
+}
