@@ -9,7 +9,7 @@
 //!   run's own elapsed time (publish to last FINISH counted).
 //!
 //! `cargo bench -p weir-tests --bench kafka_pipeline` (WEIR_BENCH_DOCS, default
-//! 200,000). Starts the test broker (tests/kafka/broker.sh) unless
+//! 200,000; WEIR_BENCH_ROUNDS, default 3). Starts the test broker (tests/kafka/broker.sh) unless
 //! WEIR_KAFKA_BOOTSTRAP names one.
 
 use std::path::Path;
@@ -204,11 +204,27 @@ fn main() {
         .unwrap_or(200_000);
     weir_tests::plugins_dir();
     let bootstrap = kafka_bootstrap();
-    let raw_seconds = raw(bootstrap, n);
-    let weir_seconds = weir_mode(bootstrap, n);
+    // A freshly started broker JIT-compiles for its first seconds: warm it up,
+    // then interleave rounds and take the median of each.
+    raw(bootstrap, n / 4);
+    let rounds: usize = std::env::var("WEIR_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+        .max(1);
+    let (mut raws, mut weirs) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        raws.push(raw(bootstrap, n));
+        weirs.push(weir_mode(bootstrap, n));
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (raw_seconds, weir_seconds) = (median(raws), median(weirs));
     let rate = |s: f64| n as f64 / s;
     println!(
-        "\nKafka pipeline, {n} documents of ~{} bytes, same broker:",
+        "\nKafka pipeline, {n} documents of ~{} bytes, same broker, median of {rounds} rounds:",
         PAD + 50
     );
     println!("{:<44} {:>10} {:>10}", "", "docs/s", "seconds");

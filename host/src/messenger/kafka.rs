@@ -954,7 +954,9 @@ impl IndexerMessenger for KafkaIndexerMessenger {
         for (topic, key, payload) in self.events.drain()? {
             produce(&self.producer, &topic, &key, &payload, None, None)?;
         }
-        // (Waiting on acknowledgements, not `flush`, which polls in 100 ms steps.)
+        // Send now rather than after `linger.ms`, then wait on the acknowledgements
+        // (not in `flush`, which polls in 100 ms steps).
+        let _ = self.producer.flush(Duration::ZERO);
         if !self.shared.wait_all_delivered(Duration::from_secs(60)) {
             let failure = self.shared.lock().failure.clone();
             return Err(transport(
@@ -971,11 +973,35 @@ impl IndexerMessenger for KafkaIndexerMessenger {
             let _ = tpl.add_partition_offset(&self.dest, partition, Offset::Offset(next));
         }
         if tpl.count() > 0 {
+            // The batch is done and its messages acknowledged, so committing is
+            // safe; not waiting for the commit's own answer keeps the indexer
+            // busy. A lost commit is covered by the next one, or redelivers.
             self.consumer
-                .commit(&tpl, CommitMode::Sync)
+                .commit(&tpl, CommitMode::Async)
                 .map_err(transport)?;
         }
         Ok(())
+    }
+}
+
+impl Drop for KafkaIndexerMessenger {
+    fn drop(&mut self) {
+        // The last asynchronous commit may still be in flight: settle it.
+        let committed = self
+            .polled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut tpl = TopicPartitionList::new();
+        for (partition, next) in committed {
+            let _ = tpl.add_partition_offset(&self.dest, partition, Offset::Offset(next));
+        }
+        let settled = self.batch_partitions.is_empty()
+            && self.shared.wait_all_delivered(Duration::from_secs(30));
+        if tpl.count() > 0 && settled {
+            let _ = self.consumer.commit(&tpl, CommitMode::Sync);
+        }
+        self.consumer.unsubscribe();
     }
 }
 
