@@ -433,20 +433,7 @@ impl Runner {
                 );
                 spawn_in_span(scope, "weir-indexer", move || indexer_loop.run())
             });
-            let worker_threads: Vec<_> = workers
-                .into_iter()
-                .enumerate()
-                .map(|(i, (stages, messenger))| {
-                    let worker = Worker {
-                        pipeline: Arc::clone(&pipeline),
-                        stages,
-                        messenger,
-                        stats: Arc::clone(&self.stats),
-                        abort: abort.clone(),
-                    };
-                    spawn_in_span(scope, &format!("weir-worker-{i}"), move || worker.run())
-                })
-                .collect();
+            let worker_threads = spawn_workers(scope, &pipeline, workers, &self.stats, &abort);
 
             let run = ConnectorRun {
                 config: c,
@@ -619,6 +606,30 @@ impl Runner {
             }
         })
     }
+}
+
+/// A worker thread for each set of stage instances and its messenger.
+fn spawn_workers<'scope>(
+    scope: &'scope thread::Scope<'scope, '_>,
+    pipeline: &Arc<str>,
+    workers: Vec<(Vec<StageSlot>, Box<dyn crate::messenger::WorkerMessenger>)>,
+    stats: &Arc<RunStats>,
+    abort: &Abort,
+) -> Vec<thread::ScopedJoinHandle<'scope, ()>> {
+    workers
+        .into_iter()
+        .enumerate()
+        .map(|(i, (stages, messenger))| {
+            let worker = Worker {
+                pipeline: Arc::clone(pipeline),
+                stages,
+                messenger,
+                stats: Arc::clone(stats),
+                abort: abort.clone(),
+            };
+            spawn_in_span(scope, &format!("weir-worker-{i}"), move || worker.run())
+        })
+        .collect()
 }
 
 /// Spawn a named scoped thread that runs `f` inside the caller's tracing span.

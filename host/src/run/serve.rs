@@ -5,8 +5,7 @@ use std::sync::Arc;
 use std::thread;
 
 use super::publisher::Abort;
-use super::worker::Worker;
-use super::{LoadedPlugins, Runner, spawn_in_span, start_stages};
+use super::{LoadedPlugins, Runner, spawn_workers, start_stages};
 use crate::messenger::{IndexerMessenger, WorkerMessenger};
 
 /// The reason recorded when a process is asked to stop.
@@ -47,20 +46,7 @@ impl Runner {
         }
         let pipeline: Arc<str> = Arc::from(pipeline);
         thread::scope(|scope| {
-            let handles: Vec<_> = workers
-                .into_iter()
-                .enumerate()
-                .map(|(i, (stages, messenger))| {
-                    let worker = Worker {
-                        pipeline: Arc::clone(&pipeline),
-                        stages,
-                        messenger,
-                        stats: self.stats(),
-                        abort: shutdown.0.clone(),
-                    };
-                    spawn_in_span(scope, &format!("weir-worker-{i}"), move || worker.run())
-                })
-                .collect();
+            let handles = spawn_workers(scope, &pipeline, workers, &self.stats(), &shutdown.0);
             for handle in handles {
                 if handle.join().is_err() {
                     shutdown.0.trigger("a worker thread panicked");
