@@ -220,6 +220,29 @@ fn poll_error(e: KafkaError) -> Result<(), MessengerError> {
     }
 }
 
+/// A dead letter for a message that is not a Weir document: its key, its
+/// bytes as they came, and headers saying why and where it came from.
+fn undecodable(
+    message: &rdkafka::message::BorrowedMessage<'_>,
+    error: &str,
+    topic: &str,
+) -> (String, Vec<u8>, OwnedHeaders) {
+    let failure = Failure {
+        plugin: "kafka".into(),
+        message: format!("not a Weir document: {error}"),
+        attempts: 1,
+    };
+    let headers = dead_letter_headers(
+        &failure,
+        Some((topic, message.partition(), message.offset())),
+    );
+    let key = message
+        .key()
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .unwrap_or_default();
+    (key, message.payload().unwrap_or_default().to_vec(), headers)
+}
+
 fn document_from(payload: Option<&[u8]>) -> Result<Document, String> {
     let text = std::str::from_utf8(payload.unwrap_or_default()).map_err(|e| e.to_string())?;
     Document::from_json_str(text).map_err(|e| e.to_string())
@@ -308,14 +331,13 @@ impl Shared {
         tracker.failure.is_none()
     }
 
-    /// Wait until no message of `partitions` (all when `None`) is in flight.
-    fn wait_delivered(&self, partitions: Option<&[i32]>, timeout: Duration) -> bool {
+    /// Wait until no message caused by records of `partitions` is in flight.
+    fn wait_delivered(&self, partitions: &[i32], timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut tracker = self.lock();
         loop {
             let busy = tracker.partitions.iter().any(|(p, track)| {
-                partitions.is_none_or(|ps| ps.contains(p))
-                    && track.pending.values().any(|r| r.outstanding > 0)
+                partitions.contains(p) && track.pending.values().any(|r| r.outstanding > 0)
             });
             if !busy || tracker.failure.is_some() {
                 return !busy;
@@ -489,7 +511,7 @@ impl ConsumerContext for WorkerRebalance {
             let partitions: Vec<i32> = revoked.elements().iter().map(|e| e.partition()).collect();
             if !self
                 .shared
-                .wait_delivered(Some(&partitions), Duration::from_secs(30))
+                .wait_delivered(&partitions, Duration::from_secs(30))
             {
                 tracing::warn!(
                     "revoking partitions with deliveries still in flight; their records will be redelivered"
@@ -601,8 +623,9 @@ impl KafkaWorkerMessenger {
         produce(&self.producer, topic, key, payload, headers, self.current)
     }
 
-    fn commit(&mut self, force: bool) -> Result<(), MessengerError> {
-        if !force && self.last_commit.elapsed() < COMMIT_INTERVAL {
+    /// Commit, at most every [`COMMIT_INTERVAL`], what is complete.
+    fn commit(&mut self) -> Result<(), MessengerError> {
+        if self.last_commit.elapsed() < COMMIT_INTERVAL {
             return Ok(());
         }
         self.last_commit = Instant::now();
@@ -636,7 +659,7 @@ impl WorkerMessenger for KafkaWorkerMessenger {
     ) -> Result<Polled<Document>, MessengerError> {
         loop {
             let Some(message) = self.consumer.poll(timeout) else {
-                self.commit(false)?;
+                self.commit()?;
                 return Ok(Polled::Idle);
             };
             let message = match message {
@@ -662,20 +685,7 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                 Ok(doc) => return Ok(Polled::Item(doc)),
                 Err(e) => {
                     // Not a document: dead-letter the raw bytes, never drop them.
-                    let failure = Failure {
-                        plugin: "kafka".into(),
-                        message: format!("not a Weir document: {e}"),
-                        attempts: 1,
-                    };
-                    let headers = dead_letter_headers(
-                        &failure,
-                        Some((&self.source, origin.partition, origin.offset)),
-                    );
-                    let key = message
-                        .key()
-                        .map(|k| String::from_utf8_lossy(k).into_owned())
-                        .unwrap_or_default();
-                    let payload = message.payload().unwrap_or_default().to_vec();
+                    let (key, payload, headers) = undecodable(&message, &e, &self.source);
                     let fail = self.topics.fail();
                     self.produce_for_current(&fail, &key, &payload, Some(headers))?;
                     self.commit_pending_doc_offsets()?;
@@ -724,21 +734,22 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                 track.finish_if_complete(origin.offset);
             }
         }
-        self.commit(false)
+        self.commit()
     }
 }
 
 impl Drop for KafkaWorkerMessenger {
     fn drop(&mut self) {
         // Finish what was sent, commit what is complete, leave the group.
-        let _ = self.producer.flush(Duration::from_secs(30));
-        self.shared.wait_delivered(None, Duration::from_secs(30));
-        if let Err(e) = self.commit(true) {
-            tracing::warn!(error = %e, "final commit failed; records will be redelivered");
+        let _ = self.producer.flush(Duration::ZERO);
+        if !self.shared.wait_all_delivered(Duration::from_secs(30)) {
+            tracing::warn!("deliveries unfinished at shutdown; their records will be redelivered");
         }
         let tpl = committable_list(&self.shared.lock(), &self.source, None);
-        if tpl.count() > 0 {
-            let _ = self.consumer.commit(&tpl, CommitMode::Sync);
+        if tpl.count() > 0
+            && let Err(e) = self.consumer.commit(&tpl, CommitMode::Sync)
+        {
+            tracing::warn!(error = %e, "final commit failed; records will be redelivered");
         }
         self.consumer.unsubscribe();
     }
@@ -840,6 +851,18 @@ impl KafkaIndexerMessenger {
     }
 }
 
+impl KafkaIndexerMessenger {
+    /// The next offset per partition after everything polled so far.
+    fn polled_offsets(&self) -> TopicPartitionList {
+        let polled = self.polled.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut tpl = TopicPartitionList::new();
+        for (&partition, &next) in polled.iter() {
+            let _ = tpl.add_partition_offset(&self.dest, partition, Offset::Offset(next));
+        }
+        tpl
+    }
+}
+
 impl IndexerMessenger for KafkaIndexerMessenger {
     fn poll_doc_to_index(&mut self, timeout: Duration) -> Result<Polled<Document>, MessengerError> {
         loop {
@@ -870,18 +893,7 @@ impl IndexerMessenger for KafkaIndexerMessenger {
                     return Ok(Polled::Item(doc));
                 }
                 Err(e) => {
-                    let failure = Failure {
-                        plugin: "kafka".into(),
-                        message: format!("not a Weir document: {e}"),
-                        attempts: 1,
-                    };
-                    let headers =
-                        dead_letter_headers(&failure, Some((&self.dest, partition, offset)));
-                    let key = message
-                        .key()
-                        .map(|k| String::from_utf8_lossy(k).into_owned())
-                        .unwrap_or_default();
-                    let payload = message.payload().unwrap_or_default().to_vec();
+                    let (key, payload, headers) = undecodable(&message, &e, &self.dest);
                     let fail = self.topics.fail();
                     produce(&self.producer, &fail, &key, &payload, Some(headers), None)?;
                 }
@@ -963,15 +975,7 @@ impl IndexerMessenger for KafkaIndexerMessenger {
                 failure.unwrap_or_else(|| "deliveries timed out".into()),
             ));
         }
-        let polled = self
-            .polled
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let mut tpl = TopicPartitionList::new();
-        for (partition, next) in polled {
-            let _ = tpl.add_partition_offset(&self.dest, partition, Offset::Offset(next));
-        }
+        let tpl = self.polled_offsets();
         if tpl.count() > 0 {
             // The batch is done and its messages acknowledged, so committing is
             // safe; not waiting for the commit's own answer keeps the indexer
@@ -987,15 +991,7 @@ impl IndexerMessenger for KafkaIndexerMessenger {
 impl Drop for KafkaIndexerMessenger {
     fn drop(&mut self) {
         // The last asynchronous commit may still be in flight: settle it.
-        let committed = self
-            .polled
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let mut tpl = TopicPartitionList::new();
-        for (partition, next) in committed {
-            let _ = tpl.add_partition_offset(&self.dest, partition, Offset::Offset(next));
-        }
+        let tpl = self.polled_offsets();
         let settled = self.batch_partitions.is_empty()
             && self.shared.wait_all_delivered(Duration::from_secs(30));
         if tpl.count() > 0 && settled {

@@ -80,11 +80,10 @@ impl MessengerFactory for RecordingMessengers {
         _run_id: &str,
     ) -> Result<MessengerParts, MessengerError> {
         let local = LocalMessenger::new(self.capacity).into_parts(workers);
-        let wrap = |recording: &Arc<Recording>| Arc::clone(recording);
         Ok(MessengerParts {
             publisher: Box::new(Recorder {
                 inner: local.publisher,
-                recording: wrap(&self.recording),
+                recording: Arc::clone(&self.recording),
             }),
             workers: local
                 .workers
@@ -92,13 +91,13 @@ impl MessengerFactory for RecordingMessengers {
                 .map(|w| {
                     Box::new(Recorder {
                         inner: w,
-                        recording: wrap(&self.recording),
+                        recording: Arc::clone(&self.recording),
                     }) as Box<dyn WorkerMessenger>
                 })
                 .collect(),
             indexer: Some(Box::new(Recorder {
                 inner: local.indexer,
-                recording: wrap(&self.recording),
+                recording: Arc::clone(&self.recording),
             })),
         })
     }

@@ -443,10 +443,6 @@ impl Runner {
                 abort: &abort,
             };
             let outcome = self.connector_lifecycle(&run, &mut connector);
-            let outcome = outcome.and_then(|()| match abort.reason() {
-                Some(reason) => Err(reason.to_owned()),
-                None => Ok(()),
-            });
             if let Err(reason) = &outcome {
                 abort.trigger(reason.clone());
             }
