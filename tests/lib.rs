@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use serde_json::Value;
 use weir::document::Document;
@@ -150,6 +151,30 @@ impl Proc {
             child,
             name: name.to_owned(),
         }
+    }
+
+    /// Wait until `log` (this process's log file) contains `needle` at least
+    /// `times` times, up to `timeout`; false when the process exits or the
+    /// time runs out first.
+    pub fn wait_for_log(
+        &mut self,
+        log: &Path,
+        needle: &str,
+        times: usize,
+        timeout: Duration,
+    ) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            if std::fs::read_to_string(log).is_ok_and(|text| text.matches(needle).count() >= times)
+            {
+                return true;
+            }
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
     }
 
     /// SIGKILL: the process gets no chance to clean up.

@@ -5,8 +5,9 @@
 //!   consumes those. The time from the first produce to the last consume.
 //! - `weir`: the same N documents through `weir run --mode kafka` (the test
 //!   connector), one `weir worker` process (2 threads, one copy stage) and one
-//!   `weir indexer` process (the test indexer), on 6-partition topics. The
-//!   run's own elapsed time (publish to last FINISH counted).
+//!   `weir indexer` process (the test indexer), on 6-partition topics, started
+//!   first (they are long-running services) and timed once they own their
+//!   partitions. The run's own elapsed time (publish to last FINISH counted).
 //!
 //! `cargo bench -p weir-tests --bench kafka_pipeline` (WEIR_BENCH_DOCS, default
 //! 200,000; WEIR_BENCH_ROUNDS, default 3). Starts the test broker (tests/kafka/broker.sh) unless
@@ -181,6 +182,14 @@ fn weir_mode(bootstrap: &str, n: usize) -> f64 {
         &["indexer", config, &pipeline],
         &[],
         &log("indexer"),
+    );
+    // Workers and indexers are long-running services: time the run once
+    // they own their partitions, as the relay and sink of `raw` are.
+    let wait = Duration::from_secs(60);
+    assert!(
+        worker.wait_for_log(&log("worker"), "partitions assigned", 2, wait)
+            && indexer.wait_for_log(&log("indexer"), "partitions assigned", 1, wait),
+        "the worker and indexer did not get their partitions"
     );
     let out = Command::new(weir)
         .args(["run", "--mode", "kafka", "--no-progress", config])

@@ -157,14 +157,23 @@ impl KafkaTopics {
 
     /// Create `topic` with `partitions` partitions unless it exists.
     pub fn create_topic(&self, topic: &str, partitions: i32) -> Result<(), MessengerError> {
+        self.create_topics(&[topic], partitions)
+    }
+
+    /// Create each of `topics` with `partitions` partitions unless it exists,
+    /// in one request.
+    pub fn create_topics(&self, topics: &[&str], partitions: i32) -> Result<(), MessengerError> {
         let admin: AdminClient<DefaultClientContext> = self
             .client(&self.config.admin)
             .create()
             .map_err(transport)?;
-        let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+        let new: Vec<NewTopic<'_>> = topics
+            .iter()
+            .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(1)))
+            .collect();
         let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
         let results =
-            futures_executor::block_on(admin.create_topics([&new], &options)).map_err(transport)?;
+            futures_executor::block_on(admin.create_topics(&new, &options)).map_err(transport)?;
         for result in results {
             match result {
                 Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
@@ -184,10 +193,8 @@ impl KafkaTopics {
             return Ok(());
         };
         let partitions = i32::try_from(partitions).map_err(transport)?;
-        for topic in [self.source(), self.dest(), self.fail()] {
-            self.create_topic(&topic, partitions)?;
-        }
-        Ok(())
+        let (source, dest, fail) = (self.source(), self.dest(), self.fail());
+        self.create_topics(&[&source, &dest, &fail], partitions)
     }
 
     /// How many partitions `topic` has, if it exists.
@@ -295,9 +302,55 @@ impl PartitionTrack {
 #[derive(Debug, Default)]
 struct Tracker {
     partitions: HashMap<i32, PartitionTrack>,
+    /// Per indexer batch, its messages not yet acknowledged.
+    batches: HashMap<u64, u32>,
     failure: Option<String>,
     /// Messages produced and not yet acknowledged (or refused).
     in_flight: u64,
+}
+
+impl Tracker {
+    /// A message for `tag` was handed to the producer.
+    fn sent(&mut self, tag: Tag) {
+        self.in_flight += 1;
+        match tag {
+            Tag::Record(origin) => {
+                if let Some(state) = self
+                    .partitions
+                    .get_mut(&origin.partition)
+                    .and_then(|t| t.pending.get_mut(&origin.offset))
+                {
+                    state.outstanding += 1;
+                }
+            }
+            Tag::Batch(batch) => *self.batches.entry(batch).or_default() += 1,
+            Tag::Untracked => {}
+        }
+    }
+
+    /// A message for `tag` was acknowledged or refused.
+    fn settled(&mut self, tag: Tag) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        match tag {
+            Tag::Record(origin) => {
+                if let Some(track) = self.partitions.get_mut(&origin.partition)
+                    && let Some(state) = track.pending.get_mut(&origin.offset)
+                {
+                    state.outstanding = state.outstanding.saturating_sub(1);
+                    track.finish_if_complete(origin.offset);
+                }
+            }
+            Tag::Batch(batch) => {
+                if let Some(left) = self.batches.get_mut(&batch) {
+                    *left = left.saturating_sub(1);
+                    if *left == 0 {
+                        self.batches.remove(&batch);
+                    }
+                }
+            }
+            Tag::Untracked => {}
+        }
+    }
 }
 
 /// Shared between a messenger and its producer's delivery callbacks.
@@ -355,57 +408,63 @@ impl Shared {
     }
 }
 
-/// Which source record a produced message belongs to, if any.
+/// A source record.
 #[derive(Debug, Clone, Copy)]
 struct Origin {
     partition: i32,
     offset: i64,
 }
 
-/// Producer callbacks: record acknowledgements against their source records.
+/// What a produced message is accounted against.
+#[derive(Debug, Clone, Copy)]
+enum Tag {
+    /// A worker's source record: its offset waits for the message.
+    Record(Origin),
+    /// An indexer's batch: its offsets wait for the message.
+    Batch(u64),
+    /// Nothing (the publisher's documents; a worker's message with no record).
+    Untracked,
+}
+
+/// Producer callbacks: record acknowledgements against what waits for them.
 struct Deliveries(Arc<Shared>);
 
 impl ClientContext for Deliveries {}
 
 impl ProducerContext for Deliveries {
-    type DeliveryOpaque = Box<Option<Origin>>;
+    type DeliveryOpaque = Box<Tag>;
 
-    fn delivery(&self, result: &DeliveryResult<'_>, origin: Self::DeliveryOpaque) {
+    fn delivery(&self, result: &DeliveryResult<'_>, tag: Self::DeliveryOpaque) {
         let mut tracker = self.0.lock();
-        tracker.in_flight = tracker.in_flight.saturating_sub(1);
         if let Err((e, message)) = result {
             let failure = format!("delivery to {} failed: {e}", message.topic());
             tracing::error!("{failure}");
             tracker.failure.get_or_insert(failure);
         }
-        if let Some(origin) = *origin
-            && let Some(track) = tracker.partitions.get_mut(&origin.partition)
-            && let Some(state) = track.pending.get_mut(&origin.offset)
-        {
-            state.outstanding = state.outstanding.saturating_sub(1);
-            track.finish_if_complete(origin.offset);
-        }
+        tracker.settled(*tag);
         drop(tracker);
         self.0.changed.notify_all();
     }
 }
 
-/// Produce `payload`, waiting for room in the producer's queue.
+/// Produce `payload`, accounted against `tag`, waiting for room in the
+/// producer's queue.
 fn produce(
     producer: &ThreadedProducer<Deliveries>,
     topic: &str,
     key: &str,
     payload: &[u8],
     headers: Option<OwnedHeaders>,
-    origin: Option<Origin>,
+    tag: Tag,
 ) -> Result<(), MessengerError> {
-    let mut record = BaseRecord::with_opaque_to(topic, Box::new(origin))
+    let mut record = BaseRecord::with_opaque_to(topic, Box::new(tag))
         .key(key)
         .payload(payload);
     if let Some(headers) = headers {
         record = record.headers(headers);
     }
-    producer.context().0.lock().in_flight += 1;
+    let shared = &producer.context().0;
+    shared.lock().sent(tag);
     loop {
         match producer.send(record) {
             Ok(()) => return Ok(()),
@@ -414,8 +473,7 @@ fn produce(
                 std::thread::sleep(Duration::from_millis(1));
             }
             Err((e, _)) => {
-                let shared = &producer.context().0;
-                shared.lock().in_flight -= 1;
+                shared.lock().settled(tag);
                 return Err(transport(format!("cannot produce to {topic}: {e}")));
             }
         }
@@ -495,6 +553,14 @@ fn events_from(payload: &[u8]) -> Result<Vec<Event>, serde_json::Error> {
     }
 }
 
+/// Log a rebalance's outcome: which partitions this consumer now owns.
+fn log_assignment(role: &str, rebalance: &Rebalance<'_>) {
+    if let Rebalance::Assign(assigned) = rebalance {
+        let partitions: Vec<i32> = assigned.elements().iter().map(|e| e.partition()).collect();
+        tracing::info!(role, ?partitions, "partitions assigned");
+    }
+}
+
 // ---- worker ----
 
 /// Commits completed work when partitions are revoked.
@@ -529,6 +595,10 @@ impl ConsumerContext for WorkerRebalance {
                 tracing::warn!(error = %e, "commit on revoke failed; records will be redelivered");
             }
         }
+    }
+
+    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        log_assignment("worker", rebalance);
     }
 }
 
@@ -610,17 +680,8 @@ impl KafkaWorkerMessenger {
         payload: &[u8],
         headers: Option<OwnedHeaders>,
     ) -> Result<(), MessengerError> {
-        if let Some(origin) = self.current
-            && let Some(state) = self
-                .shared
-                .lock()
-                .partitions
-                .get_mut(&origin.partition)
-                .and_then(|t| t.pending.get_mut(&origin.offset))
-        {
-            state.outstanding += 1;
-        }
-        produce(&self.producer, topic, key, payload, headers, self.current)
+        let tag = self.current.map_or(Tag::Untracked, Tag::Record);
+        produce(&self.producer, topic, key, payload, headers, tag)
     }
 
     /// Commit, at most every [`COMMIT_INTERVAL`], what is complete.
@@ -757,6 +818,54 @@ impl Drop for KafkaWorkerMessenger {
 
 // ---- indexer ----
 
+/// What an indexer may commit: the offsets it has polled, and the batches
+/// that are done but whose messages (events, dead letters) are not all
+/// acknowledged yet. A batch's offsets are committed once its messages and
+/// those of every earlier batch are on the broker; the indexer never waits
+/// for that, it goes on with the next batch.
+#[derive(Debug, Default)]
+struct IndexerProgress {
+    /// Next offset per partition after everything polled so far.
+    polled: HashMap<i32, i64>,
+    /// Done batches, oldest first, with the offsets they complete.
+    unacked: std::collections::VecDeque<(u64, HashMap<i32, i64>)>,
+}
+
+impl IndexerProgress {
+    /// Take the oldest batches whose messages are all acknowledged; the
+    /// offsets they complete. Nothing after a delivery failure.
+    fn take_acked(&mut self, tracker: &Tracker) -> HashMap<i32, i64> {
+        let mut offsets = HashMap::new();
+        if tracker.failure.is_some() {
+            return offsets;
+        }
+        while let Some((batch, _)) = self.unacked.front()
+            && !tracker.batches.contains_key(batch)
+        {
+            if let Some((_, done)) = self.unacked.pop_front() {
+                offsets.extend(done);
+            }
+        }
+        offsets
+    }
+
+    /// Forget `partitions`: another indexer owns them now.
+    fn forget(&mut self, partitions: &[i32]) {
+        self.polled.retain(|p, _| !partitions.contains(p));
+        for (_, offsets) in &mut self.unacked {
+            offsets.retain(|p, _| !partitions.contains(p));
+        }
+    }
+}
+
+fn offsets_list(topic: &str, offsets: &HashMap<i32, i64>) -> TopicPartitionList {
+    let mut tpl = TopicPartitionList::new();
+    for (&partition, &next) in offsets {
+        let _ = tpl.add_partition_offset(topic, partition, Offset::Offset(next));
+    }
+    tpl
+}
+
 /// An indexer's messenger: consumes the destination topic; commits a batch's
 /// offsets only once the batch is done and its events are delivered.
 pub struct KafkaIndexerMessenger {
@@ -765,8 +874,9 @@ pub struct KafkaIndexerMessenger {
     consumer: BaseConsumer<IndexerRebalance>,
     producer: ThreadedProducer<Deliveries>,
     shared: Arc<Shared>,
-    /// Next offset to commit per partition, for documents polled so far.
-    polled: Arc<Mutex<HashMap<i32, i64>>>,
+    progress: Arc<Mutex<IndexerProgress>>,
+    /// The batch being built: its messages are accounted against it.
+    batch: u64,
     /// The partition of each document returned since the last batch, and how
     /// many revocations had happened when it was polled.
     batch_partitions: Vec<(i32, u64)>,
@@ -784,11 +894,14 @@ impl std::fmt::Debug for KafkaIndexerMessenger {
     }
 }
 
-/// On revocation the indexer forgets what it polled from those partitions
-/// (it will not commit them) and notes them, so that their documents are
-/// taken out of the batch being built: the new owner indexes them.
+/// On revocation the indexer commits what is done, forgets what it polled
+/// from those partitions (it will not commit it), and notes them, so that
+/// their documents are taken out of the batch being built: the new owner
+/// indexes them.
 struct IndexerRebalance {
-    polled: Arc<Mutex<HashMap<i32, i64>>>,
+    dest: String,
+    shared: Arc<Shared>,
+    progress: Arc<Mutex<IndexerProgress>>,
     revoked: Arc<Mutex<Revocations>>,
 }
 
@@ -804,30 +917,50 @@ struct Revocations {
 impl ClientContext for IndexerRebalance {}
 
 impl ConsumerContext for IndexerRebalance {
-    fn pre_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Revoke(revoked) = rebalance {
-            let mut polled = self.polled.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut revocations = self.revoked.lock().unwrap_or_else(PoisonError::into_inner);
-            revocations.count += 1;
-            let count = revocations.count;
-            for e in revoked.elements() {
-                polled.remove(&e.partition());
-                revocations.latest.insert(e.partition(), count);
-            }
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let Rebalance::Revoke(revoked) = rebalance else {
+            return;
+        };
+        let partitions: Vec<i32> = revoked.elements().iter().map(|e| e.partition()).collect();
+        if !self.shared.wait_all_delivered(Duration::from_secs(30)) {
+            tracing::warn!(
+                "revoking partitions with deliveries still in flight; their documents will be redelivered"
+            );
         }
+        let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        let done = progress.take_acked(&self.shared.lock());
+        progress.forget(&partitions);
+        drop(progress);
+        if !done.is_empty()
+            && let Err(e) = consumer.commit(&offsets_list(&self.dest, &done), CommitMode::Sync)
+        {
+            tracing::warn!(error = %e, "commit on revoke failed; documents will be redelivered");
+        }
+        let mut revocations = self.revoked.lock().unwrap_or_else(PoisonError::into_inner);
+        revocations.count += 1;
+        let count = revocations.count;
+        for p in partitions {
+            revocations.latest.insert(p, count);
+        }
+    }
+
+    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        log_assignment("indexer", rebalance);
     }
 }
 
 impl KafkaIndexerMessenger {
     pub fn new(topics: KafkaTopics) -> Result<Self, MessengerError> {
         let shared = Arc::new(Shared::default());
-        let polled = Arc::new(Mutex::new(HashMap::new()));
+        let progress = Arc::new(Mutex::new(IndexerProgress::default()));
         let revoked = Arc::new(Mutex::new(Revocations::default()));
         let dest = topics.dest();
         let consumer: BaseConsumer<IndexerRebalance> = topics
             .consumer_config(&topics.indexer_group())
             .create_with_context(IndexerRebalance {
-                polled: Arc::clone(&polled),
+                dest: dest.clone(),
+                shared: Arc::clone(&shared),
+                progress: Arc::clone(&progress),
                 revoked: Arc::clone(&revoked),
             })
             .map_err(transport)?;
@@ -842,24 +975,32 @@ impl KafkaIndexerMessenger {
             consumer,
             producer,
             shared,
-            polled,
+            progress,
+            batch: 0,
             batch_partitions: Vec::new(),
             revoked,
             events: EventBuffer::default(),
             current: None,
         })
     }
-}
 
-impl KafkaIndexerMessenger {
-    /// The next offset per partition after everything polled so far.
-    fn polled_offsets(&self) -> TopicPartitionList {
-        let polled = self.polled.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut tpl = TopicPartitionList::new();
-        for (&partition, &next) in polled.iter() {
-            let _ = tpl.add_partition_offset(&self.dest, partition, Offset::Offset(next));
+    /// Commit the offsets of the batches now fully acknowledged; an error
+    /// once a delivery failed (nothing moves after that).
+    fn commit_acked(&self, mode: CommitMode) -> Result<(), MessengerError> {
+        let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        let tracker = self.shared.lock();
+        if let Some(failure) = &tracker.failure {
+            return Err(transport(failure));
         }
-        tpl
+        let done = progress.take_acked(&tracker);
+        drop((tracker, progress));
+        if done.is_empty() {
+            return Ok(());
+        }
+        // A lost asynchronous commit is covered by the next one, or redelivers.
+        self.consumer
+            .commit(&offsets_list(&self.dest, &done), mode)
+            .map_err(transport)
     }
 }
 
@@ -867,6 +1008,7 @@ impl IndexerMessenger for KafkaIndexerMessenger {
     fn poll_doc_to_index(&mut self, timeout: Duration) -> Result<Polled<Document>, MessengerError> {
         loop {
             let Some(message) = self.consumer.poll(timeout) else {
+                self.commit_acked(CommitMode::Async)?;
                 return Ok(Polled::Idle);
             };
             let message = match message {
@@ -877,9 +1019,10 @@ impl IndexerMessenger for KafkaIndexerMessenger {
                 }
             };
             let (partition, offset) = (message.partition(), message.offset());
-            self.polled
+            self.progress
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
+                .polled
                 .insert(partition, offset + 1);
             self.current = Some((partition, offset));
             match document_from(message.payload()) {
@@ -895,7 +1038,8 @@ impl IndexerMessenger for KafkaIndexerMessenger {
                 Err(e) => {
                     let (key, payload, headers) = undecodable(&message, &e, &self.dest);
                     let fail = self.topics.fail();
-                    produce(&self.producer, &fail, &key, &payload, Some(headers), None)?;
+                    let tag = Tag::Batch(self.batch);
+                    produce(&self.producer, &fail, &key, &payload, Some(headers), tag)?;
                 }
             }
         }
@@ -920,7 +1064,7 @@ impl IndexerMessenger for KafkaIndexerMessenger {
             doc.id(),
             doc.to_json_string().as_bytes(),
             Some(headers),
-            None,
+            Tag::Batch(self.batch),
         )
     }
 
@@ -960,42 +1104,32 @@ impl IndexerMessenger for KafkaIndexerMessenger {
             .unwrap_or_else(PoisonError::into_inner)
             .latest
             .clear();
-        // The indexer sends batches in poll order, so everything polled so far
-        // is done. Dead letters and events must be on the broker first.
         // The batch's events travel as one message per event topic.
+        let tag = Tag::Batch(self.batch);
         for (topic, key, payload) in self.events.drain()? {
-            produce(&self.producer, &topic, &key, &payload, None, None)?;
+            produce(&self.producer, &topic, &key, &payload, None, tag)?;
         }
-        // Send now rather than after `linger.ms`, then wait on the acknowledgements
-        // (not in `flush`, which polls in 100 ms steps).
-        let _ = self.producer.flush(Duration::ZERO);
-        if !self.shared.wait_all_delivered(Duration::from_secs(60)) {
-            let failure = self.shared.lock().failure.clone();
-            return Err(transport(
-                failure.unwrap_or_else(|| "deliveries timed out".into()),
-            ));
-        }
-        let tpl = self.polled_offsets();
-        if tpl.count() > 0 {
-            // The batch is done and its messages acknowledged, so committing is
-            // safe; not waiting for the commit's own answer keeps the indexer
-            // busy. A lost commit is covered by the next one, or redelivers.
-            self.consumer
-                .commit(&tpl, CommitMode::Async)
-                .map_err(transport)?;
-        }
-        Ok(())
+        // The indexer sends batches in poll order, so everything polled so far
+        // is done once this batch's messages are acknowledged.
+        let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        let polled = progress.polled.clone();
+        progress.unacked.push_back((self.batch, polled));
+        drop(progress);
+        self.batch += 1;
+        self.commit_acked(CommitMode::Async)
     }
 }
 
 impl Drop for KafkaIndexerMessenger {
     fn drop(&mut self) {
-        // The last asynchronous commit may still be in flight: settle it.
-        let tpl = self.polled_offsets();
-        let settled = self.batch_partitions.is_empty()
-            && self.shared.wait_all_delivered(Duration::from_secs(30));
-        if tpl.count() > 0 && settled {
-            let _ = self.consumer.commit(&tpl, CommitMode::Sync);
+        // Commit every batch whose messages reach the broker; the batch being
+        // built (if any) is left to be redelivered.
+        if self.shared.wait_all_delivered(Duration::from_secs(30)) {
+            let _ = self.commit_acked(CommitMode::Sync);
+        } else {
+            tracing::warn!(
+                "deliveries unfinished at shutdown; their documents will be redelivered"
+            );
         }
         self.consumer.unsubscribe();
     }
@@ -1063,7 +1197,7 @@ impl PublisherMessenger for KafkaPublisherMessenger {
             doc.id(),
             doc.to_json_string().as_bytes(),
             None,
-            None,
+            Tag::Untracked,
         )?;
         Ok(None)
     }
