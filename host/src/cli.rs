@@ -236,13 +236,11 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
                 Ok(Some(_)) => {}
                 Err(e) => tracing::warn!(error = %e, "cannot read the source topic's partitions"),
             }
-            let messengers = (0..threads)
-                .map(|_| {
-                    KafkaWorkerMessenger::new(topics.clone())
-                        .map(|m| Box::new(m) as Box<dyn WorkerMessenger>)
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .context("cannot connect to Kafka")?;
+            let messengers = KafkaWorkerMessenger::for_threads(&topics, threads)
+                .context("cannot connect to Kafka")?
+                .into_iter()
+                .map(|m| Box::new(m) as Box<dyn WorkerMessenger>)
+                .collect();
             tracing::info!(pipeline = %pipeline, threads, topic = %source, "worker serving");
             runner.serve_workers(&plugins, &pipeline, messengers, &shutdown)
         }

@@ -129,6 +129,13 @@ impl KafkaTopics {
                 self.config.max_poll_interval.as_millis().to_string(),
             )
             .set("session.timeout.ms", "10000")
+            // librdkafka pauses fetching for fetch.queue.backoff.ms (1 s by
+            // default) once its prefetch queue is full, which stalls a busy
+            // consumer for up to a second after it drains the queue.
+            .set("fetch.queue.backoff.ms", "10")
+            // Prefetch per partition: enough to keep a worker busy, not the
+            // 100,000 documents of librdkafka's default.
+            .set("queued.min.messages", "10000")
             // Notice topics created after subscribing within seconds, not minutes.
             .set("topic.metadata.refresh.interval.ms", "5000")
             .set(
@@ -301,7 +308,8 @@ impl PartitionTrack {
 /// offset may move again: the process must stop and let Kafka redeliver).
 #[derive(Debug, Default)]
 struct Tracker {
-    partitions: HashMap<i32, PartitionTrack>,
+    /// Per consumer of the process and partition it owns.
+    partitions: HashMap<(usize, i32), PartitionTrack>,
     /// Per indexer batch, its messages not yet acknowledged.
     batches: HashMap<u64, u32>,
     failure: Option<String>,
@@ -317,7 +325,7 @@ impl Tracker {
             Tag::Record(origin) => {
                 if let Some(state) = self
                     .partitions
-                    .get_mut(&origin.partition)
+                    .get_mut(&origin.track())
                     .and_then(|t| t.pending.get_mut(&origin.offset))
                 {
                     state.outstanding += 1;
@@ -333,7 +341,7 @@ impl Tracker {
         self.in_flight = self.in_flight.saturating_sub(1);
         match tag {
             Tag::Record(origin) => {
-                if let Some(track) = self.partitions.get_mut(&origin.partition)
+                if let Some(track) = self.partitions.get_mut(&origin.track())
                     && let Some(state) = track.pending.get_mut(&origin.offset)
                 {
                     state.outstanding = state.outstanding.saturating_sub(1);
@@ -384,13 +392,16 @@ impl Shared {
         tracker.failure.is_none()
     }
 
-    /// Wait until no message caused by records of `partitions` is in flight.
-    fn wait_delivered(&self, partitions: &[i32], timeout: Duration) -> bool {
+    /// Wait until no message caused by records of consumer `member` (of
+    /// its `partitions`, or of all) is in flight.
+    fn wait_delivered(&self, member: usize, partitions: Option<&[i32]>, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut tracker = self.lock();
         loop {
-            let busy = tracker.partitions.iter().any(|(p, track)| {
-                partitions.contains(p) && track.pending.values().any(|r| r.outstanding > 0)
+            let busy = tracker.partitions.iter().any(|(&(m, p), track)| {
+                m == member
+                    && partitions.is_none_or(|ps| ps.contains(&p))
+                    && track.pending.values().any(|r| r.outstanding > 0)
             });
             if !busy || tracker.failure.is_some() {
                 return !busy;
@@ -408,11 +419,18 @@ impl Shared {
     }
 }
 
-/// A source record.
+/// A source record, read by consumer `member` of the process.
 #[derive(Debug, Clone, Copy)]
 struct Origin {
+    member: usize,
     partition: i32,
     offset: i64,
+}
+
+impl Origin {
+    fn track(self) -> (usize, i32) {
+        (self.member, self.partition)
+    }
 }
 
 /// What a produced message is accounted against.
@@ -566,6 +584,7 @@ fn log_assignment(role: &str, rebalance: &Rebalance<'_>) {
 /// Commits completed work when partitions are revoked.
 struct WorkerRebalance {
     shared: Arc<Shared>,
+    member: usize,
     topic: String,
 }
 
@@ -577,16 +596,16 @@ impl ConsumerContext for WorkerRebalance {
             let partitions: Vec<i32> = revoked.elements().iter().map(|e| e.partition()).collect();
             if !self
                 .shared
-                .wait_delivered(&partitions, Duration::from_secs(30))
+                .wait_delivered(self.member, Some(&partitions), Duration::from_secs(30))
             {
                 tracing::warn!(
                     "revoking partitions with deliveries still in flight; their records will be redelivered"
                 );
             }
             let mut tracker = self.shared.lock();
-            let tpl = committable_list(&tracker, &self.topic, Some(&partitions));
-            for p in &partitions {
-                tracker.partitions.remove(p);
+            let tpl = committable_list(&tracker, &self.topic, self.member, Some(&partitions));
+            for &p in &partitions {
+                tracker.partitions.remove(&(self.member, p));
             }
             drop(tracker);
             if tpl.count() > 0
@@ -602,15 +621,21 @@ impl ConsumerContext for WorkerRebalance {
     }
 }
 
-/// Offsets to commit: for each tracked partition (or those listed), the
-/// offset below which every record is complete. Nothing after a delivery failure.
-fn committable_list(tracker: &Tracker, topic: &str, only: Option<&[i32]>) -> TopicPartitionList {
+/// Offsets consumer `member` may commit: for each partition it tracks (or
+/// those listed), the offset below which every record is complete. Nothing
+/// after a delivery failure.
+fn committable_list(
+    tracker: &Tracker,
+    topic: &str,
+    member: usize,
+    only: Option<&[i32]>,
+) -> TopicPartitionList {
     let mut tpl = TopicPartitionList::new();
     if tracker.failure.is_some() {
         return tpl;
     }
-    for (&partition, track) in &tracker.partitions {
-        if only.is_some_and(|ps| !ps.contains(&partition)) {
+    for (&(m, partition), track) in &tracker.partitions {
+        if m != member || only.is_some_and(|ps| !ps.contains(&partition)) {
             continue;
         }
         if let Some(offset) = track.committable() {
@@ -621,11 +646,16 @@ fn committable_list(tracker: &Tracker, topic: &str, only: Option<&[i32]>) -> Top
 }
 
 /// A worker's messenger: consumes the source topic in the workers' group.
+/// The worker threads of a process each have their own consumer (a member
+/// of the group, owning its partitions) and share one producer.
 pub struct KafkaWorkerMessenger {
     topics: KafkaTopics,
     source: String,
+    dest: String,
     consumer: BaseConsumer<WorkerRebalance>,
-    producer: ThreadedProducer<Deliveries>,
+    /// Which of the process's consumers this is.
+    member: usize,
+    producer: Arc<ThreadedProducer<Deliveries>>,
     shared: Arc<Shared>,
     current: Option<Origin>,
     events: EventBuffer,
@@ -637,44 +667,57 @@ impl std::fmt::Debug for KafkaWorkerMessenger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KafkaWorkerMessenger")
             .field("source", &self.source)
+            .field("member", &self.member)
             .finish_non_exhaustive()
     }
 }
 
-/// How often a worker commits stored progress.
-const COMMIT_INTERVAL: Duration = Duration::from_millis(500);
+/// How often a busy worker or indexer commits its progress: often enough
+/// that a crash redelivers little, seldom enough to cost the broker little.
+const COMMIT_INTERVAL: Duration = Duration::from_millis(200);
 
 impl KafkaWorkerMessenger {
-    pub fn new(topics: KafkaTopics) -> Result<Self, MessengerError> {
+    /// The messengers of `threads` worker threads: a consumer each, one
+    /// producer between them (fewer clients, fuller batches).
+    pub fn for_threads(topics: &KafkaTopics, threads: usize) -> Result<Vec<Self>, MessengerError> {
         let shared = Arc::new(Shared::default());
+        let producer: Arc<ThreadedProducer<Deliveries>> = Arc::new(
+            topics
+                .producer_config()
+                .create_with_context(Deliveries(Arc::clone(&shared)))
+                .map_err(transport)?,
+        );
         let source = topics.source();
-        let consumer: BaseConsumer<WorkerRebalance> = topics
-            .consumer_config(&topics.worker_group())
-            .create_with_context(WorkerRebalance {
-                shared: Arc::clone(&shared),
-                topic: source.clone(),
+        (0..threads)
+            .map(|member| {
+                let consumer: BaseConsumer<WorkerRebalance> = topics
+                    .consumer_config(&topics.worker_group())
+                    .create_with_context(WorkerRebalance {
+                        shared: Arc::clone(&shared),
+                        member,
+                        topic: source.clone(),
+                    })
+                    .map_err(transport)?;
+                consumer.subscribe(&[&source]).map_err(transport)?;
+                Ok(Self {
+                    topics: topics.clone(),
+                    source: source.clone(),
+                    dest: topics.dest(),
+                    consumer,
+                    member,
+                    producer: Arc::clone(&producer),
+                    shared: Arc::clone(&shared),
+                    current: None,
+                    events: EventBuffer::default(),
+                    last_commit: Instant::now(),
+                    committed: HashMap::new(),
+                })
             })
-            .map_err(transport)?;
-        consumer.subscribe(&[&source]).map_err(transport)?;
-        let producer = topics
-            .producer_config()
-            .create_with_context(Deliveries(Arc::clone(&shared)))
-            .map_err(transport)?;
-        Ok(Self {
-            topics,
-            source,
-            consumer,
-            producer,
-            shared,
-            current: None,
-            events: EventBuffer::default(),
-            last_commit: Instant::now(),
-            committed: HashMap::new(),
-        })
+            .collect()
     }
 
     fn produce_for_current(
-        &mut self,
+        &self,
         topic: &str,
         key: &str,
         payload: &[u8],
@@ -694,19 +737,20 @@ impl KafkaWorkerMessenger {
         if let Some(failure) = &tracker.failure {
             return Err(transport(failure));
         }
-        let mut tpl = TopicPartitionList::new();
-        for (&partition, track) in &tracker.partitions {
-            if let Some(offset) = track.committable()
-                && self.committed.get(&partition) != Some(&offset)
+        let complete = committable_list(&tracker, &self.source, self.member, None);
+        drop(tracker);
+        // Only what moved since the last commit.
+        let mut moved = TopicPartitionList::new();
+        for e in complete.elements() {
+            if let Offset::Offset(offset) = e.offset()
+                && self.committed.insert(e.partition(), offset) != Some(offset)
             {
-                let _ = tpl.add_partition_offset(&self.source, partition, Offset::Offset(offset));
-                self.committed.insert(partition, offset);
+                let _ = moved.add_partition_offset(&self.source, e.partition(), e.offset());
             }
         }
-        drop(tracker);
-        if tpl.count() > 0 {
+        if moved.count() > 0 {
             self.consumer
-                .commit(&tpl, CommitMode::Async)
+                .commit(&moved, CommitMode::Async)
                 .map_err(transport)?;
         }
         Ok(())
@@ -731,13 +775,14 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                 }
             };
             let origin = Origin {
+                member: self.member,
                 partition: message.partition(),
                 offset: message.offset(),
             };
             self.shared
                 .lock()
                 .partitions
-                .entry(origin.partition)
+                .entry(origin.track())
                 .or_default()
                 .pending
                 .insert(origin.offset, RecordState::default());
@@ -756,8 +801,8 @@ impl WorkerMessenger for KafkaWorkerMessenger {
     }
 
     fn send_for_indexing(&mut self, doc: Document) -> Result<(), MessengerError> {
-        let dest = self.topics.dest();
-        self.produce_for_current(&dest, doc.id(), doc.to_json_string().as_bytes(), None)
+        let json = doc.to_json_string();
+        self.produce_for_current(&self.dest, doc.id(), json.as_bytes(), None)
     }
 
     fn send_failed(&mut self, doc: Document, failure: &Failure) -> Result<(), MessengerError> {
@@ -788,7 +833,7 @@ impl WorkerMessenger for KafkaWorkerMessenger {
         }
         if let Some(origin) = self.current.take() {
             let mut tracker = self.shared.lock();
-            if let Some(track) = tracker.partitions.get_mut(&origin.partition) {
+            if let Some(track) = tracker.partitions.get_mut(&origin.track()) {
                 if let Some(state) = track.pending.get_mut(&origin.offset) {
                     state.processed = true;
                 }
@@ -803,10 +848,13 @@ impl Drop for KafkaWorkerMessenger {
     fn drop(&mut self) {
         // Finish what was sent, commit what is complete, leave the group.
         let _ = self.producer.flush(Duration::ZERO);
-        if !self.shared.wait_all_delivered(Duration::from_secs(30)) {
+        if !self
+            .shared
+            .wait_delivered(self.member, None, Duration::from_secs(30))
+        {
             tracing::warn!("deliveries unfinished at shutdown; their records will be redelivered");
         }
-        let tpl = committable_list(&self.shared.lock(), &self.source, None);
+        let tpl = committable_list(&self.shared.lock(), &self.source, self.member, None);
         if tpl.count() > 0
             && let Err(e) = self.consumer.commit(&tpl, CommitMode::Sync)
         {
@@ -884,6 +932,7 @@ pub struct KafkaIndexerMessenger {
     revoked: Arc<Mutex<Revocations>>,
     events: EventBuffer,
     current: Option<(i32, i64)>,
+    last_commit: Instant,
 }
 
 impl std::fmt::Debug for KafkaIndexerMessenger {
@@ -981,12 +1030,22 @@ impl KafkaIndexerMessenger {
             revoked,
             events: EventBuffer::default(),
             current: None,
+            last_commit: Instant::now(),
         })
     }
 
-    /// Commit the offsets of the batches now fully acknowledged; an error
-    /// once a delivery failed (nothing moves after that).
-    fn commit_acked(&self, mode: CommitMode) -> Result<(), MessengerError> {
+    /// Commit the offsets of the batches now fully acknowledged, when busy at
+    /// most every [`COMMIT_INTERVAL`]; an error once a delivery failed
+    /// (nothing moves after that).
+    fn commit_acked(&mut self, mode: CommitMode, busy: bool) -> Result<(), MessengerError> {
+        if busy && self.last_commit.elapsed() < COMMIT_INTERVAL {
+            return self
+                .shared
+                .lock()
+                .failure
+                .as_ref()
+                .map_or(Ok(()), |f| Err(transport(f)));
+        }
         let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
         let tracker = self.shared.lock();
         if let Some(failure) = &tracker.failure {
@@ -997,6 +1056,7 @@ impl KafkaIndexerMessenger {
         if done.is_empty() {
             return Ok(());
         }
+        self.last_commit = Instant::now();
         // A lost asynchronous commit is covered by the next one, or redelivers.
         self.consumer
             .commit(&offsets_list(&self.dest, &done), mode)
@@ -1008,7 +1068,7 @@ impl IndexerMessenger for KafkaIndexerMessenger {
     fn poll_doc_to_index(&mut self, timeout: Duration) -> Result<Polled<Document>, MessengerError> {
         loop {
             let Some(message) = self.consumer.poll(timeout) else {
-                self.commit_acked(CommitMode::Async)?;
+                self.commit_acked(CommitMode::Async, false)?;
                 return Ok(Polled::Idle);
             };
             let message = match message {
@@ -1116,7 +1176,7 @@ impl IndexerMessenger for KafkaIndexerMessenger {
         progress.unacked.push_back((self.batch, polled));
         drop(progress);
         self.batch += 1;
-        self.commit_acked(CommitMode::Async)
+        self.commit_acked(CommitMode::Async, true)
     }
 }
 
@@ -1125,7 +1185,7 @@ impl Drop for KafkaIndexerMessenger {
         // Commit every batch whose messages reach the broker; the batch being
         // built (if any) is left to be redelivered.
         if self.shared.wait_all_delivered(Duration::from_secs(30)) {
-            let _ = self.commit_acked(CommitMode::Sync);
+            let _ = self.commit_acked(CommitMode::Sync, false);
         } else {
             tracing::warn!(
                 "deliveries unfinished at shutdown; their documents will be redelivered"
