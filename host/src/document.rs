@@ -456,11 +456,10 @@ impl Document {
         Ok(doc)
     }
 
-    /// Parse whole-document JSON text.
+    /// Parse whole-document JSON text, straight into a document (no
+    /// intermediate JSON object).
     pub fn from_json_str(text: &str) -> Result<Self, FieldError> {
-        let json =
-            serde_json::from_str(text).map_err(|e| FieldError::InvalidJson(e.to_string()))?;
-        Self::from_json(json)
+        serde_json::from_str(text).map_err(|e| FieldError::InvalidJson(e.to_string()))
     }
 
     /// Replace fields and children with those of `json`, whose `id` and
@@ -504,6 +503,71 @@ impl serde::Serialize for Document {
             map.serialize_entry(CHILDREN_FIELD, &self.children)?;
         }
         map.end()
+    }
+}
+
+/// Reads the whole-document JSON object of [`Document::to_json`], with the
+/// checks of [`Document::from_json`].
+impl<'de> serde::Deserialize<'de> for Document {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(DocumentVisitor)
+    }
+}
+
+struct DocumentVisitor;
+
+impl<'de> serde::de::Visitor<'de> for DocumentVisitor {
+    type Value = Document;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a document: a JSON object with a string `id`")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Document, A::Error> {
+        use serde::de::Error;
+        let mut doc = Document::default();
+        let mut id = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                ID_FIELD => match map.next_value()? {
+                    Value::String(value) => id = Some(value),
+                    other => {
+                        return Err(A::Error::custom(format!(
+                            "`id` must be a string, not {other}"
+                        )));
+                    }
+                },
+                RUN_ID_FIELD => match map.next_value()? {
+                    Value::String(value) => doc.run_id = Some(value),
+                    Value::Null => doc.run_id = None,
+                    other => {
+                        return Err(A::Error::custom(format!(
+                            "`run_id` must be a string, not {other}"
+                        )));
+                    }
+                },
+                CHILDREN_FIELD => match map.next_value()? {
+                    Value::Array(items) => {
+                        doc.children = items
+                            .into_iter()
+                            .map(Document::from_json)
+                            .collect::<Result<_, _>>()
+                            .map_err(A::Error::custom)?;
+                    }
+                    other => {
+                        return Err(A::Error::custom(format!(
+                            "`_children` must be an array, not {other}"
+                        )));
+                    }
+                },
+                _ => {
+                    let value = map.next_value()?;
+                    doc.fields.insert(key, value);
+                }
+            }
+        }
+        doc.id = id.ok_or_else(|| A::Error::custom("a document needs an `id`"))?;
+        Ok(doc)
     }
 }
 
@@ -675,6 +739,43 @@ mod tests {
         let back = Document::from_json_str(&text).expect("parse");
         assert_eq!(back, d);
         assert_eq!(back.children()[0].get("n"), Some(&json!(1)));
+    }
+
+    #[test]
+    fn parsing_text_checks_what_parsing_a_value_checks() {
+        let same = [
+            r#"{"id":"a","run_id":null,"x":[1,2],"_children":[{"id":"b","y":{"z":1}}]}"#,
+            r#"{"x":1,"id":"a","run_id":"r","x":2}"#,
+        ];
+        for text in same {
+            let value: Value = serde_json::from_str(text).expect("json");
+            assert_eq!(
+                Document::from_json_str(text).expect("text"),
+                Document::from_json(value).expect("value"),
+                "{text}"
+            );
+        }
+        for (text, error) in [
+            (r#"{"x":1}"#, "a document needs an `id`"),
+            (r#"{"id":7}"#, "`id` must be a string, not 7"),
+            (
+                r#"{"id":"a","run_id":1}"#,
+                "`run_id` must be a string, not 1",
+            ),
+            (
+                r#"{"id":"a","_children":{}}"#,
+                "`_children` must be an array",
+            ),
+            (
+                r#"{"id":"a","_children":[{"x":1}]}"#,
+                "a document needs an `id`",
+            ),
+            (r#"["id"]"#, "a JSON object with a string `id`"),
+            (r#"{"id":"a""#, "EOF"),
+        ] {
+            let e = Document::from_json_str(text).expect_err(text).to_string();
+            assert!(e.contains(error), "{text}: {e}");
+        }
     }
 
     #[test]

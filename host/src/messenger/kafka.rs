@@ -18,7 +18,9 @@
 //! - Ids are message keys at every hop, so one id stays on one partition, read
 //!   by one consumer, in order.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use foldhash::HashMap;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -710,7 +712,7 @@ impl KafkaWorkerMessenger {
                     current: None,
                     events: EventBuffer::default(),
                     last_commit: Instant::now(),
-                    committed: HashMap::new(),
+                    committed: HashMap::default(),
                 })
             })
             .collect()
@@ -883,7 +885,7 @@ impl IndexerProgress {
     /// Take the oldest batches whose messages are all acknowledged; the
     /// offsets they complete. Nothing after a delivery failure.
     fn take_acked(&mut self, tracker: &Tracker) -> HashMap<i32, i64> {
-        let mut offsets = HashMap::new();
+        let mut offsets = HashMap::default();
         if tracker.failure.is_some() {
             return offsets;
         }
