@@ -166,19 +166,21 @@ impl KafkaTopics {
 
     /// Create `topic` with `partitions` partitions unless it exists.
     pub fn create_topic(&self, topic: &str, partitions: i32) -> Result<(), MessengerError> {
-        self.create_topics(&[topic], partitions)
+        self.create_topics(&[(topic.to_owned(), partitions)])
     }
 
-    /// Create each of `topics` with `partitions` partitions unless it exists,
-    /// in one request.
-    pub fn create_topics(&self, topics: &[&str], partitions: i32) -> Result<(), MessengerError> {
+    /// Create each (topic, partitions) unless it exists, in one request.
+    pub fn create_topics(&self, topics: &[(String, i32)]) -> Result<(), MessengerError> {
+        if topics.is_empty() {
+            return Ok(());
+        }
         let admin: AdminClient<DefaultClientContext> = self
             .client(&self.config.admin)
             .create()
             .map_err(transport)?;
         let new: Vec<NewTopic<'_>> = topics
             .iter()
-            .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(1)))
+            .map(|(t, partitions)| NewTopic::new(t, *partitions, TopicReplication::Fixed(1)))
             .collect();
         let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
         let results =
@@ -194,16 +196,23 @@ impl KafkaTopics {
         Ok(())
     }
 
-    /// Create the pipeline's source, destination and fail topics with
-    /// `kafka.topic_partitions` partitions where they are missing; without
-    /// that setting, leave topics to the cluster's administrators.
-    pub fn ensure_pipeline_topics(&self) -> Result<(), MessengerError> {
+    /// The pipeline's source, destination and fail topics with
+    /// `kafka.topic_partitions` partitions, to create where missing; none
+    /// without that setting (topics are then left to the cluster's administrators).
+    fn pipeline_topics(&self) -> Result<Vec<(String, i32)>, MessengerError> {
         let Some(partitions) = self.config.topic_partitions else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         let partitions = i32::try_from(partitions).map_err(transport)?;
-        let (source, dest, fail) = (self.source(), self.dest(), self.fail());
-        self.create_topics(&[&source, &dest, &fail], partitions)
+        Ok([self.source(), self.dest(), self.fail()]
+            .into_iter()
+            .map(|topic| (topic, partitions))
+            .collect())
+    }
+
+    /// Create the pipeline's topics where missing (see `kafka.topic_partitions`).
+    pub fn ensure_pipeline_topics(&self) -> Result<(), MessengerError> {
+        self.create_topics(&self.pipeline_topics()?)
     }
 
     /// How many partitions `topic` has, if it exists.
@@ -1219,12 +1228,15 @@ impl std::fmt::Debug for KafkaPublisherMessenger {
 }
 
 impl KafkaPublisherMessenger {
-    /// Creates the run's event topic (one partition) and reads it from the start.
+    /// Creates the run's event topic (one partition) and the pipeline's
+    /// topics where missing, and reads the event topic from the start.
     pub fn new(topics: &KafkaTopics, run_id: &str) -> Result<Self, MessengerError> {
         let event_topic = topics
             .events(Some(run_id))
             .ok_or_else(|| transport("a run needs events: set kafka.events = true"))?;
-        topics.create_topic(&event_topic, 1)?;
+        let mut wanted = topics.pipeline_topics()?;
+        wanted.push((event_topic.clone(), 1));
+        topics.create_topics(&wanted)?;
         let shared = Arc::new(Shared::default());
         let producer = topics
             .producer_config()
@@ -1306,7 +1318,6 @@ impl MessengerFactory for KafkaMessengers {
         run_id: &str,
     ) -> Result<MessengerParts, MessengerError> {
         let topics = KafkaTopics::new(self.config.clone(), pipeline);
-        topics.ensure_pipeline_topics()?;
         Ok(MessengerParts {
             publisher: Box::new(KafkaPublisherMessenger::new(&topics, run_id)?),
             workers: Vec::new(),

@@ -401,6 +401,7 @@ impl Runner {
                 )
             })?;
         let publisher: Arc<dyn PublisherMessenger> = Arc::from(publisher);
+        tracing::debug!("messengers ready");
 
         // The indexer first (where it runs in this process): no document is
         // processed if it cannot connect.
@@ -525,6 +526,7 @@ impl Runner {
         } = *run;
         let timeout = self.config.runner.connector_timeout;
         let deadline = Instant::now() + timeout;
+        tracing::debug!("connector executing");
         let sink = Publish {
             messenger: Arc::clone(publisher),
             accounting: Arc::clone(accounting),
