@@ -361,12 +361,38 @@ impl Document {
     }
 
     /// The whole document as JSON text, written straight from the fields
-    /// (no intermediate JSON value).
+    /// (no intermediate JSON value); the same text as serializing it.
     pub fn to_json_string(&self) -> String {
         let mut out = Vec::with_capacity(self.approx_json_bytes());
-        // Serializing a `Document` cannot fail: keys are strings, numbers finite.
-        let _ = serde_json::to_writer(&mut out, self);
+        self.write_json(&mut out);
+        // Only whole UTF-8 strings and ASCII were written.
         String::from_utf8(out).unwrap_or_default()
+    }
+
+    fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"id\":");
+        json::write_str(out, &self.id);
+        if let Some(run_id) = &self.run_id {
+            out.extend_from_slice(b",\"run_id\":");
+            json::write_str(out, run_id);
+        }
+        for (k, v) in &self.fields {
+            out.push(b',');
+            json::write_str(out, k);
+            out.push(b':');
+            json::write_value(out, v);
+        }
+        if !self.children.is_empty() {
+            out.extend_from_slice(b",\"_children\":[");
+            for (i, child) in self.children.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                child.write_json(out);
+            }
+            out.push(b']');
+        }
+        out.push(b'}');
     }
 
     /// The whole document as a JSON object.
@@ -571,6 +597,103 @@ impl<'de> serde::de::Visitor<'de> for DocumentVisitor {
     }
 }
 
+/// Compact JSON writing, as `serde_json` writes it, with strings escaped
+/// eight bytes at a time (documents are mostly long runs of plain text).
+mod json {
+    use serde_json::Value;
+
+    pub(super) fn write_value(out: &mut Vec<u8>, value: &Value) {
+        match value {
+            Value::String(s) => write_str(out, s),
+            Value::Array(items) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_value(out, item);
+                }
+                out.push(b']');
+            }
+            Value::Object(map) => {
+                out.push(b'{');
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_str(out, k);
+                    out.push(b':');
+                    write_value(out, v);
+                }
+                out.push(b'}');
+            }
+            // Scalars: writing to a Vec cannot fail.
+            scalar => {
+                let _ = serde_json::to_writer(&mut *out, scalar);
+            }
+        }
+    }
+
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+
+    /// Whether any of the eight bytes of `x` is a control character, `"` or `\`.
+    fn needs_escape(x: u64) -> bool {
+        let has_zero = |y: u64| y.wrapping_sub(LOW) & !y & HIGH;
+        let control = x.wrapping_sub(LOW * 0x20) & !x & HIGH;
+        (control | has_zero(x ^ (LOW * u64::from(b'"'))) | has_zero(x ^ (LOW * u64::from(b'\\'))))
+            != 0
+    }
+
+    pub(super) fn write_str(out: &mut Vec<u8>, s: &str) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let bytes = s.as_bytes();
+        out.reserve(bytes.len() + 2);
+        out.push(b'"');
+        let (mut i, mut run) = (0, 0);
+        while i < bytes.len() {
+            if let Some(chunk) = bytes.get(i..i + 8)
+                && let Ok(chunk) = <[u8; 8]>::try_from(chunk)
+                && !needs_escape(u64::from_le_bytes(chunk))
+            {
+                i += 8;
+                continue;
+            }
+            let byte = bytes[i];
+            let escape: Option<&[u8]> = match byte {
+                b'"' => Some(b"\\\""),
+                b'\\' => Some(b"\\\\"),
+                b'\n' => Some(b"\\n"),
+                b'\r' => Some(b"\\r"),
+                b'\t' => Some(b"\\t"),
+                0x08 => Some(b"\\b"),
+                0x0c => Some(b"\\f"),
+                0..0x20 => None,
+                _ => {
+                    i += 1;
+                    continue;
+                }
+            };
+            out.extend_from_slice(&bytes[run..i]);
+            match escape {
+                Some(escape) => out.extend_from_slice(escape),
+                None => out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(byte >> 4)],
+                    HEX[usize::from(byte & 0xf)],
+                ]),
+            }
+            i += 1;
+            run = i;
+        }
+        out.extend_from_slice(&bytes[run..]);
+        out.push(b'"');
+    }
+}
+
 /// About how many bytes `value` takes as JSON, without serializing it.
 fn approx_json_len(value: &Value) -> usize {
     match value {
@@ -739,6 +862,27 @@ mod tests {
         let back = Document::from_json_str(&text).expect("parse");
         assert_eq!(back, d);
         assert_eq!(back.children()[0].get("n"), Some(&json!(1)));
+    }
+
+    #[test]
+    fn written_json_is_what_serde_json_writes() {
+        let every_byte: String = (0u8..128).map(char::from).collect();
+        let texts = [
+            String::new(),
+            "plain text that is longer than eight bytes".into(),
+            every_byte.clone(),
+            format!("{every_byte}{every_byte}x"),
+            "é\u{2028}€😀\"\\/\u{7f}".repeat(5),
+            "12345678\"".into(),
+            "1234567\n".into(),
+        ];
+        for text in &texts {
+            let mut d = Document::new(text.as_str());
+            d.set(text, json!([text, 1, -2.5, 1e300, null, true, {"k": text}]))
+                .expect("set");
+            d.set_run_id(Some(text.clone()));
+            assert_eq!(d.to_json_string(), d.to_json().to_string(), "{text:?}");
+        }
     }
 
     #[test]

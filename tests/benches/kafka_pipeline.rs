@@ -18,6 +18,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use rdkafka::admin::{AdminClient, AdminOptions};
+use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
@@ -49,6 +51,19 @@ fn consumer(bootstrap: &str, group: &str, topic: &str) -> BaseConsumer {
     c
 }
 
+/// Delete the topics a round made, so that rounds do not fill the disk.
+fn delete_topics(bootstrap: &str, topics: &[&str]) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .expect("admin client");
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let deleted = futures_executor::block_on(admin.delete_topics(topics, &options));
+    if let Err(e) = deleted {
+        eprintln!("warning: cannot delete topics {topics:?}: {e}");
+    }
+}
+
 fn send(p: &ThreadedProducer<DefaultProducerContext>, topic: &str, key: &[u8], payload: &[u8]) {
     let mut record = BaseRecord::to(topic).key(key).payload(payload);
     loop {
@@ -71,7 +86,7 @@ fn raw(bootstrap: &str, n: usize) -> f64 {
     topics.create_topic(&b, 6).expect("topic");
     let done = AtomicBool::new(false);
     let start = Instant::now();
-    std::thread::scope(|s| {
+    let seconds = std::thread::scope(|s| {
         s.spawn(|| {
             let c = consumer(bootstrap, &format!("relay_{tag}"), &a);
             let p = producer(bootstrap);
@@ -113,7 +128,9 @@ fn raw(bootstrap: &str, n: usize) -> f64 {
         let seconds = sink.join().expect("sink");
         done.store(true, Ordering::Relaxed);
         seconds
-    })
+    });
+    delete_topics(bootstrap, &[&a, &b]);
+    seconds
 }
 
 /// Parse the summary line `Run <id>: Success in 12.34s`.
@@ -195,11 +212,19 @@ fn weir_mode(bootstrap: &str, n: usize) -> f64 {
         .args(["run", "--mode", "kafka", "--no-progress", config])
         .output()
         .expect("run");
-    let seconds = run_seconds(&String::from_utf8_lossy(&out.stdout));
+    let summary = String::from_utf8_lossy(&out.stdout);
+    let seconds = run_seconds(&summary);
     assert!(
         worker.stop() && indexer.stop(),
         "worker or indexer did not stop cleanly"
     );
+    let run_id = summary
+        .lines()
+        .find_map(|l| l.strip_prefix("Run ")?.split(':').next())
+        .unwrap_or_default();
+    let topics =
+        ["source", "dest", "fail", &format!("event_{run_id}")].map(|t| format!("{pipeline}_{t}"));
+    delete_topics(bootstrap, &topics.each_ref().map(String::as_str));
     seconds
 }
 
@@ -230,6 +255,17 @@ fn main() {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
+    let show = |v: &[f64]| {
+        v.iter()
+            .map(|s| format!("{s:.2}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    println!(
+        "rounds, seconds: raw [{}], weir [{}]",
+        show(&raws),
+        show(&weirs)
+    );
     let (raw_seconds, weir_seconds) = (median(raws), median(weirs));
     let rate = |s: f64| n as f64 / s;
     println!(

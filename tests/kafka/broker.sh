@@ -74,8 +74,12 @@ transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
-log.retention.hours=2
-log.segment.bytes=268435456
+# A test and development broker: keep data minutes, not days, so that
+# benchmarks and tests cannot fill the disk (segments roll so they can go).
+log.retention.minutes=10
+log.retention.check.interval.ms=60000
+log.segment.bytes=67108864
+log.roll.ms=120000
 message.max.bytes=10485760
 EOF
     cat > "$state/log4j2.xml" <<EOF
