@@ -10,7 +10,7 @@ use crate::config::{Config, ConfigError, ConfigErrors, KafkaConfig};
 use crate::messenger::kafka::{
     KafkaIndexerMessenger, KafkaMessengers, KafkaTopics, KafkaWorkerMessenger,
 };
-use crate::messenger::{LocalMessengers, WorkerMessenger};
+use crate::messenger::{IndexerMessenger, LocalMessengers, WorkerMessenger};
 use crate::plugin::{PluginRuntime, RuntimeOptions, default_cache_dir};
 use crate::run::{RunResult, RunStatus, Runner, Shutdown, new_run_id};
 use anyhow::Context;
@@ -82,6 +82,16 @@ enum Command {
         /// The pipeline; may be left out when the config has only one.
         pipeline: Option<String>,
     },
+    /// Hybrid mode: `worker.threads` worker–indexer pairs for a pipeline until
+    /// stopped. Each pair's worker consumes the source topic (in the workers'
+    /// group) and hands documents to its own indexer in memory; offsets are
+    /// committed once the documents are indexed. Needs no `weir indexer`.
+    WorkerIndexer {
+        /// The run configuration (TOML), with a `[kafka]` section.
+        config: PathBuf,
+        /// The pipeline; may be left out when the config has only one.
+        pipeline: Option<String>,
+    },
     /// Check a config and every plugin's settings without running anything.
     Validate {
         /// The run configuration (TOML).
@@ -112,6 +122,7 @@ fn execute(command: Command) -> anyhow::Result<u8> {
         }
         Command::Worker { config, pipeline } => serve(&config, pipeline, Role::Worker),
         Command::Indexer { config, pipeline } => serve(&config, pipeline, Role::Indexer),
+        Command::WorkerIndexer { config, pipeline } => serve(&config, pipeline, Role::Pairs),
         Command::Run {
             config,
             mode,
@@ -181,9 +192,11 @@ fn prepare_kafka(path: &Path) -> anyhow::Result<Option<(Runner, KafkaConfig)>> {
 enum Role {
     Worker,
     Indexer,
+    Pairs,
 }
 
-/// `weir worker` / `weir indexer`: serve one pipeline until SIGINT or SIGTERM.
+/// `weir worker` / `weir indexer` / `weir worker-indexer`: serve one
+/// pipeline until SIGINT or SIGTERM.
 fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8> {
     let Some((runner, kafka)) = prepare_kafka(path)? else {
         return Ok(EXIT_INVALID_CONFIG);
@@ -217,32 +230,39 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
     topics
         .ensure_pipeline_topics()
         .context("cannot create the pipeline's topics")?;
+    let threads = runner.config().worker.threads;
+    if role != Role::Indexer {
+        warn_about_partitions(&topics, threads);
+    }
     let result = match role {
         Role::Worker => {
-            let threads = runner.config().worker.threads;
-            let source = topics.source();
-            match topics.partitions(&source) {
-                Ok(Some(n)) if n < threads => tracing::warn!(
-                    topic = %source,
-                    partitions = n,
-                    threads,
-                    "the source topic has fewer partitions than worker threads: {} threads will sit idle",
-                    threads - n
-                ),
-                Ok(None) => tracing::warn!(
-                    topic = %source,
-                    "the source topic does not exist yet; if the broker creates it, it gets the broker's default partition count"
-                ),
-                Ok(Some(_)) => {}
-                Err(e) => tracing::warn!(error = %e, "cannot read the source topic's partitions"),
-            }
             let messengers = KafkaWorkerMessenger::for_threads(&topics, threads)
                 .context("cannot connect to Kafka")?
                 .into_iter()
                 .map(|m| Box::new(m) as Box<dyn WorkerMessenger>)
                 .collect();
-            tracing::info!(pipeline = %pipeline, threads, topic = %source, "worker serving");
+            tracing::info!(pipeline = %pipeline, threads, topic = %topics.source(), "worker serving");
             runner.serve_workers(&plugins, &pipeline, messengers, &shutdown)
+        }
+        Role::Pairs => {
+            // Two batches of room per pair keep its indexer busy without
+            // holding much processed-but-unindexed work.
+            let capacity = 2 * runner
+                .config()
+                .indexer_for(&pipeline)
+                .map_or(1, |(_, i)| i.batch_size);
+            let pairs = KafkaWorkerMessenger::for_pairs(&topics, threads, capacity)
+                .context("cannot connect to Kafka")?
+                .into_iter()
+                .map(|(w, i)| {
+                    (
+                        Box::new(w) as Box<dyn WorkerMessenger>,
+                        Box::new(i) as Box<dyn IndexerMessenger>,
+                    )
+                })
+                .collect();
+            tracing::info!(pipeline = %pipeline, pairs = threads, topic = %topics.source(), "worker-indexer pairs serving");
+            runner.serve_pairs(&plugins, &pipeline, pairs, &shutdown)
         }
         Role::Indexer => {
             let messenger =
@@ -260,6 +280,26 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
             eprintln!("error: {reason}");
             Ok(RunStatus::Failure.exit_code())
         }
+    }
+}
+
+/// Warn when the source topic cannot keep every worker thread busy.
+fn warn_about_partitions(topics: &KafkaTopics, threads: usize) {
+    let source = topics.source();
+    match topics.partitions(&source) {
+        Ok(Some(n)) if n < threads => tracing::warn!(
+            topic = %source,
+            partitions = n,
+            threads,
+            "the source topic has fewer partitions than worker threads: {} threads will sit idle",
+            threads - n
+        ),
+        Ok(None) => tracing::warn!(
+            topic = %source,
+            "the source topic does not exist yet; if the broker creates it, it gets the broker's default partition count"
+        ),
+        Ok(Some(_)) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot read the source topic's partitions"),
     }
 }
 

@@ -16,6 +16,8 @@ struct Cluster {
     pipeline: String,
     workers: Vec<Proc>,
     indexers: Vec<Proc>,
+    /// `weir worker-indexer` processes (Hybrid mode).
+    pairs: Vec<Proc>,
 }
 
 impl Cluster {
@@ -65,6 +67,7 @@ impl Cluster {
             pipeline,
             workers: Vec::new(),
             indexers: Vec::new(),
+            pairs: Vec::new(),
         };
         // Compile the plugins into the shared cache once, before the processes start.
         let mut validate = cluster.process("validate", &["validate"], &[]);
@@ -84,7 +87,10 @@ impl Cluster {
         let config = self.config.to_str().expect("utf-8");
         let mut all: Vec<&str> = args.to_vec();
         all.push(config);
-        if matches!(args.first(), Some(&"worker" | &"indexer")) {
+        if matches!(
+            args.first(),
+            Some(&"worker" | &"indexer" | &"worker-indexer")
+        ) {
             all.push(&self.pipeline);
         }
         let log = self.dir.path().join(format!("{name}.log"));
@@ -111,6 +117,38 @@ impl Cluster {
             self.indexers[i] = indexer;
         } else {
             self.indexers.push(indexer);
+        }
+    }
+
+    /// Worker–indexer process `i` (its pairs record to a file of its own).
+    fn start_pairs(&mut self, i: usize) {
+        let env = [(
+            "WEIR__INDEXER__PLUGIN__CONFIG__RECORD",
+            format!("/out/pairs-{i}.jsonl"),
+        )];
+        let pairs = self.process(&format!("pairs-{i}"), &["worker-indexer"], &env);
+        if i < self.pairs.len() {
+            self.pairs[i] = pairs;
+        } else {
+            self.pairs.push(pairs);
+        }
+    }
+
+    /// Wait until this share of all documents is indexed, while the run goes on.
+    fn wait_until_indexed(&self, run: &mut Proc, documents: usize) {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while self.indexed_lines() < documents {
+            assert!(
+                Instant::now() < deadline,
+                "no progress:\n{}",
+                self.log("run")
+            );
+            assert!(
+                matches!(run.child.try_wait(), Ok(None)),
+                "the run ended before the crash point:\n{}",
+                self.log("run")
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -237,20 +275,7 @@ fn crash_trials(role: &str, trials: usize) -> Vec<usize> {
         let mut run = cluster.start_run();
         // A random crash point: once this share of the documents is indexed.
         let threshold = (IDS as usize * 3) * fastrand::usize(5..60) / 100;
-        let deadline = Instant::now() + Duration::from_secs(300);
-        while cluster.indexed_lines() < threshold {
-            assert!(
-                Instant::now() < deadline,
-                "no progress:\n{}",
-                cluster.log("run")
-            );
-            assert!(
-                matches!(run.child.try_wait(), Ok(None)),
-                "the run ended before the crash point:\n{}",
-                cluster.log("run")
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        cluster.wait_until_indexed(&mut run, threshold);
         match role {
             "worker" => {
                 cluster.workers[0].kill_hard();
@@ -291,12 +316,14 @@ impl Cluster {
             .workers
             .iter()
             .chain(&self.indexers)
+            .chain(&self.pairs)
             .map(|p| p.name.clone())
             .collect();
         let mut procs: Vec<Proc> = self
             .workers
             .drain(..)
             .chain(self.indexers.drain(..))
+            .chain(self.pairs.drain(..))
             .collect();
         for (p, name) in procs.iter_mut().zip(names) {
             assert!(
@@ -306,4 +333,83 @@ impl Cluster {
             );
         }
     }
+}
+
+// ---- Hybrid mode: `weir worker-indexer` ----
+
+#[test]
+fn hybrid_mode_indexes_every_document_in_per_id_order() {
+    const IDS: u64 = 33_334; // x3 operations: 100,002 documents
+    let mut cluster = Cluster::new("hybrid", IDS, 2, 0);
+    cluster.start_pairs(0);
+    cluster.start_pairs(1);
+    let mut run = cluster.start_run();
+    assert_eq!(
+        wait(&mut run, &cluster),
+        0,
+        "run failed:\n{}",
+        cluster.log("run")
+    );
+    let duplicates = cluster.assert_complete_and_ordered(IDS);
+    println!(
+        "hybrid e2e, 2 processes x 2 pairs: {} documents, {duplicates} indexed twice",
+        IDS * 3
+    );
+    cluster.stop_all_cleanly();
+}
+
+#[test]
+fn killing_a_worker_indexer_mid_run_loses_nothing() {
+    const IDS: u64 = 2_000;
+    let mut duplicates = Vec::new();
+    for trial in 0..5 {
+        let mut cluster = Cluster::new("hybrid_crash", IDS, 2, 500);
+        cluster.start_pairs(0);
+        cluster.start_pairs(1);
+        let mut run = cluster.start_run();
+        let threshold = (IDS as usize * 3) * fastrand::usize(5..60) / 100;
+        cluster.wait_until_indexed(&mut run, threshold);
+        cluster.pairs[0].kill_hard();
+        cluster.start_pairs(0);
+        assert_eq!(
+            wait(&mut run, &cluster),
+            0,
+            "trial {trial}: run failed:\n{}",
+            cluster.log("run")
+        );
+        duplicates.push(cluster.assert_complete_and_ordered(IDS));
+        cluster.stop_all_cleanly();
+    }
+    println!(
+        "worker-indexer kill -9, 5 trials of 6,000 documents: duplicates per trial {duplicates:?}"
+    );
+}
+
+#[test]
+fn a_worker_indexer_joining_mid_run_loses_nothing() {
+    const IDS: u64 = 4_000;
+    let mut cluster = Cluster::new("hybrid_join", IDS, 2, 300);
+    cluster.start_pairs(0);
+    cluster.start_pairs(1);
+    let mut run = cluster.start_run();
+    let threshold = (IDS as usize * 3) * fastrand::usize(10..50) / 100;
+    cluster.wait_until_indexed(&mut run, threshold);
+    cluster.start_pairs(2);
+    assert_eq!(
+        wait(&mut run, &cluster),
+        0,
+        "run failed:\n{}",
+        cluster.log("run")
+    );
+    let duplicates = cluster.assert_complete_and_ordered(IDS);
+    let joined = cluster.log("pairs-2");
+    assert!(
+        joined.contains("partitions assigned"),
+        "the third process never got partitions:\n{joined}"
+    );
+    println!(
+        "worker-indexer joining mid-run: {} documents, {duplicates} indexed twice",
+        IDS * 3
+    );
+    cluster.stop_all_cleanly();
 }

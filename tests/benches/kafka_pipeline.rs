@@ -1,13 +1,17 @@
-//! Kafka mode end to end against raw rdkafka, on the same broker, in one run.
+//! Kafka and Hybrid modes end to end against raw rdkafka, on the same broker,
+//! in one run.
 //!
 //! - `raw`: one producer writes N ~1 KB messages keyed by id to a 6-partition
 //!   topic; a relay consumes them and produces each to a second topic; a sink
 //!   consumes those. The time from the first produce to the last consume.
-//! - `weir`: the same N documents through `weir run --mode kafka` (the test
-//!   connector), one `weir worker` process (2 threads, one copy stage) and one
-//!   `weir indexer` process (the test indexer), on 6-partition topics, started
-//!   first (they are long-running services) and timed once they own their
-//!   partitions. The run's own elapsed time (publish to last FINISH counted).
+//! - `kafka mode`: the same N documents through `weir run --mode kafka` (the
+//!   test connector), one `weir worker` process (2 threads, one copy stage)
+//!   and one `weir indexer` process (the test indexer), on 6-partition
+//!   topics, started first (they are long-running services) and timed once
+//!   they own their partitions. The run's own elapsed time (publish to last
+//!   FINISH counted).
+//! - `hybrid`: the same, with one `weir worker-indexer` process (2 pairs)
+//!   instead of the worker and indexer: no destination topic.
 //!
 //! `cargo bench -p weir-tests --bench kafka_pipeline` (WEIR_BENCH_DOCS, default
 //! 200,000; WEIR_BENCH_ROUNDS, default 3). Starts the test broker (tests/kafka/broker.sh) unless
@@ -151,7 +155,16 @@ fn run_seconds(summary: &str) -> f64 {
     }
 }
 
-fn weir_mode(bootstrap: &str, n: usize) -> f64 {
+/// How the workers and indexers of a weir round run.
+#[derive(Clone, Copy, PartialEq)]
+enum Layout {
+    /// Kafka mode: a `weir worker` and a `weir indexer` process.
+    Kafka,
+    /// Hybrid mode: one `weir worker-indexer` process.
+    Hybrid,
+}
+
+fn weir_mode(bootstrap: &str, n: usize, layout: Layout) -> f64 {
     let dir = tempfile::tempdir().expect("tempdir");
     let pipeline = format!("bench_{:08x}", fastrand::u32(..));
     let toml = format!(
@@ -186,38 +199,32 @@ fn weir_mode(bootstrap: &str, n: usize) -> f64 {
         .expect("validate");
     assert!(status.success());
     let log = |name: &str| dir.path().join(format!("{name}.log"));
-    let mut worker = Proc::start(
-        "worker",
-        weir,
-        &["worker", config, &pipeline],
-        &[],
-        &log("worker"),
-    );
-    let mut indexer = Proc::start(
-        "indexer",
-        weir,
-        &["indexer", config, &pipeline],
-        &[],
-        &log("indexer"),
-    );
+    let start = |role: &str| Proc::start(role, weir, &[role, config, &pipeline], &[], &log(role));
     // Workers and indexers are long-running services: time the run once
     // they own their partitions, as the relay and sink of `raw` are.
     let wait = Duration::from_secs(60);
-    assert!(
-        worker.wait_for_log(&log("worker"), "partitions assigned", 2, wait)
-            && indexer.wait_for_log(&log("indexer"), "partitions assigned", 1, wait),
-        "the worker and indexer did not get their partitions"
-    );
+    let mut processes = match layout {
+        Layout::Kafka => vec![
+            (start("worker"), "worker", 2),
+            (start("indexer"), "indexer", 1),
+        ],
+        Layout::Hybrid => vec![(start("worker-indexer"), "worker-indexer", 2)],
+    };
+    for (process, role, consumers) in &mut processes {
+        assert!(
+            process.wait_for_log(&log(role), "partitions assigned", *consumers, wait),
+            "{role} did not get its partitions"
+        );
+    }
     let out = Command::new(weir)
         .args(["run", "--mode", "kafka", "--no-progress", config])
         .output()
         .expect("run");
     let summary = String::from_utf8_lossy(&out.stdout);
     let seconds = run_seconds(&summary);
-    assert!(
-        worker.stop() && indexer.stop(),
-        "worker or indexer did not stop cleanly"
-    );
+    for (process, role, _) in &mut processes {
+        assert!(process.stop(), "{role} did not stop cleanly");
+    }
     let run_id = summary
         .lines()
         .find_map(|l| l.strip_prefix("Run ")?.split(':').next())
@@ -246,10 +253,11 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(3)
         .max(1);
-    let (mut raws, mut weirs) = (Vec::new(), Vec::new());
+    let (mut raws, mut weirs, mut hybrids) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         raws.push(raw(bootstrap, n));
-        weirs.push(weir_mode(bootstrap, n));
+        weirs.push(weir_mode(bootstrap, n, Layout::Kafka));
+        hybrids.push(weir_mode(bootstrap, n, Layout::Hybrid));
     }
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
@@ -261,37 +269,48 @@ fn main() {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    // Each round's raw and weir runs are back to back, under the same load
-    // on this (noisy) machine: their ratio is steadier than either time.
-    let ratios: Vec<f64> = raws.iter().zip(&weirs).map(|(r, w)| r / w).collect();
+    // Each round's runs are back to back, under the same load on this
+    // (noisy) machine: their ratios are steadier than any one time.
+    let per_round =
+        |a: &[f64], b: &[f64]| -> Vec<f64> { a.iter().zip(b).map(|(a, b)| a / b).collect() };
+    let (kafka_vs_raw, hybrid_vs_kafka) = (per_round(&raws, &weirs), per_round(&weirs, &hybrids));
     println!(
-        "rounds, seconds: raw [{}], weir [{}]; weir/raw rate per round [{}]",
+        "rounds, seconds: raw [{}], kafka mode [{}], hybrid [{}]",
         show(&raws),
         show(&weirs),
-        show(&ratios)
+        show(&hybrids)
     );
-    let (raw_seconds, weir_seconds) = (median(raws), median(weirs));
+    println!(
+        "per round: kafka mode / raw rate [{}], hybrid / kafka mode rate [{}]",
+        show(&kafka_vs_raw),
+        show(&hybrid_vs_kafka)
+    );
+    let (raw_seconds, weir_seconds, hybrid_seconds) =
+        (median(raws), median(weirs), median(hybrids));
     let rate = |s: f64| n as f64 / s;
     println!(
         "\nKafka pipeline, {n} documents of ~{} bytes, same broker, median of {rounds} rounds:",
         PAD + 50
     );
-    println!("{:<44} {:>10} {:>10}", "", "docs/s", "seconds");
+    println!("{:<52} {:>10} {:>10}", "", "docs/s", "seconds");
+    for (name, seconds) in [
+        ("raw rdkafka: produce -> relay -> consume", raw_seconds),
+        ("weir --mode kafka: run -> worker -> indexer", weir_seconds),
+        (
+            "weir hybrid: run -> worker-indexer (2 pairs)",
+            hybrid_seconds,
+        ),
+    ] {
+        println!("{name:<52} {:>10.0} {seconds:>10.2}", rate(seconds));
+    }
     println!(
-        "{:<44} {:>10.0} {:>10.2}",
-        "raw rdkafka: produce -> relay -> consume",
-        rate(raw_seconds),
-        raw_seconds
+        "kafka mode / raw rate: {:.2} (of the medians), {:.2} (median of the rounds' ratios)",
+        raw_seconds / weir_seconds,
+        median(kafka_vs_raw)
     );
     println!(
-        "{:<44} {:>10.0} {:>10.2}",
-        "weir --mode kafka: run -> worker -> indexer",
-        rate(weir_seconds),
-        weir_seconds
-    );
-    println!(
-        "weir / raw rate: {:.2} (of the medians), {:.2} (median of the rounds' ratios)",
-        rate(weir_seconds) / rate(raw_seconds),
-        median(ratios)
+        "hybrid / kafka mode rate: {:.2} (of the medians), {:.2} (median of the rounds' ratios)",
+        weir_seconds / hybrid_seconds,
+        median(hybrid_vs_kafka)
     );
 }

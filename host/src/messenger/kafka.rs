@@ -42,6 +42,9 @@ use crate::config::KafkaConfig;
 use crate::document::Document;
 use crate::event::Event;
 
+mod hybrid;
+pub use hybrid::HybridIndexerMessenger;
+
 fn transport(e: impl std::fmt::Display) -> MessengerError {
     MessengerError::Transport(e.to_string())
 }
@@ -323,6 +326,11 @@ struct Tracker {
     partitions: HashMap<(usize, i32), PartitionTrack>,
     /// Per indexer batch, its messages not yet acknowledged.
     batches: HashMap<u64, u32>,
+    /// Per done Hybrid indexer batch still waiting for its messages: the
+    /// source records it holds, released when they are acknowledged.
+    holding: HashMap<u64, Vec<Origin>>,
+    /// Consumers whose Hybrid indexer is gone: what they hold stays pending.
+    orphaned: Vec<usize>,
     failure: Option<String>,
     /// Messages produced and not yet acknowledged (or refused).
     in_flight: u64,
@@ -333,15 +341,7 @@ impl Tracker {
     fn sent(&mut self, tag: Tag) {
         self.in_flight += 1;
         match tag {
-            Tag::Record(origin) => {
-                if let Some(state) = self
-                    .partitions
-                    .get_mut(&origin.track())
-                    .and_then(|t| t.pending.get_mut(&origin.offset))
-                {
-                    state.outstanding += 1;
-                }
-            }
+            Tag::Record(origin) => self.hold(origin),
             Tag::Batch(batch) => *self.batches.entry(batch).or_default() += 1,
             Tag::Untracked => {}
         }
@@ -351,37 +351,74 @@ impl Tracker {
     fn settled(&mut self, tag: Tag) {
         self.in_flight = self.in_flight.saturating_sub(1);
         match tag {
-            Tag::Record(origin) => {
-                if let Some(track) = self.partitions.get_mut(&origin.track())
-                    && let Some(state) = track.pending.get_mut(&origin.offset)
-                {
-                    state.outstanding = state.outstanding.saturating_sub(1);
-                    track.finish_if_complete(origin.offset);
-                }
-            }
+            Tag::Record(origin) => self.release(origin),
             Tag::Batch(batch) => {
                 if let Some(left) = self.batches.get_mut(&batch) {
                     *left = left.saturating_sub(1);
                     if *left == 0 {
                         self.batches.remove(&batch);
+                        for origin in self.holding.remove(&batch).unwrap_or_default() {
+                            self.release(origin);
+                        }
                     }
                 }
             }
             Tag::Untracked => {}
         }
     }
+
+    /// Something `origin` waits for besides messages (its document on a
+    /// Hybrid pair's queue) is now pending.
+    fn hold(&mut self, origin: Origin) {
+        if let Some(state) = self
+            .partitions
+            .get_mut(&origin.track())
+            .and_then(|t| t.pending.get_mut(&origin.offset))
+        {
+            state.outstanding += 1;
+        }
+    }
+
+    /// One thing `origin` waited for is done.
+    fn release(&mut self, origin: Origin) {
+        if let Some(track) = self.partitions.get_mut(&origin.track())
+            && let Some(state) = track.pending.get_mut(&origin.offset)
+        {
+            state.outstanding = state.outstanding.saturating_sub(1);
+            track.finish_if_complete(origin.offset);
+        }
+    }
+
+    /// A Hybrid indexer finished `batch`, whose documents came from
+    /// `origins`: release them once the batch's messages are acknowledged.
+    fn batch_done(&mut self, batch: u64, origins: Vec<Origin>) {
+        if self.batches.contains_key(&batch) {
+            self.holding.insert(batch, origins);
+        } else {
+            for origin in origins {
+                self.release(origin);
+            }
+        }
+    }
 }
 
-/// Shared between a messenger and its producer's delivery callbacks.
+/// Shared between a process's messengers and their producer's delivery callbacks.
 #[derive(Debug, Default)]
 struct Shared {
     tracker: Mutex<Tracker>,
     changed: Condvar,
+    /// Numbers indexer batches, unique in the process.
+    batch_numbers: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, Tracker> {
         self.tracker.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn next_batch(&self) -> u64 {
+        self.batch_numbers
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Wait until every message produced so far is acknowledged; false on
@@ -414,7 +451,7 @@ impl Shared {
                     && partitions.is_none_or(|ps| ps.contains(&p))
                     && track.pending.values().any(|r| r.outstanding > 0)
             });
-            if !busy || tracker.failure.is_some() {
+            if !busy || tracker.failure.is_some() || tracker.orphaned.contains(&member) {
                 return !busy;
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -474,6 +511,17 @@ impl ProducerContext for Deliveries {
         drop(tracker);
         self.0.changed.notify_all();
     }
+}
+
+/// A producer whose deliveries are accounted in `shared`.
+fn shared_producer(
+    topics: &KafkaTopics,
+    shared: &Arc<Shared>,
+) -> Result<ThreadedProducer<Deliveries>, MessengerError> {
+    topics
+        .producer_config()
+        .create_with_context(Deliveries(Arc::clone(shared)))
+        .map_err(transport)
 }
 
 /// Produce `payload`, accounted against `tag`, waiting for room in the
@@ -597,6 +645,8 @@ struct WorkerRebalance {
     shared: Arc<Shared>,
     member: usize,
     topic: String,
+    /// A Hybrid pair's revocations, shared with its indexer.
+    pair: Option<Arc<Mutex<Revocations>>>,
 }
 
 impl ClientContext for WorkerRebalance {}
@@ -619,6 +669,13 @@ impl ConsumerContext for WorkerRebalance {
                 tracker.partitions.remove(&(self.member, p));
             }
             drop(tracker);
+            // A Hybrid pair's indexer leaves what is still queued from these
+            // partitions to their new owner (it is not committed).
+            if let Some(pair) = &self.pair {
+                pair.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .revoke(&partitions);
+            }
             if tpl.count() > 0
                 && let Err(e) = consumer.commit(&tpl, CommitMode::Sync)
             {
@@ -662,7 +719,7 @@ fn committable_list(
 pub struct KafkaWorkerMessenger {
     topics: KafkaTopics,
     source: String,
-    dest: String,
+    output: Output,
     consumer: BaseConsumer<WorkerRebalance>,
     /// Which of the process's consumers this is.
     member: usize,
@@ -683,6 +740,25 @@ impl std::fmt::Debug for KafkaWorkerMessenger {
     }
 }
 
+/// Where a worker's processed documents go.
+enum Output {
+    /// The destination topic, read by the indexers' group.
+    Topic(String),
+    /// The paired indexer's queue (Hybrid mode), until the worker stops.
+    Pair {
+        queue: Option<crossbeam_channel::Sender<Queued>>,
+        revocations: Arc<Mutex<Revocations>>,
+    },
+}
+
+/// A processed document on its way to a Hybrid pair's indexer.
+struct Queued {
+    doc: Document,
+    origin: Origin,
+    /// Revocations of the pair when it was polled.
+    generation: u64,
+}
+
 /// How often a busy worker or indexer commits its progress: often enough
 /// that a crash redelivers little, seldom enough to cost the broker little.
 const COMMIT_INTERVAL: Duration = Duration::from_millis(200);
@@ -692,39 +768,56 @@ impl KafkaWorkerMessenger {
     /// producer between them (fewer clients, fuller batches).
     pub fn for_threads(topics: &KafkaTopics, threads: usize) -> Result<Vec<Self>, MessengerError> {
         let shared = Arc::new(Shared::default());
-        let producer: Arc<ThreadedProducer<Deliveries>> = Arc::new(
-            topics
-                .producer_config()
-                .create_with_context(Deliveries(Arc::clone(&shared)))
-                .map_err(transport)?,
-        );
-        let source = topics.source();
+        let producer = Arc::new(shared_producer(topics, &shared)?);
         (0..threads)
             .map(|member| {
-                let consumer: BaseConsumer<WorkerRebalance> = topics
-                    .consumer_config(&topics.worker_group())
-                    .create_with_context(WorkerRebalance {
-                        shared: Arc::clone(&shared),
-                        member,
-                        topic: source.clone(),
-                    })
-                    .map_err(transport)?;
-                consumer.subscribe(&[&source]).map_err(transport)?;
-                Ok(Self {
-                    topics: topics.clone(),
-                    source: source.clone(),
-                    dest: topics.dest(),
-                    consumer,
+                Self::member(
+                    topics,
                     member,
-                    producer: Arc::clone(&producer),
-                    shared: Arc::clone(&shared),
-                    current: None,
-                    events: EventBuffer::default(),
-                    last_commit: Instant::now(),
-                    committed: HashMap::default(),
-                })
+                    &producer,
+                    &shared,
+                    Output::Topic(topics.dest()),
+                )
             })
             .collect()
+    }
+
+    /// A worker thread's messenger: consumer `member` of the process.
+    fn member(
+        topics: &KafkaTopics,
+        member: usize,
+        producer: &Arc<ThreadedProducer<Deliveries>>,
+        shared: &Arc<Shared>,
+        output: Output,
+    ) -> Result<Self, MessengerError> {
+        let source = topics.source();
+        let pair = match &output {
+            Output::Pair { revocations, .. } => Some(Arc::clone(revocations)),
+            Output::Topic(_) => None,
+        };
+        let consumer: BaseConsumer<WorkerRebalance> = topics
+            .consumer_config(&topics.worker_group())
+            .create_with_context(WorkerRebalance {
+                shared: Arc::clone(shared),
+                member,
+                topic: source.clone(),
+                pair,
+            })
+            .map_err(transport)?;
+        consumer.subscribe(&[&source]).map_err(transport)?;
+        Ok(Self {
+            topics: topics.clone(),
+            source,
+            output,
+            consumer,
+            member,
+            producer: Arc::clone(producer),
+            shared: Arc::clone(shared),
+            current: None,
+            events: EventBuffer::default(),
+            last_commit: Instant::now(),
+            committed: HashMap::default(),
+        })
     }
 
     fn produce_for_current(
@@ -812,8 +905,33 @@ impl WorkerMessenger for KafkaWorkerMessenger {
     }
 
     fn send_for_indexing(&mut self, doc: Document) -> Result<(), MessengerError> {
-        let json = doc.to_json_string();
-        self.produce_for_current(&self.dest, doc.id(), json.as_bytes(), None)
+        match &self.output {
+            Output::Topic(dest) => {
+                let json = doc.to_json_string();
+                self.produce_for_current(dest, doc.id(), json.as_bytes(), None)
+            }
+            Output::Pair { queue, revocations } => {
+                let (Some(queue), Some(origin)) = (queue, self.current) else {
+                    return Err(MessengerError::Closed("indexer"));
+                };
+                // Held until the indexer is done with it (and its events are
+                // acknowledged): only then may the record's offset be committed.
+                self.shared.lock().hold(origin);
+                let generation = revocations
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .count;
+                let queued = Queued {
+                    doc,
+                    origin,
+                    generation,
+                };
+                queue.send(queued).map_err(|_| {
+                    self.shared.lock().release(origin);
+                    MessengerError::Closed("indexer")
+                })
+            }
+        }
     }
 
     fn send_failed(&mut self, doc: Document, failure: &Failure) -> Result<(), MessengerError> {
@@ -857,7 +975,11 @@ impl WorkerMessenger for KafkaWorkerMessenger {
 
 impl Drop for KafkaWorkerMessenger {
     fn drop(&mut self) {
-        // Finish what was sent, commit what is complete, leave the group.
+        // Finish what was sent, commit what is complete, leave the group. A
+        // Hybrid pair's indexer sees its queue close, and indexes what is on it.
+        if let Output::Pair { queue, .. } = &mut self.output {
+            queue.take();
+        }
         let _ = self.producer.flush(Duration::ZERO);
         if !self
             .shared
@@ -974,6 +1096,22 @@ struct Revocations {
     latest: HashMap<i32, u64>,
 }
 
+impl Revocations {
+    fn revoke(&mut self, partitions: &[i32]) {
+        self.count += 1;
+        for &p in partitions {
+            self.latest.insert(p, self.count);
+        }
+    }
+
+    /// Whether a document of `partition` polled at `generation` was revoked since.
+    fn revoked_since(&self, partition: i32, generation: u64) -> bool {
+        self.latest
+            .get(&partition)
+            .is_some_and(|&revoked_at| revoked_at > generation)
+    }
+}
+
 impl ClientContext for IndexerRebalance {}
 
 impl ConsumerContext for IndexerRebalance {
@@ -996,12 +1134,10 @@ impl ConsumerContext for IndexerRebalance {
         {
             tracing::warn!(error = %e, "commit on revoke failed; documents will be redelivered");
         }
-        let mut revocations = self.revoked.lock().unwrap_or_else(PoisonError::into_inner);
-        revocations.count += 1;
-        let count = revocations.count;
-        for p in partitions {
-            revocations.latest.insert(p, count);
-        }
+        self.revoked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .revoke(&partitions);
     }
 
     fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -1025,10 +1161,7 @@ impl KafkaIndexerMessenger {
             })
             .map_err(transport)?;
         consumer.subscribe(&[&dest]).map_err(transport)?;
-        let producer = topics
-            .producer_config()
-            .create_with_context(Deliveries(Arc::clone(&shared)))
-            .map_err(transport)?;
+        let producer = shared_producer(&topics, &shared)?;
         Ok(Self {
             topics,
             dest,
@@ -1153,12 +1286,9 @@ impl IndexerMessenger for KafkaIndexerMessenger {
         let before = batch.len();
         let mut polled = self.batch_partitions.iter();
         batch.retain(|_| {
-            polled.next().is_none_or(|(p, generation)| {
-                revocations
-                    .latest
-                    .get(p)
-                    .is_none_or(|revoked_at| revoked_at <= generation)
-            })
+            polled
+                .next()
+                .is_none_or(|&(p, generation)| !revocations.revoked_since(p, generation))
         });
         if batch.len() < before {
             tracing::info!(
@@ -1238,10 +1368,7 @@ impl KafkaPublisherMessenger {
         wanted.push((event_topic.clone(), 1));
         topics.create_topics(&wanted)?;
         let shared = Arc::new(Shared::default());
-        let producer = topics
-            .producer_config()
-            .create_with_context(Deliveries(Arc::clone(&shared)))
-            .map_err(transport)?;
+        let producer = shared_producer(topics, &shared)?;
         let mut config = topics.consumer_config(&format!("weir-runner-{run_id}"));
         config.set("enable.auto.commit", "true");
         let events: BaseConsumer = config.create().map_err(transport)?;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::thread;
 
 use super::publisher::Abort;
-use super::{LoadedPlugins, Runner, spawn_workers, start_stages};
+use super::{LoadedPlugins, Runner, spawn_in_span, spawn_workers, start_stages};
 use crate::messenger::{IndexerMessenger, WorkerMessenger};
 
 /// The reason recorded when a process is asked to stop.
@@ -72,6 +72,62 @@ impl Runner {
             shutdown.0.clone(),
         );
         indexer.run();
+        shutdown.outcome()
+    }
+
+    /// Run worker–indexer pairs of `pipeline` (Hybrid mode) until `shutdown`
+    /// or a fatal error. On shutdown the workers stop taking documents, and
+    /// each indexer indexes what its worker handed it before the worker's
+    /// last commit; a fatal error in any worker or indexer stops them all.
+    pub fn serve_pairs(
+        &self,
+        plugins: &LoadedPlugins,
+        pipeline: &str,
+        pairs: Vec<(Box<dyn WorkerMessenger>, Box<dyn IndexerMessenger>)>,
+        shutdown: &Shutdown,
+    ) -> Result<(), String> {
+        let mut workers = Vec::with_capacity(pairs.len());
+        let mut indexers = Vec::with_capacity(pairs.len());
+        for (worker, indexer) in pairs {
+            workers.push((start_stages(plugins, pipeline)?, worker));
+            indexers.push((self.start_indexer(plugins, pipeline)?, indexer));
+        }
+        let pipeline: Arc<str> = Arc::from(pipeline);
+        // Indexers stop on their own fatal errors only: on shutdown they
+        // finish their queues, which close as their workers stop.
+        let indexers_abort = Abort::default();
+        thread::scope(|scope| {
+            let indexer_threads: Vec<_> = indexers
+                .into_iter()
+                .enumerate()
+                .map(|(i, (started, messenger))| {
+                    let indexer = started.into_loop(
+                        Arc::clone(&pipeline),
+                        messenger,
+                        self.stats(),
+                        indexers_abort.clone(),
+                    );
+                    let (failed, workers_abort) = (indexers_abort.clone(), shutdown.0.clone());
+                    spawn_in_span(scope, &format!("weir-indexer-{i}"), move || {
+                        indexer.run();
+                        if let Some(reason) = failed.reason() {
+                            workers_abort.trigger(reason);
+                        }
+                    })
+                })
+                .collect();
+            let handles = spawn_workers(scope, &pipeline, workers, &self.stats(), &shutdown.0);
+            for handle in handles {
+                if handle.join().is_err() {
+                    shutdown.0.trigger("a worker thread panicked");
+                }
+            }
+            for handle in indexer_threads {
+                if handle.join().is_err() {
+                    shutdown.0.trigger("an indexer thread panicked");
+                }
+            }
+        });
         shutdown.outcome()
     }
 }

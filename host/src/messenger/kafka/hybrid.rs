@@ -1,0 +1,204 @@
+//! Hybrid mode: Kafka in, memory out. A process runs worker–indexer pairs;
+//! each pair's worker consumes the source topic (as in Kafka mode) and hands
+//! its documents to its own indexer on an in-memory FIFO queue, skipping the
+//! Kafka hop between them. Events and dead letters still go to Kafka.
+//!
+//! A source record's offset is committed (by the worker, whose consumer it
+//! is) only when every document it produced is indexed or dead-lettered and
+//! every message about it (events, dead letters) is acknowledged: the record
+//! is *held* while its documents are on the queue or in a batch, and a batch
+//! releases its records once its own messages are acknowledged. One
+//! partition feeds one pair and one queue feeds one indexer, so per-id order
+//! holds. On revocation the worker waits (bounded) for the pair to finish the
+//! revoked partitions' documents, commits what is complete, and the indexer
+//! leaves anything still queued from them to their new owner.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use rdkafka::producer::ThreadedProducer;
+
+use super::{
+    Deliveries, EventBuffer, KafkaTopics, KafkaWorkerMessenger, Origin, Output, Queued,
+    Revocations, Shared, Tag, dead_letter_headers, produce, shared_producer,
+};
+use crate::document::Document;
+use crate::event::Event;
+use crate::messenger::{Failure, IndexerMessenger, MessengerError, Polled};
+
+/// The indexer end of a Hybrid pair: memory in, events and dead letters out.
+pub struct HybridIndexerMessenger {
+    /// The pair's consumer, of the process's.
+    member: usize,
+    topics: KafkaTopics,
+    source: String,
+    queue: Receiver<Queued>,
+    producer: Arc<ThreadedProducer<Deliveries>>,
+    shared: Arc<Shared>,
+    revocations: Arc<Mutex<Revocations>>,
+    /// The batch being built: its messages are accounted against it.
+    batch: u64,
+    /// Per document returned since the last batch: its id, source record and
+    /// the pair's revocations when it was polled.
+    polled: Vec<(String, Origin, u64)>,
+    events: EventBuffer,
+}
+
+impl std::fmt::Debug for HybridIndexerMessenger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HybridIndexerMessenger")
+            .field("source", &self.source)
+            .field("batch", &self.batch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaWorkerMessenger {
+    /// `pairs` worker–indexer pairs: a consumer and a queue of `capacity`
+    /// documents each, one producer for all.
+    pub fn for_pairs(
+        topics: &KafkaTopics,
+        pairs: usize,
+        capacity: usize,
+    ) -> Result<Vec<(KafkaWorkerMessenger, HybridIndexerMessenger)>, MessengerError> {
+        let shared = Arc::new(Shared::default());
+        let producer = Arc::new(shared_producer(topics, &shared)?);
+        (0..pairs)
+            .map(|member| {
+                let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
+                let revocations = Arc::new(Mutex::new(Revocations::default()));
+                let output = Output::Pair {
+                    queue: Some(tx),
+                    revocations: Arc::clone(&revocations),
+                };
+                let worker = Self::member(topics, member, &producer, &shared, output)?;
+                let indexer = HybridIndexerMessenger {
+                    member,
+                    topics: topics.clone(),
+                    source: topics.source(),
+                    queue: rx,
+                    producer: Arc::clone(&producer),
+                    shared: Arc::clone(&shared),
+                    revocations,
+                    batch: shared.next_batch(),
+                    polled: Vec::new(),
+                    events: EventBuffer::default(),
+                };
+                Ok((worker, indexer))
+            })
+            .collect()
+    }
+}
+
+impl HybridIndexerMessenger {
+    fn fail_on_delivery_failure(&self) -> Result<(), MessengerError> {
+        match &self.shared.lock().failure {
+            Some(failure) => Err(super::transport(failure)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl IndexerMessenger for HybridIndexerMessenger {
+    fn poll_doc_to_index(&mut self, timeout: Duration) -> Result<Polled<Document>, MessengerError> {
+        self.fail_on_delivery_failure()?;
+        loop {
+            let queued = match self.queue.recv_timeout(timeout) {
+                Ok(queued) => queued,
+                Err(RecvTimeoutError::Timeout) => return Ok(Polled::Idle),
+                Err(RecvTimeoutError::Disconnected) => return Ok(Polled::Closed),
+            };
+            let revoked = self
+                .revocations
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .revoked_since(queued.origin.partition, queued.generation);
+            if revoked {
+                // Its partition moved on (uncommitted): the new owner has it.
+                continue;
+            }
+            let Queued {
+                doc,
+                origin,
+                generation,
+            } = queued;
+            self.polled.push((doc.id().to_owned(), origin, generation));
+            return Ok(Polled::Item(doc));
+        }
+    }
+
+    fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
+        if let Some(topic) = self.topics.events(event.run_id.as_deref()) {
+            self.events.push(topic, event);
+        }
+        Ok(())
+    }
+
+    fn send_failed(&mut self, doc: Document, failure: &Failure) -> Result<(), MessengerError> {
+        let source = self
+            .polled
+            .iter()
+            .find(|(id, ..)| id == doc.id())
+            .map(|&(_, origin, _)| (self.source.as_str(), origin.partition, origin.offset));
+        let headers = dead_letter_headers(failure, source);
+        produce(
+            &self.producer,
+            &self.topics.fail(),
+            doc.id(),
+            doc.to_json_string().as_bytes(),
+            Some(headers),
+            Tag::Batch(self.batch),
+        )
+    }
+
+    fn drop_revoked(&mut self, batch: &mut Vec<Document>) {
+        let revocations = self
+            .revocations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if revocations.latest.is_empty() {
+            return;
+        }
+        if batch.len() != self.polled.len() {
+            tracing::warn!("batch and polled documents disagree; keeping the batch");
+            return;
+        }
+        let before = batch.len();
+        let mut polled = self.polled.iter();
+        batch.retain(|_| {
+            polled.next().is_none_or(|&(_, origin, generation)| {
+                !revocations.revoked_since(origin.partition, generation)
+            })
+        });
+        if batch.len() < before {
+            tracing::info!(
+                dropped = before - batch.len(),
+                "left documents of revoked partitions to their new owner"
+            );
+        }
+    }
+
+    fn batch_complete(&mut self, _batch: &[Document]) -> Result<(), MessengerError> {
+        let tag = Tag::Batch(self.batch);
+        for (topic, key, payload) in self.events.drain()? {
+            produce(&self.producer, &topic, &key, &payload, None, tag)?;
+        }
+        // The batch's records are released when its messages are acknowledged;
+        // the worker then commits them.
+        let origins = self.polled.drain(..).map(|(_, origin, _)| origin).collect();
+        self.shared.lock().batch_done(self.batch, origins);
+        self.shared.changed.notify_all();
+        self.batch = self.shared.next_batch();
+        self.fail_on_delivery_failure()
+    }
+}
+
+impl Drop for HybridIndexerMessenger {
+    fn drop(&mut self) {
+        // Whatever this indexer still holds is never released (so never
+        // committed); its worker need not wait for it.
+        self.shared.lock().orphaned.push(self.member);
+        self.shared.changed.notify_all();
+    }
+}
