@@ -155,6 +155,23 @@ fn run_seconds(summary: &str) -> f64 {
     }
 }
 
+/// CPU seconds `pid` has used (Linux: user + system time in /proc, at the
+/// usual 100 ticks per second).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 /// How the workers and indexers of a weir round run.
 #[derive(Clone, Copy, PartialEq)]
 enum Layout {
@@ -164,7 +181,9 @@ enum Layout {
     Hybrid,
 }
 
-fn weir_mode(bootstrap: &str, n: usize, layout: Layout) -> f64 {
+/// A weir round: the run's seconds, and the CPU seconds its worker and
+/// indexer processes used during it.
+fn weir_mode(bootstrap: &str, n: usize, layout: Layout) -> (f64, f64) {
     let dir = tempfile::tempdir().expect("tempdir");
     let pipeline = format!("bench_{:08x}", fastrand::u32(..));
     let toml = format!(
@@ -216,10 +235,18 @@ fn weir_mode(bootstrap: &str, n: usize, layout: Layout) -> f64 {
             "{role} did not get its partitions"
         );
     }
+    let serving_cpu = |processes: &[(Proc, &str, usize)]| -> f64 {
+        processes
+            .iter()
+            .map(|(p, ..)| cpu_seconds(p.child.id()))
+            .sum()
+    };
+    let cpu_before = serving_cpu(&processes);
     let out = Command::new(weir)
         .args(["run", "--mode", "kafka", "--no-progress", config])
         .output()
         .expect("run");
+    let cpu = serving_cpu(&processes) - cpu_before;
     let summary = String::from_utf8_lossy(&out.stdout);
     let seconds = run_seconds(&summary);
     for (process, role, _) in &mut processes {
@@ -232,7 +259,7 @@ fn weir_mode(bootstrap: &str, n: usize, layout: Layout) -> f64 {
     let topics =
         ["source", "dest", "fail", &format!("event_{run_id}")].map(|t| format!("{pipeline}_{t}"));
     delete_topics(bootstrap, &topics.each_ref().map(String::as_str));
-    seconds
+    (seconds, cpu)
 }
 
 fn main() {
@@ -254,10 +281,15 @@ fn main() {
         .unwrap_or(3)
         .max(1);
     let (mut raws, mut weirs, mut hybrids) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut weir_cpu, mut hybrid_cpu) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         raws.push(raw(bootstrap, n));
-        weirs.push(weir_mode(bootstrap, n, Layout::Kafka));
-        hybrids.push(weir_mode(bootstrap, n, Layout::Hybrid));
+        let (seconds, cpu) = weir_mode(bootstrap, n, Layout::Kafka);
+        weirs.push(seconds);
+        weir_cpu.push(cpu);
+        let (seconds, cpu) = weir_mode(bootstrap, n, Layout::Hybrid);
+        hybrids.push(seconds);
+        hybrid_cpu.push(cpu);
     }
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
@@ -284,6 +316,11 @@ fn main() {
         "per round: kafka mode / raw rate [{}], hybrid / kafka mode rate [{}]",
         show(&kafka_vs_raw),
         show(&hybrid_vs_kafka)
+    );
+    println!(
+        "CPU seconds of the serving processes during the run: kafka mode (worker + indexer) [{}], hybrid (worker-indexer) [{}]",
+        show(&weir_cpu),
+        show(&hybrid_cpu)
     );
     let (raw_seconds, weir_seconds, hybrid_seconds) =
         (median(raws), median(weirs), median(hybrids));
