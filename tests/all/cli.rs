@@ -142,6 +142,15 @@ fn invalid_configs_and_usage_exit_with_2() {
     );
     assert_eq!(weir(&["validate", &invalid]), 2);
     assert_eq!(weir(&["run", &invalid]), 2);
+    for serve in ["worker", "indexer", "worker-indexer"] {
+        assert_eq!(weir(&[serve, &invalid]), 2, "{serve}");
+    }
+    // Valid, but with no [kafka] section to serve from.
+    let local = write_config(dir.path(), &RUN.replace("CONNECTOR", "{ count = 3 }"));
+    assert_eq!(weir(&["validate", &local]), 0);
+    for serve in ["worker", "indexer", "worker-indexer"] {
+        assert_eq!(weir(&[serve, &local]), 2, "{serve}");
+    }
     let unparsable = write_config(dir.path(), "[[connectors]]\nname = ");
     assert_eq!(weir(&["validate", &unparsable]), 2);
     assert_eq!(weir(&["validate", "/no/such/config.toml"]), 2);
