@@ -11,7 +11,7 @@ use crate::messenger::kafka::{
     KafkaIndexerMessenger, KafkaMessengers, KafkaTopics, KafkaWorkerMessenger,
 };
 use crate::messenger::{IndexerMessenger, LocalMessengers, WorkerMessenger};
-use crate::plugin::{PluginRuntime, RuntimeOptions, default_cache_dir};
+use crate::plugin::{InstancePolicy, PluginRuntime, PoolOptions, RuntimeOptions, default_cache_dir};
 use crate::run::{RunResult, RunStatus, Runner, Shutdown, new_run_id};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -304,8 +304,27 @@ fn warn_about_partitions(topics: &KafkaTopics, threads: usize) {
 }
 
 fn runtime_for(config: &Config) -> anyhow::Result<PluginRuntime> {
+    let plugins = config.plugins();
+    // Fresh instances per document come from a pool of pre-reserved slots:
+    // enough for every instance the process may hold, twice over.
+    let fresh = plugins
+        .iter()
+        .any(|(_, spec)| spec.instance == InstancePolicy::Fresh);
+    let pool = fresh.then(|| {
+        let stages: usize = config.pipelines.iter().map(|p| p.stages.len() + 1).sum();
+        let instances = 2 * (config.worker.threads * stages + config.connectors.len() + 4);
+        PoolOptions {
+            instances: u32::try_from(instances).unwrap_or(u32::MAX),
+            max_memory_mib: plugins
+                .iter()
+                .map(|(_, spec)| spec.limits.memory_mib())
+                .max()
+                .unwrap_or(256),
+        }
+    });
     PluginRuntime::new(RuntimeOptions {
         cache_dir: config.runner.cache_dir.clone().or_else(default_cache_dir),
+        pool,
         ..RuntimeOptions::default()
     })
     .context("cannot start the plugin runtime")

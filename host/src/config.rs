@@ -63,6 +63,23 @@ pub struct Config {
     /// `weir worker`, `weir indexer`).
     #[serde(default)]
     pub kafka: Option<KafkaConfig>,
+    /// Tenants: each groups pipelines and gives default limits to their
+    /// plugins (stages, the connectors that feed them, their own indexers).
+    #[serde(default)]
+    pub tenants: Vec<TenantConfig>,
+}
+
+/// `[[tenants]]`
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    pub name: String,
+    /// The tenant's pipelines; a pipeline belongs to at most one tenant.
+    pub pipelines: Vec<String>,
+    /// Defaults for the limits its plugins leave unset (a plugin's own
+    /// `limits` win). A top-level `[indexer]` is shared, so not the tenant's.
+    #[serde(default)]
+    pub limits: crate::plugin::Limits,
 }
 
 /// `[kafka]`
@@ -471,7 +488,36 @@ impl Config {
             .try_into()
             .map_err(|e: toml::de::Error| ConfigErrors(vec![error("", e.to_string().trim())]))?;
         config.resolve_paths(base);
+        config.apply_tenant_limits();
         Ok(config)
+    }
+
+    /// Fill the limits the plugins of each tenant's pipelines leave unset
+    /// from the tenant's.
+    fn apply_tenant_limits(&mut self) {
+        let tenants = std::mem::take(&mut self.tenants);
+        for tenant in &tenants {
+            let owns = |pipeline: &str| tenant.pipelines.iter().any(|p| p == pipeline);
+            let connectors = self
+                .connectors
+                .iter_mut()
+                .filter(|c| owns(&c.pipeline))
+                .map(|c| &mut c.plugin);
+            let pipelines = self
+                .pipelines
+                .iter_mut()
+                .filter(|p| owns(&p.name))
+                .flat_map(|p| {
+                    p.stages
+                        .iter_mut()
+                        .map(|s| &mut s.plugin)
+                        .chain(p.indexer.iter_mut().map(|i| &mut i.plugin))
+                });
+            for spec in connectors.chain(pipelines) {
+                spec.limits = spec.limits.or(&tenant.limits);
+            }
+        }
+        self.tenants = tenants;
     }
 
     fn plugins_mut(&mut self) -> impl Iterator<Item = &mut PluginSpec> {
@@ -615,6 +661,26 @@ impl Config {
         if let Some(kafka) = &self.kafka {
             kafka.check(&mut errors);
         }
+        let mut tenant_names = HashSet::new();
+        let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
+        for t in &self.tenants {
+            if !tenant_names.insert(&t.name) {
+                errors.push(error(format!("tenants.{}", t.name), "duplicate tenant name"));
+            }
+            for p in &t.pipelines {
+                if self.pipeline(p).is_none() {
+                    errors.push(error(
+                        format!("tenants.{}.pipelines", t.name),
+                        format!("no pipeline is named `{p}`"),
+                    ));
+                } else if let Some(other) = owner.insert(p, &t.name) {
+                    errors.push(error(
+                        format!("tenants.{}.pipelines", t.name),
+                        format!("pipeline `{p}` already belongs to tenant `{other}`"),
+                    ));
+                }
+            }
+        }
         for (location, spec) in self.plugins() {
             if !spec.path.is_file() {
                 errors.push(error(
@@ -636,16 +702,41 @@ impl Config {
                     ));
                 }
             }
-            if spec.limits.memory_mib == 0 {
+            if spec.limits.memory_mib() == 0 {
                 errors.push(error(
                     format!("{location}.plugin.limits.memory_mib"),
                     "must be at least 1",
                 ));
             }
-            if spec.limits.call_timeout.is_zero() {
+            if spec.limits.call_timeout().is_zero() {
                 errors.push(error(
                     format!("{location}.plugin.limits.call_timeout"),
                     "must be more than 0",
+                ));
+            }
+            for (name, value) in [
+                ("max_document_mib", spec.limits.max_document_mib()),
+                ("log_lines_per_second", spec.limits.log_lines_per_second().into()),
+            ] {
+                if value == 0 {
+                    errors.push(error(
+                        format!("{location}.plugin.limits.{name}"),
+                        "must be at least 1",
+                    ));
+                }
+            }
+            if spec.instance == crate::plugin::InstancePolicy::Fresh && !location.contains(".stages.") {
+                errors.push(error(
+                    format!("{location}.plugin.instance"),
+                    "only stages can have a fresh instance per document",
+                ));
+            }
+            if let Some(digest) = &spec.sha256
+                && (digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()))
+            {
+                errors.push(error(
+                    format!("{location}.plugin.sha256"),
+                    "must be 64 hexadecimal digits (a SHA-256)",
                 ));
             }
         }

@@ -14,7 +14,7 @@ use weir_tests::{doc, runtime, spec};
 
 fn hostile(configure: impl FnOnce(&mut PluginSpec)) -> StageInstance {
     let mut spec = spec("hostile-stage", json!({}));
-    spec.limits.call_timeout = Duration::from_secs(5);
+    spec.limits.call_timeout = Some(Duration::from_secs(5));
     configure(&mut spec);
     runtime()
         .load_stage("hostile", &spec)
@@ -59,7 +59,7 @@ fn expect_document_error(result: Result<weir::document::Document, PluginError>) 
 
 #[test]
 fn an_infinite_loop_is_stopped_by_the_deadline() {
-    let mut instance = hostile(|s| s.limits.call_timeout = Duration::from_millis(200));
+    let mut instance = hostile(|s| s.limits.call_timeout = Some(Duration::from_millis(200)));
     let err =
         process(&mut instance, json!({ "id": "d1", "action": "loop" })).expect_err("must trap");
     assert!(
@@ -74,7 +74,7 @@ fn an_infinite_loop_is_stopped_by_the_deadline() {
 
 #[test]
 fn growing_memory_past_the_cap_traps() {
-    let mut instance = hostile(|s| s.limits.memory_mib = 32);
+    let mut instance = hostile(|s| s.limits.memory_mib = Some(32));
     let err =
         process(&mut instance, json!({ "id": "d1", "action": "alloc" })).expect_err("must trap");
     assert!(
@@ -374,4 +374,176 @@ fn bad_plugin_files_and_wrong_kinds_are_clear_errors() {
         .instantiate()
         .expect_err("missing dir");
     assert!(err.to_string().contains("/nonexistent/dir"), "{err}");
+}
+
+// ---- limits ----
+
+#[test]
+fn a_loop_just_under_the_deadline_finishes_and_just_over_is_stopped() {
+    let mut instance = hostile(|s| s.limits.call_timeout = Some(Duration::from_millis(400)));
+    let d = process(
+        &mut instance,
+        json!({ "id": "under", "action": "spin", "millis": "250" }),
+    )
+    .expect("250 ms of a 400 ms deadline finishes");
+    assert_eq!(d.get("processed"), Some(&json!(true)));
+    let cause = expect_trap(process(
+        &mut instance,
+        json!({ "id": "over", "action": "spin", "millis": "600" }),
+    ));
+    assert_eq!(cause, TrapCause::Deadline(Duration::from_millis(400)));
+    assert_recovers(&mut instance);
+}
+
+#[test]
+fn a_million_children_stop_at_the_children_limit() {
+    let mut instance = hostile(|_| {});
+    let cause = expect_trap(process(
+        &mut instance,
+        json!({ "id": "d", "action": "children", "count": "1000000" }),
+    ));
+    match &cause {
+        TrapCause::Limit(message) => assert!(
+            message.contains("more than 10000 documents") && message.contains("limits.max_children"),
+            "{message}"
+        ),
+        other => panic!("expected the children limit, got {other:?}"),
+    }
+    assert_recovers(&mut instance);
+
+    let mut five = hostile(|s| s.limits.max_children = Some(5));
+    let children = {
+        let mut d = doc(json!({ "id": "d", "action": "children", "count": "5" }));
+        five.process(&mut d).expect("five children are allowed")
+    };
+    assert_eq!(children.len(), 5);
+    let cause = expect_trap(process(
+        &mut five,
+        json!({ "id": "d", "action": "children", "count": "6" }),
+    ));
+    assert!(matches!(cause, TrapCause::Limit(_)), "{cause:?}");
+}
+
+#[test]
+fn a_100_mib_field_and_a_document_grown_past_the_limit_are_refused() {
+    let mut instance = hostile(|_| {});
+    let err = expect_document_error(process(
+        &mut instance,
+        json!({ "id": "big", "action": "big_field", "mib": "100" }),
+    ));
+    assert!(
+        err.contains("over the document limit of 16 MiB (limits.max_document_mib)"),
+        "{err}"
+    );
+    let err = expect_document_error(process(
+        &mut instance,
+        json!({ "id": "grown", "action": "grow", "count": "20" }),
+    ));
+    assert!(
+        err.contains("document `grown` grew to about") && err.contains("limits.max_document_mib"),
+        "{err}"
+    );
+    assert_recovers(&mut instance);
+    let mut roomy = hostile(|s| s.limits.max_document_mib = Some(32));
+    process(
+        &mut roomy,
+        json!({ "id": "grown", "action": "grow", "count": "20" }),
+    )
+    .expect("20 MiB fits a 32 MiB limit");
+}
+
+#[test]
+fn a_log_flood_is_cut_and_fails_its_document() {
+    let mut instance = hostile(|s| s.limits.log_lines_per_second = Some(100));
+    let err = expect_document_error(process(
+        &mut instance,
+        json!({ "id": "loud", "action": "log_flood", "count": "5000" }),
+    ));
+    assert!(
+        err.contains("limit of 100 lines per second (limits.log_lines_per_second)")
+            && err.contains("lines dropped"),
+        "{err}"
+    );
+    assert_recovers(&mut instance);
+    // A few lines are within the limit (of a full bucket).
+    let mut quiet = hostile(|s| s.limits.log_lines_per_second = Some(100));
+    let d = process(
+        &mut quiet,
+        json!({ "id": "quiet", "action": "log_flood", "count": "3" }),
+    )
+    .expect("a few lines are fine");
+    assert_eq!(d.get("processed"), Some(&json!(true)));
+}
+
+/// An HTTP server on loopback that answers every request with a redirect to `location`.
+fn redirecting_server(location: String) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let response = format!(
+                "HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    port
+}
+
+#[test]
+fn a_redirect_to_a_host_not_allowed_is_denied() {
+    let (target, served) = http_server();
+    let redirect = redirecting_server(format!("http://127.0.0.1:{target}/secret"));
+    let mut instance = hostile(|s| s.grants.http.push(format!("127.0.0.1:{redirect}")));
+    let err = expect_document_error(process(
+        &mut instance,
+        json!({ "id": "d", "action": "http_follow", "url": format!("http://127.0.0.1:{redirect}/") }),
+    ));
+    assert!(
+        err.contains("redirected") && err.contains("HttpRequestDenied"),
+        "{err}"
+    );
+    assert_eq!(served.load(Ordering::SeqCst), 0, "the redirect target was never reached");
+    assert_recovers(&mut instance);
+}
+
+#[test]
+fn a_fresh_instance_per_document_keeps_nothing_between_documents() {
+    let calls = |instance: &mut StageInstance| -> Vec<Value> {
+        (0..3)
+            .map(|i| {
+                let d = process(instance, json!({ "id": format!("d{i}"), "action": "count" }))
+                    .expect("count");
+                d.get("calls").cloned().expect("calls")
+            })
+            .collect()
+    };
+    let mut reused = hostile(|_| {});
+    assert_eq!(calls(&mut reused), [json!(1), json!(2), json!(3)]);
+    let mut fresh = hostile(|s| s.instance = weir::plugin::InstancePolicy::Fresh);
+    assert_eq!(calls(&mut fresh), [json!(1), json!(1), json!(1)]);
+    assert_eq!(fresh.restarts(), 0, "a fresh instance is not a restart");
+}
+
+#[test]
+fn a_pinned_digest_must_match() {
+    let mut pinned = spec("noop-stage", json!({}));
+    let bytes = std::fs::read(&pinned.path).expect("plugin file");
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+    pinned.sha256 = Some(digest.to_uppercase());
+    runtime()
+        .load_stage("pinned", &pinned)
+        .expect("the pinned digest matches (in any case)");
+    pinned.sha256 = Some("0".repeat(64));
+    let err = runtime()
+        .load_stage("pinned", &pinned)
+        .expect_err("a different digest is refused");
+    let message = err.to_string();
+    assert!(
+        message.contains("pinned") && message.contains(&digest) && message.contains("refusing"),
+        "{message}"
+    );
 }

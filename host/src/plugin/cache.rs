@@ -30,10 +30,24 @@ impl ComponentCache {
         }
     }
 
-    /// The component in `path`, compiled for `engine`.
-    pub(crate) fn load(&self, engine: &Engine, path: &Path) -> anyhow::Result<Component> {
+    /// The component in `path`, compiled for `engine`; refused unless its
+    /// SHA-256 is `pinned` (hex), when given.
+    pub(crate) fn load(
+        &self,
+        engine: &Engine,
+        path: &Path,
+        pinned: Option<&str>,
+    ) -> anyhow::Result<Component> {
         let bytes = std::fs::read(path)?;
-        let key = cache_key(engine, &bytes);
+        let digest = hex::encode(Sha256::digest(&bytes));
+        if let Some(pinned) = pinned
+            && !pinned.eq_ignore_ascii_case(&digest)
+        {
+            anyhow::bail!(
+                "its SHA-256 is {digest}, but the config pins {pinned}: refusing to run a different file"
+            );
+        }
+        let key = cache_key(engine, &digest);
         if let Some(component) = self.lock().get(&key) {
             return Ok(component.clone());
         }
@@ -50,14 +64,10 @@ impl ComponentCache {
     }
 }
 
-fn cache_key(engine: &Engine, wasm: &[u8]) -> String {
+fn cache_key(engine: &Engine, digest: &str) -> String {
     let mut hasher = DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
-    format!(
-        "{}-{:016x}",
-        hex::encode(Sha256::digest(wasm)),
-        hasher.finish()
-    )
+    format!("{digest}-{:016x}", hasher.finish())
 }
 
 fn load_or_compile(engine: &Engine, wasm: &[u8], file: &Path) -> anyhow::Result<Component> {

@@ -78,6 +78,9 @@ pub enum TrapCause {
     /// The guest panicked or aborted; the message is what it printed last.
     #[error("panicked: {0}")]
     Panic(String),
+    /// A host call refused to go past one of the plugin's limits.
+    #[error("hit a limit: {0}")]
+    Limit(String),
     /// Any other trap (out-of-bounds access, stack overflow, invalid handle, ...).
     #[error("trapped: {0}")]
     Other(String),
@@ -89,6 +92,7 @@ impl TrapCause {
             Self::Deadline(_) => "deadline",
             Self::MemoryLimit { .. } => "memory_limit",
             Self::Panic(_) => "panic",
+            Self::Limit(_) => "limit",
             Self::Other(_) => "trap",
         }
     }

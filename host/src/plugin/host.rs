@@ -46,6 +46,106 @@ pub(crate) struct PluginState {
     pub(crate) http_policy: HttpPolicy,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) stderr: GuestOutput,
+    pub(crate) guard: Guard,
+    pub(crate) logs: Arc<Mutex<LogLimiter>>,
+}
+
+/// What one call may do through the document interface: how many documents
+/// it may create and how large a value it may hand over.
+pub(crate) struct Guard {
+    pub(crate) max_created: usize,
+    pub(crate) max_document_bytes: usize,
+    /// Documents created during the current call.
+    pub(crate) created: usize,
+    /// The limit a host call refused, which made the call trap.
+    pub(crate) hit: Option<String>,
+}
+
+impl Guard {
+    pub(crate) fn new(max_created: u32, max_document_bytes: usize) -> Self {
+        Self {
+            max_created: usize::try_from(max_created).unwrap_or(usize::MAX),
+            max_document_bytes,
+            created: 0,
+            hit: None,
+        }
+    }
+
+    pub(crate) fn start_call(&mut self) {
+        self.created = 0;
+        self.hit = None;
+    }
+
+    /// Count a new document; past the limit the call must stop (trap).
+    fn create(&mut self) -> wasmtime::Result<()> {
+        self.created += 1;
+        if self.created > self.max_created {
+            let hit = format!(
+                "created more than {} documents in one call (limits.max_children)",
+                self.max_created
+            );
+            self.hit = Some(hit.clone());
+            return Err(wasmtime::Error::msg(hit));
+        }
+        Ok(())
+    }
+
+    /// Refuse a value of `bytes` that cannot fit in a document.
+    fn admit(&self, bytes: usize) -> Result<(), document::FieldError> {
+        if bytes > self.max_document_bytes {
+            return Err(document::FieldError::TooLarge(format!(
+                "a value of {bytes} bytes is over the document limit of {} MiB (limits.max_document_mib)",
+                self.max_document_bytes >> 20
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A token bucket over a plugin's log lines (log calls, stdout, stderr):
+/// `per_second` lines a second, in bursts of as many; the rest are dropped
+/// and counted.
+pub(crate) struct LogLimiter {
+    per_second: f64,
+    tokens: f64,
+    last: std::time::Instant,
+    /// Lines dropped since the count was last taken.
+    dropped: u64,
+}
+
+impl LogLimiter {
+    pub(crate) fn new(per_second: u32) -> Self {
+        Self {
+            per_second: f64::from(per_second),
+            tokens: f64::from(per_second),
+            last: std::time::Instant::now(),
+            dropped: 0,
+        }
+    }
+
+    /// Whether one more line may be logged now.
+    fn allow(&mut self) -> bool {
+        let now = std::time::Instant::now();
+        let refill = now.duration_since(self.last).as_secs_f64() * self.per_second;
+        self.tokens = (self.tokens + refill).min(self.per_second);
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            self.dropped += 1;
+            false
+        }
+    }
+
+    /// Lines dropped since the last call.
+    pub(crate) fn take_dropped(&mut self) -> u64 {
+        std::mem::take(&mut self.dropped)
+    }
+}
+
+fn allow_line(logs: &Mutex<LogLimiter>) -> bool {
+    logs.lock().unwrap_or_else(PoisonError::into_inner).allow()
 }
 
 impl WasiView for PluginState {
@@ -151,6 +251,7 @@ pub(crate) struct GuestOutput {
 struct OutputState {
     plugin: Arc<str>,
     stream: &'static str,
+    logs: Arc<Mutex<LogLimiter>>,
     partial: Vec<u8>,
     recent: VecDeque<String>,
 }
@@ -160,11 +261,12 @@ const RECENT_LINES: usize = 8;
 const MAX_LINE_BYTES: usize = 4096;
 
 impl GuestOutput {
-    pub(crate) fn new(plugin: Arc<str>, stream: &'static str) -> Self {
+    pub(crate) fn new(plugin: Arc<str>, stream: &'static str, logs: Arc<Mutex<LogLimiter>>) -> Self {
         Self {
             inner: Arc::new(Mutex::new(OutputState {
                 plugin,
                 stream,
+                logs,
                 partial: Vec::new(),
                 recent: VecDeque::new(),
             })),
@@ -197,7 +299,11 @@ impl OutputState {
     fn finish_line(&mut self) {
         let line = String::from_utf8_lossy(&self.partial).into_owned();
         self.partial.clear();
-        tracing::info!(plugin = %self.plugin, stream = self.stream, "{line}");
+        // Past the log rate the line is not logged, but still kept below for
+        // a panic message.
+        if allow_line(&self.logs) {
+            tracing::info!(plugin = %self.plugin, stream = self.stream, "{line}");
+        }
         if self.recent.len() == RECENT_LINES {
             self.recent.pop_front();
         }
@@ -248,6 +354,9 @@ impl stage::weir::plugin::log::Host for PluginState {
     }
 
     fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+        if !allow_line(&self.logs) {
+            return Ok(());
+        }
         let plugin = &*self.plugin;
         match level {
             Level::Trace => tracing::trace!(plugin, "{message}"),
@@ -293,6 +402,14 @@ pub(crate) fn from_wit(value: Value) -> Result<Json, document::FieldError> {
     })
 }
 
+/// About how many bytes a WIT `value` takes.
+fn wit_size(value: &Value) -> usize {
+    match value {
+        Value::Text(s) | Value::Json(s) => s.len(),
+        _ => 8,
+    }
+}
+
 fn to_wit_error(error: document::FieldError) -> FieldError {
     use document::FieldError as E;
     match error {
@@ -324,10 +441,15 @@ impl stage::weir::plugin::document::Host for PluginState {}
 
 impl stage::weir::plugin::document::HostDocument for PluginState {
     fn new(&mut self, id: String) -> Wasm<Handle> {
+        self.guard.create()?;
         Ok(self.table.push(Document::new(id))?)
     }
 
     fn from_json(&mut self, json: String) -> Wasm<Result<Handle, FieldError>> {
+        self.guard.create()?;
+        if let Err(e) = self.guard.admit(json.len()) {
+            return Ok(Err(to_wit_error(e)));
+        }
         match Document::from_json_str(&json) {
             Ok(doc) => Ok(Ok(self.table.push(doc)?)),
             Err(e) => Ok(Err(to_wit_error(e))),
@@ -335,6 +457,10 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn from_json_with_id(&mut self, id: String, json: String) -> Wasm<Result<Handle, FieldError>> {
+        self.guard.create()?;
+        if let Err(e) = self.guard.admit(json.len()) {
+            return Ok(Err(to_wit_error(e)));
+        }
         match Document::from_fields_json_str(id, &json) {
             Ok(doc) => Ok(Ok(self.table.push(doc)?)),
             Err(e) => Ok(Err(to_wit_error(e))),
@@ -405,8 +531,11 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
+        let admitted = self.guard.admit(wit_size(&value));
         let doc = self.doc_mut(&h)?;
-        Ok(wit_result(from_wit(value).and_then(|v| doc.set(&name, v))))
+        Ok(wit_result(
+            admitted.and_then(|()| from_wit(value).and_then(|v| doc.set(&name, v))),
+        ))
     }
 
     fn set_string(
@@ -415,8 +544,10 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         value: String,
     ) -> Wasm<Result<(), FieldError>> {
+        let admitted = self.guard.admit(value.len());
+        let doc = self.doc_mut(&h)?;
         Ok(wit_result(
-            self.doc_mut(&h)?.set(&name, Json::String(value)),
+            admitted.and_then(|()| doc.set(&name, Json::String(value))),
         ))
     }
 
@@ -426,17 +557,23 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         values: Vec<Value>,
     ) -> Wasm<Result<(), FieldError>> {
+        let admitted = self.guard.admit(values.iter().map(wit_size).sum());
         let doc = self.doc_mut(&h)?;
-        let values = values
-            .into_iter()
-            .map(from_wit)
-            .collect::<Result<Vec<_>, _>>();
+        let values = admitted.and_then(|()| {
+            values
+                .into_iter()
+                .map(from_wit)
+                .collect::<Result<Vec<_>, _>>()
+        });
         Ok(wit_result(values.and_then(|v| doc.set_all(&name, v))))
     }
 
     fn add(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
+        let admitted = self.guard.admit(wit_size(&value));
         let doc = self.doc_mut(&h)?;
-        Ok(wit_result(from_wit(value).and_then(|v| doc.add(&name, v))))
+        Ok(wit_result(
+            admitted.and_then(|()| from_wit(value).and_then(|v| doc.add(&name, v))),
+        ))
     }
 
     fn set_or_add(
@@ -445,10 +582,11 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         value: Value,
     ) -> Wasm<Result<(), FieldError>> {
+        let admitted = self.guard.admit(wit_size(&value));
         let doc = self.doc_mut(&h)?;
-        Ok(wit_result(
-            from_wit(value).and_then(|v| doc.set_or_add(&name, v)),
-        ))
+        Ok(wit_result(admitted.and_then(|()| {
+            from_wit(value).and_then(|v| doc.set_or_add(&name, v))
+        })))
     }
 
     fn get_path(&mut self, h: Handle, path: String) -> Wasm<Result<Option<Value>, FieldError>> {
@@ -458,10 +596,11 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_path(&mut self, h: Handle, path: String, value: Value) -> Wasm<Result<(), FieldError>> {
+        let admitted = self.guard.admit(wit_size(&value));
         let doc = self.doc_mut(&h)?;
-        Ok(wit_result(
-            from_wit(value).and_then(|v| doc.set_path(&path, v)),
-        ))
+        Ok(wit_result(admitted.and_then(|()| {
+            from_wit(value).and_then(|v| doc.set_path(&path, v))
+        })))
     }
 
     fn remove_path(&mut self, h: Handle, path: String) -> Wasm<Result<bool, FieldError>> {
@@ -478,7 +617,10 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         let children = self.doc(&h)?.children().to_vec();
         children
             .into_iter()
-            .map(|c| Ok(self.table.push(c)?))
+            .map(|c| {
+                self.guard.create()?;
+                Ok(self.table.push(c)?)
+            })
             .collect()
     }
 
@@ -509,8 +651,9 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn load_json(&mut self, h: Handle, json: String) -> Wasm<Result<(), FieldError>> {
-        let parsed = serde_json::from_str(&json)
-            .map_err(|e| document::FieldError::InvalidJson(e.to_string()));
+        let parsed = self.guard.admit(json.len()).and_then(|()| {
+            serde_json::from_str(&json).map_err(|e| document::FieldError::InvalidJson(e.to_string()))
+        });
         let doc = self.doc_mut(&h)?;
         Ok(wit_result(parsed.and_then(|j| doc.load_json(j))))
     }

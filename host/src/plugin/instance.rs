@@ -2,7 +2,7 @@
 //! cap, deadline, WASI grants), its replacement after a trap, and the
 //! classification of a failed call.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use wasmtime::component::{Component, InstancePre};
@@ -11,8 +11,8 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::RuntimeInner;
 use super::error::{PluginError, TrapCause};
-use super::host::{GuestOutput, HttpPolicy, MemoryLimiter, PluginState};
-use super::spec::{HttpAllow, PluginSpec};
+use super::host::{GuestOutput, Guard, HttpPolicy, LogLimiter, MemoryLimiter, PluginState};
+use super::spec::{HttpAllow, InstancePolicy, PluginSpec};
 
 /// A compiled plugin with its name and spec, shared by all its instances.
 pub(crate) struct Loaded {
@@ -43,7 +43,7 @@ impl Loaded {
             })?;
         let component = runtime
             .cache
-            .load(&runtime.engine, &spec.path)
+            .load(&runtime.engine, &spec.path, spec.sha256.as_deref())
             .map_err(|e| PluginError::Load {
                 plugin: name.to_owned(),
                 path: spec.path.clone(),
@@ -77,12 +77,14 @@ impl Loaded {
     /// A fresh store with this plugin's grants and limits.
     fn new_store(&self) -> Result<Store<PluginState>, PluginError> {
         let grants = &self.spec.grants;
-        let stderr = GuestOutput::new(Arc::clone(&self.name), "stderr");
+        let limits = &self.spec.limits;
+        let logs = Arc::new(Mutex::new(LogLimiter::new(limits.log_lines_per_second())));
+        let stderr = GuestOutput::new(Arc::clone(&self.name), "stderr", Arc::clone(&logs));
         let mut wasi = WasiCtxBuilder::new();
         // Plugin calls are synchronous on their worker thread: let file I/O
         // block that thread rather than hop through a thread pool per call.
         wasi.allow_blocking_current_thread(true);
-        wasi.stdout(GuestOutput::new(Arc::clone(&self.name), "stdout"))
+        wasi.stdout(GuestOutput::new(Arc::clone(&self.name), "stdout", Arc::clone(&logs)))
             .stderr(stderr.clone());
         for (key, value) in &grants.env {
             wasi.env(key, value);
@@ -111,10 +113,12 @@ impl Loaded {
                 allow: Arc::clone(&self.http_allow),
             },
             limiter: MemoryLimiter {
-                limit_bytes: self.spec.limits.memory_bytes(),
+                limit_bytes: limits.memory_bytes(),
                 refused_growth: None,
             },
             stderr,
+            guard: Guard::new(limits.max_children(), limits.max_document_bytes()),
+            logs,
         };
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -135,9 +139,12 @@ impl Loaded {
         store: &Store<PluginState>,
         timeout: Duration,
     ) -> TrapCause {
+        if let Some(hit) = &store.data().guard.hit {
+            return TrapCause::Limit(hit.clone());
+        }
         if let Some(wanted_bytes) = store.data().limiter.refused_growth {
             return TrapCause::MemoryLimit {
-                limit_mib: self.spec.limits.memory_mib,
+                limit_mib: self.spec.limits.memory_mib(),
                 wanted_bytes,
             };
         }
@@ -209,7 +216,7 @@ impl<W: World> Prepared<W> {
     /// A new instance in a new store.
     pub(crate) fn instantiate(&self) -> Result<Live<W>, PluginError> {
         let mut store = self.loaded.new_store()?;
-        let timeout = self.loaded.spec.limits.call_timeout;
+        let timeout = self.loaded.spec.limits.call_timeout();
         store.set_epoch_deadline(self.loaded.deadline_ticks(timeout));
         match W::instantiate(&self.pre, &mut store) {
             Ok(bindings) => Ok(Live { store, bindings }),
@@ -237,6 +244,8 @@ pub(crate) struct Instance<W: World> {
     start: fn(&mut Live<W>, &Loaded) -> Result<(), PluginError>,
     /// How many times this instance was replaced after a trap.
     pub(crate) restarts: u64,
+    /// Log lines dropped during the last call (over the plugin's log rate).
+    pub(crate) dropped_lines: u64,
 }
 
 impl<W: World> Instance<W> {
@@ -250,6 +259,7 @@ impl<W: World> Instance<W> {
             live: None,
             start,
             restarts: 0,
+            dropped_lines: 0,
         };
         instance.live()?;
         Ok(instance)
@@ -274,8 +284,31 @@ impl<W: World> Instance<W> {
         let live = ensure_live(&self.prepared, &mut self.live, self.start)?;
         live.store
             .set_epoch_deadline(loaded.deadline_ticks(timeout));
-        match f(&live.bindings, &mut live.store) {
-            Ok(r) => Ok(r),
+        live.store.data_mut().guard.start_call();
+        let result = f(&live.bindings, &mut live.store);
+        self.dropped_lines = live
+            .store
+            .data()
+            .logs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take_dropped();
+        if self.dropped_lines > 0 {
+            tracing::warn!(
+                plugin = %loaded.name,
+                dropped = self.dropped_lines,
+                limit = loaded.spec.limits.log_lines_per_second(),
+                "log lines dropped: over the plugin's limits.log_lines_per_second"
+            );
+        }
+        match result {
+            Ok(r) => {
+                if loaded.spec.instance == InstancePolicy::Fresh {
+                    // Nothing this call left behind reaches the next one.
+                    self.live = None;
+                }
+                Ok(r)
+            }
             Err(error) => {
                 let cause = loaded.classify(error, &live.store, timeout);
                 tracing::warn!(plugin = %loaded.name, %cause, "plugin trapped; its instance will be replaced");

@@ -163,7 +163,7 @@ fn check_config<W: World>(
 ) -> Result<Vec<ConfigIssue>, PluginError> {
     let mut instance = Instance::start(prepared.clone(), no_start)?;
     let loaded = instance.loaded();
-    let (timeout, config) = (loaded.spec.limits.call_timeout, loaded.config_json.clone());
+    let (timeout, config) = (loaded.spec.limits.call_timeout(), loaded.config_json.clone());
     instance.call(timeout, |b, store| call(b, store, &config))
 }
 
@@ -200,7 +200,7 @@ impl StageInstance {
     /// Process `doc` in place; returns the children it made, which inherit its
     /// run id. On error `doc` holds whatever the stage did before failing.
     pub fn process(&mut self, doc: &mut Document) -> Result<Vec<Document>, PluginError> {
-        let timeout = self.inner.loaded().spec.limits.call_timeout;
+        let timeout = self.inner.loaded().spec.limits.call_timeout();
         let outcome = self.inner.call(timeout, |b, store| {
             let result = lend(store, doc, |store, handle| {
                 b.weir_plugin_stage_api()
@@ -217,7 +217,31 @@ impl StageInstance {
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(Ok(children))
         });
-        let mut children = flatten(&self.inner.loaded().name, outcome)?;
+        let loaded = self.inner.loaded();
+        let mut children = flatten(&loaded.name, outcome)?;
+        let limits = &loaded.spec.limits;
+        let limit_error = |message: String| PluginError::Document {
+            plugin: loaded.name.to_string(),
+            message,
+        };
+        if self.inner.dropped_lines > 0 {
+            return Err(limit_error(format!(
+                "logged past its limit of {} lines per second (limits.log_lines_per_second); {} lines dropped",
+                limits.log_lines_per_second(),
+                self.inner.dropped_lines
+            )));
+        }
+        let max_bytes = limits.max_document_bytes();
+        for d in std::iter::once(&*doc).chain(&children) {
+            let bytes = d.approx_json_bytes();
+            if bytes > max_bytes {
+                return Err(limit_error(format!(
+                    "document `{}` grew to about {bytes} bytes, over the limit of {} MiB (limits.max_document_mib)",
+                    d.id(),
+                    limits.max_document_mib()
+                )));
+            }
+        }
         for child in &mut children {
             if child.run_id().is_none() {
                 child.set_run_id(doc.run_id().map(str::to_owned));
@@ -228,7 +252,7 @@ impl StageInstance {
 
     /// Call the stage's `stop`.
     pub fn stop(&mut self) -> Result<(), PluginError> {
-        let timeout = self.inner.loaded().spec.limits.call_timeout;
+        let timeout = self.inner.loaded().spec.limits.call_timeout();
         let r = self.inner.call(timeout, |b, store| {
             b.weir_plugin_stage_api().call_stop(store)
         });
@@ -264,7 +288,7 @@ impl ConnectorInstance {
 
     pub fn pre_execute(&mut self, run_id: &str) -> Result<(), PluginError> {
         let loaded = self.inner.loaded();
-        let (timeout, config) = (loaded.spec.limits.call_timeout, loaded.config_json.clone());
+        let (timeout, config) = (loaded.spec.limits.call_timeout(), loaded.config_json.clone());
         self.lifecycle_call(timeout, |b, store| {
             b.weir_plugin_connector_api()
                 .call_pre_execute(store, &config, run_id)
@@ -292,14 +316,14 @@ impl ConnectorInstance {
     }
 
     pub fn post_execute(&mut self) -> Result<(), PluginError> {
-        let timeout = self.inner.loaded().spec.limits.call_timeout;
+        let timeout = self.inner.loaded().spec.limits.call_timeout();
         self.lifecycle_call(timeout, |b, store| {
             b.weir_plugin_connector_api().call_post_execute(store)
         })
     }
 
     pub fn close(&mut self) -> Result<(), PluginError> {
-        let timeout = self.inner.loaded().spec.limits.call_timeout;
+        let timeout = self.inner.loaded().spec.limits.call_timeout();
         self.lifecycle_call(timeout, |b, store| {
             b.weir_plugin_connector_api().call_close(store)
         })
@@ -340,7 +364,7 @@ impl IndexerPlugin {
 
 impl IndexerInstance {
     pub fn validate_connection(&mut self) -> Result<(), PluginError> {
-        let timeout = self.inner.loaded().spec.limits.call_timeout;
+        let timeout = self.inner.loaded().spec.limits.call_timeout();
         let r = self.inner.call(timeout, |b, store| {
             b.weir_plugin_indexer_api().call_validate_connection(store)
         });
@@ -357,7 +381,7 @@ impl IndexerInstance {
         &mut self,
         docs: &mut [Document],
     ) -> Result<Result<Vec<DocumentFailure>, BatchFailure>, PluginError> {
-        let timeout = self.inner.loaded().spec.limits.call_timeout;
+        let timeout = self.inner.loaded().spec.limits.call_timeout();
         let mut failures = Vec::new();
         for doc in docs.iter_mut() {
             let added = self.inner.call(timeout, |b, store| {
@@ -396,7 +420,7 @@ impl IndexerInstance {
     }
 
     pub fn close(&mut self) -> Result<(), PluginError> {
-        let timeout = self.inner.loaded().spec.limits.call_timeout;
+        let timeout = self.inner.loaded().spec.limits.call_timeout();
         let r = self.inner.call(timeout, |b, store| {
             b.weir_plugin_indexer_api().call_close(store)
         });

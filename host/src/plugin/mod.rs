@@ -34,7 +34,7 @@ pub use kinds::{
     BatchFailure, ConnectorInstance, ConnectorPlugin, DocumentFailure, IndexerInstance,
     IndexerPlugin, StageInstance, StagePlugin,
 };
-pub use spec::{DirGrant, Grants, Limits, PluginSpec};
+pub use spec::{DirGrant, Grants, InstancePolicy, Limits, PluginSpec};
 
 use cache::ComponentCache;
 use host::PluginState;
@@ -46,6 +46,22 @@ pub struct RuntimeOptions {
     pub cache_dir: Option<PathBuf>,
     /// How often the epoch advances. Deadlines are enforced to about one tick.
     pub epoch_tick: Duration,
+    /// Whether call deadlines are enforced at all (epoch interruption). Off
+    /// only to measure what the deadline costs: a looping plugin then hangs.
+    pub deadlines: bool,
+    /// Instantiate from wasmtime's pooling allocator (pre-reserved slots,
+    /// cheap to reuse) instead of allocating each instance afresh; for fresh
+    /// instances per document. `None`: no pool.
+    pub pool: Option<PoolOptions>,
+}
+
+/// The pooling allocator's slots.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolOptions {
+    /// Component instances alive at once, at most.
+    pub instances: u32,
+    /// Largest linear memory of any plugin, in MiB.
+    pub max_memory_mib: u64,
 }
 
 impl Default for RuntimeOptions {
@@ -53,6 +69,8 @@ impl Default for RuntimeOptions {
         Self {
             cache_dir: default_cache_dir(),
             epoch_tick: Duration::from_millis(5),
+            deadlines: true,
+            pool: None,
         }
     }
 }
@@ -102,7 +120,26 @@ impl PluginRuntime {
     pub fn new(options: RuntimeOptions) -> anyhow::Result<Self> {
         let mut config = Config::new();
         config.wasm_component_model(true);
-        config.epoch_interruption(true);
+        config.epoch_interruption(options.deadlines);
+        if let Some(pool) = options.pool {
+            let mut pooling = wasmtime::PoolingAllocationConfig::default();
+            // A component is a few core instances (the guest, the WASI
+            // adapter, shims), each with a memory or two and tables.
+            let instances = pool.instances.max(1);
+            pooling
+                .total_component_instances(instances)
+                .total_core_instances(instances.saturating_mul(8))
+                .total_memories(instances.saturating_mul(2))
+                .total_tables(instances.saturating_mul(4))
+                .max_memory_size(
+                    usize::try_from(pool.max_memory_mib.saturating_mul(1 << 20))
+                        .unwrap_or(usize::MAX),
+                )
+                // Keep the first pages of a reused memory resident: no page
+                // faults to zero them again for small plugins.
+                .linear_memory_keep_resident(1 << 20);
+            config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pooling));
+        }
         let engine = Engine::new(&config)?;
 
         let mut linker = Linker::new(&engine);

@@ -20,9 +20,28 @@ pub struct PluginSpec {
     /// What the plugin may reach outside its sandbox. Nothing by default.
     #[serde(default)]
     pub grants: Grants,
-    /// How much the plugin may use.
+    /// How much the plugin may use. Unset limits come from the plugin's
+    /// tenant (`[[tenants]]`), else the defaults.
     #[serde(default)]
     pub limits: Limits,
+    /// `reuse` (default): one instance serves document after document and is
+    /// replaced only after a trap. `fresh`: a new instance for every document
+    /// (stages only), so nothing a document leaves behind reaches the next.
+    #[serde(default)]
+    pub instance: InstancePolicy,
+    /// The SHA-256 of the component file (hex). When set, a file with any
+    /// other digest is refused.
+    #[serde(default)]
+    pub sha256: Option<String>,
+}
+
+/// Whether a stage's instance is reused across documents.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InstancePolicy {
+    #[default]
+    Reuse,
+    Fresh,
 }
 
 fn empty_object() -> serde_json::Value {
@@ -37,6 +56,8 @@ impl PluginSpec {
             config,
             grants: Grants::default(),
             limits: Limits::default(),
+            instance: InstancePolicy::default(),
+            sha256: None,
         }
     }
 }
@@ -72,47 +93,81 @@ pub struct DirGrant {
     pub writable: bool,
 }
 
-/// Per-plugin resource limits.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+/// Per-plugin resource limits; each unset one takes its tenant's, else the
+/// default (the accessors give the value in force).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
-    /// Most linear memory one instance may hold, in MiB.
-    #[serde(default = "Limits::default_memory_mib")]
-    pub memory_mib: u64,
+    /// Most linear memory one instance may hold, in MiB (default 256).
+    #[serde(default)]
+    pub memory_mib: Option<u64>,
     /// Longest one call into the plugin may run (a stage's process-document,
-    /// an indexer's send-batch, ...) before it is interrupted, e.g. `"30s"`.
-    #[serde(default = "Limits::default_call_timeout", with = "humantime_serde")]
-    pub call_timeout: Duration,
-    /// Longest a connector's `execute` may run. Defaults to one day.
-    #[serde(default = "Limits::default_execute_timeout", with = "humantime_serde")]
-    pub execute_timeout: Duration,
+    /// an indexer's send-batch, ...) before it is interrupted (default `"30s"`).
+    #[serde(default, with = "humantime_serde")]
+    pub call_timeout: Option<Duration>,
+    /// Longest a connector's `execute` may run (default one day).
+    #[serde(default, with = "humantime_serde")]
+    pub execute_timeout: Option<Duration>,
+    /// Most documents one call may create: a stage's children, for example
+    /// (default 10,000). Past it the call is stopped.
+    #[serde(default)]
+    pub max_children: Option<u32>,
+    /// Largest document (as JSON) a plugin may build, in MiB (default 16).
+    #[serde(default)]
+    pub max_document_mib: Option<u64>,
+    /// Log lines (the `log` interface, stdout, stderr) per second, with bursts
+    /// of as many (default 1,000). Lines past it are dropped; a stage
+    /// document during which lines were dropped fails.
+    #[serde(default)]
+    pub log_lines_per_second: Option<u32>,
 }
 
 impl Limits {
-    fn default_memory_mib() -> u64 {
-        256
+    pub fn memory_mib(&self) -> u64 {
+        self.memory_mib.unwrap_or(256)
     }
-    fn default_call_timeout() -> Duration {
-        Duration::from_secs(30)
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout.unwrap_or(Duration::from_secs(30))
     }
-    fn default_execute_timeout() -> Duration {
-        Duration::from_secs(24 * 60 * 60)
+    pub fn execute_timeout(&self) -> Duration {
+        self.execute_timeout
+            .unwrap_or(Duration::from_secs(24 * 60 * 60))
+    }
+    pub fn max_children(&self) -> u32 {
+        self.max_children.unwrap_or(10_000)
+    }
+    pub fn max_document_mib(&self) -> u64 {
+        self.max_document_mib.unwrap_or(16)
+    }
+    pub fn log_lines_per_second(&self) -> u32 {
+        self.log_lines_per_second.unwrap_or(1_000)
     }
 
     /// The memory cap in bytes.
     pub fn memory_bytes(&self) -> usize {
-        usize::try_from(self.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+        mib_to_bytes(self.memory_mib())
+    }
+
+    /// The document size cap in bytes.
+    pub fn max_document_bytes(&self) -> usize {
+        mib_to_bytes(self.max_document_mib())
+    }
+
+    /// These limits, with what they leave unset taken from `defaults`.
+    pub fn or(&self, defaults: &Limits) -> Limits {
+        Limits {
+            memory_mib: self.memory_mib.or(defaults.memory_mib),
+            call_timeout: self.call_timeout.or(defaults.call_timeout),
+            execute_timeout: self.execute_timeout.or(defaults.execute_timeout),
+            max_children: self.max_children.or(defaults.max_children),
+            max_document_mib: self.max_document_mib.or(defaults.max_document_mib),
+            log_lines_per_second: self.log_lines_per_second.or(defaults.log_lines_per_second),
+        }
     }
 }
 
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            memory_mib: Self::default_memory_mib(),
-            call_timeout: Self::default_call_timeout(),
-            execute_timeout: Self::default_execute_timeout(),
-        }
-    }
+fn mib_to_bytes(mib: u64) -> usize {
+    usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
 }
 
 /// One allow-listed HTTP destination.
@@ -179,8 +234,18 @@ mod tests {
             "#,
         )
         .expect("valid spec");
-        assert_eq!(spec.limits.call_timeout, Duration::from_millis(250));
-        assert_eq!(spec.limits.memory_mib, 256);
+        assert_eq!(spec.limits.call_timeout(), Duration::from_millis(250));
+        assert_eq!(spec.limits.memory_mib(), 256);
+        assert_eq!(spec.instance, InstancePolicy::Reuse);
+        let tenant = Limits {
+            memory_mib: Some(64),
+            call_timeout: Some(Duration::from_secs(1)),
+            ..Limits::default()
+        };
+        let merged = spec.limits.or(&tenant);
+        assert_eq!(merged.memory_mib(), 64, "unset: the tenant's");
+        assert_eq!(merged.call_timeout(), Duration::from_millis(250), "set: the plugin's");
+        assert_eq!(merged.max_children(), 10_000, "unset everywhere: the default");
         assert!(!spec.grants.dirs[0].writable);
         assert_eq!(spec.config["field"], "title");
         let unknown = toml::from_str::<PluginSpec>("path = \"x\"\nmemory = 1");

@@ -539,7 +539,7 @@ impl Runner {
         let execute_timeout = c
             .plugin
             .limits
-            .execute_timeout
+            .execute_timeout()
             .min(timeout + Duration::from_secs(1));
         thread::scope(|scope| {
             let mut execution = Some(spawn_in_span(scope, "weir-connector", move || {

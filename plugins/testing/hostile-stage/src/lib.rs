@@ -5,7 +5,13 @@
 //! without end), `recurse` (recurse without end), `panic`, `read` (read the
 //! file at `path`), `write` (create the file at `path`), `http` (GET `url`),
 //! `env` (read variable `name`), `fail` (document error), `fatal`,
-//! `children` (make `count` children). Config `{ "fail_start": true }` makes
+//! `children` (make `count` children), `big_field` (set one field of `mib`
+//! MiB), `grow` (set `count` fields of 1 MiB each), `log_flood` (write
+//! `count` lines through the log interface and as many to stdout),
+//! `http_follow` (GET `url` and follow one redirect, as an HTTP client
+//! would), `count` (set `calls` to how many documents this instance has
+//! seen: state that a fresh instance per document resets). Config
+//! `{ "fail_start": true }` makes
 //! `start` fail; `{ "delay_us": n }` busy-waits n microseconds per document.
 
 use std::time::{Duration, Instant};
@@ -24,6 +30,7 @@ struct Config {
 
 struct Hostile {
     delay: Duration,
+    calls: i64,
 }
 
 fn field(doc: &Document, name: &str) -> Result<String, PluginError> {
@@ -38,7 +45,7 @@ fn recurse(depth: u64, sink: &mut [u64; 16]) -> u64 {
     std::hint::black_box(recurse(depth + 1, sink)) + sink[0]
 }
 
-fn http_get(url: &str) -> Result<u16, String> {
+fn http_get(url: &str) -> Result<(u16, Option<String>), String> {
     use wasi::http::outgoing_handler;
     use wasi::http::types::{Fields, Method, OutgoingRequest, Scheme};
 
@@ -65,7 +72,14 @@ fn http_get(url: &str) -> Result<u16, String> {
     let response = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
     response.subscribe().block();
     match response.get() {
-        Some(Ok(Ok(resp))) => Ok(resp.status()),
+        Some(Ok(Ok(resp))) => {
+            let location = resp
+                .headers()
+                .get("location")
+                .first()
+                .map(|v| String::from_utf8_lossy(v).into_owned());
+            Ok((resp.status(), location))
+        }
         Some(Ok(Err(code))) => Err(format!("{code:?}")),
         Some(Err(())) => Err("response already taken".into()),
         None => Err("no response".into()),
@@ -81,6 +95,7 @@ impl Stage for Hostile {
         }
         Ok(Hostile {
             delay: Duration::from_micros(config.delay_us),
+            calls: 0,
         })
     }
 
@@ -133,7 +148,7 @@ impl Stage for Hostile {
             }
             "http" => {
                 let url = field(doc, "url")?;
-                let status = http_get(&url)
+                let (status, _) = http_get(&url)
                     .map_err(|e| PluginError::Document(format!("GET {url} failed: {e}")))?;
                 doc.set("status", &Value::Integer(status.into()))
                     .map_err(doc_error)?;
@@ -143,6 +158,48 @@ impl Stage for Hostile {
                 let value = std::env::var(&name)
                     .map_err(|e| PluginError::Document(format!("cannot read ${name}: {e}")))?;
                 doc.set_string("value", &value).map_err(doc_error)?;
+            }
+            "http_follow" => {
+                let url = field(doc, "url")?;
+                let (status, location) = http_get(&url)
+                    .map_err(|e| PluginError::Document(format!("GET {url} failed: {e}")))?;
+                let status = match (status, location) {
+                    (300..=399, Some(next)) => http_get(&next)
+                        .map_err(|e| {
+                            PluginError::Document(format!("GET {next} (redirected) failed: {e}"))
+                        })?
+                        .0,
+                    (status, _) => status,
+                };
+                doc.set("status", &Value::Integer(status.into()))
+                    .map_err(doc_error)?;
+            }
+            "big_field" => {
+                let mib: usize = field(doc, "mib")?.parse().unwrap_or(1);
+                let big = "x".repeat(mib << 20);
+                doc.set_string("big", &big).map_err(doc_error)?;
+            }
+            "grow" => {
+                let count: usize = field(doc, "count")?.parse().unwrap_or(1);
+                let chunk = "y".repeat(1 << 20);
+                for i in 0..count {
+                    doc.set_string(&format!("chunk{i}"), &chunk)
+                        .map_err(doc_error)?;
+                }
+            }
+            "log_flood" => {
+                let count: usize = field(doc, "count")?.parse().unwrap_or(1);
+                for i in 0..count {
+                    weir_plugin::log(weir_plugin::Level::Info, &format!("flood line {i}"));
+                    println!("flood stdout line {i}");
+                }
+                doc.set("processed", &Value::Boolean(true))
+                    .map_err(doc_error)?;
+            }
+            "count" => {
+                self.calls += 1;
+                doc.set("calls", &Value::Integer(self.calls))
+                    .map_err(doc_error)?;
             }
             "fail" => return Err(PluginError::Document("asked to fail".into())),
             "fatal" => return Err(PluginError::Fatal("asked to stop the run".into())),
