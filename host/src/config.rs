@@ -879,4 +879,92 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn tenants_give_defaults_to_their_pipelines_plugins() {
+        let text = r#"
+            [[connectors]]
+            name = "c"
+            pipeline = "p"
+            plugin = { path = "conn.wasm" }
+            [[connectors]]
+            name = "other"
+            pipeline = "q"
+            plugin = { path = "conn.wasm" }
+
+            [[pipelines]]
+            name = "p"
+            stages = [
+                { name = "s", plugin = { path = "s.wasm" } },
+                { name = "own", plugin = { path = "s.wasm", limits = { memory_mib = 512 } } },
+            ]
+            [[pipelines]]
+            name = "q"
+            stages = [{ name = "s", plugin = { path = "s.wasm" } }]
+
+            [indexer]
+            plugin = { path = "idx.wasm" }
+
+            [[tenants]]
+            name = "acme"
+            pipelines = ["p"]
+            limits = { memory_mib = 64, call_timeout = "2s", max_children = 10 }
+        "#;
+        let config = parse(text, &[]).expect("valid");
+        let plugins: BTreeMap<String, &PluginSpec> = config.plugins().into_iter().collect();
+        let limits = |location: &str| &plugins[location].limits;
+        assert_eq!(limits("pipelines.p.stages.s").memory_mib(), 64);
+        assert_eq!(limits("pipelines.p.stages.s").call_timeout(), Duration::from_secs(2));
+        assert_eq!(limits("pipelines.p.stages.s").max_children(), 10);
+        assert_eq!(limits("pipelines.p.stages.own").memory_mib(), 512, "the plugin's own wins");
+        assert_eq!(limits("pipelines.p.stages.own").max_children(), 10);
+        assert_eq!(limits("connectors.c").memory_mib(), 64, "its connector too");
+        assert_eq!(limits("pipelines.q.stages.s").memory_mib(), 256, "another tenant's: default");
+        assert_eq!(limits("connectors.other").memory_mib(), 256);
+        assert_eq!(limits("indexer").memory_mib(), 256, "a shared indexer is no tenant's");
+        assert!(
+            !config.check().iter().any(|e| e.location.starts_with("tenants")),
+            "{:?}",
+            config.check()
+        );
+
+        let bad = format!(
+            "{text}\n[[tenants]]\nname = \"acme\"\npipelines = [\"p\", \"nope\"]\n"
+        );
+        let errors = parse(&bad, &[]).expect("parses").check();
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        for expected in [
+            "tenants.acme: duplicate tenant name",
+            "tenants.acme.pipelines: pipeline `p` already belongs to tenant `acme`",
+            "tenants.acme.pipelines: no pipeline is named `nope`",
+        ] {
+            assert!(messages.iter().any(|m| m == expected), "{expected} not in {messages:?}");
+        }
+    }
+
+    #[test]
+    fn instance_policy_and_digest_are_checked() {
+        let text = MINIMAL
+            .replace(
+                r#"plugin = { path = "idx.wasm" }"#,
+                r#"plugin = { path = "idx.wasm", instance = "fresh", sha256 = "abc" }"#,
+            )
+            .replace(
+                r#"config = { a = 1 } }"#,
+                r#"config = { a = 1 }, instance = "fresh", limits = { log_lines_per_second = 0 } }"#,
+            );
+        let errors = parse(&text, &[]).expect("parses").check();
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        for expected in [
+            "indexer.plugin.instance: only stages can have a fresh instance per document",
+            "indexer.plugin.sha256: must be 64 hexadecimal digits (a SHA-256)",
+            "pipelines.p.stages.s.plugin.limits.log_lines_per_second: must be at least 1",
+        ] {
+            assert!(messages.iter().any(|m| m == expected), "{expected} not in {messages:?}");
+        }
+        assert!(
+            !messages.iter().any(|m| m.contains("stages.s.plugin.instance")),
+            "a stage may be fresh: {messages:?}"
+        );
+    }
 }

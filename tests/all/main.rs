@@ -9,3 +9,4 @@ mod kafka;
 mod local_run;
 mod sandbox;
 mod stages;
+mod tenants;
