@@ -26,10 +26,14 @@ fn hostile_round(instance: &mut StageInstance) {
         json!({ "id": "panic", "action": "panic" }),
     ] {
         let mut d = doc(input);
-        instance.process(&mut d).expect_err("every hostile document fails");
+        instance
+            .process(&mut d)
+            .expect_err("every hostile document fails");
     }
     let mut ok = doc(json!({ "id": "ok", "action": "ok" }));
-    instance.process(&mut ok).expect("a normal document after them");
+    instance
+        .process(&mut ok)
+        .expect("a normal document after them");
 }
 
 #[test]

@@ -11,7 +11,9 @@ use crate::messenger::kafka::{
     KafkaIndexerMessenger, KafkaMessengers, KafkaTopics, KafkaWorkerMessenger,
 };
 use crate::messenger::{IndexerMessenger, LocalMessengers, WorkerMessenger};
-use crate::plugin::{InstancePolicy, PluginRuntime, PoolOptions, RuntimeOptions, default_cache_dir};
+use crate::plugin::{
+    InstancePolicy, PluginRuntime, PoolOptions, RuntimeOptions, default_cache_dir,
+};
 use crate::run::{RunResult, RunStatus, Runner, Shutdown, new_run_id};
 use anyhow::Context;
 use clap::{Parser, Subcommand};

@@ -665,7 +665,10 @@ impl Config {
         let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
         for t in &self.tenants {
             if !tenant_names.insert(&t.name) {
-                errors.push(error(format!("tenants.{}", t.name), "duplicate tenant name"));
+                errors.push(error(
+                    format!("tenants.{}", t.name),
+                    "duplicate tenant name",
+                ));
             }
             for p in &t.pipelines {
                 if self.pipeline(p).is_none() {
@@ -716,7 +719,10 @@ impl Config {
             }
             for (name, value) in [
                 ("max_document_mib", spec.limits.max_document_mib()),
-                ("log_lines_per_second", spec.limits.log_lines_per_second().into()),
+                (
+                    "log_lines_per_second",
+                    spec.limits.log_lines_per_second().into(),
+                ),
             ] {
                 if value == 0 {
                     errors.push(error(
@@ -725,7 +731,9 @@ impl Config {
                     ));
                 }
             }
-            if spec.instance == crate::plugin::InstancePolicy::Fresh && !location.contains(".stages.") {
+            if spec.instance == crate::plugin::InstancePolicy::Fresh
+                && !location.contains(".stages.")
+            {
                 errors.push(error(
                     format!("{location}.plugin.instance"),
                     "only stages can have a fresh instance per document",
@@ -914,23 +922,39 @@ mod tests {
         let plugins: BTreeMap<String, &PluginSpec> = config.plugins().into_iter().collect();
         let limits = |location: &str| &plugins[location].limits;
         assert_eq!(limits("pipelines.p.stages.s").memory_mib(), 64);
-        assert_eq!(limits("pipelines.p.stages.s").call_timeout(), Duration::from_secs(2));
+        assert_eq!(
+            limits("pipelines.p.stages.s").call_timeout(),
+            Duration::from_secs(2)
+        );
         assert_eq!(limits("pipelines.p.stages.s").max_children(), 10);
-        assert_eq!(limits("pipelines.p.stages.own").memory_mib(), 512, "the plugin's own wins");
+        assert_eq!(
+            limits("pipelines.p.stages.own").memory_mib(),
+            512,
+            "the plugin's own wins"
+        );
         assert_eq!(limits("pipelines.p.stages.own").max_children(), 10);
         assert_eq!(limits("connectors.c").memory_mib(), 64, "its connector too");
-        assert_eq!(limits("pipelines.q.stages.s").memory_mib(), 256, "another tenant's: default");
+        assert_eq!(
+            limits("pipelines.q.stages.s").memory_mib(),
+            256,
+            "another tenant's: default"
+        );
         assert_eq!(limits("connectors.other").memory_mib(), 256);
-        assert_eq!(limits("indexer").memory_mib(), 256, "a shared indexer is no tenant's");
+        assert_eq!(
+            limits("indexer").memory_mib(),
+            256,
+            "a shared indexer is no tenant's"
+        );
         assert!(
-            !config.check().iter().any(|e| e.location.starts_with("tenants")),
+            !config
+                .check()
+                .iter()
+                .any(|e| e.location.starts_with("tenants")),
             "{:?}",
             config.check()
         );
 
-        let bad = format!(
-            "{text}\n[[tenants]]\nname = \"acme\"\npipelines = [\"p\", \"nope\"]\n"
-        );
+        let bad = format!("{text}\n[[tenants]]\nname = \"acme\"\npipelines = [\"p\", \"nope\"]\n");
         let errors = parse(&bad, &[]).expect("parses").check();
         let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
         for expected in [
@@ -938,7 +962,10 @@ mod tests {
             "tenants.acme.pipelines: pipeline `p` already belongs to tenant `acme`",
             "tenants.acme.pipelines: no pipeline is named `nope`",
         ] {
-            assert!(messages.iter().any(|m| m == expected), "{expected} not in {messages:?}");
+            assert!(
+                messages.iter().any(|m| m == expected),
+                "{expected} not in {messages:?}"
+            );
         }
     }
 
@@ -960,10 +987,15 @@ mod tests {
             "indexer.plugin.sha256: must be 64 hexadecimal digits (a SHA-256)",
             "pipelines.p.stages.s.plugin.limits.log_lines_per_second: must be at least 1",
         ] {
-            assert!(messages.iter().any(|m| m == expected), "{expected} not in {messages:?}");
+            assert!(
+                messages.iter().any(|m| m == expected),
+                "{expected} not in {messages:?}"
+            );
         }
         assert!(
-            !messages.iter().any(|m| m.contains("stages.s.plugin.instance")),
+            !messages
+                .iter()
+                .any(|m| m.contains("stages.s.plugin.instance")),
             "a stage may be fresh: {messages:?}"
         );
     }

@@ -404,7 +404,8 @@ fn a_million_children_stop_at_the_children_limit() {
     ));
     match &cause {
         TrapCause::Limit(message) => assert!(
-            message.contains("more than 10000 documents") && message.contains("limits.max_children"),
+            message.contains("more than 10000 documents")
+                && message.contains("limits.max_children"),
             "{message}"
         ),
         other => panic!("expected the children limit, got {other:?}"),
@@ -506,7 +507,11 @@ fn a_redirect_to_a_host_not_allowed_is_denied() {
         err.contains("redirected") && err.contains("HttpRequestDenied"),
         "{err}"
     );
-    assert_eq!(served.load(Ordering::SeqCst), 0, "the redirect target was never reached");
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        0,
+        "the redirect target was never reached"
+    );
     assert_recovers(&mut instance);
 }
 
@@ -515,8 +520,11 @@ fn a_fresh_instance_per_document_keeps_nothing_between_documents() {
     let calls = |instance: &mut StageInstance| -> Vec<Value> {
         (0..3)
             .map(|i| {
-                let d = process(instance, json!({ "id": format!("d{i}"), "action": "count" }))
-                    .expect("count");
+                let d = process(
+                    instance,
+                    json!({ "id": format!("d{i}"), "action": "count" }),
+                )
+                .expect("count");
                 d.get("calls").cloned().expect("calls")
             })
             .collect()

@@ -261,7 +261,11 @@ const RECENT_LINES: usize = 8;
 const MAX_LINE_BYTES: usize = 4096;
 
 impl GuestOutput {
-    pub(crate) fn new(plugin: Arc<str>, stream: &'static str, logs: Arc<Mutex<LogLimiter>>) -> Self {
+    pub(crate) fn new(
+        plugin: Arc<str>,
+        stream: &'static str,
+        logs: Arc<Mutex<LogLimiter>>,
+    ) -> Self {
         Self {
             inner: Arc::new(Mutex::new(OutputState {
                 plugin,
@@ -533,9 +537,9 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     fn set(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
         let admitted = self.guard.admit(wit_size(&value));
         let doc = self.doc_mut(&h)?;
-        Ok(wit_result(
-            admitted.and_then(|()| from_wit(value).and_then(|v| doc.set(&name, v))),
-        ))
+        Ok(wit_result(admitted.and_then(|()| {
+            from_wit(value).and_then(|v| doc.set(&name, v))
+        })))
     }
 
     fn set_string(
@@ -571,9 +575,9 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     fn add(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
         let admitted = self.guard.admit(wit_size(&value));
         let doc = self.doc_mut(&h)?;
-        Ok(wit_result(
-            admitted.and_then(|()| from_wit(value).and_then(|v| doc.add(&name, v))),
-        ))
+        Ok(wit_result(admitted.and_then(|()| {
+            from_wit(value).and_then(|v| doc.add(&name, v))
+        })))
     }
 
     fn set_or_add(
@@ -652,7 +656,8 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
 
     fn load_json(&mut self, h: Handle, json: String) -> Wasm<Result<(), FieldError>> {
         let parsed = self.guard.admit(json.len()).and_then(|()| {
-            serde_json::from_str(&json).map_err(|e| document::FieldError::InvalidJson(e.to_string()))
+            serde_json::from_str(&json)
+                .map_err(|e| document::FieldError::InvalidJson(e.to_string()))
         });
         let doc = self.doc_mut(&h)?;
         Ok(wit_result(parsed.and_then(|j| doc.load_json(j))))

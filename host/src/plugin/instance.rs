@@ -11,7 +11,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::RuntimeInner;
 use super::error::{PluginError, TrapCause};
-use super::host::{GuestOutput, Guard, HttpPolicy, LogLimiter, MemoryLimiter, PluginState};
+use super::host::{Guard, GuestOutput, HttpPolicy, LogLimiter, MemoryLimiter, PluginState};
 use super::spec::{HttpAllow, InstancePolicy, PluginSpec};
 
 /// A compiled plugin with its name and spec, shared by all its instances.
@@ -84,8 +84,12 @@ impl Loaded {
         // Plugin calls are synchronous on their worker thread: let file I/O
         // block that thread rather than hop through a thread pool per call.
         wasi.allow_blocking_current_thread(true);
-        wasi.stdout(GuestOutput::new(Arc::clone(&self.name), "stdout", Arc::clone(&logs)))
-            .stderr(stderr.clone());
+        wasi.stdout(GuestOutput::new(
+            Arc::clone(&self.name),
+            "stdout",
+            Arc::clone(&logs),
+        ))
+        .stderr(stderr.clone());
         for (key, value) in &grants.env {
             wasi.env(key, value);
         }

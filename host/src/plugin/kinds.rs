@@ -163,7 +163,10 @@ fn check_config<W: World>(
 ) -> Result<Vec<ConfigIssue>, PluginError> {
     let mut instance = Instance::start(prepared.clone(), no_start)?;
     let loaded = instance.loaded();
-    let (timeout, config) = (loaded.spec.limits.call_timeout(), loaded.config_json.clone());
+    let (timeout, config) = (
+        loaded.spec.limits.call_timeout(),
+        loaded.config_json.clone(),
+    );
     instance.call(timeout, |b, store| call(b, store, &config))
 }
 
@@ -288,7 +291,10 @@ impl ConnectorInstance {
 
     pub fn pre_execute(&mut self, run_id: &str) -> Result<(), PluginError> {
         let loaded = self.inner.loaded();
-        let (timeout, config) = (loaded.spec.limits.call_timeout(), loaded.config_json.clone());
+        let (timeout, config) = (
+            loaded.spec.limits.call_timeout(),
+            loaded.config_json.clone(),
+        );
         self.lifecycle_call(timeout, |b, store| {
             b.weir_plugin_connector_api()
                 .call_pre_execute(store, &config, run_id)

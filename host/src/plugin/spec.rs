@@ -244,8 +244,16 @@ mod tests {
         };
         let merged = spec.limits.or(&tenant);
         assert_eq!(merged.memory_mib(), 64, "unset: the tenant's");
-        assert_eq!(merged.call_timeout(), Duration::from_millis(250), "set: the plugin's");
-        assert_eq!(merged.max_children(), 10_000, "unset everywhere: the default");
+        assert_eq!(
+            merged.call_timeout(),
+            Duration::from_millis(250),
+            "set: the plugin's"
+        );
+        assert_eq!(
+            merged.max_children(),
+            10_000,
+            "unset everywhere: the default"
+        );
         assert!(!spec.grants.dirs[0].writable);
         assert_eq!(spec.config["field"], "title");
         let unknown = toml::from_str::<PluginSpec>("path = \"x\"\nmemory = 1");
