@@ -498,3 +498,19 @@ fn batches_are_cut_by_bytes() {
     assert_eq!(sizes.iter().sum::<usize>(), 9);
     assert!(sizes.iter().all(|&n| n <= 3), "{sizes:?}");
 }
+
+#[test]
+fn a_connector_may_publish_more_documents_than_it_may_hold() {
+    // max_children bounds documents held at once; published ones are handed over.
+    let toml = setup("{ count = 1000 }", "", "{}").replace(
+        "plugin = { path = @test-connector, config = { count = 1000 } }",
+        "plugin = { path = @test-connector, config = { count = 1000 }, limits = { max_children = 100 } }",
+    );
+    assert!(
+        toml.contains("max_children = 100"),
+        "the limit is in the config"
+    );
+    let (result, _) = run(&toml);
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    assert_eq!(result.connectors[0].succeeded, 1000);
+}

@@ -51,11 +51,12 @@ pub(crate) struct PluginState {
 }
 
 /// What one call may do through the document interface: how many documents
-/// it may create and how large a value it may hand over.
+/// it may create and hold (a stage's children; a connector's documents not
+/// yet published) and how large a value it may hand over.
 pub(crate) struct Guard {
     pub(crate) max_created: usize,
     pub(crate) max_document_bytes: usize,
-    /// Documents created during the current call.
+    /// Documents created during the current call and still held by the plugin.
     pub(crate) created: usize,
     /// The limit a host call refused, which made the call trap.
     pub(crate) hit: Option<String>,
@@ -81,7 +82,7 @@ impl Guard {
         self.created += 1;
         if self.created > self.max_created {
             let hit = format!(
-                "created more than {} documents in one call (limits.max_children)",
+                "created more than {} documents in one call without handing them over (limits.max_children)",
                 self.max_created
             );
             self.hit = Some(hit.clone());
@@ -676,6 +677,8 @@ impl connector::weir::plugin::publishing::Host for PluginState {}
 impl connector::weir::plugin::publishing::HostPublisher for PluginState {
     fn publish(&mut self, h: Resource<Publisher>, doc: Handle) -> Wasm<Result<(), String>> {
         let mut doc = self.table.delete(doc)?;
+        // Handed over: no longer held by the connector.
+        self.guard.created = self.guard.created.saturating_sub(1);
         let publisher = self.table.get_mut(&h)?;
         if doc.run_id().is_none() {
             doc.set_run_id(Some(publisher.run_id.clone()));

@@ -108,8 +108,9 @@ pub struct Limits {
     /// Longest a connector's `execute` may run (default one day).
     #[serde(default, with = "humantime_serde")]
     pub execute_timeout: Option<Duration>,
-    /// Most documents one call may create: a stage's children, for example
-    /// (default 10,000). Past it the call is stopped.
+    /// Most documents one call may create and hold at once: a stage's
+    /// children, a connector's documents not yet published (default
+    /// 10,000). Past it the call is stopped.
     #[serde(default)]
     pub max_children: Option<u32>,
     /// Largest document (as JSON) a plugin may build, in MiB (default 16).

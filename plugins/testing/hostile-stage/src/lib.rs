@@ -164,11 +164,15 @@ impl Stage for Hostile {
                 let (status, location) = http_get(&url)
                     .map_err(|e| PluginError::Document(format!("GET {url} failed: {e}")))?;
                 let status = match (status, location) {
-                    (300..=399, Some(next)) => http_get(&next)
-                        .map_err(|e| {
-                            PluginError::Document(format!("GET {next} (redirected) failed: {e}"))
-                        })?
-                        .0,
+                    (300..=399, Some(next)) => {
+                        http_get(&next)
+                            .map_err(|e| {
+                                PluginError::Document(format!(
+                                    "GET {next} (redirected) failed: {e}"
+                                ))
+                            })?
+                            .0
+                    }
                     (status, _) => status,
                 };
                 doc.set("status", &Value::Integer(status.into()))
