@@ -99,39 +99,28 @@ impl Cluster {
 
     fn start_worker(&mut self, i: usize) {
         let worker = self.process(&format!("worker-{i}"), &["worker"], &[]);
-        if i < self.workers.len() {
-            self.workers[i] = worker;
-        } else {
-            self.workers.push(worker);
-        }
+        put(&mut self.workers, i, worker);
     }
 
     /// Indexer `i` records what it indexes in a file of its own, with the time.
     fn start_indexer(&mut self, i: usize) {
-        let env = [(
-            "WEIR__INDEXER__PLUGIN__CONFIG__RECORD",
-            format!("/out/indexer-{i}.jsonl"),
-        )];
-        let indexer = self.process(&format!("indexer-{i}"), &["indexer"], &env);
-        if i < self.indexers.len() {
-            self.indexers[i] = indexer;
-        } else {
-            self.indexers.push(indexer);
-        }
+        let indexer = self.recording(&format!("indexer-{i}"), "indexer");
+        put(&mut self.indexers, i, indexer);
     }
 
     /// Worker–indexer process `i` (its pairs record to a file of its own).
     fn start_pairs(&mut self, i: usize) {
+        let pairs = self.recording(&format!("pairs-{i}"), "worker-indexer");
+        put(&mut self.pairs, i, pairs);
+    }
+
+    /// A `role` process named `name` whose indexer records to `/out/<name>.jsonl`.
+    fn recording(&self, name: &str, role: &str) -> Proc {
         let env = [(
             "WEIR__INDEXER__PLUGIN__CONFIG__RECORD",
-            format!("/out/pairs-{i}.jsonl"),
+            format!("/out/{name}.jsonl"),
         )];
-        let pairs = self.process(&format!("pairs-{i}"), &["worker-indexer"], &env);
-        if i < self.pairs.len() {
-            self.pairs[i] = pairs;
-        } else {
-            self.pairs.push(pairs);
-        }
+        self.process(name, &[role], &env)
     }
 
     /// Wait until this share of all documents is indexed, while the run goes on.
@@ -227,6 +216,15 @@ impl Cluster {
         let total: usize = seen.values().map(Vec::len).sum();
         assert!(corrupt <= 1, "{corrupt} unreadable lines");
         total - (ids as usize) * 3
+    }
+}
+
+/// Put process `i` in `list`, in place of the one it restarts.
+fn put(list: &mut Vec<Proc>, i: usize, process: Proc) {
+    if i < list.len() {
+        list[i] = process;
+    } else {
+        list.push(process);
     }
 }
 

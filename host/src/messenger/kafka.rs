@@ -1104,6 +1104,37 @@ impl Revocations {
         }
     }
 
+    /// Take out of `batch` the documents whose partition was revoked after
+    /// they were polled; `polled` is each one's (partition, generation), in
+    /// order. Their partition's new owner indexes them (from the committed
+    /// offset, which they are not below).
+    fn drop_revoked(
+        &self,
+        batch: &mut Vec<Document>,
+        polled: impl ExactSizeIterator<Item = (i32, u64)>,
+    ) {
+        if self.latest.is_empty() {
+            return;
+        }
+        if batch.len() != polled.len() {
+            tracing::warn!("batch and polled documents disagree; keeping the batch");
+            return;
+        }
+        let before = batch.len();
+        let mut polled = polled;
+        batch.retain(|_| {
+            polled
+                .next()
+                .is_none_or(|(p, generation)| !self.revoked_since(p, generation))
+        });
+        if batch.len() < before {
+            tracing::info!(
+                dropped = before - batch.len(),
+                "left documents of revoked partitions to their new owner"
+            );
+        }
+    }
+
     /// Whether a document of `partition` polled at `generation` was revoked since.
     fn revoked_since(&self, partition: i32, generation: u64) -> bool {
         self.latest
@@ -1274,28 +1305,7 @@ impl IndexerMessenger for KafkaIndexerMessenger {
 
     fn drop_revoked(&mut self, batch: &mut Vec<Document>) {
         let revocations = self.revoked.lock().unwrap_or_else(PoisonError::into_inner);
-        if revocations.latest.is_empty() {
-            return;
-        }
-        if batch.len() != self.batch_partitions.len() {
-            tracing::warn!("batch and polled documents disagree; keeping the batch");
-            return;
-        }
-        // Revoked after it was polled: its partition's new owner indexes it
-        // (from the committed offset, which this document is not below).
-        let before = batch.len();
-        let mut polled = self.batch_partitions.iter();
-        batch.retain(|_| {
-            polled
-                .next()
-                .is_none_or(|&(p, generation)| !revocations.revoked_since(p, generation))
-        });
-        if batch.len() < before {
-            tracing::info!(
-                dropped = before - batch.len(),
-                "left documents of revoked partitions to their new owner"
-            );
-        }
+        revocations.drop_revoked(batch, self.batch_partitions.iter().copied());
     }
 
     fn batch_complete(&mut self, _batch: &[Document]) -> Result<(), MessengerError> {

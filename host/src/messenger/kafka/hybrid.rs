@@ -153,30 +153,14 @@ impl IndexerMessenger for HybridIndexerMessenger {
     }
 
     fn drop_revoked(&mut self, batch: &mut Vec<Document>) {
-        let revocations = self
-            .revocations
+        let polled = self
+            .polled
+            .iter()
+            .map(|&(_, o, generation)| (o.partition, generation));
+        self.revocations
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if revocations.latest.is_empty() {
-            return;
-        }
-        if batch.len() != self.polled.len() {
-            tracing::warn!("batch and polled documents disagree; keeping the batch");
-            return;
-        }
-        let before = batch.len();
-        let mut polled = self.polled.iter();
-        batch.retain(|_| {
-            polled.next().is_none_or(|&(_, origin, generation)| {
-                !revocations.revoked_since(origin.partition, generation)
-            })
-        });
-        if batch.len() < before {
-            tracing::info!(
-                dropped = before - batch.len(),
-                "left documents of revoked partitions to their new owner"
-            );
-        }
+            .unwrap_or_else(PoisonError::into_inner)
+            .drop_revoked(batch, polled);
     }
 
     fn batch_complete(&mut self, _batch: &[Document]) -> Result<(), MessengerError> {
