@@ -258,7 +258,8 @@ fn kafka_mode_indexes_every_document_in_per_id_order() {
     cluster.stop_all_cleanly();
 }
 
-/// Kill -9 one process of `role` at a random point of each of `trials` runs,
+/// Kill -9 one process of `role` (`worker`, `indexer`, or `worker-indexer`)
+/// at a random point of each of `trials` runs,
 /// restart it, and check nothing is missing. Returns the duplicates per trial.
 fn crash_trials(role: &str, trials: usize) -> Vec<usize> {
     const IDS: u64 = 2_000;
@@ -266,10 +267,18 @@ fn crash_trials(role: &str, trials: usize) -> Vec<usize> {
     for trial in 0..trials {
         // A slow stage keeps workers busy while the indexer keeps up, so the
         // crash lands in the middle of processing for workers and indexer alike.
-        let mut cluster = Cluster::new(&format!("crash_{role}"), IDS, 1, 500);
-        cluster.start_worker(0);
-        cluster.start_worker(1);
-        cluster.start_indexer(0);
+        let mut cluster;
+        if role == "worker-indexer" {
+            // Two processes of two pairs each.
+            cluster = Cluster::new("crash_pairs", IDS, 2, 500);
+            cluster.start_pairs(0);
+            cluster.start_pairs(1);
+        } else {
+            cluster = Cluster::new(&format!("crash_{role}"), IDS, 1, 500);
+            cluster.start_worker(0);
+            cluster.start_worker(1);
+            cluster.start_indexer(0);
+        }
         let mut run = cluster.start_run();
         // A random crash point: once this share of the documents is indexed.
         let threshold = (IDS as usize * 3) * fastrand::usize(5..60) / 100;
@@ -279,9 +288,13 @@ fn crash_trials(role: &str, trials: usize) -> Vec<usize> {
                 cluster.workers[0].kill_hard();
                 cluster.start_worker(0);
             }
-            _ => {
+            "indexer" => {
                 cluster.indexers[0].kill_hard();
                 cluster.start_indexer(0);
+            }
+            _ => {
+                cluster.pairs[0].kill_hard();
+                cluster.start_pairs(0);
             }
         }
         assert_eq!(
@@ -358,26 +371,7 @@ fn hybrid_mode_indexes_every_document_in_per_id_order() {
 
 #[test]
 fn killing_a_worker_indexer_mid_run_loses_nothing() {
-    const IDS: u64 = 2_000;
-    let mut duplicates = Vec::new();
-    for trial in 0..5 {
-        let mut cluster = Cluster::new("hybrid_crash", IDS, 2, 500);
-        cluster.start_pairs(0);
-        cluster.start_pairs(1);
-        let mut run = cluster.start_run();
-        let threshold = (IDS as usize * 3) * fastrand::usize(5..60) / 100;
-        cluster.wait_until_indexed(&mut run, threshold);
-        cluster.pairs[0].kill_hard();
-        cluster.start_pairs(0);
-        assert_eq!(
-            wait(&mut run, &cluster),
-            0,
-            "trial {trial}: run failed:\n{}",
-            cluster.log("run")
-        );
-        duplicates.push(cluster.assert_complete_and_ordered(IDS));
-        cluster.stop_all_cleanly();
-    }
+    let duplicates = crash_trials("worker-indexer", 5);
     println!(
         "worker-indexer kill -9, 5 trials of 6,000 documents: duplicates per trial {duplicates:?}"
     );
