@@ -84,9 +84,10 @@ enum Command {
         /// The pipeline; may be left out when the config has only one.
         pipeline: Option<String>,
     },
-    /// Hybrid mode: `worker.threads` worker–indexer pairs for a pipeline until
-    /// stopped. Each pair's worker consumes the source topic (in the workers'
-    /// group) and hands documents to its own indexer in memory; offsets are
+    /// Hybrid mode: `worker.threads` worker–indexer pairs for a pipeline, until stopped.
+    ///
+    /// Each pair's worker consumes the source topic (in the workers' group)
+    /// and hands documents to its own indexer in memory; offsets are
     /// committed once the documents are indexed. Needs no `weir indexer`.
     WorkerIndexer {
         /// The run configuration (TOML), with a `[kafka]` section.
