@@ -296,6 +296,10 @@ struct RecordState {
 struct PartitionTrack {
     pending: BTreeMap<i64, RecordState>,
     highest_done: Option<i64>,
+    /// Which ownership of the partition this is: a partition revoked and
+    /// assigned again gets a new track, and late news about the records of
+    /// an old one (acknowledgements, indexed batches) must not touch it.
+    epoch: u64,
 }
 
 impl PartitionTrack {
@@ -331,6 +335,8 @@ struct Tracker {
     holding: HashMap<u64, Vec<Origin>>,
     /// Consumers whose Hybrid indexer is gone: what they hold stays pending.
     orphaned: Vec<usize>,
+    /// Tracks made so far (each gets the next number as its epoch).
+    epochs: u64,
     failure: Option<String>,
     /// Messages produced and not yet acknowledged (or refused).
     in_flight: u64,
@@ -367,12 +373,41 @@ impl Tracker {
         }
     }
 
+    /// A record consumer `member` polled: pending until processed and
+    /// everything it caused is done.
+    fn polled(&mut self, member: usize, partition: i32, offset: i64) -> Origin {
+        let next_epoch = self.epochs + 1;
+        let track = self
+            .partitions
+            .entry((member, partition))
+            .or_insert_with(|| PartitionTrack {
+                epoch: next_epoch,
+                ..PartitionTrack::default()
+            });
+        if track.epoch == next_epoch {
+            self.epochs = next_epoch;
+        }
+        track.pending.insert(offset, RecordState::default());
+        Origin {
+            member,
+            partition,
+            offset,
+            epoch: track.epoch,
+        }
+    }
+
+    /// The track `origin` belongs to, unless the partition was revoked since.
+    fn track_of(&mut self, origin: Origin) -> Option<&mut PartitionTrack> {
+        self.partitions
+            .get_mut(&origin.track())
+            .filter(|t| t.epoch == origin.epoch)
+    }
+
     /// Something `origin` waits for besides messages (its document on a
     /// Hybrid pair's queue) is now pending.
     fn hold(&mut self, origin: Origin) {
         if let Some(state) = self
-            .partitions
-            .get_mut(&origin.track())
+            .track_of(origin)
             .and_then(|t| t.pending.get_mut(&origin.offset))
         {
             state.outstanding += 1;
@@ -381,10 +416,20 @@ impl Tracker {
 
     /// One thing `origin` waited for is done.
     fn release(&mut self, origin: Origin) {
-        if let Some(track) = self.partitions.get_mut(&origin.track())
+        if let Some(track) = self.track_of(origin)
             && let Some(state) = track.pending.get_mut(&origin.offset)
         {
             state.outstanding = state.outstanding.saturating_sub(1);
+            track.finish_if_complete(origin.offset);
+        }
+    }
+
+    /// The worker is done with `origin` (its outputs are on their way).
+    fn processed(&mut self, origin: Origin) {
+        if let Some(track) = self.track_of(origin) {
+            if let Some(state) = track.pending.get_mut(&origin.offset) {
+                state.processed = true;
+            }
             track.finish_if_complete(origin.offset);
         }
     }
@@ -467,12 +512,14 @@ impl Shared {
     }
 }
 
-/// A source record, read by consumer `member` of the process.
+/// A source record, read by consumer `member` of the process while it
+/// owned the partition for the `epoch`th time.
 #[derive(Debug, Clone, Copy)]
 struct Origin {
     member: usize,
     partition: i32,
     offset: i64,
+    epoch: u64,
 }
 
 impl Origin {
@@ -878,18 +925,10 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                     return Ok(Polled::Idle);
                 }
             };
-            let origin = Origin {
-                member: self.member,
-                partition: message.partition(),
-                offset: message.offset(),
-            };
-            self.shared
-                .lock()
-                .partitions
-                .entry(origin.track())
-                .or_default()
-                .pending
-                .insert(origin.offset, RecordState::default());
+            let origin =
+                self.shared
+                    .lock()
+                    .polled(self.member, message.partition(), message.offset());
             self.current = Some(origin);
             match document_from(message.payload()) {
                 Ok(doc) => return Ok(Polled::Item(doc)),
@@ -961,13 +1000,7 @@ impl WorkerMessenger for KafkaWorkerMessenger {
             self.produce_for_current(&topic, &key, &payload, None)?;
         }
         if let Some(origin) = self.current.take() {
-            let mut tracker = self.shared.lock();
-            if let Some(track) = tracker.partitions.get_mut(&origin.track()) {
-                if let Some(state) = track.pending.get_mut(&origin.offset) {
-                    state.processed = true;
-                }
-                track.finish_if_complete(origin.offset);
-            }
+            self.shared.lock().processed(origin);
         }
         self.commit()
     }
@@ -1492,6 +1525,26 @@ mod tests {
         track.pending.get_mut(&13).expect("tracked").processed = true;
         track.finish_if_complete(13);
         assert_eq!(track.committable(), Some(14));
+    }
+
+    #[test]
+    fn news_about_a_revoked_partitions_records_does_not_touch_its_next_owner() {
+        let mut tracker = Tracker::default();
+        let old = tracker.polled(0, 3, 10);
+        tracker.hold(old);
+        tracker.processed(old);
+        // Revoked (its track dropped) and assigned again: offset 10 is re-read.
+        tracker.partitions.remove(&(0, 3));
+        let new = tracker.polled(0, 3, 10);
+        assert_ne!(old.epoch, new.epoch);
+        tracker.hold(new);
+        tracker.processed(new);
+        // The old record's document is indexed late: it must not complete the new one.
+        tracker.release(old);
+        let track = &tracker.partitions[&(0, 3)];
+        assert_eq!(track.committable(), Some(10), "offset 10 is still pending");
+        tracker.release(new);
+        assert_eq!(tracker.partitions[&(0, 3)].committable(), Some(11));
     }
 
     #[test]
