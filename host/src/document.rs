@@ -551,48 +551,55 @@ impl<'de> serde::de::Visitor<'de> for DocumentVisitor {
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Document, A::Error> {
         use serde::de::Error;
-        let mut doc = Document::default();
-        let mut id = None;
+        let mut fields = Map::new();
+        // The last of each reserved key counts, as in a parsed JSON object.
+        let (mut id, mut run_id, mut children) = (None, None, None);
         while let Some(key) = map.next_key::<String>()? {
+            let value: Value = map.next_value()?;
             match key.as_str() {
-                ID_FIELD => match map.next_value()? {
-                    Value::String(value) => id = Some(value),
-                    other => {
-                        return Err(A::Error::custom(format!(
-                            "`id` must be a string, not {other}"
-                        )));
-                    }
-                },
-                RUN_ID_FIELD => match map.next_value()? {
-                    Value::String(value) => doc.run_id = Some(value),
-                    Value::Null => doc.run_id = None,
-                    other => {
-                        return Err(A::Error::custom(format!(
-                            "`run_id` must be a string, not {other}"
-                        )));
-                    }
-                },
-                CHILDREN_FIELD => match map.next_value()? {
-                    Value::Array(items) => {
-                        doc.children = items
-                            .into_iter()
-                            .map(Document::from_json)
-                            .collect::<Result<_, _>>()
-                            .map_err(A::Error::custom)?;
-                    }
-                    other => {
-                        return Err(A::Error::custom(format!(
-                            "`_children` must be an array, not {other}"
-                        )));
-                    }
-                },
+                ID_FIELD => id = Some(value),
+                RUN_ID_FIELD => run_id = Some(value),
+                CHILDREN_FIELD => children = Some(value),
                 _ => {
-                    let value = map.next_value()?;
-                    doc.fields.insert(key, value);
+                    fields.insert(key, value);
                 }
             }
         }
-        doc.id = id.ok_or_else(|| A::Error::custom("a document needs an `id`"))?;
+        let mut doc = Document {
+            fields,
+            ..Document::default()
+        };
+        doc.id = match id {
+            Some(Value::String(id)) => id,
+            Some(other) => {
+                return Err(A::Error::custom(format!(
+                    "`id` must be a string, not {other}"
+                )));
+            }
+            None => return Err(A::Error::custom("a document needs an `id`")),
+        };
+        doc.run_id = match run_id {
+            Some(Value::String(run_id)) => Some(run_id),
+            Some(Value::Null) | None => None,
+            Some(other) => {
+                return Err(A::Error::custom(format!(
+                    "`run_id` must be a string, not {other}"
+                )));
+            }
+        };
+        doc.children = match children {
+            Some(Value::Array(items)) => items
+                .into_iter()
+                .map(Document::from_json)
+                .collect::<Result<_, _>>()
+                .map_err(A::Error::custom)?,
+            Some(other) => {
+                return Err(A::Error::custom(format!(
+                    "`_children` must be an array, not {other}"
+                )));
+            }
+            None => Vec::new(),
+        };
         Ok(doc)
     }
 }
@@ -890,6 +897,7 @@ mod tests {
         let same = [
             r#"{"id":"a","run_id":null,"x":[1,2],"_children":[{"id":"b","y":{"z":1}}]}"#,
             r#"{"x":1,"id":"a","run_id":"r","x":2}"#,
+            r#"{"id":1,"id":"a","run_id":1,"run_id":"r","_children":{},"_children":[]}"#,
         ];
         for text in same {
             let value: Value = serde_json::from_str(text).expect("json");
