@@ -405,3 +405,74 @@ fn a_worker_indexer_joining_mid_run_loses_nothing() {
     );
     cluster.stop_all_cleanly();
 }
+
+#[test]
+fn a_document_too_large_for_kafka_fails_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pipeline = format!("large_{:08x}", fastrand::u32(..));
+    let toml = format!(
+        r#"
+        [runner]
+        connector_timeout = "120s"
+        cache_dir = {cache:?}
+        [worker]
+        threads = 1
+        [kafka]
+        bootstrap_servers = {bootstrap:?}
+        topic_partitions = 2
+        max_message_bytes = 1048576
+        [indexer]
+        batch_timeout = "20ms"
+        plugin = {{ path = @test-indexer }}
+        [[connectors]]
+        name = "docs"
+        pipeline = "{pipeline}"
+        plugin = {{ path = @test-connector, config = {{ docs = [
+            {{ id = "small-1", action = "ok" }},
+            {{ id = "large", action = "grow", count = "2" }},
+            {{ id = "small-2", action = "ok" }},
+        ] }} }}
+        [[pipelines]]
+        name = "{pipeline}"
+        stages = [{{ name = "hostile", plugin = {{ path = @hostile-stage }} }}]
+        "#,
+        cache = dir.path().join("cache").display().to_string(),
+        bootstrap = kafka_bootstrap(),
+    );
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, with_plugins(&toml)).expect("config");
+    let config = config.to_str().expect("utf-8");
+    let log = |name: &str| dir.path().join(format!("{name}.log"));
+    let start = |role: &str| {
+        Proc::start(
+            role,
+            Path::new(WEIR),
+            &[role, config, &pipeline],
+            &[],
+            &log(role),
+        )
+    };
+    let (mut worker, mut indexer) = (start("worker"), start("indexer"));
+    let mut run = Proc::start(
+        "run",
+        Path::new(WEIR),
+        &["run", "--mode", "kafka", "--no-progress", config],
+        &[],
+        &log("run"),
+    );
+    let status = run.child.wait().expect("run");
+    let summary = std::fs::read_to_string(log("run")).unwrap_or_default();
+    assert_eq!(status.code(), Some(3), "partial success expected:\n{summary}");
+    let line = summary
+        .lines()
+        .find(|l| l.starts_with("docs "))
+        .unwrap_or_else(|| panic!("no summary row:\n{summary}"));
+    let counts: Vec<&str> = line.split_whitespace().collect();
+    // connector pipeline published children succeeded failed dropped
+    assert_eq!(&counts[2..6], ["3", "0", "2", "1"], "{line}");
+    assert!(
+        worker.stop() && indexer.stop(),
+        "the worker survived the large document and stops cleanly:\n{}",
+        std::fs::read_to_string(log("worker")).unwrap_or_default()
+    );
+}

@@ -79,6 +79,24 @@ impl KafkaTopics {
         format!("{}_fail", self.pipeline)
     }
 
+    /// Whether a message of `payload_bytes` fits `kafka.max_message_bytes`,
+    /// with room for its key and headers.
+    fn fits(&self, payload_bytes: usize) -> bool {
+        payload_bytes + 4096 <= self.config.max_message_bytes
+    }
+
+    /// What a dead letter for `doc` carries: the document, or when it is too
+    /// large for a Kafka message, only its id and run id (the headers say why).
+    fn dead_letter_body(&self, doc: &Document) -> Vec<u8> {
+        let json = doc.to_json_string();
+        if self.fits(json.len()) {
+            return json.into_bytes();
+        }
+        let mut stub = Document::new(doc.id());
+        stub.set_run_id(doc.run_id().map(str::to_owned));
+        stub.to_json_string().into_bytes()
+    }
+
     /// Where events about documents of `run_id` go, if anywhere.
     pub fn events(&self, run_id: Option<&str>) -> Option<String> {
         if !self.config.events {
@@ -947,7 +965,25 @@ impl WorkerMessenger for KafkaWorkerMessenger {
         match &self.output {
             Output::Topic(dest) => {
                 let json = doc.to_json_string();
-                self.produce_for_current(dest, doc.id(), json.as_bytes(), None)
+                if self.topics.fits(json.len()) {
+                    return self.produce_for_current(dest, doc.id(), json.as_bytes(), None);
+                }
+                // Too large for the destination topic: the document fails,
+                // rather than the worker (which would crash on it forever).
+                let failure = Failure {
+                    plugin: "kafka".into(),
+                    message: format!(
+                        "the document is {} bytes, over kafka.max_message_bytes ({})",
+                        json.len(),
+                        self.topics.config.max_message_bytes
+                    ),
+                    attempts: 1,
+                };
+                tracing::warn!(doc_id = doc.id(), message = %failure.message, "document failed");
+                let event = Event::new(&doc, crate::event::EventKind::Fail)
+                    .with_message(failure.message.clone());
+                self.send_failed(doc, &failure)?;
+                self.send_event(event)
             }
             Output::Pair { queue, revocations } => {
                 let (Some(queue), Some(origin)) = (queue, self.current) else {
@@ -979,12 +1015,8 @@ impl WorkerMessenger for KafkaWorkerMessenger {
             .map(|o| dead_letter_headers(failure, Some((&self.source, o.partition, o.offset))))
             .unwrap_or_else(|| dead_letter_headers(failure, None));
         let fail = self.topics.fail();
-        self.produce_for_current(
-            &fail,
-            doc.id(),
-            doc.to_json_string().as_bytes(),
-            Some(headers),
-        )
+        let body = self.topics.dead_letter_body(&doc);
+        self.produce_for_current(&fail, doc.id(), &body, Some(headers))
     }
 
     fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
@@ -1326,11 +1358,12 @@ impl IndexerMessenger for KafkaIndexerMessenger {
             self.current.map(|(p, o)| (self.dest.as_str(), p, o)),
         );
         let fail = self.topics.fail();
+        let body = self.topics.dead_letter_body(&doc);
         produce(
             &self.producer,
             &fail,
             doc.id(),
-            doc.to_json_string().as_bytes(),
+            &body,
             Some(headers),
             Tag::Batch(self.batch),
         )

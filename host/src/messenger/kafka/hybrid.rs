@@ -146,7 +146,7 @@ impl IndexerMessenger for HybridIndexerMessenger {
             &self.producer,
             &self.topics.fail(),
             doc.id(),
-            doc.to_json_string().as_bytes(),
+            &self.topics.dead_letter_body(&doc),
             Some(headers),
             Tag::Batch(self.batch),
         )
