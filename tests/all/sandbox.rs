@@ -555,3 +555,29 @@ fn a_pinned_digest_must_match() {
         "{message}"
     );
 }
+
+#[test]
+fn documents_kept_across_calls_and_values_adding_up_are_bounded() {
+    let mut instance = hostile(|s| s.limits.max_children = Some(100));
+    process(
+        &mut instance,
+        json!({ "id": "d1", "action": "hoard", "count": "60" }),
+    )
+    .expect("60 documents kept");
+    let cause = expect_trap(process(
+        &mut instance,
+        json!({ "id": "d2", "action": "hoard", "count": "60" }),
+    ));
+    assert!(
+        matches!(&cause, TrapCause::Limit(m) if m.contains("limits.max_children")),
+        "documents held from an earlier call count: {cause:?}"
+    );
+    assert_recovers(&mut instance);
+
+    let mut values = hostile(|_| {});
+    let err = expect_document_error(process(
+        &mut values,
+        json!({ "id": "d", "action": "grow", "count": "40" }),
+    ));
+    assert!(err.contains("twice the document limit"), "{err}");
+}

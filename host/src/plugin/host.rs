@@ -56,8 +56,11 @@ pub(crate) struct PluginState {
 pub(crate) struct Guard {
     pub(crate) max_created: usize,
     pub(crate) max_document_bytes: usize,
-    /// Documents created during the current call and still held by the plugin.
+    /// Documents the plugin created and still holds (across calls: what a
+    /// reused instance keeps counts too).
     pub(crate) created: usize,
+    /// Bytes of values handed over during the current call.
+    pub(crate) handed: usize,
     /// The limit a host call refused, which made the call trap.
     pub(crate) hit: Option<String>,
 }
@@ -68,13 +71,19 @@ impl Guard {
             max_created: usize::try_from(max_created).unwrap_or(usize::MAX),
             max_document_bytes,
             created: 0,
+            handed: 0,
             hit: None,
         }
     }
 
     pub(crate) fn start_call(&mut self) {
-        self.created = 0;
+        self.handed = 0;
         self.hit = None;
+    }
+
+    /// The plugin let go of `n` documents (dropped, attached, published, returned).
+    pub(crate) fn released(&mut self, n: usize) {
+        self.created = self.created.saturating_sub(n);
     }
 
     /// Count a new document; past the limit the call must stop (trap).
@@ -91,14 +100,23 @@ impl Guard {
         Ok(())
     }
 
-    /// Refuse a value of `bytes` that cannot fit in a document.
-    fn admit(&self, bytes: usize) -> Result<(), document::FieldError> {
-        if bytes > self.max_document_bytes {
+    /// Refuse a value of `bytes` that cannot fit in a document, and values
+    /// adding up, in one call, to more than twice what a document may hold.
+    fn admit(&mut self, bytes: usize) -> Result<(), document::FieldError> {
+        let limit = self.max_document_bytes;
+        if bytes > limit {
             return Err(document::FieldError::TooLarge(format!(
                 "a value of {bytes} bytes is over the document limit of {} MiB (limits.max_document_mib)",
-                self.max_document_bytes >> 20
+                limit >> 20
             )));
         }
+        if self.handed.saturating_add(bytes) > limit.saturating_mul(2) {
+            return Err(document::FieldError::TooLarge(format!(
+                "values of more than {} MiB handed over in one call, twice the document limit (limits.max_document_mib)",
+                (limit >> 20) * 2
+            )));
+        }
+        self.handed += bytes;
         Ok(())
     }
 }
@@ -447,6 +465,12 @@ impl stage::weir::plugin::document::Host for PluginState {}
 impl stage::weir::plugin::document::HostDocument for PluginState {
     fn new(&mut self, id: String) -> Wasm<Handle> {
         self.guard.create()?;
+        if let Err(e) = self.guard.admit(id.len()) {
+            // The constructor cannot return an error: the call stops.
+            let hit = e.to_string();
+            self.guard.hit = Some(hit.clone());
+            return Err(wasmtime::Error::msg(hit));
+        }
         Ok(self.table.push(Document::new(id))?)
     }
 
@@ -614,6 +638,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
 
     fn add_child(&mut self, h: Handle, child: Handle) -> Wasm<Result<(), FieldError>> {
         let child = self.table.delete(child)?;
+        self.guard.released(1);
         self.doc_mut(&h)?.add_child(child);
         Ok(Ok(()))
     }
@@ -666,6 +691,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
 
     fn drop(&mut self, h: Handle) -> Wasm<()> {
         self.table.delete(h)?;
+        self.guard.released(1);
         Ok(())
     }
 }
@@ -678,7 +704,15 @@ impl connector::weir::plugin::publishing::HostPublisher for PluginState {
     fn publish(&mut self, h: Resource<Publisher>, doc: Handle) -> Wasm<Result<(), String>> {
         let mut doc = self.table.delete(doc)?;
         // Handed over: no longer held by the connector.
-        self.guard.created = self.guard.created.saturating_sub(1);
+        self.guard.released(1);
+        let bytes = doc.approx_json_bytes();
+        if bytes > self.guard.max_document_bytes {
+            return Ok(Err(format!(
+                "document `{}` is about {bytes} bytes, over the limit of {} MiB (limits.max_document_mib)",
+                doc.id(),
+                self.guard.max_document_bytes >> 20
+            )));
+        }
         let publisher = self.table.get_mut(&h)?;
         if doc.run_id().is_none() {
             doc.set_run_id(Some(publisher.run_id.clone()));

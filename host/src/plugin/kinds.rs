@@ -213,10 +213,11 @@ impl StageInstance {
                 Ok(handles) => handles,
                 Err(e) => return Ok(Err(e)),
             };
-            let table = &mut store.data_mut().table;
+            let state = store.data_mut();
+            state.guard.released(handles.len());
             let children = handles
                 .into_iter()
-                .map(|h| table.delete(h))
+                .map(|h| state.table.delete(h))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(Ok(children))
         });

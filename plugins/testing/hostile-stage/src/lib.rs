@@ -11,6 +11,7 @@
 //! `http_follow` (GET `url` and follow one redirect, as an HTTP client
 //! would), `count` (set `calls` to how many documents this instance has
 //! seen: state that a fresh instance per document resets). Config
+//! `hoard` (create `count` documents and keep them across documents).
 //! `{ "fail_start": true }` makes
 //! `start` fail; `{ "delay_us": n }` busy-waits n microseconds per document.
 
@@ -31,6 +32,7 @@ struct Config {
 struct Hostile {
     delay: Duration,
     calls: i64,
+    hoard: Vec<Document>,
 }
 
 fn field(doc: &Document, name: &str) -> Result<String, PluginError> {
@@ -96,6 +98,7 @@ impl Stage for Hostile {
         Ok(Hostile {
             delay: Duration::from_micros(config.delay_us),
             calls: 0,
+            hoard: Vec::new(),
         })
     }
 
@@ -197,6 +200,13 @@ impl Stage for Hostile {
                     weir_plugin::log(weir_plugin::Level::Info, &format!("flood line {i}"));
                     println!("flood stdout line {i}");
                 }
+                doc.set("processed", &Value::Boolean(true))
+                    .map_err(doc_error)?;
+            }
+            "hoard" => {
+                let count: usize = field(doc, "count")?.parse().unwrap_or(0);
+                self.hoard
+                    .extend((0..count).map(|i| Document::new(&format!("kept-{i}"))));
                 doc.set("processed", &Value::Boolean(true))
                     .map_err(doc_error)?;
             }
