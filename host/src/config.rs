@@ -661,6 +661,30 @@ impl Config {
         if let Some(kafka) = &self.kafka {
             kafka.check(&mut errors);
         }
+        // Connectors and indexers keep state across documents (a crawl, a
+        // batch being built): only stages may start afresh for each one.
+        let not_stages = self
+            .connectors
+            .iter()
+            .map(|c| (format!("connectors.{}", c.name), &c.plugin))
+            .chain(self.pipelines.iter().filter_map(|p| {
+                p.indexer
+                    .as_ref()
+                    .map(|i| (format!("pipelines.{}.indexer", p.name), &i.plugin))
+            }))
+            .chain(
+                self.indexer
+                    .iter()
+                    .map(|i| ("indexer".to_owned(), &i.plugin)),
+            );
+        for (location, spec) in not_stages {
+            if spec.instance == crate::plugin::InstancePolicy::Fresh {
+                errors.push(error(
+                    format!("{location}.plugin.instance"),
+                    "only stages can have a fresh instance per document",
+                ));
+            }
+        }
         let mut tenant_names = HashSet::new();
         let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
         for t in &self.tenants {
@@ -718,6 +742,7 @@ impl Config {
                 ));
             }
             for (name, value) in [
+                ("max_children", spec.limits.max_children().into()),
                 ("max_document_mib", spec.limits.max_document_mib()),
                 (
                     "log_lines_per_second",
@@ -730,14 +755,6 @@ impl Config {
                         "must be at least 1",
                     ));
                 }
-            }
-            if spec.instance == crate::plugin::InstancePolicy::Fresh
-                && !location.contains(".stages.")
-            {
-                errors.push(error(
-                    format!("{location}.plugin.instance"),
-                    "only stages can have a fresh instance per document",
-                ));
             }
             if let Some(digest) = &spec.sha256
                 && (digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()))

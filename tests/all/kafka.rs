@@ -462,7 +462,11 @@ fn a_document_too_large_for_kafka_fails_alone() {
     );
     let status = run.child.wait().expect("run");
     let summary = std::fs::read_to_string(log("run")).unwrap_or_default();
-    assert_eq!(status.code(), Some(3), "partial success expected:\n{summary}");
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "partial success expected:\n{summary}"
+    );
     let line = summary
         .lines()
         .find(|l| l.starts_with("docs "))
