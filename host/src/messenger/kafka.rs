@@ -503,6 +503,30 @@ impl Shared {
         tracker.failure.is_none()
     }
 
+    /// Wait until none of `batches` holds records any more (their messages
+    /// are acknowledged); false on timeout or after a delivery failure.
+    fn wait_released(&self, batches: &[u64], timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut tracker = self.lock();
+        loop {
+            if tracker.failure.is_some() {
+                return false;
+            }
+            if batches.iter().all(|b| !tracker.holding.contains_key(b)) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            tracker = self
+                .changed
+                .wait_timeout(tracker, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
     /// Wait until no message caused by records of consumer `member` (of
     /// its `partitions`, or of all) is in flight.
     fn wait_delivered(&self, member: usize, partitions: Option<&[i32]>, timeout: Duration) -> bool {

@@ -43,6 +43,8 @@ pub struct HybridIndexerMessenger {
     /// the pair's revocations when it was polled.
     polled: Vec<(String, Origin, u64)>,
     events: EventBuffer,
+    /// Done batches whose records may still be held (messages in flight).
+    done: Vec<u64>,
 }
 
 impl std::fmt::Debug for HybridIndexerMessenger {
@@ -84,6 +86,7 @@ impl KafkaWorkerMessenger {
                     batch: shared.next_batch(),
                     polled: Vec::new(),
                     events: EventBuffer::default(),
+                    done: Vec::new(),
                 };
                 Ok((worker, indexer))
             })
@@ -171,7 +174,11 @@ impl IndexerMessenger for HybridIndexerMessenger {
         // The batch's records are released when its messages are acknowledged;
         // the worker then commits them.
         let origins = self.polled.drain(..).map(|(_, origin, _)| origin).collect();
-        self.shared.lock().batch_done(self.batch, origins);
+        let mut tracker = self.shared.lock();
+        tracker.batch_done(self.batch, origins);
+        self.done.retain(|b| tracker.holding.contains_key(b));
+        self.done.push(self.batch);
+        drop(tracker);
         self.shared.changed.notify_all();
         self.batch = self.shared.next_batch();
         self.fail_on_delivery_failure()
@@ -180,6 +187,16 @@ impl IndexerMessenger for HybridIndexerMessenger {
 
 impl Drop for HybridIndexerMessenger {
     fn drop(&mut self) {
+        // Let the last batches' messages be acknowledged, so that the worker's
+        // final commit covers them.
+        if !self
+            .shared
+            .wait_released(&self.done, Duration::from_secs(10))
+        {
+            tracing::warn!(
+                "the last batch's events are unacknowledged; its documents will be redelivered"
+            );
+        }
         // Whatever this indexer still holds is never released (so never
         // committed); its worker need not wait for it.
         self.shared.lock().orphaned.push(self.member);
