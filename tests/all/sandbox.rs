@@ -461,7 +461,8 @@ fn a_log_flood_is_cut_and_fails_its_document() {
         json!({ "id": "loud", "action": "log_flood", "count": "5000" }),
     ));
     assert!(
-        err.contains("limit of 100 lines per second (limits.log_lines_per_second)")
+        err.contains("wrote 10000 log lines for one document")
+            && err.contains("limit of 100 lines per second (limits.log_lines_per_second)")
             && err.contains("lines dropped"),
         "{err}"
     );
@@ -474,6 +475,15 @@ fn a_log_flood_is_cut_and_fails_its_document() {
     )
     .expect("a few lines are fine");
     assert_eq!(d.get("processed"), Some(&json!(true)));
+    // Steady logging over the rate (2 lines a document, 150 documents at
+    // once) loses lines, never documents.
+    for i in 0..150 {
+        process(
+            &mut quiet,
+            json!({ "id": format!("steady-{i}"), "action": "log_flood", "count": "1" }),
+        )
+        .expect("a line or two per document never fails it");
+    }
 }
 
 /// An HTTP server on loopback that answers every request with a redirect to `location`.

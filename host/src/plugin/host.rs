@@ -130,6 +130,8 @@ pub(crate) struct LogLimiter {
     last: std::time::Instant,
     /// Lines dropped since the count was last taken.
     dropped: u64,
+    /// Lines written (logged or not) since the count was last taken.
+    written: u64,
 }
 
 impl LogLimiter {
@@ -139,11 +141,13 @@ impl LogLimiter {
             tokens: f64::from(per_second),
             last: std::time::Instant::now(),
             dropped: 0,
+            written: 0,
         }
     }
 
     /// Whether one more line may be logged now.
     fn allow(&mut self) -> bool {
+        self.written += 1;
         let now = std::time::Instant::now();
         let refill = now.duration_since(self.last).as_secs_f64() * self.per_second;
         self.tokens = (self.tokens + refill).min(self.per_second);
@@ -157,9 +161,12 @@ impl LogLimiter {
         }
     }
 
-    /// Lines dropped since the last call.
-    pub(crate) fn take_dropped(&mut self) -> u64 {
-        std::mem::take(&mut self.dropped)
+    /// Lines (written, dropped) since the last call.
+    pub(crate) fn take_counts(&mut self) -> (u64, u64) {
+        (
+            std::mem::take(&mut self.written),
+            std::mem::take(&mut self.dropped),
+        )
     }
 }
 

@@ -248,8 +248,9 @@ pub(crate) struct Instance<W: World> {
     start: fn(&mut Live<W>, &Loaded) -> Result<(), PluginError>,
     /// How many times this instance was replaced after a trap.
     pub(crate) restarts: u64,
-    /// Log lines dropped during the last call (over the plugin's log rate).
-    pub(crate) dropped_lines: u64,
+    /// Log lines written during the last call (`.0`), and dropped as over
+    /// the plugin's log rate (`.1`).
+    pub(crate) log_lines: (u64, u64),
 }
 
 impl<W: World> Instance<W> {
@@ -263,7 +264,7 @@ impl<W: World> Instance<W> {
             live: None,
             start,
             restarts: 0,
-            dropped_lines: 0,
+            log_lines: (0, 0),
         };
         instance.live()?;
         Ok(instance)
@@ -289,18 +290,26 @@ impl<W: World> Instance<W> {
         live.store
             .set_epoch_deadline(loaded.deadline_ticks(timeout));
         live.store.data_mut().guard.start_call();
+        live.store
+            .data()
+            .logs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take_counts();
         let result = f(&live.bindings, &mut live.store);
-        self.dropped_lines = live
+        // Lines written before this call (by a restart's `start`) count
+        // toward the limit, not toward this call.
+        self.log_lines = live
             .store
             .data()
             .logs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take_dropped();
-        if self.dropped_lines > 0 {
+            .take_counts();
+        if self.log_lines.1 > 0 {
             tracing::warn!(
                 plugin = %loaded.name,
-                dropped = self.dropped_lines,
+                dropped = self.log_lines.1,
                 limit = loaded.spec.limits.log_lines_per_second(),
                 "log lines dropped: over the plugin's limits.log_lines_per_second"
             );

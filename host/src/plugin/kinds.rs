@@ -228,11 +228,13 @@ impl StageInstance {
             plugin: loaded.name.to_string(),
             message,
         };
-        if self.inner.dropped_lines > 0 {
+        // A flood: one document wrote more lines than a whole second allows.
+        // (Steady logging over the rate only loses lines, with a warning.)
+        let (written, dropped) = self.inner.log_lines;
+        if written > u64::from(limits.log_lines_per_second()) {
             return Err(limit_error(format!(
-                "logged past its limit of {} lines per second (limits.log_lines_per_second); {} lines dropped",
-                limits.log_lines_per_second(),
-                self.inner.dropped_lines
+                "wrote {written} log lines for one document, more than its limit of {} lines per second (limits.log_lines_per_second); {dropped} lines dropped",
+                limits.log_lines_per_second()
             )));
         }
         let max_bytes = limits.max_document_bytes();

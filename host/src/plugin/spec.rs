@@ -117,8 +117,9 @@ pub struct Limits {
     #[serde(default)]
     pub max_document_mib: Option<u64>,
     /// Log lines (the `log` interface, stdout, stderr) per second, with bursts
-    /// of as many (default 1,000). Lines past it are dropped; a stage
-    /// document during which lines were dropped fails.
+    /// of as many (default 1,000). Lines past it are dropped with a warning;
+    /// a stage that writes more than that for a single document (a flood)
+    /// fails the document.
     #[serde(default)]
     pub log_lines_per_second: Option<u32>,
 }
