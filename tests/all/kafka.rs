@@ -228,12 +228,19 @@ fn put(list: &mut Vec<Proc>, i: usize, process: Proc) {
     }
 }
 
-/// Wait for `run` to exit; returns its exit code.
-fn wait(run: &mut Proc, cluster: &Cluster) -> i32 {
-    let status = run.child.wait().expect("run");
-    status
-        .code()
-        .unwrap_or_else(|| panic!("run was killed:\n{}", cluster.log("run")))
+impl Cluster {
+    /// Wait for `run` to succeed, check every document was indexed in
+    /// per-id order, and stop every process cleanly; returns the duplicates.
+    fn finish(&mut self, run: &mut Proc, ids: u64, what: &str) -> usize {
+        let status = run.child.wait().expect("run");
+        let code = status
+            .code()
+            .unwrap_or_else(|| panic!("{what}: run was killed:\n{}", self.log("run")));
+        assert_eq!(code, 0, "{what}: run failed:\n{}", self.log("run"));
+        let duplicates = self.assert_complete_and_ordered(ids);
+        self.stop_all_cleanly();
+        duplicates
+    }
 }
 
 #[test]
@@ -247,15 +254,8 @@ fn kafka_mode_indexes_every_document_in_per_id_order() {
         cluster.start_indexer(i);
     }
     let mut run = cluster.start_run();
-    assert_eq!(
-        wait(&mut run, &cluster),
-        0,
-        "run failed:\n{}",
-        cluster.log("run")
-    );
-    let duplicates = cluster.assert_complete_and_ordered(IDS);
+    let duplicates = cluster.finish(&mut run, IDS, "e2e");
     println!("e2e: {} documents, {duplicates} indexed twice", IDS * 3);
-    cluster.stop_all_cleanly();
 }
 
 /// Kill -9 one process of `role` (`worker`, `indexer`, or `worker-indexer`)
@@ -297,14 +297,7 @@ fn crash_trials(role: &str, trials: usize) -> Vec<usize> {
                 cluster.start_pairs(0);
             }
         }
-        assert_eq!(
-            wait(&mut run, &cluster),
-            0,
-            "trial {trial}: run failed:\n{}",
-            cluster.log("run")
-        );
-        duplicates.push(cluster.assert_complete_and_ordered(IDS));
-        cluster.stop_all_cleanly();
+        duplicates.push(cluster.finish(&mut run, IDS, &format!("trial {trial}")));
     }
     duplicates
 }
@@ -355,18 +348,11 @@ fn hybrid_mode_indexes_every_document_in_per_id_order() {
     cluster.start_pairs(0);
     cluster.start_pairs(1);
     let mut run = cluster.start_run();
-    assert_eq!(
-        wait(&mut run, &cluster),
-        0,
-        "run failed:\n{}",
-        cluster.log("run")
-    );
-    let duplicates = cluster.assert_complete_and_ordered(IDS);
+    let duplicates = cluster.finish(&mut run, IDS, "hybrid e2e");
     println!(
         "hybrid e2e, 2 processes x 2 pairs: {} documents, {duplicates} indexed twice",
         IDS * 3
     );
-    cluster.stop_all_cleanly();
 }
 
 #[test]
@@ -387,13 +373,7 @@ fn a_worker_indexer_joining_mid_run_loses_nothing() {
     let threshold = (IDS as usize * 3) * fastrand::usize(10..50) / 100;
     cluster.wait_until_indexed(&mut run, threshold);
     cluster.start_pairs(2);
-    assert_eq!(
-        wait(&mut run, &cluster),
-        0,
-        "run failed:\n{}",
-        cluster.log("run")
-    );
-    let duplicates = cluster.assert_complete_and_ordered(IDS);
+    let duplicates = cluster.finish(&mut run, IDS, "join");
     let joined = cluster.log("pairs-2");
     assert!(
         joined.contains("partitions assigned"),
@@ -403,7 +383,6 @@ fn a_worker_indexer_joining_mid_run_loses_nothing() {
         "worker-indexer joining mid-run: {} documents, {duplicates} indexed twice",
         IDS * 3
     );
-    cluster.stop_all_cleanly();
 }
 
 #[test]

@@ -691,22 +691,29 @@ fn dead_letter_headers(failure: &Failure, source: Option<(&str, i32, i64)>) -> O
 struct EventBuffer(BTreeMap<String, Vec<Event>>);
 
 impl EventBuffer {
-    fn push(&mut self, topic: String, event: Event) {
-        self.0.entry(topic).or_default().push(event);
+    /// Keep `event` for the topic it goes to, if it goes anywhere.
+    fn push(&mut self, topics: &KafkaTopics, event: Event) {
+        if let Some(topic) = topics.events(event.run_id.as_deref()) {
+            self.0.entry(topic).or_default().push(event);
+        }
     }
 
-    /// Each topic's events as one message: (topic, key, JSON array).
-    fn drain(&mut self) -> Result<Vec<(String, String, Vec<u8>)>, MessengerError> {
-        std::mem::take(&mut self.0)
-            .into_iter()
-            .map(|(topic, events)| {
-                let key = events
-                    .first()
-                    .map(|e| e.document_id.clone())
-                    .unwrap_or_default();
-                Ok((topic, key, serde_json::to_vec(&events).map_err(transport)?))
-            })
-            .collect()
+    /// Produce each topic's events as one message (a JSON array), accounted
+    /// against `tag`.
+    fn send(
+        &mut self,
+        producer: &ThreadedProducer<Deliveries>,
+        tag: Tag,
+    ) -> Result<(), MessengerError> {
+        for (topic, events) in std::mem::take(&mut self.0) {
+            let key = events
+                .first()
+                .map(|e| e.document_id.clone())
+                .unwrap_or_default();
+            let payload = serde_json::to_vec(&events).map_err(transport)?;
+            produce(producer, &topic, &key, &payload, None, tag)?;
+        }
+        Ok(())
     }
 }
 
@@ -1044,17 +1051,14 @@ impl WorkerMessenger for KafkaWorkerMessenger {
     }
 
     fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
-        if let Some(topic) = self.topics.events(event.run_id.as_deref()) {
-            self.events.push(topic, event);
-        }
+        self.events.push(&self.topics, event);
         Ok(())
     }
 
     fn commit_pending_doc_offsets(&mut self) -> Result<(), MessengerError> {
         // The document's events go out together, counted against its record.
-        for (topic, key, payload) in self.events.drain()? {
-            self.produce_for_current(&topic, &key, &payload, None)?;
-        }
+        let tag = self.current.map_or(Tag::Untracked, Tag::Record);
+        self.events.send(&self.producer, tag)?;
         if let Some(origin) = self.current.take() {
             self.shared.lock().processed(origin);
         }
@@ -1268,6 +1272,7 @@ impl ConsumerContext for IndexerRebalance {
 impl KafkaIndexerMessenger {
     pub fn new(topics: KafkaTopics) -> Result<Self, MessengerError> {
         let shared = Arc::new(Shared::default());
+        let batch = shared.next_batch();
         let progress = Arc::new(Mutex::new(IndexerProgress::default()));
         let revoked = Arc::new(Mutex::new(Revocations::default()));
         let dest = topics.dest();
@@ -1289,7 +1294,7 @@ impl KafkaIndexerMessenger {
             producer,
             shared,
             progress,
-            batch: 0,
+            batch,
             batch_partitions: Vec::new(),
             revoked,
             events: EventBuffer::default(),
@@ -1370,9 +1375,7 @@ impl IndexerMessenger for KafkaIndexerMessenger {
     }
 
     fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
-        if let Some(topic) = self.topics.events(event.run_id.as_deref()) {
-            self.events.push(topic, event);
-        }
+        self.events.push(&self.topics, event);
         Ok(())
     }
 
@@ -1406,17 +1409,14 @@ impl IndexerMessenger for KafkaIndexerMessenger {
             .latest
             .clear();
         // The batch's events travel as one message per event topic.
-        let tag = Tag::Batch(self.batch);
-        for (topic, key, payload) in self.events.drain()? {
-            produce(&self.producer, &topic, &key, &payload, None, tag)?;
-        }
+        self.events.send(&self.producer, Tag::Batch(self.batch))?;
         // The indexer sends batches in poll order, so everything polled so far
         // is done once this batch's messages are acknowledged.
         let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
         let polled = progress.polled.clone();
         progress.unacked.push_back((self.batch, polled));
         drop(progress);
-        self.batch += 1;
+        self.batch = self.shared.next_batch();
         self.commit_acked(CommitMode::Async, true)
     }
 }

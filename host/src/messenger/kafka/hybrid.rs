@@ -132,9 +132,7 @@ impl IndexerMessenger for HybridIndexerMessenger {
     }
 
     fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
-        if let Some(topic) = self.topics.events(event.run_id.as_deref()) {
-            self.events.push(topic, event);
-        }
+        self.events.push(&self.topics, event);
         Ok(())
     }
 
@@ -167,10 +165,7 @@ impl IndexerMessenger for HybridIndexerMessenger {
     }
 
     fn batch_complete(&mut self, _batch: &[Document]) -> Result<(), MessengerError> {
-        let tag = Tag::Batch(self.batch);
-        for (topic, key, payload) in self.events.drain()? {
-            produce(&self.producer, &topic, &key, &payload, None, tag)?;
-        }
+        self.events.send(&self.producer, Tag::Batch(self.batch))?;
         // The batch's records are released when its messages are acknowledged;
         // the worker then commits them.
         let origins = self.polled.drain(..).map(|(_, origin, _)| origin).collect();
