@@ -756,6 +756,13 @@ impl Config {
                     ));
                 }
             }
+            let max_depth = crate::document::DocLimits::MAX_DEPTH;
+            if !(1..=max_depth).contains(&(spec.limits.max_depth() as usize)) {
+                errors.push(error(
+                    format!("{location}.plugin.limits.max_depth"),
+                    format!("must be from 1 to {max_depth}"),
+                ));
+            }
             if let Some(digest) = &spec.sha256
                 && (digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()))
             {

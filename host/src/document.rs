@@ -41,8 +41,53 @@ pub enum UpdateMode {
     Skip,
 }
 
+/// How large and how deep a document may grow.
+///
+/// A document carries the limits it is built under, and every method that
+/// adds to it checks them *before* anything is allocated: no document, and
+/// so no JSON walk over one (writing, measuring, dropping), is ever larger
+/// or deeper than they allow, whatever a plugin asks for. The host sets a
+/// plugin's limits on each document it creates or lends it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocLimits {
+    /// Most bytes, as [`Document::approx_json_bytes`] measures them.
+    pub max_bytes: usize,
+    /// Deepest nesting of the document's JSON: the document object is level
+    /// 1, each object or array inside it one more, a nested child two more.
+    /// Capped at [`DocLimits::MAX_DEPTH`].
+    pub max_depth: usize,
+}
+
+impl DocLimits {
+    /// The deepest any document may be, whatever its limits say: well under
+    /// what JSON readers accept (serde_json stops at 128 levels), so every
+    /// document that is written can be read back.
+    pub const MAX_DEPTH: usize = 100;
+
+    /// For documents the host reads itself (messages between processes):
+    /// any size, [`DocLimits::MAX_DEPTH`] deep.
+    pub const HOST: Self = Self {
+        max_bytes: usize::MAX,
+        max_depth: Self::MAX_DEPTH,
+    };
+
+    fn depth(&self) -> usize {
+        self.max_depth.min(Self::MAX_DEPTH)
+    }
+}
+
+impl Default for DocLimits {
+    /// 16 MiB, 64 levels: the plugin defaults.
+    fn default() -> Self {
+        Self {
+            max_bytes: 16 << 20,
+            max_depth: 64,
+        }
+    }
+}
+
 /// A document in flight.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Document {
     id: String,
     run_id: Option<String>,
@@ -50,6 +95,22 @@ pub struct Document {
     children: Vec<Document>,
     dropped: bool,
     skip_stages: bool,
+    /// [`Document::approx_json_bytes`], kept up to date by every change.
+    bytes: usize,
+    limits: DocLimits,
+}
+
+/// Documents are equal when their content is; the limits they were built
+/// under do not count.
+impl PartialEq for Document {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+            && self.run_id == other.run_id
+            && self.fields == other.fields
+            && self.children == other.children
+            && self.dropped == other.dropped
+            && self.skip_stages == other.skip_stages
+    }
 }
 
 fn check_name(name: &str) -> Result<(), FieldError> {
@@ -68,24 +129,47 @@ fn values_of(value: &Value) -> impl Iterator<Item = &Value> {
     slice.iter()
 }
 
-/// Turn `slot` into an array (wrapping a single value) and append `value`.
-fn append(slot: &mut Value, value: Value) {
+/// Turn `slot` into an array (wrapping a single value) and append `value`;
+/// returns the bytes this adds.
+fn append(slot: &mut Value, value: Value) -> usize {
+    let added = value_bytes(&value) + 1;
     match slot {
-        Value::Array(items) => items.push(value),
+        Value::Array(items) => {
+            items.push(value);
+            added
+        }
         single => {
             let first = single.take();
             *single = Value::Array(vec![first, value]);
+            // The array itself and the first value's comma.
+            added + MIN_VALUE_BYTES + 1
         }
     }
 }
 
+/// What [`append`] would add to `slot`, without changing it.
+fn append_bytes(slot: &Value, value: &Value) -> usize {
+    let added = value_bytes(value) + 1;
+    match slot {
+        Value::Array(_) => added,
+        _ => added + MIN_VALUE_BYTES + 1,
+    }
+}
+
+/// The bytes a field entry takes: its key (quoted, with `:` and `,`) and value.
+fn entry_bytes(name: &str, value_bytes: usize) -> usize {
+    name.len() + 4 + value_bytes
+}
+
 impl Document {
-    /// A new document with no fields.
+    /// A new document with no fields, under the default limits.
     pub fn new(id: impl Into<String>) -> Self {
-        Self {
+        let mut doc = Self {
             id: id.into(),
             ..Self::default()
-        }
+        };
+        doc.bytes = doc.measure_bytes();
+        doc
     }
 
     pub fn id(&self) -> &str {
@@ -97,7 +181,30 @@ impl Document {
     }
 
     pub fn set_run_id(&mut self, run_id: Option<String>) {
+        self.bytes -= run_id_bytes(self.run_id.as_deref());
+        self.bytes += run_id_bytes(run_id.as_deref());
         self.run_id = run_id;
+    }
+
+    /// Forget the run id of this document and of every nested child: only
+    /// the host says which run a document belongs to.
+    pub fn clear_run_ids(&mut self) {
+        self.set_run_id(None);
+        for child in &mut self.children {
+            let before = child.bytes;
+            child.clear_run_ids();
+            self.bytes -= before - child.bytes;
+        }
+    }
+
+    /// The limits this document is built under.
+    pub fn limits(&self) -> DocLimits {
+        self.limits
+    }
+
+    /// Build further under `limits` (what is already there stays).
+    pub fn set_limits(&mut self, limits: DocLimits) {
+        self.limits = limits;
     }
 
     /// Whether `name` is present, with any value.
@@ -140,10 +247,45 @@ impl Document {
         self.get(name).and_then(value_as_text)
     }
 
+    /// Refuse growing from `self.bytes` to `after` past the byte limit.
+    /// Changes that do not grow the document are always allowed.
+    fn admit_bytes(&self, after: usize) -> Result<(), FieldError> {
+        let max = self.limits.max_bytes;
+        // `usize::MAX`: a size that saturated on the way (a huge index).
+        if after == usize::MAX || (after > max && after > self.bytes) {
+            return Err(FieldError::TooLarge(format!(
+                "document `{}` would grow to about {after} bytes, over the limit of {} (limits.max_document_mib)",
+                self.id,
+                human_bytes(max)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Refuse a value that would sit `depth` levels deep.
+    fn admit_depth(&self, depth: usize) -> Result<(), FieldError> {
+        let max = self.limits.depth();
+        if depth > max {
+            return Err(FieldError::TooLarge(format!(
+                "document `{}` would be nested {depth} levels deep, over the limit of {max} (limits.max_depth)",
+                self.id
+            )));
+        }
+        Ok(())
+    }
+
     /// Make `name` hold `value`.
     pub fn set(&mut self, name: &str, value: Value) -> Result<(), FieldError> {
         check_name(name)?;
+        self.admit_depth(1 + container_depth(&value))?;
+        let removed = self
+            .fields
+            .get(name)
+            .map_or(0, |old| entry_bytes(name, value_bytes(old)));
+        let after = self.bytes - removed + entry_bytes(name, value_bytes(&value));
+        self.admit_bytes(after)?;
         self.fields.insert(name.to_owned(), value);
+        self.bytes = after;
         Ok(())
     }
 
@@ -154,33 +296,55 @@ impl Document {
 
     /// Append `value` to `name`, making it multi-valued.
     pub fn add(&mut self, name: &str, value: Value) -> Result<(), FieldError> {
-        check_name(name)?;
-        match self.fields.get_mut(name) {
-            Some(slot) => append(slot, value),
-            None => {
-                self.fields
-                    .insert(name.to_owned(), Value::Array(vec![value]));
-            }
-        }
-        Ok(())
+        self.append_to(name, value, true)
     }
 
     /// Set `name` when absent, else append to it.
     pub fn set_or_add(&mut self, name: &str, value: Value) -> Result<(), FieldError> {
+        self.append_to(name, value, false)
+    }
+
+    /// Append `value` to `name`; when `name` is absent it becomes `[value]`
+    /// (`as_list`) or `value`.
+    fn append_to(&mut self, name: &str, value: Value, as_list: bool) -> Result<(), FieldError> {
         check_name(name)?;
+        let listed = as_list || self.fields.contains_key(name);
+        self.admit_depth(1 + usize::from(listed) + container_depth(&value))?;
+        let after = match self.fields.get(name) {
+            Some(slot) => self.bytes + append_bytes(slot, &value),
+            None if as_list => {
+                self.bytes + entry_bytes(name, MIN_VALUE_BYTES + 1 + value_bytes(&value))
+            }
+            None => self.bytes + entry_bytes(name, value_bytes(&value)),
+        };
+        self.admit_bytes(after)?;
         match self.fields.get_mut(name) {
-            Some(slot) => append(slot, value),
+            Some(slot) => {
+                append(slot, value);
+            }
             None => {
+                let value = if as_list {
+                    Value::Array(vec![value])
+                } else {
+                    value
+                };
                 self.fields.insert(name.to_owned(), value);
             }
         }
+        self.bytes = after;
         Ok(())
     }
 
     /// Remove `name`; true when it was present.
     pub fn remove(&mut self, name: &str) -> Result<bool, FieldError> {
         check_name(name)?;
-        Ok(self.fields.shift_remove(name).is_some())
+        Ok(match self.fields.shift_remove(name) {
+            Some(old) => {
+                self.bytes -= entry_bytes(name, value_bytes(&old));
+                true
+            }
+            None => false,
+        })
     }
 
     /// Move `source` to `target`; false when `source` was absent.
@@ -195,9 +359,30 @@ impl Document {
         if source == target {
             return Ok(self.has(source));
         }
-        let Some(value) = self.fields.shift_remove(source) else {
+        let Some(value) = self.fields.get(source) else {
             return Ok(false);
         };
+        let moved = value_bytes(value);
+        let mut after = self.bytes - entry_bytes(source, moved);
+        match (self.fields.get(target), mode) {
+            (Some(_), UpdateMode::Skip) => {}
+            (Some(slot), UpdateMode::Append) => {
+                let mut listed = matches!(slot, Value::Array(_));
+                for v in values_of(value) {
+                    self.admit_depth(2 + container_depth(v))?;
+                    after += value_bytes(v) + 1;
+                    if !listed {
+                        // The target becomes an array: it, and its first comma.
+                        after += MIN_VALUE_BYTES + 1;
+                        listed = true;
+                    }
+                }
+            }
+            (Some(old), UpdateMode::Overwrite) => after = after - value_bytes(old) + moved,
+            (None, _) => after += entry_bytes(target, moved),
+        }
+        self.admit_bytes(after)?;
+        let value = self.fields.shift_remove(source).unwrap_or_default();
         match (self.fields.get_mut(target), mode) {
             (Some(_), UpdateMode::Skip) => {}
             (Some(slot), UpdateMode::Append) => {
@@ -210,6 +395,7 @@ impl Document {
                 self.fields.insert(target.to_owned(), value);
             }
         }
+        self.bytes = after;
         Ok(true)
     }
 
@@ -238,12 +424,19 @@ impl Document {
     }
 
     /// Set the value at `path`, creating objects and arrays along the way.
+    /// What it would add (new containers, the nulls padding an array up to
+    /// an index, the value) is checked against the limits first: a huge
+    /// index or a deep path is refused before anything is allocated.
     pub fn set_path(&mut self, path: &str, value: Value) -> Result<(), FieldError> {
         let steps = parse_path(path)?;
         let (Step::Key(first), rest) = split_first(&steps) else {
             return Err(invalid_path(path, "it must start with a field name"));
         };
         check_name(first)?;
+        // The value sits in the document and in one container per later step.
+        self.admit_depth((1 + rest.len()).saturating_add(container_depth(&value)))?;
+        let after = self.bytes_after_set_path(path, first, rest, &value)?;
+        self.admit_bytes(after)?;
         let mut node = self.fields.entry(first.clone()).or_insert(Value::Null);
         for step in rest {
             node = match step {
@@ -253,12 +446,8 @@ impl Document {
                     }
                     match node {
                         Value::Object(map) => map.entry(k.clone()).or_insert(Value::Null),
-                        _ => {
-                            return Err(invalid_path(
-                                path,
-                                &format!("`{k}` is under a non-object"),
-                            ));
-                        }
+                        // Ruled out by `bytes_after_set_path`.
+                        _ => return Err(invalid_path(path, "changed while it was walked")),
                     }
                 }
                 Step::Index(i) => {
@@ -272,15 +461,80 @@ impl Document {
                             }
                             &mut items[*i]
                         }
-                        _ => {
-                            return Err(invalid_path(path, &format!("[{i}] is under a non-array")));
-                        }
+                        _ => return Err(invalid_path(path, "changed while it was walked")),
                     }
                 }
             };
         }
         *node = value;
+        self.bytes = after;
         Ok(())
+    }
+
+    /// The document's size once `value` is set at `first` + `rest`, or why
+    /// the path cannot be walked. Reads only.
+    fn bytes_after_set_path(
+        &self,
+        path: &str,
+        first: &str,
+        rest: &[Step],
+        value: &Value,
+    ) -> Result<usize, FieldError> {
+        // `node`: what is at the current position (None: a new slot).
+        let mut node = self.fields.get(first);
+        let (mut added, mut removed) = (0usize, 0usize);
+        if node.is_none() {
+            added = entry_bytes(first, 0);
+        }
+        for step in rest {
+            // A null (or a new slot) becomes the container the step needs.
+            let opened = matches!(node, None | Some(Value::Null));
+            if let Some(Value::Null) = node {
+                removed += MIN_VALUE_BYTES;
+            }
+            node = match (step, node) {
+                (Step::Key(k), Some(Value::Object(map))) => match map.get(k) {
+                    Some(next) => Some(next),
+                    None => {
+                        added = added.saturating_add(entry_bytes(k, 0));
+                        None
+                    }
+                },
+                (Step::Key(k), _) if opened => {
+                    added = added.saturating_add(MIN_VALUE_BYTES + entry_bytes(k, 0));
+                    None
+                }
+                (Step::Key(k), _) => {
+                    return Err(invalid_path(path, &format!("`{k}` is under a non-object")));
+                }
+                (Step::Index(i), Some(Value::Array(items))) if *i < items.len() => Some(&items[*i]),
+                (Step::Index(i), Some(Value::Array(items))) => {
+                    // Padding nulls, then the new slot (each with its comma).
+                    added = added
+                        .saturating_add((i - items.len()).saturating_mul(MIN_VALUE_BYTES + 1))
+                        .saturating_add(1);
+                    None
+                }
+                (Step::Index(i), _) if opened => {
+                    added = added
+                        .saturating_add(MIN_VALUE_BYTES)
+                        .saturating_add(i.saturating_mul(MIN_VALUE_BYTES + 1))
+                        .saturating_add(1);
+                    None
+                }
+                (Step::Index(i), _) => {
+                    return Err(invalid_path(path, &format!("[{i}] is under a non-array")));
+                }
+            };
+        }
+        if let Some(old) = node {
+            removed += value_bytes(old);
+        }
+        Ok(self
+            .bytes
+            .saturating_add(added)
+            .saturating_add(value_bytes(value))
+            - removed)
     }
 
     /// Remove the value at `path`; true when it was present.
@@ -313,23 +567,50 @@ impl Document {
                 None => return Ok(false),
             }
         }
-        Ok(match (last, node) {
-            (Step::Key(k), Value::Object(map)) => map.shift_remove(k).is_some(),
+        let removed = match (last, node) {
+            (Step::Key(k), Value::Object(map)) => map
+                .shift_remove(k)
+                .map(|old| entry_bytes(k, value_bytes(&old))),
             (Step::Index(i), Value::Array(items)) if *i < items.len() => {
-                items.remove(*i);
-                true
+                Some(value_bytes(&items.remove(*i)) + 1)
             }
-            _ => false,
-        })
+            _ => None,
+        };
+        if let Some(removed) = removed {
+            self.bytes -= removed;
+        }
+        Ok(removed.is_some())
     }
 
-    /// Nest `child` inside this document.
-    pub fn add_child(&mut self, child: Document) {
+    /// Nest `child` inside this document, within this document's limits.
+    pub fn add_child(&mut self, child: Document) -> Result<(), FieldError> {
+        // This document's object, `_children`, then the child's own levels.
+        self.admit_depth(2 + child.depth())?;
+        let framing = if self.children.is_empty() {
+            CHILDREN_BYTES
+        } else {
+            0
+        };
+        self.admit_bytes(self.bytes.saturating_add(framing + child.bytes + 1))?;
+        self.bytes += framing + child.bytes + 1;
         self.children.push(child);
+        Ok(())
     }
 
     pub fn children(&self) -> &[Document] {
         &self.children
+    }
+
+    /// How deeply the document's JSON is nested (its object alone: 1).
+    pub fn depth(&self) -> usize {
+        let fields = self.fields.values().map(container_depth).max().unwrap_or(0);
+        let children = self
+            .children
+            .iter()
+            .map(|c| 1 + c.depth())
+            .max()
+            .unwrap_or(0);
+        1 + fields.max(children)
     }
 
     pub fn set_dropped(&mut self, dropped: bool) {
@@ -348,16 +629,62 @@ impl Document {
         self.skip_stages
     }
 
-    /// About how many bytes the document takes as JSON; cheap enough to call
-    /// per document (no serialization), close enough to bound batch sizes.
+    /// About how many bytes the document takes as JSON, children included;
+    /// kept as the document changes, so it costs nothing to ask. Every
+    /// value counts at least [`MIN_VALUE_BYTES`], near what the host holds
+    /// for it, so many tiny values cannot hide much memory behind a small
+    /// size.
     pub fn approx_json_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Measure the document from scratch (what `bytes` caches).
+    fn measure_bytes(&self) -> usize {
+        let children = self.children.iter().map(|c| c.bytes + 1).sum::<usize>();
+        self.bytes_without_children()
+            + if self.children.is_empty() {
+                0
+            } else {
+                CHILDREN_BYTES + children
+            }
+    }
+
+    fn bytes_without_children(&self) -> usize {
         let fields: usize = self
             .fields
             .iter()
-            .map(|(k, v)| k.len() + 4 + approx_json_len(v))
+            .map(|(k, v)| entry_bytes(k, value_bytes(v)))
             .sum();
-        let children: usize = self.children.iter().map(Document::approx_json_bytes).sum();
-        self.id.len() + 10 + self.run_id.as_ref().map_or(0, |r| r.len() + 12) + fields + children
+        self.id.len() + 10 + run_id_bytes(self.run_id.as_deref()) + fields
+    }
+
+    /// Measure a freshly built document and check it against `limits`.
+    fn admitted(mut self, limits: DocLimits) -> Result<Self, FieldError> {
+        self.bytes = self.measure_bytes();
+        self.within(limits)
+    }
+
+    /// This (measured) document, checked against `limits` and built
+    /// further under them.
+    fn within(mut self, limits: DocLimits) -> Result<Self, FieldError> {
+        self.limits = limits;
+        let depth = self.depth();
+        if depth > limits.depth() {
+            return Err(FieldError::TooLarge(format!(
+                "document `{}` is nested {depth} levels deep, over the limit of {} (limits.max_depth)",
+                self.id,
+                limits.depth()
+            )));
+        }
+        if self.bytes > limits.max_bytes {
+            return Err(FieldError::TooLarge(format!(
+                "document `{}` is about {} bytes, over the limit of {} (limits.max_document_mib)",
+                self.id,
+                self.bytes,
+                human_bytes(limits.max_bytes)
+            )));
+        }
+        Ok(self)
     }
 
     /// The whole document as JSON text, written straight from the fields
@@ -412,8 +739,14 @@ impl Document {
         Value::Object(out)
     }
 
-    /// A document from a JSON object with a string `id`.
+    /// A document from a JSON object with a string `id`, under the default
+    /// limits.
     pub fn from_json(json: Value) -> Result<Self, FieldError> {
+        Self::from_json_value(json)?.admitted(DocLimits::default())
+    }
+
+    /// The document of `json`, not yet measured or checked.
+    fn from_json_value(json: Value) -> Result<Self, FieldError> {
         let Value::Object(mut map) = json else {
             return Err(FieldError::InvalidJson(
                 "a document must be a JSON object".into(),
@@ -440,7 +773,7 @@ impl Document {
         let children = match map.shift_remove(CHILDREN_FIELD) {
             Some(Value::Array(items)) => items
                 .into_iter()
-                .map(Document::from_json)
+                .map(Document::nested_from_json)
                 .collect::<Result<_, _>>()?,
             Some(other) => {
                 return Err(FieldError::InvalidJson(format!(
@@ -454,14 +787,25 @@ impl Document {
             run_id,
             fields: map,
             children,
-            dropped: false,
-            skip_stages: false,
+            ..Self::default()
         })
     }
 
+    /// A nested child: measured (its parent's size is the sum of its
+    /// children's), checked with its parent.
+    fn nested_from_json(json: Value) -> Result<Self, FieldError> {
+        let mut child = Self::from_json_value(json)?;
+        child.bytes = child.measure_bytes();
+        Ok(child)
+    }
+
     /// A document with `id` whose fields are those of the JSON object `text`;
-    /// reserved keys in it are left out.
-    pub fn from_fields_json_str(id: impl Into<String>, text: &str) -> Result<Self, FieldError> {
+    /// reserved keys in it are left out. Checked against `limits`.
+    pub fn from_fields_json_str(
+        id: impl Into<String>,
+        text: &str,
+        limits: DocLimits,
+    ) -> Result<Self, FieldError> {
         let fields = match serde_json::from_str(text) {
             Ok(Value::Object(map)) => map,
             Ok(_) => {
@@ -479,24 +823,38 @@ impl Document {
         for reserved in RESERVED_FIELDS {
             doc.fields.shift_remove(reserved);
         }
-        Ok(doc)
+        doc.admitted(limits)
     }
 
     /// Parse whole-document JSON text, straight into a document (no
-    /// intermediate JSON object).
+    /// intermediate JSON object), as the host reads documents it wrote:
+    /// any size, at most [`DocLimits::MAX_DEPTH`] deep.
     pub fn from_json_str(text: &str) -> Result<Self, FieldError> {
-        serde_json::from_str(text).map_err(|e| FieldError::InvalidJson(e.to_string()))
+        Self::from_json_str_within(text, DocLimits::HOST)
+    }
+
+    /// Parse whole-document JSON text, checked against `limits`.
+    pub fn from_json_str_within(text: &str, limits: DocLimits) -> Result<Self, FieldError> {
+        // Deserializing measures the document and checks it against the
+        // host's limits; `limits` may be tighter.
+        let doc: Self =
+            serde_json::from_str(text).map_err(|e| FieldError::InvalidJson(e.to_string()))?;
+        if limits == DocLimits::HOST {
+            return Ok(doc);
+        }
+        doc.within(limits)
     }
 
     /// Replace fields and children with those of `json`, whose `id` and
-    /// `run_id` (when present) must match this document's.
+    /// `run_id` (when present) must match this document's; checked against
+    /// this document's limits.
     pub fn load_json(&mut self, json: Value) -> Result<(), FieldError> {
         let mut json = json;
         if let Value::Object(map) = &mut json {
             map.entry(ID_FIELD)
                 .or_insert_with(|| Value::String(self.id.clone()));
         }
-        let loaded = Self::from_json(json)?;
+        let mut loaded = Self::from_json_value(json)?;
         if loaded.id != self.id {
             return Err(FieldError::InvalidJson(format!(
                 "`id` is `{}` but the document is `{}`",
@@ -506,10 +864,75 @@ impl Document {
         if loaded.run_id.is_some() && loaded.run_id != self.run_id {
             return Err(FieldError::InvalidJson("`run_id` cannot be changed".into()));
         }
+        loaded.run_id.clone_from(&self.run_id);
+        let loaded = loaded.admitted(self.limits)?;
         self.fields = loaded.fields;
         self.children = loaded.children;
+        self.bytes = loaded.bytes;
         Ok(())
     }
+}
+
+/// What `,"_children":[]` adds.
+const CHILDREN_BYTES: usize = 15;
+
+/// The least any value counts for in a document's size: about what the host
+/// holds for a small value (a JSON value in memory is tens of bytes).
+pub const MIN_VALUE_BYTES: usize = 32;
+
+fn run_id_bytes(run_id: Option<&str>) -> usize {
+    run_id.map_or(0, |r| r.len() + 12)
+}
+
+fn human_bytes(bytes: usize) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// How many bytes `value` counts for in a document's size: about its JSON
+/// length, each value at least [`MIN_VALUE_BYTES`]. Walks without recursion.
+pub fn value_bytes(value: &Value) -> usize {
+    let mut total = 0usize;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        total += match v {
+            Value::Null | Value::Bool(_) | Value::Number(_) => MIN_VALUE_BYTES,
+            Value::String(s) => (s.len() + 2).max(MIN_VALUE_BYTES),
+            Value::Array(items) => {
+                stack.extend(items);
+                MIN_VALUE_BYTES + items.len()
+            }
+            Value::Object(map) => {
+                stack.extend(map.values());
+                MIN_VALUE_BYTES + map.keys().map(|k| entry_bytes(k, 0)).sum::<usize>()
+            }
+        };
+    }
+    total
+}
+
+/// How many objects and arrays are nested in `value`, itself included (0
+/// for a scalar). Walks without recursion.
+pub fn container_depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 1usize)];
+    while let Some((v, depth)) = stack.pop() {
+        match v {
+            Value::Array(items) => {
+                deepest = deepest.max(depth);
+                stack.extend(items.iter().map(|i| (i, depth + 1)));
+            }
+            Value::Object(map) => {
+                deepest = deepest.max(depth);
+                stack.extend(map.values().map(|i| (i, depth + 1)));
+            }
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// Serializes as the whole-document JSON object of [`Document::to_json`].
@@ -590,7 +1013,7 @@ impl<'de> serde::de::Visitor<'de> for DocumentVisitor {
         doc.children = match children {
             Some(Value::Array(items)) => items
                 .into_iter()
-                .map(Document::from_json)
+                .map(Document::nested_from_json)
                 .collect::<Result<_, _>>()
                 .map_err(A::Error::custom)?,
             Some(other) => {
@@ -600,7 +1023,7 @@ impl<'de> serde::de::Visitor<'de> for DocumentVisitor {
             }
             None => Vec::new(),
         };
-        Ok(doc)
+        doc.admitted(DocLimits::HOST).map_err(A::Error::custom)
     }
 }
 
@@ -698,22 +1121,6 @@ mod json {
         }
         out.extend_from_slice(&bytes[run..]);
         out.push(b'"');
-    }
-}
-
-/// About how many bytes `value` takes as JSON, without serializing it.
-fn approx_json_len(value: &Value) -> usize {
-    match value {
-        Value::Null | Value::Bool(_) => 5,
-        Value::Number(_) => 12,
-        Value::String(s) => s.len() + 2,
-        Value::Array(items) => 2 + items.iter().map(|v| approx_json_len(v) + 1).sum::<usize>(),
-        Value::Object(map) => {
-            2 + map
-                .iter()
-                .map(|(k, v)| k.len() + 4 + approx_json_len(v))
-                .sum::<usize>()
-        }
     }
 }
 
@@ -863,7 +1270,7 @@ mod tests {
         let mut d = doc();
         let mut child = Document::new("c1");
         child.set("n", json!(1)).expect("set");
-        d.add_child(child);
+        d.add_child(child).expect("add_child");
         let text = d.to_json().to_string();
         assert_eq!(d.to_json_string(), text, "direct serialization matches");
         let back = Document::from_json_str(&text).expect("parse");
@@ -938,20 +1345,35 @@ mod tests {
             .expect("set");
         let real = d.to_json().to_string().len();
         let approx = d.approx_json_bytes();
+        // Small values count MIN_VALUE_BYTES each: never less than the text.
         assert!(
-            approx * 10 >= real * 9 && approx * 10 <= real * 12,
+            approx >= real && approx * 10 <= real * 14,
             "{approx} vs {real}"
+        );
+        let mut text = Document::new("t");
+        text.set("body", json!("y".repeat(5000))).expect("set");
+        text.set("title", json!("a title of a few words"))
+            .expect("set");
+        let real = text.to_json_string().len();
+        let approx = text.approx_json_bytes();
+        assert!(
+            approx >= real && approx * 100 <= real * 102,
+            "text: {approx} vs {real}"
         );
     }
 
     #[test]
     fn from_fields_json_leaves_reserved_keys_out() {
-        let d = Document::from_fields_json_str("x", r#"{"id": "y", "run_id": "r", "a": 1}"#)
-            .expect("valid");
+        let d = Document::from_fields_json_str(
+            "x",
+            r#"{"id": "y", "run_id": "r", "a": 1}"#,
+            DocLimits::default(),
+        )
+        .expect("valid");
         assert_eq!(d.id(), "x");
         assert_eq!(d.run_id(), None);
         assert_eq!(d.field_names().collect::<Vec<_>>(), ["a"]);
-        assert!(Document::from_fields_json_str("x", "[1]").is_err());
+        assert!(Document::from_fields_json_str("x", "[1]", DocLimits::default()).is_err());
     }
 
     #[test]
@@ -963,5 +1385,208 @@ mod tests {
         assert!(d.load_json(json!({"id": "other"})).is_err());
         assert!(Document::from_json(json!({"no_id": 1})).is_err());
         assert!(Document::from_json(json!([1])).is_err());
+    }
+
+    fn small(max_bytes: usize, max_depth: usize) -> Document {
+        let mut d = Document::new("d");
+        d.set_limits(DocLimits {
+            max_bytes,
+            max_depth,
+        });
+        d
+    }
+
+    /// The cached size is what measuring from scratch gives.
+    fn assert_measured(d: &Document) {
+        assert_eq!(d.approx_json_bytes(), d.measure_bytes(), "{d:?}");
+    }
+
+    #[test]
+    fn the_cached_size_follows_every_change() {
+        let mut d = doc();
+        assert_measured(&d);
+        d.set("a", json!({"x": [1, 2, {"y": null}]})).expect("set");
+        d.add("tags", json!("c")).expect("add");
+        d.add("fresh", json!([1])).expect("add");
+        d.set_or_add("title", json!("again")).expect("set_or_add");
+        d.set_or_add("new", json!(1)).expect("set_or_add");
+        d.set_path("p.q[3].r", json!("deep")).expect("set_path");
+        d.set_path("p.q[1]", json!(7)).expect("set_path");
+        d.set_path("a.x[2].z", json!(true)).expect("set_path");
+        d.set_path("a.x[5]", json!(1)).expect("set_path");
+        assert_measured(&d);
+        d.rename("title", "tags", UpdateMode::Append)
+            .expect("rename");
+        d.rename("new", "moved", UpdateMode::Overwrite)
+            .expect("rename");
+        d.rename("fresh", "moved", UpdateMode::Overwrite)
+            .expect("rename");
+        d.rename("a", "moved", UpdateMode::Skip).expect("rename");
+        d.set("single", json!("s")).expect("set");
+        d.rename("tags", "single", UpdateMode::Append)
+            .expect("rename");
+        assert_measured(&d);
+        assert!(d.remove_path("p.q[3].r").expect("remove_path"));
+        assert!(d.remove_path("p.q[0]").expect("remove_path"));
+        assert!(d.remove("moved").expect("remove"));
+        let mut child = Document::new("c");
+        child.set("n", json!([1, 2])).expect("set");
+        d.add_child(child.clone()).expect("add_child");
+        d.add_child(child).expect("add_child");
+        d.set_run_id(Some("another run".into()));
+        assert_measured(&d);
+        d.clear_run_ids();
+        assert_measured(&d);
+        d.load_json(json!({"only": [1, {"two": 2}], "_children": [{"id": "k"}]}))
+            .expect("load");
+        assert_measured(&d);
+    }
+
+    #[test]
+    fn a_deep_path_is_refused_before_it_is_built() {
+        let mut d = small(16 << 20, 64);
+        let deep = vec!["a"; 100_000].join(".");
+        let e = d.set_path(&deep, json!(1)).expect_err("too deep");
+        assert!(
+            e.to_string().contains("levels deep") && e.to_string().contains("limits.max_depth"),
+            "{e}"
+        );
+        assert!(!d.has("a"), "nothing was built");
+        let ok = vec!["a"; 64].join(".");
+        d.set_path(&ok, json!(1)).expect("64 steps: 64 levels");
+        assert_eq!(d.depth(), 64);
+        let e = d
+            .set_path(&ok, json!({"x": 1}))
+            .expect_err("one more level");
+        assert!(matches!(e, FieldError::TooLarge(_)), "{e}");
+        // A deep JSON value counts as much as a deep path.
+        let nested: Value = serde_json::from_str(&format!("{}1{}", "[".repeat(80), "]".repeat(80)))
+            .expect("80 levels");
+        assert!(d.set("v", nested.clone()).is_err());
+        assert!(d.add("v", nested).is_err());
+        assert_measured(&d);
+    }
+
+    #[test]
+    fn a_huge_array_index_is_refused_without_allocating() {
+        let mut d = small(1 << 20, 64);
+        for index in [
+            u64::MAX.to_string(),
+            (usize::MAX - 1).to_string(),
+            "999999999".into(),
+        ] {
+            let e = d
+                .set_path(&format!("a[{index}]"), json!(1))
+                .expect_err("too large");
+            assert!(matches!(e, FieldError::TooLarge(_)), "{index}: {e}");
+            let e = d
+                .set_path(&format!("b.c[{index}].d"), json!(1))
+                .expect_err("too large");
+            assert!(matches!(e, FieldError::TooLarge(_)), "{index}: {e}");
+        }
+        assert_eq!(d.field_names().count(), 0);
+        // Within the limit the array is padded with nulls, and measured.
+        d.set_path("a[1000]", json!(1))
+            .expect("1001 values fit in 1 MiB");
+        assert_eq!(d.get_path("a[1000]").expect("path"), Some(&json!(1)));
+        assert_measured(&d);
+        // Even with no byte limit, an index cannot overflow.
+        let mut host = Document::new("h");
+        host.set_limits(DocLimits::HOST);
+        assert!(
+            host.set_path(&format!("a[{}]", usize::MAX), json!(1))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn documents_cannot_grow_past_their_byte_limit() {
+        let mut d = small(4096, 64);
+        d.set("a", json!("x".repeat(3000))).expect("fits");
+        let e = d.set("b", json!("y".repeat(2000))).expect_err("too large");
+        assert!(e.to_string().contains("limits.max_document_mib"), "{e}");
+        assert!(d.add("a", json!("y".repeat(2000))).is_err());
+        assert!(d.set_path("c.d", json!("y".repeat(2000))).is_err());
+        // Replacing a large value with a smaller one is always fine.
+        d.set("a", json!("small")).expect("shrinks");
+        // Many tiny values count at least MIN_VALUE_BYTES each.
+        let e = d
+            .set("nulls", Value::Array(vec![Value::Null; 200]))
+            .expect_err("200 nulls count as ~6.6 KB");
+        assert!(matches!(e, FieldError::TooLarge(_)));
+        let mut parent = small(4096, 64);
+        let mut child = Document::new("c");
+        child.set("a", json!("x".repeat(3000))).expect("child");
+        parent.add_child(child.clone()).expect("one fits");
+        assert!(parent.add_child(child).is_err(), "two do not");
+        assert_measured(&parent);
+    }
+
+    #[test]
+    fn nested_children_count_toward_depth() {
+        let mut chain = Document::new("leaf");
+        let mut refused = None;
+        for level in 0..100 {
+            let mut parent = Document::new(format!("p{level}"));
+            match parent.add_child(chain.clone()) {
+                Ok(()) => chain = parent,
+                Err(e) => {
+                    refused = Some((level, e));
+                    break;
+                }
+            }
+        }
+        let (level, e) = refused.expect("a deep chain is refused");
+        assert!(e.to_string().contains("limits.max_depth"), "{e}");
+        // 64 levels: the leaf's 1 and 2 for each parent.
+        assert_eq!(level, 31, "{e}");
+        assert_eq!(chain.depth(), 63);
+        let text = chain.to_json_string();
+        assert_eq!(Document::from_json_str(&text).expect("read back"), chain);
+    }
+
+    #[test]
+    fn parsed_documents_are_checked_against_limits() {
+        let deep = format!(
+            r#"{{"id":"d","a":{}1{}}}"#,
+            "[".repeat(110),
+            "]".repeat(110)
+        );
+        let e = Document::from_json_str(&deep).expect_err("deeper than MAX_DEPTH");
+        assert!(e.to_string().contains("levels deep"), "{e}");
+        let way_too_deep = format!(r#"{{"id":"d","a":{}}}"#, "[".repeat(100_000));
+        assert!(
+            Document::from_json_str(&way_too_deep).is_err(),
+            "no stack overflow"
+        );
+        let ok = format!(r#"{{"id":"d","a":{}1{}}}"#, "[".repeat(80), "]".repeat(80));
+        Document::from_json_str(&ok).expect("the host reads 81 levels");
+        let e = Document::from_json_str_within(&ok, DocLimits::default())
+            .expect_err("a plugin's default is 64");
+        assert!(e.to_string().contains("limits.max_depth"), "{e}");
+        let big = format!(r#"{{"id":"d","a":"{}"}}"#, "x".repeat(5000));
+        let limits = DocLimits {
+            max_bytes: 4096,
+            max_depth: 64,
+        };
+        assert!(Document::from_json_str_within(&big, limits).is_err());
+        assert!(Document::from_fields_json_str("d", &big[10..], limits).is_err());
+        let mut d = small(4096, 64);
+        assert!(
+            d.load_json(serde_json::from_str(&big).expect("json"))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn run_ids_are_cleared_all_the_way_down() {
+        let mut d = doc();
+        let mut child = Document::new("c");
+        child.set_run_id(Some("someone else's".into()));
+        d.add_child(child).expect("add_child");
+        d.clear_run_ids();
+        assert_eq!(d.run_id(), None);
+        assert_eq!(d.children()[0].run_id(), None);
+        assert_measured(&d);
     }
 }

@@ -9,6 +9,7 @@ pub mod stage {
         world: "stage",
         path: "../wit",
         imports: { default: trappable },
+        exports: { default: async },
         with: {
             "weir:plugin/document.document": crate::document::Document,
         },
@@ -20,6 +21,7 @@ pub mod connector {
         world: "connector",
         path: "../wit",
         imports: { default: trappable },
+        exports: { default: async },
         with: {
             "weir:plugin/types": super::stage::weir::plugin::types,
             "weir:plugin/log": super::stage::weir::plugin::log,
@@ -34,6 +36,7 @@ pub mod indexer {
         world: "indexer",
         path: "../wit",
         imports: { default: trappable },
+        exports: { default: async },
         with: {
             "weir:plugin/types": super::stage::weir::plugin::types,
             "weir:plugin/log": super::stage::weir::plugin::log,

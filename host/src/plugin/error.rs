@@ -72,8 +72,11 @@ pub enum TrapCause {
     /// The call ran past its deadline and was interrupted.
     #[error("exceeded its call deadline of {0:?} and was interrupted")]
     Deadline(Duration),
-    /// The instance tried to grow its memory past its cap.
-    #[error("exceeded its memory limit of {limit_mib} MiB (tried to grow to {wanted_bytes} bytes)")]
+    /// The instance tried to grow its linear memory past its cap (which
+    /// the documents it holds in the host share).
+    #[error(
+        "exceeded its memory limit of {limit_mib} MiB (tried to grow its linear memory to {wanted_bytes} bytes)"
+    )]
     MemoryLimit { limit_mib: u64, wanted_bytes: usize },
     /// The guest panicked or aborted; the message is what it printed last.
     #[error("panicked: {0}")]
@@ -81,6 +84,10 @@ pub enum TrapCause {
     /// A host call refused to go past one of the plugin's limits.
     #[error("hit a limit: {0}")]
     Limit(String),
+    /// Host code panicked while serving the plugin: a bug in Weir, but it
+    /// fails only this call, never the worker.
+    #[error("made the host fail (a bug in Weir, please report it): {0}")]
+    HostPanic(String),
     /// Any other trap (out-of-bounds access, stack overflow, invalid handle, ...).
     #[error("trapped: {0}")]
     Other(String),
@@ -93,6 +100,7 @@ impl TrapCause {
             Self::MemoryLimit { .. } => "memory_limit",
             Self::Panic(_) => "panic",
             Self::Limit(_) => "limit",
+            Self::HostPanic(_) => "host_panic",
             Self::Other(_) => "trap",
         }
     }

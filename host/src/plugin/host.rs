@@ -15,6 +15,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpVi
 
 use super::bindings::{FieldError, Level, UpdateMode, Value};
 use super::bindings::{connector, stage};
+use super::budget::Budget;
 use super::spec::HttpAllow;
 use crate::document::{self, Document};
 
@@ -44,81 +45,13 @@ pub(crate) struct PluginState {
     pub(crate) wasi: WasiCtx,
     pub(crate) http: WasiHttpCtx,
     pub(crate) http_policy: HttpPolicy,
-    pub(crate) limiter: MemoryLimiter,
+    /// What the instance holds, against its limits; also its memory limiter.
+    pub(crate) budget: Budget,
+    /// The handle of the document the host lent for the current call: the
+    /// host's, so not counted as held by the plugin.
+    pub(crate) lent: Option<u32>,
     pub(crate) stderr: GuestOutput,
-    pub(crate) guard: Guard,
     pub(crate) logs: Arc<Mutex<LogLimiter>>,
-}
-
-/// What one call may do through the document interface: how many documents
-/// it may create and hold (a stage's children; a connector's documents not
-/// yet published) and how large a value it may hand over.
-pub(crate) struct Guard {
-    pub(crate) max_created: usize,
-    pub(crate) max_document_bytes: usize,
-    /// Documents the plugin created and still holds (across calls: what a
-    /// reused instance keeps counts too).
-    pub(crate) created: usize,
-    /// Bytes of values handed over during the current call.
-    pub(crate) handed: usize,
-    /// The limit a host call refused, which made the call trap.
-    pub(crate) hit: Option<String>,
-}
-
-impl Guard {
-    pub(crate) fn new(max_created: u32, max_document_bytes: usize) -> Self {
-        Self {
-            max_created: usize::try_from(max_created).unwrap_or(usize::MAX),
-            max_document_bytes,
-            created: 0,
-            handed: 0,
-            hit: None,
-        }
-    }
-
-    pub(crate) fn start_call(&mut self) {
-        self.handed = 0;
-        self.hit = None;
-    }
-
-    /// The plugin let go of `n` documents (dropped, attached, published, returned).
-    pub(crate) fn released(&mut self, n: usize) {
-        self.created = self.created.saturating_sub(n);
-    }
-
-    /// Count a new document; past the limit the call must stop (trap).
-    fn create(&mut self) -> wasmtime::Result<()> {
-        self.created += 1;
-        if self.created > self.max_created {
-            let hit = format!(
-                "created more than {} documents in one call without handing them over (limits.max_children)",
-                self.max_created
-            );
-            self.hit = Some(hit.clone());
-            return Err(wasmtime::Error::msg(hit));
-        }
-        Ok(())
-    }
-
-    /// Refuse a value of `bytes` that cannot fit in a document, and values
-    /// adding up, in one call, to more than twice what a document may hold.
-    fn admit(&mut self, bytes: usize) -> Result<(), document::FieldError> {
-        let limit = self.max_document_bytes;
-        if bytes > limit {
-            return Err(document::FieldError::TooLarge(format!(
-                "a value of {bytes} bytes is over the document limit of {} MiB (limits.max_document_mib)",
-                limit >> 20
-            )));
-        }
-        if self.handed.saturating_add(bytes) > limit.saturating_mul(2) {
-            return Err(document::FieldError::TooLarge(format!(
-                "values of more than {} MiB handed over in one call, twice the document limit (limits.max_document_mib)",
-                (limit >> 20) * 2
-            )));
-        }
-        self.handed += bytes;
-        Ok(())
-    }
 }
 
 /// A token bucket over a plugin's log lines (log calls, stdout, stderr):
@@ -193,10 +126,27 @@ impl WasiHttpView for PluginState {
     }
 }
 
-/// Outgoing HTTP is refused unless the destination is allow-listed.
+/// Outgoing HTTP is refused unless the destination is allow-listed, and
+/// waits no longer than what is left of the call's deadline.
 pub(crate) struct HttpPolicy {
     pub(crate) plugin: Arc<str>,
     pub(crate) allow: Arc<[HttpAllow]>,
+    /// When the current call must end.
+    pub(crate) deadline: Option<std::time::Instant>,
+}
+
+/// `options` with every timeout at most `left`.
+fn capped(
+    options: Option<wasmtime_wasi_http::RequestOptions>,
+    left: std::time::Duration,
+) -> wasmtime_wasi_http::RequestOptions {
+    let cap = |t: Option<std::time::Duration>| Some(t.map_or(left, |t| t.min(left)));
+    let options = options.unwrap_or_default();
+    wasmtime_wasi_http::RequestOptions {
+        connect_timeout: cap(options.connect_timeout),
+        first_byte_timeout: cap(options.first_byte_timeout),
+        between_bytes_timeout: cap(options.between_bytes_timeout),
+    }
 }
 
 impl WasiHttpHooks for HttpPolicy {
@@ -222,47 +172,18 @@ impl WasiHttpHooks for HttpPolicy {
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         if self.allow.iter().any(|a| a.allows(host, port)) {
             tracing::debug!(plugin = %self.plugin, %host, port, "outgoing HTTP allowed");
+            let options = match self.deadline {
+                Some(deadline) => Some(capped(
+                    options,
+                    deadline.saturating_duration_since(std::time::Instant::now()),
+                )),
+                None => options,
+            };
             let default_hooks = wasmtime_wasi_http::default_hooks();
             return default_hooks.send_request(request, options, fut);
         }
         tracing::warn!(plugin = %self.plugin, %host, port, "outgoing HTTP denied: host not granted");
         Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) })
-    }
-}
-
-/// Caps an instance's linear memory and remembers when the cap was hit, so a
-/// trap can be reported as a memory-limit error rather than a bare abort.
-pub(crate) struct MemoryLimiter {
-    pub(crate) limit_bytes: usize,
-    pub(crate) refused_growth: Option<usize>,
-}
-
-impl wasmtime::ResourceLimiter for MemoryLimiter {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.limit_bytes {
-            self.refused_growth = Some(desired);
-            return Err(wasmtime::Error::msg(format!(
-                "memory limit of {} bytes exceeded",
-                self.limit_bytes
-            )));
-        }
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        // Tables hold function references; a million entries is far beyond
-        // any real plugin and bounds what a hostile one can take.
-        Ok(desired <= 1_000_000)
     }
 }
 
@@ -323,6 +244,21 @@ impl GuestOutput {
             }
         }
     }
+}
+
+/// A log line cut to [`MAX_LINE_BYTES`] (on a character boundary), saying
+/// how much was cut: one call must not write megabytes to the log.
+fn clip_line(mut line: String) -> String {
+    if line.len() > MAX_LINE_BYTES {
+        let total = line.len();
+        let mut end = MAX_LINE_BYTES;
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        line.truncate(end);
+        line.push_str(&format!("... ({} more bytes cut)", total - end));
+    }
+    line
 }
 
 impl OutputState {
@@ -387,6 +323,7 @@ impl stage::weir::plugin::log::Host for PluginState {
         if !allow_line(&self.logs) {
             return Ok(());
         }
+        let message = clip_line(message);
         let plugin = &*self.plugin;
         match level {
             Level::Trace => tracing::trace!(plugin, "{message}"),
@@ -432,14 +369,6 @@ pub(crate) fn from_wit(value: Value) -> Result<Json, document::FieldError> {
     })
 }
 
-/// About how many bytes a WIT `value` takes.
-fn wit_size(value: &Value) -> usize {
-    match value {
-        Value::Text(s) | Value::Json(s) => s.len(),
-        _ => 8,
-    }
-}
-
 fn to_wit_error(error: document::FieldError) -> FieldError {
     use document::FieldError as E;
     match error {
@@ -459,9 +388,70 @@ impl PluginState {
     fn doc(&self, handle: &Resource<Document>) -> wasmtime::Result<&Document> {
         Ok(self.table.get(handle)?)
     }
-    fn doc_mut(&mut self, handle: &Resource<Document>) -> wasmtime::Result<&mut Document> {
-        Ok(self.table.get_mut(handle)?)
+
+    /// Change the document behind `h` with `change`. The document checks
+    /// its own limits; what a document the plugin holds grows by is charged
+    /// to its budget (and traps past it).
+    fn edit<T>(
+        &mut self,
+        h: &Handle,
+        change: impl FnOnce(&mut Document) -> Result<T, document::FieldError>,
+    ) -> Wasm<Result<T, FieldError>> {
+        let held = self.lent != Some(h.rep());
+        let doc = self.table.get_mut(h)?;
+        let before = doc.approx_json_bytes();
+        let result = change(doc);
+        let after = doc.approx_json_bytes();
+        if held {
+            if after > before {
+                self.budget.grow(after - before)?;
+            } else {
+                self.budget.shrink(before - after);
+            }
+        }
+        Ok(wit_result(result))
     }
+
+    /// Hand the plugin a document it now holds: built under its limits,
+    /// counted, and with no run id (only the host says which run a document
+    /// belongs to).
+    fn hold(&mut self, mut doc: Document) -> Wasm<Handle> {
+        doc.clear_run_ids();
+        doc.set_limits(self.budget.doc_limits);
+        self.budget.take_document(doc.approx_json_bytes())?;
+        Ok(self.table.push(doc)?)
+    }
+
+    /// Take back a document the plugin held (it published, attached,
+    /// returned or dropped it).
+    pub(crate) fn take_back(&mut self, h: Handle) -> Wasm<Document> {
+        let doc = self.table.delete(h)?;
+        self.budget.release_document(doc.approx_json_bytes());
+        Ok(doc)
+    }
+
+    /// A new document from the plugin's JSON text, or why it cannot be one.
+    /// Text longer than a document may be is refused before it is parsed.
+    fn parse(
+        &mut self,
+        json: &str,
+        parse: impl FnOnce(&str, document::DocLimits) -> Result<Document, document::FieldError>,
+    ) -> Wasm<Result<Handle, FieldError>> {
+        let limits = self.budget.doc_limits;
+        if json.len() > limits.max_bytes {
+            return Ok(Err(too_much_json(json.len())));
+        }
+        match parse(json, limits) {
+            Ok(doc) => Ok(Ok(self.hold(doc)?)),
+            Err(e) => Ok(Err(to_wit_error(e))),
+        }
+    }
+}
+
+fn too_much_json(bytes: usize) -> FieldError {
+    FieldError::TooLarge(format!(
+        "{bytes} bytes of JSON are over the document limit (limits.max_document_mib)"
+    ))
 }
 
 type Handle = Resource<Document>;
@@ -471,36 +461,27 @@ impl stage::weir::plugin::document::Host for PluginState {}
 
 impl stage::weir::plugin::document::HostDocument for PluginState {
     fn new(&mut self, id: String) -> Wasm<Handle> {
-        self.guard.create()?;
-        if let Err(e) = self.guard.admit(id.len()) {
+        // An id is as much of the document as a field: the same limit.
+        if id.len() > self.budget.doc_limits.max_bytes {
+            let hit = format!(
+                "a document id of {} bytes is over the document limit (limits.max_document_mib)",
+                id.len()
+            );
             // The constructor cannot return an error: the call stops.
-            let hit = e.to_string();
-            self.guard.hit = Some(hit.clone());
+            self.budget.hit = Some(hit.clone());
             return Err(wasmtime::Error::msg(hit));
         }
-        Ok(self.table.push(Document::new(id))?)
+        self.hold(Document::new(id))
     }
 
     fn from_json(&mut self, json: String) -> Wasm<Result<Handle, FieldError>> {
-        self.guard.create()?;
-        if let Err(e) = self.guard.admit(json.len()) {
-            return Ok(Err(to_wit_error(e)));
-        }
-        match Document::from_json_str(&json) {
-            Ok(doc) => Ok(Ok(self.table.push(doc)?)),
-            Err(e) => Ok(Err(to_wit_error(e))),
-        }
+        self.parse(&json, Document::from_json_str_within)
     }
 
     fn from_json_with_id(&mut self, id: String, json: String) -> Wasm<Result<Handle, FieldError>> {
-        self.guard.create()?;
-        if let Err(e) = self.guard.admit(json.len()) {
-            return Ok(Err(to_wit_error(e)));
-        }
-        match Document::from_fields_json_str(id, &json) {
-            Ok(doc) => Ok(Ok(self.table.push(doc)?)),
-            Err(e) => Ok(Err(to_wit_error(e))),
-        }
+        self.parse(&json, |json, limits| {
+            Document::from_fields_json_str(id, json, limits)
+        })
     }
 
     fn id(&mut self, h: Handle) -> Wasm<String> {
@@ -528,7 +509,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn remove(&mut self, h: Handle, name: String) -> Wasm<Result<bool, FieldError>> {
-        Ok(wit_result(self.doc_mut(&h)?.remove(&name)))
+        self.edit(&h, |doc| doc.remove(&name))
     }
 
     fn rename(
@@ -543,7 +524,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
             UpdateMode::Append => document::UpdateMode::Append,
             UpdateMode::Skip => document::UpdateMode::Skip,
         };
-        Ok(wit_result(self.doc_mut(&h)?.rename(&source, &target, mode)))
+        self.edit(&h, |doc| doc.rename(&source, &target, mode))
     }
 
     fn get(&mut self, h: Handle, name: String) -> Wasm<Option<Value>> {
@@ -567,11 +548,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
-        let admitted = self.guard.admit(wit_size(&value));
-        let doc = self.doc_mut(&h)?;
-        Ok(wit_result(admitted.and_then(|()| {
-            from_wit(value).and_then(|v| doc.set(&name, v))
-        })))
+        self.edit(&h, |doc| doc.set(&name, from_wit(value)?))
     }
 
     fn set_string(
@@ -580,11 +557,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         value: String,
     ) -> Wasm<Result<(), FieldError>> {
-        let admitted = self.guard.admit(value.len());
-        let doc = self.doc_mut(&h)?;
-        Ok(wit_result(
-            admitted.and_then(|()| doc.set(&name, Json::String(value))),
-        ))
+        self.edit(&h, |doc| doc.set(&name, Json::String(value)))
     }
 
     fn set_all(
@@ -593,23 +566,17 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         values: Vec<Value>,
     ) -> Wasm<Result<(), FieldError>> {
-        let admitted = self.guard.admit(values.iter().map(wit_size).sum());
-        let doc = self.doc_mut(&h)?;
-        let values = admitted.and_then(|()| {
-            values
+        self.edit(&h, |doc| {
+            let values = values
                 .into_iter()
                 .map(from_wit)
-                .collect::<Result<Vec<_>, _>>()
-        });
-        Ok(wit_result(values.and_then(|v| doc.set_all(&name, v))))
+                .collect::<Result<Vec<_>, _>>()?;
+            doc.set_all(&name, values)
+        })
     }
 
     fn add(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
-        let admitted = self.guard.admit(wit_size(&value));
-        let doc = self.doc_mut(&h)?;
-        Ok(wit_result(admitted.and_then(|()| {
-            from_wit(value).and_then(|v| doc.add(&name, v))
-        })))
+        self.edit(&h, |doc| doc.add(&name, from_wit(value)?))
     }
 
     fn set_or_add(
@@ -618,11 +585,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         value: Value,
     ) -> Wasm<Result<(), FieldError>> {
-        let admitted = self.guard.admit(wit_size(&value));
-        let doc = self.doc_mut(&h)?;
-        Ok(wit_result(admitted.and_then(|()| {
-            from_wit(value).and_then(|v| doc.set_or_add(&name, v))
-        })))
+        self.edit(&h, |doc| doc.set_or_add(&name, from_wit(value)?))
     }
 
     fn get_path(&mut self, h: Handle, path: String) -> Wasm<Result<Option<Value>, FieldError>> {
@@ -632,33 +595,22 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_path(&mut self, h: Handle, path: String, value: Value) -> Wasm<Result<(), FieldError>> {
-        let admitted = self.guard.admit(wit_size(&value));
-        let doc = self.doc_mut(&h)?;
-        Ok(wit_result(admitted.and_then(|()| {
-            from_wit(value).and_then(|v| doc.set_path(&path, v))
-        })))
+        self.edit(&h, |doc| doc.set_path(&path, from_wit(value)?))
     }
 
     fn remove_path(&mut self, h: Handle, path: String) -> Wasm<Result<bool, FieldError>> {
-        Ok(wit_result(self.doc_mut(&h)?.remove_path(&path)))
+        self.edit(&h, |doc| doc.remove_path(&path))
     }
 
     fn add_child(&mut self, h: Handle, child: Handle) -> Wasm<Result<(), FieldError>> {
-        let child = self.table.delete(child)?;
-        self.guard.released(1);
-        self.doc_mut(&h)?.add_child(child);
-        Ok(Ok(()))
+        // The child is handed over either way: refused, it is dropped.
+        let child = self.take_back(child)?;
+        self.edit(&h, |parent| parent.add_child(child))
     }
 
     fn children(&mut self, h: Handle) -> Wasm<Vec<Handle>> {
         let children = self.doc(&h)?.children().to_vec();
-        children
-            .into_iter()
-            .map(|c| {
-                self.guard.create()?;
-                Ok(self.table.push(c)?)
-            })
-            .collect()
+        children.into_iter().map(|c| self.hold(c)).collect()
     }
 
     fn has_children(&mut self, h: Handle) -> Wasm<bool> {
@@ -666,7 +618,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_dropped(&mut self, h: Handle, dropped: bool) -> Wasm<()> {
-        self.doc_mut(&h)?.set_dropped(dropped);
+        self.table.get_mut(&h)?.set_dropped(dropped);
         Ok(())
     }
 
@@ -675,7 +627,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_skip_stages(&mut self, h: Handle, skip: bool) -> Wasm<()> {
-        self.doc_mut(&h)?.set_skip_stages(skip);
+        self.table.get_mut(&h)?.set_skip_stages(skip);
         Ok(())
     }
 
@@ -688,17 +640,18 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn load_json(&mut self, h: Handle, json: String) -> Wasm<Result<(), FieldError>> {
-        let parsed = self.guard.admit(json.len()).and_then(|()| {
-            serde_json::from_str(&json)
-                .map_err(|e| document::FieldError::InvalidJson(e.to_string()))
-        });
-        let doc = self.doc_mut(&h)?;
-        Ok(wit_result(parsed.and_then(|j| doc.load_json(j))))
+        if json.len() > self.doc(&h)?.limits().max_bytes {
+            return Ok(Err(too_much_json(json.len())));
+        }
+        self.edit(&h, |doc| {
+            let parsed = serde_json::from_str(&json)
+                .map_err(|e| document::FieldError::InvalidJson(e.to_string()))?;
+            doc.load_json(parsed)
+        })
     }
 
     fn drop(&mut self, h: Handle) -> Wasm<()> {
-        self.table.delete(h)?;
-        self.guard.released(1);
+        self.take_back(h)?;
         Ok(())
     }
 }
@@ -709,21 +662,20 @@ impl connector::weir::plugin::publishing::Host for PluginState {}
 
 impl connector::weir::plugin::publishing::HostPublisher for PluginState {
     fn publish(&mut self, h: Resource<Publisher>, doc: Handle) -> Wasm<Result<(), String>> {
-        let mut doc = self.table.delete(doc)?;
-        // Handed over: no longer held by the connector.
-        self.guard.released(1);
+        // Handed over: no longer held by the connector, published or not.
+        let mut doc = self.take_back(doc)?;
         let bytes = doc.approx_json_bytes();
-        if bytes > self.guard.max_document_bytes {
+        let max = self.budget.doc_limits.max_bytes;
+        if bytes > max {
+            // A copy of a child built under larger limits, say.
             return Ok(Err(format!(
                 "document `{}` is about {bytes} bytes, over the limit of {} MiB (limits.max_document_mib)",
                 doc.id(),
-                self.guard.max_document_bytes >> 20
+                max >> 20
             )));
         }
         let publisher = self.table.get_mut(&h)?;
-        if doc.run_id().is_none() {
-            doc.set_run_id(Some(publisher.run_id.clone()));
-        }
+        doc.set_run_id(Some(publisher.run_id.clone()));
         Ok(publisher.sink.publish(doc))
     }
 

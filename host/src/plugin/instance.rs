@@ -2,17 +2,21 @@
 //! cap, deadline, WASI grants), its replacement after a trap, and the
 //! classification of a failed call.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use wasmtime::component::{Component, InstancePre};
+use wasmtime::component::{Component, InstancePre, Resource, ResourceTableError};
 use wasmtime::{Store, Trap};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::RuntimeInner;
+use super::bindings::GuestError;
+use super::budget::{Budget, MAX_HANDLES, MAX_HTTP_FIELDS_BYTES};
 use super::error::{PluginError, TrapCause};
-use super::host::{Guard, GuestOutput, HttpPolicy, LogLimiter, MemoryLimiter, PluginState};
+use super::host::{GuestOutput, HttpPolicy, LogLimiter, PluginState};
 use super::spec::{HttpAllow, InstancePolicy, PluginSpec};
+use crate::document::Document;
 
 /// A compiled plugin with its name and spec, shared by all its instances.
 pub(crate) struct Loaded {
@@ -107,25 +111,28 @@ impl Loaded {
                     ))
                 })?;
         }
+        let budget = Budget::new(limits);
+        let mut table = wasmtime::component::ResourceTable::new();
+        table.set_max_capacity(budget.table_capacity());
+        let mut http = wasmtime_wasi_http::WasiHttpCtx::new();
+        http.set_field_size_limit(MAX_HTTP_FIELDS_BYTES);
         let state = PluginState {
             plugin: Arc::clone(&self.name),
-            table: Default::default(),
+            table,
             wasi: wasi.build(),
-            http: Default::default(),
+            http,
             http_policy: HttpPolicy {
                 plugin: Arc::clone(&self.name),
                 allow: Arc::clone(&self.http_allow),
+                deadline: None,
             },
-            limiter: MemoryLimiter {
-                limit_bytes: limits.memory_bytes(),
-                refused_growth: None,
-            },
+            budget,
+            lent: None,
             stderr,
-            guard: Guard::new(limits.max_children(), limits.max_document_bytes()),
             logs,
         };
         let mut store = Store::new(&self.runtime.engine, state);
-        store.limiter(|s| &mut s.limiter);
+        store.limiter(|s| &mut s.budget);
         store.epoch_deadline_trap();
         Ok(store)
     }
@@ -143,14 +150,20 @@ impl Loaded {
         store: &Store<PluginState>,
         timeout: Duration,
     ) -> TrapCause {
-        if let Some(hit) = &store.data().guard.hit {
+        if let Some(hit) = &store.data().budget.hit {
             return TrapCause::Limit(hit.clone());
         }
-        if let Some(wanted_bytes) = store.data().limiter.refused_growth {
+        if let Some(wanted_bytes) = store.data().budget.refused_growth {
             return TrapCause::MemoryLimit {
                 limit_mib: self.spec.limits.memory_mib(),
                 wanted_bytes,
             };
+        }
+        if let Some(ResourceTableError::Full) = error.downcast_ref::<ResourceTableError>() {
+            return TrapCause::Limit(format!(
+                "had more than {} handles open at once (documents up to limits.max_children, plus {MAX_HANDLES} others: files, streams, HTTP requests and fields)",
+                store.data().table.max_capacity()
+            ));
         }
         match error.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => TrapCause::Deadline(timeout),
@@ -161,6 +174,41 @@ impl Loaded {
             _ => TrapCause::Other(format!("{error:#}")),
         }
     }
+
+    /// Run `call` to completion on this thread, for at most `timeout` of
+    /// wall-clock time: time the guest spends blocked in the host (sleeping,
+    /// polling, waiting for an HTTP peer) counts as much as time computing
+    /// (which the epoch deadline interrupts). A panic in host code during
+    /// the call is caught and reported; the caller discards the instance.
+    fn run<R>(
+        &self,
+        store: &mut Store<PluginState>,
+        timeout: Duration,
+        call: impl AsyncFnOnce(&mut Store<PluginState>) -> wasmtime::Result<R>,
+    ) -> Result<R, TrapCause> {
+        let deadline = Instant::now() + timeout;
+        store.set_epoch_deadline(self.deadline_ticks(timeout));
+        store.data_mut().http_policy.deadline = Some(deadline);
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            self.runtime.block_on_until(deadline, call(&mut *store))
+        }));
+        store.data_mut().http_policy.deadline = None;
+        match outcome {
+            Ok(Some(Ok(r))) => Ok(r),
+            Ok(Some(Err(error))) => Err(self.classify(error, store, timeout)),
+            Ok(None) => Err(TrapCause::Deadline(timeout)),
+            Err(panic) => Err(TrapCause::HostPanic(panic_text(&*panic))),
+        }
+    }
+}
+
+/// The message of a caught panic.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// The guest's panic message from its last stderr lines, if it printed one.
@@ -186,7 +234,14 @@ pub(crate) trait World: Sized + Send {
     /// Pre-linked form, shared across instantiations.
     type Pre: Clone + Send + Sync;
     fn pre(pre: InstancePre<PluginState>) -> wasmtime::Result<Self::Pre>;
-    fn instantiate(pre: &Self::Pre, store: &mut Store<PluginState>) -> wasmtime::Result<Self>;
+    async fn instantiate(pre: &Self::Pre, store: &mut Store<PluginState>)
+    -> wasmtime::Result<Self>;
+    /// The kind's `start` export with the plugin's config, where it has one.
+    async fn start(
+        &self,
+        store: &mut Store<PluginState>,
+        config: &str,
+    ) -> wasmtime::Result<Result<(), GuestError>>;
 }
 
 /// A plugin of world `W`, ready to instantiate.
@@ -217,20 +272,35 @@ impl<W: World> Prepared<W> {
         })
     }
 
-    /// A new instance in a new store.
-    pub(crate) fn instantiate(&self) -> Result<Live<W>, PluginError> {
-        let mut store = self.loaded.new_store()?;
-        let timeout = self.loaded.spec.limits.call_timeout();
-        store.set_epoch_deadline(self.loaded.deadline_ticks(timeout));
-        match W::instantiate(&self.pre, &mut store) {
-            Ok(bindings) => Ok(Live { store, bindings }),
-            Err(e) => {
-                let cause = self.loaded.classify(e, &store, timeout);
-                Err(self
-                    .loaded
-                    .instantiate_error(format!("its start-up code failed: {cause}")))
+    /// A new instance in a new store, its start-up code run within the call
+    /// deadline; then, when `start`, the kind's `start` call (its errors are
+    /// fatal, whatever the guest called them).
+    fn instantiate(&self, start: bool) -> Result<Live<W>, PluginError> {
+        let loaded = &*self.loaded;
+        let mut store = loaded.new_store()?;
+        let timeout = loaded.spec.limits.call_timeout();
+        let bindings = loaded
+            .run(&mut store, timeout, async |store| {
+                W::instantiate(&self.pre, store).await
+            })
+            .map_err(|cause| {
+                loaded.instantiate_error(format!("its start-up code failed: {cause}"))
+            })?;
+        if start {
+            let config = &loaded.config_json;
+            let started = loaded
+                .run(&mut store, timeout, async |store| {
+                    bindings.start(store, config).await
+                })
+                .map_err(|cause| loaded.instantiate_error(format!("start trapped: {cause}")))?;
+            if let Err(GuestError::Document(message) | GuestError::Fatal(message)) = started {
+                return Err(PluginError::Fatal {
+                    plugin: loaded.name.to_string(),
+                    message: format!("start failed: {message}"),
+                });
             }
         }
+        Ok(Live { store, bindings })
     }
 }
 
@@ -245,7 +315,8 @@ pub(crate) struct Live<W> {
 pub(crate) struct Instance<W: World> {
     prepared: Prepared<W>,
     live: Option<Live<W>>,
-    start: fn(&mut Live<W>, &Loaded) -> Result<(), PluginError>,
+    /// Whether a new instance gets the kind's `start` call.
+    start: bool,
     /// How many times this instance was replaced after a trap.
     pub(crate) restarts: u64,
     /// Log lines written during the last call (`.0`), and dropped as over
@@ -254,11 +325,9 @@ pub(crate) struct Instance<W: World> {
 }
 
 impl<W: World> Instance<W> {
-    /// Instantiate and run `start` once; its error is returned as is.
-    pub(crate) fn start(
-        prepared: Prepared<W>,
-        start: fn(&mut Live<W>, &Loaded) -> Result<(), PluginError>,
-    ) -> Result<Self, PluginError> {
+    /// Instantiate and, when `start`, run the kind's `start` once; its
+    /// error is returned as is.
+    pub(crate) fn start(prepared: Prepared<W>, start: bool) -> Result<Self, PluginError> {
         let mut instance = Self {
             prepared,
             live: None,
@@ -275,37 +344,80 @@ impl<W: World> Instance<W> {
     }
 
     fn live(&mut self) -> Result<&mut Live<W>, PluginError> {
-        ensure_live(&self.prepared, &mut self.live, self.start)
+        if self.live.is_none() {
+            self.live = Some(self.prepared.instantiate(self.start)?);
+        }
+        Ok(self.live.as_mut().expect("just filled"))
     }
 
-    /// Run `f` against the instance with a deadline of `timeout`. A trap drops
-    /// the instance and is reported as [`PluginError::Trap`].
+    /// Run `f` against the instance with a deadline of `timeout`. A trap
+    /// (or a panic in host code during the call) drops the instance and is
+    /// reported as [`PluginError::Trap`].
     pub(crate) fn call<R>(
         &mut self,
         timeout: Duration,
-        f: impl FnOnce(&W, &mut Store<PluginState>) -> wasmtime::Result<R>,
+        f: impl AsyncFnOnce(&W, &mut Store<PluginState>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
-        let loaded = &*self.prepared.loaded;
-        let live = ensure_live(&self.prepared, &mut self.live, self.start)?;
-        live.store
-            .set_epoch_deadline(loaded.deadline_ticks(timeout));
-        live.store.data_mut().guard.start_call();
-        live.store
-            .data()
+        self.call_lending(timeout, None, async |b, store, _| f(b, store).await)
+    }
+
+    /// [`Instance::call`], lending `doc` to the plugin for the length of the
+    /// call (as a borrowed handle, under the plugin's document limits). The
+    /// document comes back whatever happens: a trap, the deadline or a
+    /// panic leave it as the plugin left it.
+    pub(crate) fn call_lending<R>(
+        &mut self,
+        timeout: Duration,
+        doc: Option<&mut Document>,
+        f: impl AsyncFnOnce(
+            &W,
+            &mut Store<PluginState>,
+            Option<Resource<Document>>,
+        ) -> wasmtime::Result<R>,
+    ) -> Result<R, PluginError> {
+        let loaded = Arc::clone(&self.prepared.loaded);
+        let live = self.live()?;
+        let state = live.store.data_mut();
+        state.budget.start_call();
+        state
             .logs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take_counts();
-        let result = f(&live.bindings, &mut live.store);
+        let lent = match doc {
+            Some(doc) => {
+                doc.set_limits(state.budget.doc_limits);
+                let own = state
+                    .table
+                    .push(std::mem::take(doc))
+                    .map_err(|e| loaded.instantiate_error(e))?;
+                state.lent = Some(own.rep());
+                Some((own, doc))
+            }
+            None => None,
+        };
+        let borrow = lent
+            .as_ref()
+            .map(|(own, _)| Resource::new_borrow(own.rep()));
+        let bindings = &live.bindings;
+        let result = loaded.run(&mut live.store, timeout, async |store| {
+            f(bindings, store, borrow).await
+        });
+        let state = live.store.data_mut();
+        if let Some((own, doc)) = lent {
+            state.lent = None;
+            if let Ok(back) = state.table.delete(own) {
+                *doc = back;
+            }
+        }
         // Lines written before this call (by a restart's `start`) count
         // toward the limit, not toward this call.
-        self.log_lines = live
-            .store
-            .data()
+        let log_lines = state
             .logs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take_counts();
+        self.log_lines = log_lines;
         if self.log_lines.1 > 0 {
             tracing::warn!(
                 plugin = %loaded.name,
@@ -322,8 +434,7 @@ impl<W: World> Instance<W> {
                 }
                 Ok(r)
             }
-            Err(error) => {
-                let cause = loaded.classify(error, &live.store, timeout);
+            Err(cause) => {
                 tracing::warn!(plugin = %loaded.name, %cause, "plugin trapped; its instance will be replaced");
                 self.live = None;
                 self.restarts += 1;
@@ -334,20 +445,6 @@ impl<W: World> Instance<W> {
             }
         }
     }
-}
-
-/// The live instance in `slot`, instantiating and starting one if needed.
-fn ensure_live<'a, W: World>(
-    prepared: &Prepared<W>,
-    slot: &'a mut Option<Live<W>>,
-    start: fn(&mut Live<W>, &Loaded) -> Result<(), PluginError>,
-) -> Result<&'a mut Live<W>, PluginError> {
-    if slot.is_none() {
-        let mut live = prepared.instantiate()?;
-        start(&mut live, &prepared.loaded)?;
-        *slot = Some(live);
-    }
-    Ok(slot.as_mut().expect("just filled"))
 }
 
 #[cfg(test)]

@@ -1,8 +1,6 @@
 //! The three plugin kinds, each a thin typed layer over [`Instance`]: stages,
 //! connectors and indexers.
 
-use std::mem;
-
 use wasmtime::Store;
 use wasmtime::component::{InstancePre, Resource};
 
@@ -12,28 +10,42 @@ use super::bindings::stage::{Stage, StagePre};
 use super::bindings::{ConfigIssue, GuestError};
 use super::error::PluginError;
 use super::host::{PluginState, PublishSink, Publisher};
-use super::instance::{Instance, Live, Loaded, Prepared, World};
+use super::instance::{Instance, Loaded, Prepared, World};
 use crate::document::Document;
 
 macro_rules! world {
-    ($world:ty, $pre:ident) => {
+    ($world:ty, $pre:ident, |$b:ident, $store:ident, $config:ident| $start:expr) => {
         impl World for $world {
             type Pre = $pre<PluginState>;
             fn pre(pre: InstancePre<PluginState>) -> wasmtime::Result<Self::Pre> {
                 $pre::new(pre)
             }
-            fn instantiate(
+            async fn instantiate(
                 pre: &Self::Pre,
                 store: &mut Store<PluginState>,
             ) -> wasmtime::Result<Self> {
-                pre.instantiate(store)
+                pre.instantiate_async(store).await
+            }
+            async fn start(
+                &self,
+                $store: &mut Store<PluginState>,
+                $config: &str,
+            ) -> wasmtime::Result<Result<(), GuestError>> {
+                let $b = self;
+                $start
             }
         }
     };
 }
-world!(Stage, StagePre);
-world!(Connector, ConnectorPre);
-world!(Indexer, IndexerPre);
+world!(Stage, StagePre, |b, store, config| b
+    .weir_plugin_stage_api()
+    .call_start(store, config)
+    .await);
+world!(Connector, ConnectorPre, |_b, _store, _config| Ok(Ok(())));
+world!(Indexer, IndexerPre, |b, store, config| b
+    .weir_plugin_indexer_api()
+    .call_start(store, config)
+    .await);
 
 /// A plugin kind's two public types: the loaded plugin (cloned into each
 /// worker) and its instance, with what they share.
@@ -66,8 +78,8 @@ macro_rules! plugin_kind {
             /// Every problem the plugin finds in its config, asked of a
             /// throw-away instance.
             pub fn check_config(&self) -> Result<Vec<ConfigIssue>, PluginError> {
-                check_config(&self.prepared, |b, store, config| {
-                    b.$api().call_check_config(store, config)
+                check_config(&self.prepared, async |b, store, config| {
+                    b.$api().call_check_config(store, config).await
                 })
             }
         }
@@ -114,21 +126,6 @@ plugin_kind!(
     weir_plugin_indexer_api
 );
 
-/// A `start` call's outcome: any error is fatal, whatever the guest called it.
-fn started(
-    loaded: &Loaded,
-    result: wasmtime::Result<Result<(), GuestError>>,
-) -> Result<(), PluginError> {
-    let result = result.map_err(|e| loaded.instantiate_error(format!("start trapped: {e:#}")))?;
-    result.map_err(|e| {
-        let (GuestError::Document(message) | GuestError::Fatal(message)) = e;
-        PluginError::Fatal {
-            plugin: loaded.name.to_string(),
-            message: format!("start failed: {message}"),
-        }
-    })
-}
-
 /// A guest's own error as a host error.
 fn guest_error(plugin: &str, error: GuestError) -> PluginError {
     match error {
@@ -152,35 +149,18 @@ fn flatten<T>(
     r?.map_err(|e| guest_error(plugin, e))
 }
 
-fn no_start<W: World>(_: &mut Live<W>, _: &Loaded) -> Result<(), PluginError> {
-    Ok(())
-}
-
-/// Run `check-config` on a throw-away instance.
+/// Run `check-config` on a throw-away instance (not started).
 fn check_config<W: World>(
     prepared: &Prepared<W>,
-    call: impl FnOnce(&W, &mut Store<PluginState>, &str) -> wasmtime::Result<Vec<ConfigIssue>>,
+    call: impl AsyncFnOnce(&W, &mut Store<PluginState>, &str) -> wasmtime::Result<Vec<ConfigIssue>>,
 ) -> Result<Vec<ConfigIssue>, PluginError> {
-    let mut instance = Instance::start(prepared.clone(), no_start)?;
+    let mut instance = Instance::start(prepared.clone(), false)?;
     let loaded = instance.loaded();
     let (timeout, config) = (
         loaded.spec.limits.call_timeout(),
         loaded.config_json.clone(),
     );
-    instance.call(timeout, |b, store| call(b, store, &config))
-}
-
-/// Put `doc` in the store's table for the length of `f`, then take it back,
-/// even when `f` trapped.
-fn lend<R>(
-    store: &mut Store<PluginState>,
-    doc: &mut Document,
-    f: impl FnOnce(&mut Store<PluginState>, Resource<Document>) -> wasmtime::Result<R>,
-) -> wasmtime::Result<R> {
-    let own = store.data_mut().table.push(mem::take(doc))?;
-    let result = f(store, Resource::new_borrow(own.rep()));
-    *doc = store.data_mut().table.delete(own)?;
-    result
+    instance.call(timeout, async |b, store| call(b, store, &config).await)
 }
 
 // ---- stage ----
@@ -189,12 +169,8 @@ impl StagePlugin {
     /// A started instance for one worker. A `start` failure is returned here,
     /// before any document.
     pub fn instantiate(&self) -> Result<StageInstance, PluginError> {
-        fn start(live: &mut Live<Stage>, loaded: &Loaded) -> Result<(), PluginError> {
-            let api = live.bindings.weir_plugin_stage_api();
-            started(loaded, api.call_start(&mut live.store, &loaded.config_json))
-        }
         Ok(StageInstance {
-            inner: Instance::start(self.prepared.clone(), start)?,
+            inner: Instance::start(self.prepared.clone(), true)?,
         })
     }
 }
@@ -204,23 +180,25 @@ impl StageInstance {
     /// run id. On error `doc` holds whatever the stage did before failing.
     pub fn process(&mut self, doc: &mut Document) -> Result<Vec<Document>, PluginError> {
         let timeout = self.inner.loaded().spec.limits.call_timeout();
-        let outcome = self.inner.call(timeout, |b, store| {
-            let result = lend(store, doc, |store, handle| {
-                b.weir_plugin_stage_api()
-                    .call_process_document(store, handle)
-            })?;
-            let handles = match result {
-                Ok(handles) => handles,
-                Err(e) => return Ok(Err(e)),
-            };
-            let state = store.data_mut();
-            state.guard.released(handles.len());
-            let children = handles
-                .into_iter()
-                .map(|h| state.table.delete(h))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Ok(children))
-        });
+        let outcome =
+            self.inner
+                .call_lending(timeout, Some(&mut *doc), async |b, store, handle| {
+                    let handle = handle.expect("a document is lent");
+                    let handles = match b
+                        .weir_plugin_stage_api()
+                        .call_process_document(&mut *store, handle)
+                        .await?
+                    {
+                        Ok(handles) => handles,
+                        Err(e) => return Ok(Err(e)),
+                    };
+                    let state = store.data_mut();
+                    let children = handles
+                        .into_iter()
+                        .map(|h| state.take_back(h))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Ok(Ok(children))
+                });
         let loaded = self.inner.loaded();
         let mut children = flatten(&loaded.name, outcome)?;
         let limits = &loaded.spec.limits;
@@ -248,10 +226,9 @@ impl StageInstance {
                 )));
             }
         }
+        // Only the host says which run a document belongs to: its parent's.
         for child in &mut children {
-            if child.run_id().is_none() {
-                child.set_run_id(doc.run_id().map(str::to_owned));
-            }
+            child.set_run_id(doc.run_id().map(str::to_owned));
         }
         Ok(children)
     }
@@ -259,8 +236,8 @@ impl StageInstance {
     /// Call the stage's `stop`.
     pub fn stop(&mut self) -> Result<(), PluginError> {
         let timeout = self.inner.loaded().spec.limits.call_timeout();
-        let r = self.inner.call(timeout, |b, store| {
-            b.weir_plugin_stage_api().call_stop(store)
+        let r = self.inner.call(timeout, async |b, store| {
+            b.weir_plugin_stage_api().call_stop(store).await
         });
         flatten(&self.inner.loaded().name, r)
     }
@@ -277,7 +254,7 @@ impl ConnectorPlugin {
     /// A fresh instance for one run.
     pub fn instantiate(&self) -> Result<ConnectorInstance, PluginError> {
         Ok(ConnectorInstance {
-            inner: Instance::start(self.prepared.clone(), no_start)?,
+            inner: Instance::start(self.prepared.clone(), false)?,
         })
     }
 }
@@ -286,7 +263,10 @@ impl ConnectorInstance {
     fn lifecycle_call(
         &mut self,
         timeout: std::time::Duration,
-        f: impl FnOnce(&Connector, &mut Store<PluginState>) -> wasmtime::Result<Result<(), GuestError>>,
+        f: impl AsyncFnOnce(
+            &Connector,
+            &mut Store<PluginState>,
+        ) -> wasmtime::Result<Result<(), GuestError>>,
     ) -> Result<(), PluginError> {
         let r = self.inner.call(timeout, f);
         flatten(&self.inner.loaded().name, r)
@@ -298,9 +278,10 @@ impl ConnectorInstance {
             loaded.spec.limits.call_timeout(),
             loaded.config_json.clone(),
         );
-        self.lifecycle_call(timeout, |b, store| {
+        self.lifecycle_call(timeout, async |b, store| {
             b.weir_plugin_connector_api()
                 .call_pre_execute(store, &config, run_id)
+                .await
         })
     }
 
@@ -314,11 +295,12 @@ impl ConnectorInstance {
         timeout: std::time::Duration,
     ) -> Result<(), PluginError> {
         let publisher = Publisher::new(sink, run_id.to_owned());
-        self.lifecycle_call(timeout, |b, store| {
+        self.lifecycle_call(timeout, async |b, store| {
             let own = store.data_mut().table.push(publisher)?;
             let result = b
                 .weir_plugin_connector_api()
-                .call_execute(&mut *store, Resource::new_borrow(own.rep()));
+                .call_execute(&mut *store, Resource::new_borrow(own.rep()))
+                .await;
             store.data_mut().table.delete(own)?;
             result
         })
@@ -326,15 +308,15 @@ impl ConnectorInstance {
 
     pub fn post_execute(&mut self) -> Result<(), PluginError> {
         let timeout = self.inner.loaded().spec.limits.call_timeout();
-        self.lifecycle_call(timeout, |b, store| {
-            b.weir_plugin_connector_api().call_post_execute(store)
+        self.lifecycle_call(timeout, async |b, store| {
+            b.weir_plugin_connector_api().call_post_execute(store).await
         })
     }
 
     pub fn close(&mut self) -> Result<(), PluginError> {
         let timeout = self.inner.loaded().spec.limits.call_timeout();
-        self.lifecycle_call(timeout, |b, store| {
-            b.weir_plugin_connector_api().call_close(store)
+        self.lifecycle_call(timeout, async |b, store| {
+            b.weir_plugin_connector_api().call_close(store).await
         })
     }
 }
@@ -361,12 +343,8 @@ pub struct BatchFailure {
 impl IndexerPlugin {
     /// A started instance.
     pub fn instantiate(&self) -> Result<IndexerInstance, PluginError> {
-        fn start(live: &mut Live<Indexer>, loaded: &Loaded) -> Result<(), PluginError> {
-            let api = live.bindings.weir_plugin_indexer_api();
-            started(loaded, api.call_start(&mut live.store, &loaded.config_json))
-        }
         Ok(IndexerInstance {
-            inner: Instance::start(self.prepared.clone(), start)?,
+            inner: Instance::start(self.prepared.clone(), true)?,
         })
     }
 }
@@ -374,8 +352,10 @@ impl IndexerPlugin {
 impl IndexerInstance {
     pub fn validate_connection(&mut self) -> Result<(), PluginError> {
         let timeout = self.inner.loaded().spec.limits.call_timeout();
-        let r = self.inner.call(timeout, |b, store| {
-            b.weir_plugin_indexer_api().call_validate_connection(store)
+        let r = self.inner.call(timeout, async |b, store| {
+            b.weir_plugin_indexer_api()
+                .call_validate_connection(store)
+                .await
         });
         flatten(&self.inner.loaded().name, r)
     }
@@ -393,11 +373,14 @@ impl IndexerInstance {
         let timeout = self.inner.loaded().spec.limits.call_timeout();
         let mut failures = Vec::new();
         for doc in docs.iter_mut() {
-            let added = self.inner.call(timeout, |b, store| {
-                lend(store, doc, |store, handle| {
-                    b.weir_plugin_indexer_api().call_add_document(store, handle)
-                })
-            });
+            let added = self
+                .inner
+                .call_lending(timeout, Some(doc), async |b, store, handle| {
+                    let handle = handle.expect("a document is lent");
+                    b.weir_plugin_indexer_api()
+                        .call_add_document(store, handle)
+                        .await
+                });
             match flatten(&self.inner.loaded().name, added) {
                 Ok(()) => {}
                 Err(PluginError::Document { message, .. }) => failures.push(DocumentFailure {
@@ -408,8 +391,8 @@ impl IndexerInstance {
                 Err(other) => return Err(other),
             }
         }
-        let sent = self.inner.call(timeout, |b, store| {
-            b.weir_plugin_indexer_api().call_send_batch(store)
+        let sent = self.inner.call(timeout, async |b, store| {
+            b.weir_plugin_indexer_api().call_send_batch(store).await
         })?;
         Ok(match sent {
             Ok(refused) => {
@@ -430,8 +413,8 @@ impl IndexerInstance {
 
     pub fn close(&mut self) -> Result<(), PluginError> {
         let timeout = self.inner.loaded().spec.limits.call_timeout();
-        let r = self.inner.call(timeout, |b, store| {
-            b.weir_plugin_indexer_api().call_close(store)
+        let r = self.inner.call(timeout, async |b, store| {
+            b.weir_plugin_indexer_api().call_close(store).await
         });
         flatten(&self.inner.loaded().name, r)
     }

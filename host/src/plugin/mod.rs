@@ -11,6 +11,7 @@
 //!   and replaced on the next call, so one bad document never poisons the next.
 
 mod bindings;
+mod budget;
 mod cache;
 mod error;
 mod host;
@@ -22,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine};
@@ -107,6 +108,36 @@ pub(crate) struct RuntimeInner {
     cache: ComponentCache,
     epoch_tick: Duration,
     stop_ticker: Arc<AtomicBool>,
+    /// Drives what plugin calls wait on (timers, sockets, HTTP, blocking
+    /// file work). The calls themselves run on the caller's thread.
+    io: tokio::runtime::Runtime,
+}
+
+impl RuntimeInner {
+    /// Run `call` on this thread until it completes or `deadline` passes
+    /// (`None`; the call is then dropped, which cancels what it waits on).
+    /// Most calls never wait: they finish in their first poll, before any
+    /// timer is set.
+    pub(crate) fn block_on_until<F: Future>(
+        &self,
+        deadline: Instant,
+        call: F,
+    ) -> Option<F::Output> {
+        self.io.handle().block_on(async {
+            let mut call = std::pin::pin!(call);
+            if let Some(done) = std::future::poll_fn(|cx| {
+                std::task::Poll::Ready(match call.as_mut().poll(cx) {
+                    std::task::Poll::Ready(out) => Some(out),
+                    std::task::Poll::Pending => None,
+                })
+            })
+            .await
+            {
+                return Some(done);
+            }
+            tokio::time::timeout_at(deadline.into(), call).await.ok()
+        })
+    }
 }
 
 impl Drop for RuntimeInner {
@@ -143,8 +174,8 @@ impl PluginRuntime {
         let engine = Engine::new(&config)?;
 
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
         type Own = HasSelf<PluginState>;
         bindings::stage::weir::plugin::log::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::stage::weir::plugin::document::add_to_linker::<_, Own>(&mut linker, |s| s)?;
@@ -160,6 +191,11 @@ impl PluginRuntime {
                 linker,
                 epoch_tick: options.epoch_tick,
                 stop_ticker,
+                io: tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("weir-plugin-io")
+                    .enable_all()
+                    .build()?,
             }),
         })
     }

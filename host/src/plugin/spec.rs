@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::document::DocLimits;
+
 /// One plugin as the config names it.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -98,7 +100,9 @@ pub struct DirGrant {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
-    /// Most linear memory one instance may hold, in MiB (default 256).
+    /// Most memory one instance may hold, in MiB (default 256): its linear
+    /// memory plus the documents it keeps in the host (built, parsed or
+    /// copied, and not yet handed over).
     #[serde(default)]
     pub memory_mib: Option<u64>,
     /// Longest one call into the plugin may run (a stage's process-document,
@@ -113,9 +117,16 @@ pub struct Limits {
     /// 10,000). Past it the call is stopped.
     #[serde(default)]
     pub max_children: Option<u32>,
-    /// Largest document (as JSON) a plugin may build, in MiB (default 16).
+    /// Largest document (about its JSON size, children included) a plugin
+    /// may build or grow, in MiB (default 16). A connector's budget is per
+    /// published document, however many it publishes.
     #[serde(default)]
     pub max_document_mib: Option<u64>,
+    /// Deepest nesting of a document's JSON a plugin may build: the
+    /// document is level 1, each object or array in it one more, a nested
+    /// child two more (default 64, at most 100).
+    #[serde(default)]
+    pub max_depth: Option<u32>,
     /// Log lines (the `log` interface, stdout, stderr) per second, with bursts
     /// of as many (default 1,000). Lines past it are dropped with a warning;
     /// a stage that writes more than that for a single document (a flood)
@@ -144,6 +155,17 @@ impl Limits {
     pub fn log_lines_per_second(&self) -> u32 {
         self.log_lines_per_second.unwrap_or(1_000)
     }
+    pub fn max_depth(&self) -> u32 {
+        self.max_depth.unwrap_or(64)
+    }
+
+    /// What documents the plugin builds (or is lent) may grow to.
+    pub fn doc_limits(&self) -> DocLimits {
+        DocLimits {
+            max_bytes: self.max_document_bytes(),
+            max_depth: usize::try_from(self.max_depth()).unwrap_or(usize::MAX),
+        }
+    }
 
     /// The memory cap in bytes.
     pub fn memory_bytes(&self) -> usize {
@@ -163,6 +185,7 @@ impl Limits {
             execute_timeout: self.execute_timeout.or(defaults.execute_timeout),
             max_children: self.max_children.or(defaults.max_children),
             max_document_mib: self.max_document_mib.or(defaults.max_document_mib),
+            max_depth: self.max_depth.or(defaults.max_depth),
             log_lines_per_second: self.log_lines_per_second.or(defaults.log_lines_per_second),
         }
     }
