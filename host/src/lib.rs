@@ -48,3 +48,12 @@ pub mod messenger;
 pub mod plugin;
 pub mod run;
 pub mod telemetry;
+
+/// The message of a caught panic.
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}

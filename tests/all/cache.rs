@@ -12,12 +12,30 @@ fn cached_runtime(dir: &std::path::Path) -> PluginRuntime {
     .expect("runtime")
 }
 
+/// The compiled entries in `dir` (not its key).
 fn entries(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map(|d| d.map(|e| e.expect("entry").path()).collect())
+        .map(|d| {
+            d.map(|e| e.expect("entry").path())
+                .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+                .collect()
+        })
         .unwrap_or_default();
     files.sort();
     files
+}
+
+fn noop_processes(runtime: &PluginRuntime) -> weir::document::Document {
+    let mut d = weir::document::Document::new("d");
+    d.set("title", json!("kept")).expect("set");
+    runtime
+        .load_stage("noop", &spec("noop-stage", json!({})))
+        .expect("load")
+        .instantiate()
+        .expect("instantiate")
+        .process(&mut d)
+        .expect("process");
+    d
 }
 
 #[test]
@@ -29,7 +47,6 @@ fn a_component_is_compiled_once_and_reused_from_disk() {
         .expect("first load");
     let files = entries(cache.path());
     assert_eq!(files.len(), 1, "{files:?}");
-    assert!(files[0].extension().is_some_and(|e| e == "cwasm"));
     let modified = std::fs::metadata(&files[0])
         .expect("meta")
         .modified()
@@ -80,5 +97,76 @@ fn a_corrupt_cache_entry_is_replaced() {
     assert!(
         std::fs::read(&entry).expect("read").len() > 1000,
         "the entry was rewritten"
+    );
+}
+
+#[test]
+fn an_entry_swapped_for_other_native_code_is_recompiled_not_run() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let runtime = cached_runtime(cache.path());
+    noop_processes(&runtime);
+    let noop_entry = entries(cache.path()).remove(0);
+    runtime
+        .load_stage(
+            "copy",
+            &spec(
+                "copy-fields",
+                json!({ "mappings": [{ "source": "title", "target": "copy" }] }),
+            ),
+        )
+        .expect("load");
+    let copy_entry = entries(cache.path())
+        .into_iter()
+        .find(|e| *e != noop_entry)
+        .expect("a second entry");
+    // Another plugin's native code, signed by this very cache, under the
+    // no-op stage's name: the digest covers the name, so it does not verify.
+    std::fs::copy(&copy_entry, &noop_entry).expect("swap");
+    let d = noop_processes(&cached_runtime(cache.path()));
+    assert_eq!(d.get("copy"), None, "the swapped-in code never ran");
+    assert_ne!(
+        std::fs::read(&noop_entry).expect("read"),
+        std::fs::read(&copy_entry).expect("read"),
+        "the entry was recompiled"
+    );
+
+    // Code from another cache (another key) does not verify either.
+    let other = tempfile::tempdir().expect("tempdir");
+    noop_processes(&cached_runtime(other.path()));
+    let foreign = entries(other.path()).remove(0);
+    std::fs::copy(&foreign, &noop_entry).expect("copy in");
+    noop_processes(&cached_runtime(cache.path()));
+    assert_ne!(
+        std::fs::read(&noop_entry).expect("read"),
+        std::fs::read(&foreign).expect("read"),
+        "the foreign entry was replaced"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_cache_directory_open_to_other_users_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let cache = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(cache.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    noop_processes(&cached_runtime(cache.path()));
+    assert!(entries(cache.path()).is_empty(), "nothing cached there");
+
+    // A key others can read is no secret: not used either.
+    let cache = tempfile::tempdir().expect("tempdir");
+    noop_processes(&cached_runtime(cache.path()));
+    let key = cache.path().join("cache.key");
+    assert_eq!(
+        std::fs::metadata(&key).expect("key").permissions().mode() & 0o777,
+        0o600
+    );
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let entry = entries(cache.path()).remove(0);
+    std::fs::write(&entry, b"planted").expect("plant");
+    noop_processes(&cached_runtime(cache.path()));
+    assert_eq!(
+        std::fs::read(&entry).expect("read"),
+        b"planted",
+        "the cache was not used at all"
     );
 }

@@ -3,29 +3,56 @@
 //! Compiling a component takes from milliseconds (small Rust guests) to
 //! seconds (Python, JavaScript). Each is compiled once: the native code is
 //! written to `<cache_dir>/<sha256 of the .wasm>-<engine hash>.cwasm` and later
-//! loads map that file. The engine hash covers the wasmtime version and every
+//! loads read that file. The engine hash covers the wasmtime version and every
 //! setting that changes code generation, so a stale entry is never used.
+//!
+//! A cache entry is native code that runs unchecked, so an entry is loaded
+//! only once it is verified: it starts with an HMAC-SHA256, under a secret
+//! key kept in the cache directory (readable by this user only), of the
+//! component's digest and the native code. A file placed or changed by
+//! anyone without the key (another user, a corrupted disk, a copied cache)
+//! fails the check and is recompiled, never executed. The cache directory
+//! itself must belong to this user and be writable by nobody else, or it is
+//! not used at all.
 
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+type Keyed = Hmac<Sha256>;
+
+/// Length of the keyed digest at the start of an entry, and of the key.
+const MAC_BYTES: usize = 32;
+/// The key's file name inside the cache directory.
+const KEY_FILE: &str = "cache.key";
+
 #[derive(Debug)]
 pub(crate) struct ComponentCache {
-    dir: Option<PathBuf>,
+    disk: Option<DiskCache>,
     loaded: Mutex<HashMap<String, Component>>,
 }
 
 impl ComponentCache {
+    /// A cache in `dir`; with `None`, or a directory that cannot be trusted,
+    /// components are compiled in memory only (with a warning for the latter).
     pub(crate) fn new(dir: Option<PathBuf>) -> Self {
+        let disk = dir.and_then(|dir| match DiskCache::open(&dir) {
+            Ok(disk) => Some(disk),
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), error = %e, "not using the component cache: compiling in memory");
+                None
+            }
+        });
         Self {
-            dir,
+            disk,
             loaded: Mutex::new(HashMap::new()),
         }
     }
@@ -51,8 +78,8 @@ impl ComponentCache {
         if let Some(component) = self.lock().get(&key) {
             return Ok(component.clone());
         }
-        let component = match &self.dir {
-            Some(dir) => load_or_compile(engine, &bytes, &dir.join(format!("{key}.cwasm")))?,
+        let component = match &self.disk {
+            Some(disk) => disk.load_or_compile(engine, &bytes, &key)?,
             None => Component::new(engine, &bytes)?,
         };
         self.lock().insert(key, component.clone());
@@ -70,34 +97,177 @@ fn cache_key(engine: &Engine, digest: &str) -> String {
     format!("{digest}-{:016x}", hasher.finish())
 }
 
-fn load_or_compile(engine: &Engine, wasm: &[u8], file: &Path) -> anyhow::Result<Component> {
-    if file.exists() {
-        // SAFETY: the file was written by `Engine::precompile_component` for an
-        // engine with the same compatibility hash (it is in the name), in a
-        // directory Weir owns, and is only ever replaced atomically.
-        match unsafe { Component::deserialize_file(engine, file) } {
-            Ok(component) => return Ok(component),
-            Err(e) => {
-                tracing::warn!(file = %file.display(), error = %e, "ignoring unusable cache entry");
-            }
-        }
-    }
-    let compiled = engine.precompile_component(wasm)?;
-    if let Err(e) = store_atomically(file, &compiled) {
-        tracing::warn!(file = %file.display(), error = %e, "cannot write component cache");
-    }
-    // SAFETY: `compiled` was just produced by `precompile_component` on this engine.
-    Ok(unsafe { Component::deserialize(engine, &compiled)? })
+/// A cache directory this user owns, with its key.
+struct DiskCache {
+    dir: PathBuf,
+    key: [u8; MAC_BYTES],
 }
 
-fn store_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = file.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        file.file_name().and_then(|n| n.to_str()).unwrap_or("entry"),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, file)
+impl std::fmt::Debug for DiskCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiskCache")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DiskCache {
+    fn open(dir: &Path) -> std::io::Result<Self> {
+        private::create_dir(dir)?;
+        private::check_owned(dir, "the cache directory", 0o022)?;
+        let key_file = dir.join(KEY_FILE);
+        let key = match std::fs::read(&key_file) {
+            Ok(key) => {
+                private::check_owned(&key_file, "the cache key", 0o077)?;
+                key
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let mut key = [0u8; MAC_BYTES];
+                getrandom::fill(&mut key).map_err(std::io::Error::other)?;
+                // Two processes may race to create it: the first one wins.
+                match private::create_file(&key_file) {
+                    Ok(mut file) => {
+                        file.write_all(&key)?;
+                        key.to_vec()
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        std::fs::read(&key_file)?
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        let key = key.try_into().map_err(|_| {
+            std::io::Error::other(format!("{} is not a cache key", key_file.display()))
+        })?;
+        Ok(Self {
+            dir: dir.to_owned(),
+            key,
+        })
+    }
+
+    /// The keyed digest of an entry compiled from the component whose
+    /// cache key is `name`.
+    fn mac(&self, name: &str, code: &[u8]) -> Keyed {
+        let mut mac = Keyed::new_from_slice(&self.key).expect("HMAC takes any key length");
+        mac.update(name.as_bytes());
+        mac.update(code);
+        mac
+    }
+
+    fn load_or_compile(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+        name: &str,
+    ) -> anyhow::Result<Component> {
+        let file = self.dir.join(format!("{name}.cwasm"));
+        match std::fs::read(&file) {
+            Ok(entry) => {
+                let verified = entry
+                    .split_at_checked(MAC_BYTES)
+                    .filter(|(mac, code)| self.mac(name, code).verify_slice(mac).is_ok());
+                match verified {
+                    // SAFETY: the code carries this cache's keyed digest, so
+                    // `Engine::precompile_component` wrote it for an engine with
+                    // the same compatibility hash (it is in the name), from
+                    // the component of this digest.
+                    Some((_, code)) => match unsafe { Component::deserialize(engine, code) } {
+                        Ok(component) => return Ok(component),
+                        Err(e) => {
+                            tracing::warn!(file = %file.display(), error = %e, "unusable cache entry: recompiling");
+                        }
+                    },
+                    None => {
+                        tracing::warn!(file = %file.display(), "cache entry failed verification (not written by this cache): recompiling, never running it");
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!(file = %file.display(), error = %e, "cannot read cache entry"),
+        }
+        let compiled = engine.precompile_component(wasm)?;
+        if let Err(e) = self.store(&file, name, &compiled) {
+            tracing::warn!(file = %file.display(), error = %e, "cannot write component cache");
+        }
+        // SAFETY: `compiled` was just produced by `precompile_component` on this engine.
+        Ok(unsafe { Component::deserialize(engine, &compiled)? })
+    }
+
+    /// Write the entry (digest, then code) under a temporary name, then
+    /// rename it into place: readers never see half an entry.
+    fn store(&self, file: &Path, name: &str, code: &[u8]) -> std::io::Result<()> {
+        let tmp = self.dir.join(format!(
+            ".{name}.{}.{:08x}.tmp",
+            std::process::id(),
+            fastrand::u32(..)
+        ));
+        let mut out = private::create_file(&tmp)?;
+        out.write_all(&self.mac(name, code).finalize().into_bytes())?;
+        out.write_all(code)?;
+        drop(out);
+        std::fs::rename(&tmp, file)
+    }
+}
+
+/// Files and directories only this user may change.
+#[cfg(unix)]
+mod private {
+    use std::fs::{DirBuilder, File, OpenOptions};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+    use std::path::Path;
+
+    pub(super) fn create_dir(dir: &Path) -> std::io::Result<()> {
+        DirBuilder::new().recursive(true).mode(0o700).create(dir)
+    }
+
+    pub(super) fn create_file(path: &Path) -> std::io::Result<File> {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+    }
+
+    /// `path` must belong to this user, with none of the `forbidden`
+    /// permission bits (group and others).
+    pub(super) fn check_owned(path: &Path, what: &str, forbidden: u32) -> std::io::Result<()> {
+        let meta = std::fs::symlink_metadata(path)?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() != me {
+            return Err(std::io::Error::other(format!(
+                "{what} {} belongs to another user (uid {})",
+                path.display(),
+                meta.uid()
+            )));
+        }
+        if meta.mode() & forbidden != 0 {
+            return Err(std::io::Error::other(format!(
+                "{what} {} is open to other users (mode {:o}); make it private (chmod go-rwx)",
+                path.display(),
+                meta.mode() & 0o777
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(not(unix))]
+mod private {
+    use std::fs::{File, OpenOptions};
+    use std::path::Path;
+
+    pub(super) fn create_dir(dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)
+    }
+
+    pub(super) fn create_file(path: &Path) -> std::io::Result<File> {
+        OpenOptions::new().write(true).create_new(true).open(path)
+    }
+
+    pub(super) fn check_owned(_: &Path, _: &str, _: u32) -> std::io::Result<()> {
+        Ok(())
+    }
 }

@@ -197,18 +197,9 @@ impl Loaded {
             Ok(Some(Ok(r))) => Ok(r),
             Ok(Some(Err(error))) => Err(self.classify(error, store, timeout)),
             Ok(None) => Err(TrapCause::Deadline(timeout)),
-            Err(panic) => Err(TrapCause::HostPanic(panic_text(&*panic))),
+            Err(panic) => Err(TrapCause::HostPanic(crate::panic_text(&*panic))),
         }
     }
-}
-
-/// The message of a caught panic.
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// The guest's panic message from its last stderr lines, if it printed one.

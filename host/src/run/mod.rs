@@ -448,7 +448,11 @@ impl Runner {
                 abort.trigger(reason.clone());
             }
             // Closing the source lets workers drain and stop, then the indexer.
-            drop(publisher);
+            // A failed run's workers and indexer stop on the abort instead;
+            // the publisher stays open for the events they send until then
+            // (a batch indexed as the run failed), so the summary counts
+            // exactly what was indexed.
+            let events = abort.is_set().then_some(publisher);
             for handle in worker_threads {
                 if handle.join().is_err() {
                     abort.trigger("a worker thread panicked");
@@ -456,6 +460,11 @@ impl Runner {
             }
             if indexer_thread.is_some_and(|t| t.join().is_err()) {
                 abort.trigger("the indexer thread panicked");
+            }
+            if let Some(events) = events {
+                while let Ok(Polled::Item(event)) = events.poll_event(Duration::ZERO) {
+                    accounting.apply(&event);
+                }
             }
             outcome.and_then(|()| abort.reason().map_or(Ok(()), |r| Err(r.to_owned())))
         })

@@ -91,8 +91,7 @@ impl Worker {
             let span = tracing::debug_span!("document", run_id = doc.run_id(), doc_id = doc.id());
             let _entered = span.enter();
             let start = Instant::now();
-            let mut outcomes = Vec::new();
-            let fatal = run_pipeline(&mut self.stages, doc, 0, &mut outcomes);
+            let (outcomes, fatal) = self.process(doc);
             let elapsed = start.elapsed();
             latency.record(elapsed);
             processed.increment(1);
@@ -109,6 +108,34 @@ impl Worker {
                 return Err(reason);
             }
         }
+    }
+
+    /// What became of `doc` and its children, and whether the run must
+    /// stop. A panic in host code fails the document (never the worker), so
+    /// every document gets a terminal event.
+    fn process(&mut self, doc: Document) -> (Vec<Outcome>, Option<String>) {
+        let (id, run_id) = (doc.id().to_owned(), doc.run_id().map(str::to_owned));
+        let stages = &mut self.stages;
+        let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut outcomes = Vec::new();
+            let fatal = run_pipeline(stages, doc, 0, &mut outcomes);
+            (outcomes, fatal)
+        }));
+        processed.unwrap_or_else(|panic| {
+            let message = format!(
+                "the host failed while processing it (a bug in Weir, please report it): {}",
+                crate::panic_text(&*panic)
+            );
+            tracing::error!(doc_id = %id, %message, "worker caught a panic");
+            let mut stub = Document::new(id);
+            stub.set_run_id(run_id);
+            let failure = Failure {
+                plugin: "weir".into(),
+                message,
+                attempts: 1,
+            };
+            (vec![Outcome::Failed(stub, failure)], None)
+        })
     }
 
     fn send(&mut self, outcome: Outcome) -> Result<(), MessengerError> {
