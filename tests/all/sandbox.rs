@@ -586,3 +586,300 @@ fn documents_kept_across_calls_and_values_adding_up_are_bounded() {
     );
     assert_recovers(&mut instance);
 }
+
+// ---- the document layer's limits, whatever the plugin asks ----
+
+#[test]
+fn a_path_100000_levels_deep_fails_its_document_not_the_host() {
+    let mut instance = hostile(|_| {});
+    let err = expect_document_error(process(
+        &mut instance,
+        json!({ "id": "deep", "action": "deep_path", "depth": "100000" }),
+    ));
+    assert!(
+        err.contains("levels deep") && err.contains("limits.max_depth"),
+        "{err}"
+    );
+    let d = process(
+        &mut instance,
+        json!({ "id": "ok-depth", "action": "deep_path", "depth": "60" }),
+    )
+    .expect("60 levels are within the default 64");
+    assert_eq!(d.depth(), 60);
+    let mut shallow = hostile(|s| s.limits.max_depth = Some(8));
+    process(
+        &mut shallow,
+        json!({ "id": "d", "action": "deep_path", "depth": "8" }),
+    )
+    .expect("8 levels of 8");
+    expect_document_error(process(
+        &mut shallow,
+        json!({ "id": "d", "action": "deep_path", "depth": "9" }),
+    ));
+    assert_recovers(&mut instance);
+}
+
+#[test]
+fn a_deep_chain_of_children_fails_its_document_not_the_host() {
+    let mut instance = hostile(|_| {});
+    let err = expect_document_error(process(
+        &mut instance,
+        json!({ "id": "chain", "action": "deep_children", "depth": "100000" }),
+    ));
+    assert!(err.contains("limits.max_depth"), "{err}");
+    let d = process(
+        &mut instance,
+        json!({ "id": "short", "action": "deep_children", "depth": "10" }),
+    )
+    .expect("a short chain is fine");
+    assert_eq!(d.children().len(), 1);
+    assert_recovers(&mut instance);
+}
+
+#[test]
+fn huge_array_indexes_are_refused_before_anything_is_allocated() {
+    let mut instance = hostile(|_| {});
+    for index in [
+        u64::MAX.to_string(),
+        (u64::MAX - 1).to_string(),
+        "999999999".to_owned(),
+        "18446744073709551616".to_owned(),
+    ] {
+        let err = expect_document_error(process(
+            &mut instance,
+            json!({ "id": "i", "action": "index", "index": index }),
+        ));
+        assert!(
+            err.contains("limits.max_document_mib") || err.contains("non-negative integer"),
+            "{index}: {err}"
+        );
+    }
+    let d = process(
+        &mut instance,
+        json!({ "id": "i", "action": "index", "index": "1000" }),
+    )
+    .expect("a modest index pads with nulls");
+    assert_eq!(d.get_all("a").count(), 1001);
+    assert_recovers(&mut instance);
+    assert_eq!(instance.restarts(), 0, "refusals are not traps");
+}
+
+#[test]
+fn copies_of_children_count_toward_the_memory_limit() {
+    let mut instance = hostile(|s| s.limits.memory_mib = Some(64));
+    let big_child = json!({ "id": "c", "body": "b".repeat(1 << 20) });
+    let cause = expect_trap(process(
+        &mut instance,
+        json!({ "id": "p", "action": "copy_children", "count": "200", "_children": [big_child] }),
+    ));
+    assert!(
+        matches!(&cause, TrapCause::Limit(m) if m.contains("memory limit of 64 MiB") && m.contains("documents held in the host")),
+        "{cause:?}"
+    );
+    assert_recovers(&mut instance);
+}
+
+#[test]
+fn documents_kept_across_calls_are_sized_not_only_counted() {
+    let mut instance = hostile(|s| s.limits.memory_mib = Some(96));
+    process(
+        &mut instance,
+        json!({ "id": "d1", "action": "hoard_big", "count": "4", "mib": "8" }),
+    )
+    .expect("32 MiB kept");
+    let cause = expect_trap(process(
+        &mut instance,
+        json!({ "id": "d2", "action": "hoard_big", "count": "8", "mib": "8" }),
+    ));
+    assert!(
+        matches!(&cause, TrapCause::Limit(m) if m.contains("limits.memory_mib")),
+        "what an earlier call kept counts: {cause:?}"
+    );
+    assert_recovers(&mut instance);
+    process(
+        &mut instance,
+        json!({ "id": "d3", "action": "hoard_big", "count": "4", "mib": "8" }),
+    )
+    .expect("the replaced instance starts with nothing held");
+}
+
+#[test]
+fn run_ids_are_the_hosts_to_set() {
+    let mut instance = hostile(|_| {});
+    let mut d = doc(json!({ "id": "p", "action": "spoof_run_id" }));
+    d.set_run_id(Some("the-run".into()));
+    let children = instance.process(&mut d).expect("process");
+    assert_eq!(children.len(), 1);
+    assert_eq!(children[0].id(), "returned");
+    assert_eq!(children[0].run_id(), Some("the-run"), "the parent's run");
+    assert_eq!(d.run_id(), Some("the-run"));
+    assert_eq!(d.children()[0].id(), "nested");
+    assert_eq!(d.children()[0].run_id(), None, "no claim survives nesting");
+}
+
+// ---- time blocked in the host counts toward the deadline ----
+
+#[test]
+fn a_guest_sleeping_in_the_host_is_stopped_at_the_deadline() {
+    let mut instance = hostile(|s| s.limits.call_timeout = Some(Duration::from_millis(300)));
+    let started = std::time::Instant::now();
+    let cause = expect_trap(process(
+        &mut instance,
+        json!({ "id": "sleepy", "action": "sleep", "millis": "600000" }),
+    ));
+    assert_eq!(cause, TrapCause::Deadline(Duration::from_millis(300)));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "stopped near its deadline, not after the sleep: {:?}",
+        started.elapsed()
+    );
+    process(
+        &mut instance,
+        json!({ "id": "nap", "action": "sleep", "millis": "20" }),
+    )
+    .expect("a short sleep within the deadline is fine");
+    assert_recovers(&mut instance);
+}
+
+/// A loopback server that accepts connections and never answers.
+fn silent_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    port
+}
+
+#[test]
+fn a_slow_http_peer_does_not_hold_a_call_past_its_deadline() {
+    let port = silent_server();
+    let mut instance = hostile(|s| {
+        s.limits.call_timeout = Some(Duration::from_millis(500));
+        s.grants.http.push(format!("127.0.0.1:{port}"));
+    });
+    let started = std::time::Instant::now();
+    let result = process(
+        &mut instance,
+        json!({ "id": "slow", "action": "http", "url": format!("http://127.0.0.1:{port}/") }),
+    );
+    // Either the call is interrupted, or the guest's HTTP wait was capped
+    // by what was left of the deadline and it failed the document itself.
+    match result {
+        Err(PluginError::Trap { cause, .. }) => {
+            assert_eq!(cause, TrapCause::Deadline(Duration::from_millis(500)));
+        }
+        Err(e @ PluginError::Document { .. }) => {
+            assert!(e.to_string().contains("GET"), "{e}");
+        }
+        other => panic!("expected the slow request to fail, got {other:?}"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_recovers(&mut instance);
+}
+
+#[test]
+fn check_config_start_and_stop_have_deadlines_too() {
+    let quick = |config: Value| {
+        let mut s = spec("hostile-stage", config);
+        s.limits.call_timeout = Some(Duration::from_millis(300));
+        runtime().load_stage("hostile", &s).expect("load")
+    };
+    let started = std::time::Instant::now();
+    let err = quick(json!({ "check_sleep_ms": 600000 }))
+        .check_config()
+        .expect_err("check-config sleeps past its deadline");
+    assert!(err.to_string().contains("call deadline"), "{err}");
+    let err = quick(json!({ "start_sleep_ms": 600000 }))
+        .instantiate()
+        .expect_err("start sleeps past its deadline");
+    assert!(err.to_string().contains("call deadline"), "{err}");
+    let mut stopping = quick(json!({ "stop_sleep_ms": 600000 }))
+        .instantiate()
+        .expect("starts");
+    let err = stopping.stop().expect_err("stop sleeps past its deadline");
+    assert!(err.to_string().contains("call deadline"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+// ---- host resources a plugin creates ----
+
+#[test]
+fn http_header_collections_are_bounded() {
+    let mut instance = hostile(|_| {});
+    let cause = expect_trap(process(
+        &mut instance,
+        json!({ "id": "h", "action": "headers", "count": "100000" }),
+    ));
+    assert!(
+        matches!(&cause, TrapCause::Limit(m) if m.contains("handles open at once")),
+        "{cause:?}"
+    );
+    assert_recovers(&mut instance);
+    process(
+        &mut instance,
+        json!({ "id": "few", "action": "headers", "count": "10" }),
+    )
+    .expect("a few header collections are fine");
+}
+
+#[test]
+fn a_50_mib_log_line_is_clipped_not_written_whole() {
+    let mut instance = hostile(|_| {});
+    let d = process(
+        &mut instance,
+        json!({ "id": "loud", "action": "big_log", "mib": "50" }),
+    )
+    .expect("logging is not a failure");
+    assert_eq!(d.get("processed"), Some(&json!(true)));
+}
+
+// ---- a panic in host code ----
+
+/// A publish sink that panics: host code failing in the middle of a call.
+struct PanickingSink;
+
+impl weir::plugin::PublishSink for PanickingSink {
+    fn publish(&mut self, _: weir::document::Document) -> Result<(), String> {
+        panic!("a host bug reached through publish");
+    }
+}
+
+#[test]
+fn a_panic_in_host_code_during_a_call_fails_the_call_not_the_thread() {
+    let connector = runtime()
+        .load_connector("source", &spec("test-connector", json!({ "count": 3 })))
+        .expect("load");
+    let mut instance = connector.instantiate().expect("instantiate");
+    instance.pre_execute("run").expect("pre-execute");
+    let err = instance
+        .execute("run", Box::new(PanickingSink), Duration::from_secs(5))
+        .expect_err("the call fails");
+    match &err {
+        PluginError::Trap {
+            plugin,
+            cause: TrapCause::HostPanic(message),
+        } => {
+            assert_eq!(plugin, "source");
+            assert!(
+                message.contains("a host bug reached through publish"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a host panic, got {other:?}"),
+    }
+    assert!(err.to_string().contains("a bug in Weir"), "{err}");
+    // The thread goes on; the instance was replaced.
+    instance.close().expect("close on a fresh instance");
+}

@@ -9,8 +9,9 @@
 //! the account by at most one document; past the account the call traps and
 //! the instance, with everything it held, is discarded.
 //!
-//! Other host-side resources (WASI and HTTP handles) are bounded by the
-//! size of the instance's resource table ([`Budget::table_capacity`]).
+//! Other host-side resources (WASI and HTTP handles) live in a table of
+//! their own, of at most [`MAX_HANDLES`] entries, each of bounded size
+//! (HTTP fields at most [`MAX_HTTP_FIELDS_BYTES`]).
 
 use crate::document::DocLimits;
 
@@ -61,11 +62,10 @@ impl Budget {
         }
     }
 
-    /// How many entries the instance's resource table may have: every
-    /// document it may hold, the one it is lent, its publisher, and
-    /// [`MAX_HANDLES`] others.
-    pub(crate) fn table_capacity(&self) -> usize {
-        self.max_documents.saturating_add(2 + MAX_HANDLES)
+    /// How many documents the instance's table of documents may have:
+    /// every document it may hold and the one it is lent.
+    pub(crate) fn documents_capacity(&self) -> usize {
+        self.max_documents.saturating_add(1)
     }
 
     /// A new call starts: nothing refused yet.

@@ -41,7 +41,11 @@ impl Publisher {
 /// The data of one plugin instance's `Store`.
 pub(crate) struct PluginState {
     pub(crate) plugin: Arc<str>,
+    /// WASI and HTTP handles, and the connector's publisher: at most
+    /// [`super::budget::MAX_HANDLES`] of them.
     pub(crate) table: ResourceTable,
+    /// Documents, apart from other handles: the budget counts them.
+    pub(crate) docs: ResourceTable,
     pub(crate) wasi: WasiCtx,
     pub(crate) http: WasiHttpCtx,
     pub(crate) http_policy: HttpPolicy,
@@ -386,7 +390,7 @@ fn wit_result<T>(r: Result<T, document::FieldError>) -> Result<T, FieldError> {
 
 impl PluginState {
     fn doc(&self, handle: &Resource<Document>) -> wasmtime::Result<&Document> {
-        Ok(self.table.get(handle)?)
+        Ok(self.docs.get(handle)?)
     }
 
     /// Change the document behind `h` with `change`. The document checks
@@ -398,7 +402,7 @@ impl PluginState {
         change: impl FnOnce(&mut Document) -> Result<T, document::FieldError>,
     ) -> Wasm<Result<T, FieldError>> {
         let held = self.lent != Some(h.rep());
-        let doc = self.table.get_mut(h)?;
+        let doc = self.docs.get_mut(h)?;
         let before = doc.approx_json_bytes();
         let result = change(doc);
         let after = doc.approx_json_bytes();
@@ -419,13 +423,13 @@ impl PluginState {
         doc.clear_run_ids();
         doc.set_limits(self.budget.doc_limits);
         self.budget.take_document(doc.approx_json_bytes())?;
-        Ok(self.table.push(doc)?)
+        Ok(self.docs.push(doc)?)
     }
 
     /// Take back a document the plugin held (it published, attached,
     /// returned or dropped it).
     pub(crate) fn take_back(&mut self, h: Handle) -> Wasm<Document> {
-        let doc = self.table.delete(h)?;
+        let doc = self.docs.delete(h)?;
         self.budget.release_document(doc.approx_json_bytes());
         Ok(doc)
     }
@@ -618,7 +622,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_dropped(&mut self, h: Handle, dropped: bool) -> Wasm<()> {
-        self.table.get_mut(&h)?.set_dropped(dropped);
+        self.docs.get_mut(&h)?.set_dropped(dropped);
         Ok(())
     }
 
@@ -627,7 +631,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_skip_stages(&mut self, h: Handle, skip: bool) -> Wasm<()> {
-        self.table.get_mut(&h)?.set_skip_stages(skip);
+        self.docs.get_mut(&h)?.set_skip_stages(skip);
         Ok(())
     }
 

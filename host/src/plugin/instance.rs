@@ -113,12 +113,15 @@ impl Loaded {
         }
         let budget = Budget::new(limits);
         let mut table = wasmtime::component::ResourceTable::new();
-        table.set_max_capacity(budget.table_capacity());
+        table.set_max_capacity(MAX_HANDLES);
+        let mut docs = wasmtime::component::ResourceTable::new();
+        docs.set_max_capacity(budget.documents_capacity());
         let mut http = wasmtime_wasi_http::WasiHttpCtx::new();
         http.set_field_size_limit(MAX_HTTP_FIELDS_BYTES);
         let state = PluginState {
             plugin: Arc::clone(&self.name),
             table,
+            docs,
             wasi: wasi.build(),
             http,
             http_policy: HttpPolicy {
@@ -161,8 +164,7 @@ impl Loaded {
         }
         if let Some(ResourceTableError::Full) = error.downcast_ref::<ResourceTableError>() {
             return TrapCause::Limit(format!(
-                "had more than {} handles open at once (documents up to limits.max_children, plus {MAX_HANDLES} others: files, streams, HTTP requests and fields)",
-                store.data().table.max_capacity()
+                "had more than {MAX_HANDLES} handles open at once (files, streams, HTTP requests, fields and bodies)"
             ));
         }
         match error.downcast_ref::<Trap>() {
@@ -379,7 +381,7 @@ impl<W: World> Instance<W> {
             Some(doc) => {
                 doc.set_limits(state.budget.doc_limits);
                 let own = state
-                    .table
+                    .docs
                     .push(std::mem::take(doc))
                     .map_err(|e| loaded.instantiate_error(e))?;
                 state.lent = Some(own.rep());
@@ -397,7 +399,7 @@ impl<W: World> Instance<W> {
         let state = live.store.data_mut();
         if let Some((own, doc)) = lent {
             state.lent = None;
-            if let Ok(back) = state.table.delete(own) {
+            if let Ok(back) = state.docs.delete(own) {
                 *doc = back;
             }
         }

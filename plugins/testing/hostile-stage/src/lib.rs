@@ -1,19 +1,32 @@
 //! hostile-stage: misbehaves on request, to test the sandbox.
 //!
-//! The document's `action` field says what to do: `ok` (mark it processed),
-//! `loop` (spin forever), `spin` (busy-wait `millis` ms), `alloc` (grow memory
-//! without end), `recurse` (recurse without end), `panic`, `read` (read the
-//! file at `path`), `write` (create the file at `path`), `http` (GET `url`),
-//! `env` (read variable `name`), `fail` (document error), `fatal`,
-//! `children` (make `count` children), `big_field` (set one field of `mib`
-//! MiB), `grow` (set `count` fields of 1 MiB each), `log_flood` (write
-//! `count` lines through the log interface and as many to stdout),
-//! `http_follow` (GET `url` and follow one redirect, as an HTTP client
-//! would), `count` (set `calls` to how many documents this instance has
-//! seen: state that a fresh instance per document resets). Config
-//! `hoard` (create `count` documents and keep them across documents).
-//! `{ "fail_start": true }` makes
-//! `start` fail; `{ "delay_us": n }` busy-waits n microseconds per document.
+//! The document's `action` field says what to do:
+//! - `ok` (mark it processed), `fail` (document error), `fatal`, `panic`;
+//! - CPU and memory: `loop` (spin forever), `spin` (busy-wait `millis` ms),
+//!   `alloc` (grow memory without end), `recurse` (recurse without end);
+//! - time blocked in the host: `sleep` (WASI sleep of `millis` ms), `http`
+//!   (GET `url`), `http_follow` (GET `url`, following one redirect);
+//! - reach: `read` (read the file at `path`), `write` (create the file at
+//!   `path`), `env` (read variable `name`);
+//! - documents: `children` (make `count` children), `big_field` (set one
+//!   field of `mib` MiB), `grow` (set `count` fields of 1 MiB each),
+//!   `deep_path` (set a path `depth` steps deep), `deep_children` (nest a
+//!   chain of `depth` documents), `index` (set `a[<index>]`),
+//!   `copy_children` (copy the document's children `count` times and keep
+//!   the copies), `hoard` (create `count` documents and keep them across
+//!   documents), `hoard_big` (keep `count` documents of `mib` MiB each),
+//!   `spoof_run_id` (return a child and nest one, both built from JSON
+//!   claiming `run_id` "other-run"), `count` (set `calls` to how many
+//!   documents this instance has seen: state that a fresh instance per
+//!   document resets);
+//! - host resources: `log_flood` (write `count` lines through the log
+//!   interface and as many to stdout), `big_log` (log one line of `mib`
+//!   MiB), `headers` (open `count` HTTP header collections of 60 KB each
+//!   and keep them).
+//!
+//! Config: `{ "fail_start": true }` makes `start` fail; `{ "delay_us": n }`
+//! busy-waits n microseconds per document; `check_sleep_ms`,
+//! `start_sleep_ms` and `stop_sleep_ms` sleep (WASI) in those calls.
 
 use std::time::{Duration, Instant};
 
@@ -27,12 +40,26 @@ struct Config {
     /// Busy-wait this many microseconds on every document (a slow stage).
     #[serde(default)]
     delay_us: u64,
+    #[serde(default)]
+    check_sleep_ms: u64,
+    #[serde(default)]
+    start_sleep_ms: u64,
+    #[serde(default)]
+    stop_sleep_ms: u64,
 }
 
 struct Hostile {
     delay: Duration,
+    stop_sleep: Duration,
     calls: i64,
     hoard: Vec<Document>,
+    headers: Vec<wasi::http::types::Fields>,
+}
+
+fn number(doc: &Document, name: &str) -> Result<usize, PluginError> {
+    field(doc, name)?
+        .parse()
+        .map_err(|e| PluginError::Document(format!("`{name}`: {e}")))
 }
 
 fn field(doc: &Document, name: &str) -> Result<String, PluginError> {
@@ -91,15 +118,28 @@ fn http_get(url: &str) -> Result<(u16, Option<String>), String> {
 impl Stage for Hostile {
     type Config = Config;
 
+    fn check(config: &Config) -> Vec<weir_plugin::ConfigIssue> {
+        std::thread::sleep(Duration::from_millis(config.check_sleep_ms));
+        Vec::new()
+    }
+
     fn start(config: Config) -> Result<Self, String> {
         if config.fail_start {
             return Err("configured to fail at start".into());
         }
+        std::thread::sleep(Duration::from_millis(config.start_sleep_ms));
         Ok(Hostile {
             delay: Duration::from_micros(config.delay_us),
+            stop_sleep: Duration::from_millis(config.stop_sleep_ms),
             calls: 0,
             hoard: Vec::new(),
+            headers: Vec::new(),
         })
+    }
+
+    fn stop(&mut self) -> Result<(), PluginError> {
+        std::thread::sleep(self.stop_sleep);
+        Ok(())
     }
 
     fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
@@ -213,6 +253,72 @@ impl Stage for Hostile {
             "count" => {
                 self.calls += 1;
                 doc.set("calls", &Value::Integer(self.calls))
+                    .map_err(doc_error)?;
+            }
+            "sleep" => {
+                std::thread::sleep(Duration::from_millis(number(doc, "millis")? as u64));
+                doc.set("processed", &Value::Boolean(true))
+                    .map_err(doc_error)?;
+            }
+            "deep_path" => {
+                let path = vec!["a"; number(doc, "depth")?].join(".");
+                doc.set_path(&path, &Value::Integer(1)).map_err(doc_error)?;
+            }
+            "deep_children" => {
+                let mut chain = Document::new("leaf");
+                for level in 0..number(doc, "depth")? {
+                    let parent = Document::new(&format!("level-{level}"));
+                    parent.add_child(chain).map_err(doc_error)?;
+                    chain = parent;
+                }
+                doc.add_child(chain).map_err(doc_error)?;
+            }
+            "index" => {
+                let index = field(doc, "index")?;
+                doc.set_path(&format!("a[{index}]"), &Value::Null)
+                    .map_err(doc_error)?;
+            }
+            "copy_children" => {
+                for _ in 0..number(doc, "count")? {
+                    self.hoard.extend(doc.children());
+                }
+                doc.set("processed", &Value::Boolean(true))
+                    .map_err(doc_error)?;
+            }
+            "hoard_big" => {
+                let big = "z".repeat(number(doc, "mib")? << 20);
+                for i in 0..number(doc, "count")? {
+                    let kept = Document::new(&format!("big-{i}"));
+                    kept.set_string("big", &big).map_err(doc_error)?;
+                    self.hoard.push(kept);
+                }
+                doc.set("processed", &Value::Boolean(true))
+                    .map_err(doc_error)?;
+            }
+            "spoof_run_id" => {
+                let spoof = |id: &str| {
+                    Document::from_json(&format!(r#"{{"id":"{id}","run_id":"other-run"}}"#))
+                        .map_err(doc_error)
+                };
+                doc.add_child(spoof("nested")?).map_err(doc_error)?;
+                return Ok(vec![spoof("returned")?]);
+            }
+            "big_log" => {
+                let line = "L".repeat(number(doc, "mib")? << 20);
+                weir_plugin::log(weir_plugin::Level::Info, &line);
+                doc.set("processed", &Value::Boolean(true))
+                    .map_err(doc_error)?;
+            }
+            "headers" => {
+                let value = vec![b'h'; 60_000];
+                for _ in 0..number(doc, "count")? {
+                    let fields = wasi::http::types::Fields::new();
+                    fields
+                        .append("x-pad", &value)
+                        .map_err(|e| PluginError::Document(format!("{e:?}")))?;
+                    self.headers.push(fields);
+                }
+                doc.set("processed", &Value::Boolean(true))
                     .map_err(doc_error)?;
             }
             "fail" => return Err(PluginError::Document("asked to fail".into())),

@@ -6,7 +6,8 @@
 //! times each as create, update, delete), and failure
 //! switches: `fail_pre_execute`, `fail_execute_after` (publish that many,
 //! then fail), `fail_post_execute`, `fail_close`, `hang` (after publishing,
-//! spin until interrupted).
+//! spin until interrupted), `sleep_ms` (after publishing, sleep that long
+//! in the host: WASI), `check_sleep_ms` (sleep in `check-config`).
 
 use weir_plugin::serde_json::{Map, Value as Json};
 use weir_plugin::{Connector, Document, PluginError, Publisher};
@@ -35,6 +36,10 @@ struct Config {
     fail_close: bool,
     #[serde(default)]
     hang: bool,
+    #[serde(default)]
+    sleep_ms: u64,
+    #[serde(default)]
+    check_sleep_ms: u64,
 }
 
 struct TestConnector(Config);
@@ -47,6 +52,11 @@ fn publish(publisher: &Publisher, json: String) -> Result<(), PluginError> {
 
 impl Connector for TestConnector {
     type Config = Config;
+
+    fn check(config: &Config) -> Vec<weir_plugin::ConfigIssue> {
+        std::thread::sleep(std::time::Duration::from_millis(config.check_sleep_ms));
+        Vec::new()
+    }
 
     fn pre_execute(config: Config, _run_id: &str) -> Result<Self, PluginError> {
         if config.fail_pre_execute {
@@ -87,6 +97,7 @@ impl Connector for TestConnector {
                 std::hint::black_box(());
             }
         }
+        std::thread::sleep(std::time::Duration::from_millis(c.sleep_ms));
         Ok(())
     }
 
