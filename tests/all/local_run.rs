@@ -514,3 +514,139 @@ fn a_connector_may_publish_more_documents_than_it_may_hold() {
     assert_eq!(result.status(), RunStatus::Success, "{result:?}");
     assert_eq!(result.connectors[0].succeeded, 1000);
 }
+
+#[test]
+fn a_connector_sleeping_in_the_host_is_stopped_by_the_connector_timeout() {
+    let toml = setup("{ count = 2, sleep_ms = 600000 }", "", "{}").replace(
+        r#"connector_timeout = "20s""#,
+        r#"connector_timeout = "300ms""#,
+    );
+    let started = std::time::Instant::now();
+    let (result, _) = run(&toml);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the run ended near its timeout, not after the sleep: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(result.status(), RunStatus::Failure);
+    let error = result.connectors[0].error.as_deref().expect("failed");
+    assert!(error.contains("connector timeout of 300ms"), "{error}");
+    assert_eq!(result.connectors[0].succeeded, 2, "what was indexed counts");
+}
+
+#[test]
+fn validation_ends_when_check_config_sleeps() {
+    let toml = setup("{ check_sleep_ms = 600000 }", "", "{}").replace(
+        "plugin = { path = @test-connector, config = { check_sleep_ms = 600000 } }",
+        r#"plugin = { path = @test-connector, config = { check_sleep_ms = 600000 }, limits = { call_timeout = "300ms" } }"#,
+    );
+    assert!(toml.contains("300ms"), "the limit is in the config");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let runner = Runner::new(
+        config(&toml, dir.path()),
+        runtime(),
+        Arc::new(RecordingMessengers::new(16)),
+    );
+    let started = std::time::Instant::now();
+    let errors = runner.validate().expect_err("check-config ran out of time");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    let text = errors.to_string();
+    assert!(
+        text.contains("connectors.first.plugin") && text.contains("call deadline of 300ms"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_connector_cannot_publish_documents_for_another_run() {
+    let (result, recording) = run(&setup(
+        r#"{ docs = [{ id = "a", run_id = "someone-elses-run" }, { id = "b", run_id = "" }] }"#,
+        "",
+        "{}",
+    ));
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    let published = recording.sent_for_processing();
+    assert_eq!(published.len(), 4);
+    for doc in &published {
+        assert_eq!(doc.run_id(), Some(result.run_id.as_str()), "{doc:?}");
+    }
+    for event in recording.events() {
+        assert_eq!(event.run_id.as_deref(), Some(result.run_id.as_str()));
+    }
+}
+
+#[test]
+fn a_failed_run_counts_exactly_what_was_indexed() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let record = out.path().join("indexed.jsonl");
+    for trial in 0..3 {
+        let _ = std::fs::remove_file(&record);
+        let toml = setup(
+            "{ count = 3000, fail_execute_after = 2500 }",
+            "",
+            &format!("{{ record = {:?} }}", "/out/indexed.jsonl"),
+        )
+        .replace(
+            "plugin = { path = @test-indexer, config = { record = \"/out/indexed.jsonl\" } }",
+            &format!(
+                "plugin = {{ path = @test-indexer, config = {{ record = \"/out/indexed.jsonl\" }}, grants = {{ dirs = [{{ host = {:?}, guest = \"/out\", writable = true }}] }} }}",
+                out.path().display().to_string()
+            ),
+        );
+        assert!(toml.contains("writable"), "the grant is in the config");
+        let (result, _) = run(&toml);
+        assert_eq!(result.status(), RunStatus::Failure);
+        let indexed = std::fs::read_to_string(&record)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        assert_eq!(
+            result.connectors[0].succeeded, indexed as u64,
+            "trial {trial}: the summary counts every document the indexer indexed"
+        );
+    }
+}
+
+#[test]
+fn a_file_of_more_than_100_mib_is_published_whole_with_default_limits() {
+    use std::io::Write;
+    let data = tempfile::tempdir().expect("tempdir");
+    let path = data.path().join("big.jsonl");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).expect("create"));
+    let body = "lorem ipsum dolor sit amet ".repeat(30);
+    let mut lines = 0u64;
+    let mut bytes = 0u64;
+    while bytes <= 105 << 20 {
+        let line = format!(r#"{{"id":"d{lines}","title":"Title {lines}","body":"{body}"}}"#);
+        writeln!(file, "{line}").expect("write");
+        bytes += line.len() as u64 + 1;
+        lines += 1;
+    }
+    file.flush().expect("flush");
+    drop(file);
+    let toml = format!(
+        r#"
+        [worker]
+        threads = 2
+        [indexer]
+        batch_size = 500
+        plugin = {{ path = @test-indexer }}
+        [[connectors]]
+        name = "big"
+        pipeline = "p"
+        plugin = {{ path = @file-connector, config = {{ paths = ["/data/big.jsonl"] }}, grants = {{ dirs = [{{ host = {dir:?}, guest = "/data" }}] }} }}
+        [[pipelines]]
+        name = "p"
+        stages = [{{ name = "trim", plugin = {{ path = @trim-whitespace, config = {{ fields = ["title"] }} }} }}]
+        "#,
+        dir = data.path().display().to_string()
+    );
+    let runner = Runner::new(
+        config(&toml, data.path()),
+        runtime(),
+        Arc::new(weir::messenger::LocalMessengers { capacity: 1000 }),
+    );
+    let result = runner.run().expect("valid config");
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    assert_eq!(result.connectors[0].published, lines);
+    assert_eq!(result.connectors[0].succeeded, lines);
+}
