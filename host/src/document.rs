@@ -639,7 +639,7 @@ impl Document {
     }
 
     /// Measure the document from scratch (what `bytes` caches).
-    fn measure_bytes(&self) -> usize {
+    pub(crate) fn measure_bytes(&self) -> usize {
         let children = self.children.iter().map(|c| c.bytes + 1).sum::<usize>();
         self.bytes_without_children()
             + if self.children.is_empty() {

@@ -14,6 +14,8 @@ mod bindings;
 mod budget;
 mod cache;
 mod error;
+#[cfg(test)]
+mod fuzz;
 mod host;
 mod instance;
 mod kinds;
