@@ -6,8 +6,15 @@ use serde_json::json;
 use weir::plugin::StageInstance;
 use weir_tests::{doc, runtime, spec};
 
-/// Resident memory of this process, in MiB (Linux).
+/// Resident memory of this process, in MiB (Linux), once the allocator has
+/// given back what it keeps of freed memory (glibc keeps tens of MiB of a
+/// round's big values, sometimes: that is not memory anything holds).
 fn rss_mib() -> f64 {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only returns free memory to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
     let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
     let pages: f64 = statm
         .split_whitespace()

@@ -163,6 +163,7 @@ fn prepare(path: &Path) -> anyhow::Result<Option<Runner>> {
     let runtime = runtime_for(&config)?;
     let messengers = Arc::new(LocalMessengers {
         capacity: config.publisher.queue_capacity,
+        max_bytes: config.publisher.queue_max_bytes(),
     });
     Ok(Some(Runner::new(config, runtime, messengers)))
 }

@@ -251,11 +251,22 @@ pub struct PublisherConfig {
     /// Documents each in-memory queue holds before senders block. Default 10,000.
     #[serde(default = "PublisherConfig::default_queue_capacity")]
     pub queue_capacity: usize,
+    /// MiB of documents each in-memory queue holds before senders block; a
+    /// larger document goes alone. Default 256.
+    #[serde(default = "PublisherConfig::default_queue_max_mib")]
+    pub queue_max_mib: usize,
 }
 
 impl PublisherConfig {
     fn default_queue_capacity() -> usize {
         10_000
+    }
+    fn default_queue_max_mib() -> usize {
+        256
+    }
+    /// [`PublisherConfig::queue_max_mib`] in bytes.
+    pub fn queue_max_bytes(&self) -> usize {
+        self.queue_max_mib.saturating_mul(1 << 20)
     }
 }
 
@@ -263,6 +274,7 @@ impl Default for PublisherConfig {
     fn default() -> Self {
         Self {
             queue_capacity: Self::default_queue_capacity(),
+            queue_max_mib: Self::default_queue_max_mib(),
         }
     }
 }
@@ -634,6 +646,10 @@ impl Config {
             (
                 "publisher.queue_capacity".to_owned(),
                 self.publisher.queue_capacity,
+            ),
+            (
+                "publisher.queue_max_mib".to_owned(),
+                self.publisher.queue_max_mib,
             ),
             ("worker.threads".to_owned(), self.worker.threads),
         ];

@@ -643,7 +643,10 @@ fn a_file_of_more_than_100_mib_is_published_whole_with_default_limits() {
     let runner = Runner::new(
         config(&toml, data.path()),
         runtime(),
-        Arc::new(weir::messenger::LocalMessengers { capacity: 1000 }),
+        Arc::new(weir::messenger::LocalMessengers {
+            capacity: 1000,
+            max_bytes: 256 << 20,
+        }),
     );
     let result = runner.run().expect("valid config");
     assert_eq!(result.status(), RunStatus::Success, "{result:?}");

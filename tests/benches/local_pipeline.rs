@@ -130,6 +130,7 @@ fn weir_run(dir: &Path, threads: usize) -> (usize, f64) {
     .expect("runtime");
     let messengers = Arc::new(LocalMessengers {
         capacity: config.publisher.queue_capacity,
+        max_bytes: config.publisher.queue_max_bytes(),
     });
     let runner = Runner::new(config, runtime, messengers);
     let plugins = runner.validate().expect("valid config");

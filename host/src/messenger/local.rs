@@ -2,11 +2,18 @@
 //! indexer. A full queue blocks its sender, so a fast connector never runs
 //! ahead of its workers by more than the queue's capacity.
 //!
+//! A queue is bounded twice: by documents and by their bytes (as
+//! [`Document::approx_json_bytes`] measures them), so a connector that
+//! publishes the largest documents it may cannot fill the host's memory
+//! with a queue's worth of them. A document larger than the byte bound
+//! still passes, alone.
+//!
 //! Shutdown is by closing: when the publisher side is dropped, workers drain
 //! the source queue and see [`Polled::Closed`]; when every worker is gone, the
 //! indexer drains the destination queue and sees it too.
 
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender, bounded, unbounded};
 
@@ -16,29 +23,105 @@ use super::{
 use crate::document::Document;
 use crate::event::Event;
 
+/// How long a blocked worker waits before checking that the indexer is
+/// still there.
+const SEND_WAIT: Duration = Duration::from_millis(50);
+
+/// The bytes of the documents in one queue, bounded.
+#[derive(Debug)]
+struct QueueBytes {
+    max: usize,
+    /// Bytes queued, and whether the receiving side is gone.
+    state: Mutex<(usize, bool)>,
+    freed: Condvar,
+}
+
+/// Whether a document may be queued.
+#[derive(Debug, PartialEq, Eq)]
+enum Room {
+    Granted,
+    Full,
+    Closed,
+}
+
+impl QueueBytes {
+    fn new(max: usize) -> Arc<Self> {
+        Arc::new(Self {
+            max: max.max(1),
+            state: Mutex::new((0, false)),
+            freed: Condvar::new(),
+        })
+    }
+
+    /// Room for `bytes`, waiting up to `timeout`: granted when they fit, or
+    /// when the queue is empty (a large document goes alone).
+    fn reserve(&self, bytes: usize, timeout: Duration) -> Room {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            let (held, closed) = *state;
+            if closed {
+                return Room::Closed;
+            }
+            if held == 0 || held.saturating_add(bytes) <= self.max {
+                state.0 = held.saturating_add(bytes);
+                return Room::Granted;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Room::Full;
+            }
+            state = self
+                .freed
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// `bytes` left the queue (or never entered it).
+    fn release(&self, bytes: usize) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.0 = state.0.saturating_sub(bytes);
+        self.freed.notify_all();
+    }
+
+    /// The receiving side is gone: nobody will free anything.
+    fn close(&self) {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).1 = true;
+        self.freed.notify_all();
+    }
+}
+
 /// Builds the three ends of a local pipeline.
 #[derive(Debug)]
 pub struct LocalMessenger {
     source: (Sender<Document>, Receiver<Document>),
     dest: (Sender<Document>, Receiver<Document>),
     events: (Sender<Event>, Receiver<Event>),
+    source_bytes: Arc<QueueBytes>,
+    dest_bytes: Arc<QueueBytes>,
 }
 
 impl LocalMessenger {
-    /// Queues holding at most `capacity` documents each. Events are not
-    /// bounded: a worker must never block on reporting, or a full event queue
-    /// could stall the publisher that drains it.
-    pub fn new(capacity: usize) -> Self {
+    /// Queues holding at most `capacity` documents and `max_bytes` of them
+    /// each. Events are not bounded: a worker must never block on
+    /// reporting, or a full event queue could stall the publisher that
+    /// drains it.
+    pub fn new(capacity: usize, max_bytes: usize) -> Self {
         Self {
             source: bounded(capacity.max(1)),
             dest: bounded(capacity.max(1)),
             events: unbounded(),
+            source_bytes: QueueBytes::new(max_bytes),
+            dest_bytes: QueueBytes::new(max_bytes),
         }
     }
 
     pub fn publisher(&self) -> LocalPublisherMessenger {
         LocalPublisherMessenger {
             source: self.source.0.clone(),
+            source_bytes: Arc::clone(&self.source_bytes),
             events: self.events.1.clone(),
         }
     }
@@ -46,7 +129,9 @@ impl LocalMessenger {
     pub fn worker(&self) -> LocalWorkerMessenger {
         LocalWorkerMessenger {
             source: self.source.1.clone(),
+            source_bytes: Arc::clone(&self.source_bytes),
             dest: self.dest.0.clone(),
+            dest_bytes: Arc::clone(&self.dest_bytes),
             events: self.events.0.clone(),
         }
     }
@@ -54,6 +139,7 @@ impl LocalMessenger {
     pub fn indexer(&self) -> LocalIndexerMessenger {
         LocalIndexerMessenger {
             dest: self.dest.1.clone(),
+            dest_bytes: Arc::clone(&self.dest_bytes),
             events: self.events.0.clone(),
         }
     }
@@ -79,6 +165,14 @@ pub struct LocalParts {
     pub indexer: LocalIndexerMessenger,
 }
 
+/// A document off a queue, its bytes given back.
+fn received(polled: Polled<Document>, bytes: &QueueBytes) -> Polled<Document> {
+    if let Polled::Item(doc) = &polled {
+        bytes.release(doc.approx_json_bytes());
+    }
+    polled
+}
+
 fn poll<T>(rx: &Receiver<T>, timeout: Duration) -> Polled<T> {
     match rx.recv_timeout(timeout) {
         Ok(item) => Polled::Item(item),
@@ -90,6 +184,7 @@ fn poll<T>(rx: &Receiver<T>, timeout: Duration) -> Polled<T> {
 #[derive(Debug, Clone)]
 pub struct LocalPublisherMessenger {
     source: Sender<Document>,
+    source_bytes: Arc<QueueBytes>,
     events: Receiver<Event>,
 }
 
@@ -99,9 +194,18 @@ impl PublisherMessenger for LocalPublisherMessenger {
         doc: Document,
         timeout: Duration,
     ) -> Result<Option<Document>, MessengerError> {
+        let bytes = doc.approx_json_bytes();
+        match self.source_bytes.reserve(bytes, timeout) {
+            Room::Granted => {}
+            Room::Full => return Ok(Some(doc)),
+            Room::Closed => return Err(MessengerError::Closed("processing")),
+        }
         match self.source.send_timeout(doc, timeout) {
             Ok(()) => Ok(None),
-            Err(SendTimeoutError::Timeout(doc)) => Ok(Some(doc)),
+            Err(SendTimeoutError::Timeout(doc)) => {
+                self.source_bytes.release(bytes);
+                Ok(Some(doc))
+            }
             Err(SendTimeoutError::Disconnected(_)) => Err(MessengerError::Closed("processing")),
         }
     }
@@ -111,10 +215,12 @@ impl PublisherMessenger for LocalPublisherMessenger {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct LocalWorkerMessenger {
     source: Receiver<Document>,
+    source_bytes: Arc<QueueBytes>,
     dest: Sender<Document>,
+    dest_bytes: Arc<QueueBytes>,
     events: Sender<Event>,
 }
 
@@ -123,13 +229,20 @@ impl WorkerMessenger for LocalWorkerMessenger {
         &mut self,
         timeout: Duration,
     ) -> Result<Polled<Document>, MessengerError> {
-        Ok(poll(&self.source, timeout))
+        Ok(received(poll(&self.source, timeout), &self.source_bytes))
     }
 
     fn send_for_indexing(&mut self, doc: Document) -> Result<(), MessengerError> {
-        self.dest
-            .send(doc)
-            .map_err(|_| MessengerError::Closed("indexing"))
+        let closed = MessengerError::Closed("indexing");
+        let bytes = doc.approx_json_bytes();
+        loop {
+            match self.dest_bytes.reserve(bytes, SEND_WAIT) {
+                Room::Granted => break,
+                Room::Full => {}
+                Room::Closed => return Err(closed),
+            }
+        }
+        self.dest.send(doc).map_err(|_| closed)
     }
 
     fn send_failed(&mut self, _doc: Document, _failure: &Failure) -> Result<(), MessengerError> {
@@ -148,15 +261,24 @@ impl WorkerMessenger for LocalWorkerMessenger {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct LocalIndexerMessenger {
     dest: Receiver<Document>,
+    dest_bytes: Arc<QueueBytes>,
     events: Sender<Event>,
+}
+
+/// Workers waiting for room in the destination queue must not wait for an
+/// indexer that is gone.
+impl Drop for LocalIndexerMessenger {
+    fn drop(&mut self) {
+        self.dest_bytes.close();
+    }
 }
 
 impl IndexerMessenger for LocalIndexerMessenger {
     fn poll_doc_to_index(&mut self, timeout: Duration) -> Result<Polled<Document>, MessengerError> {
-        Ok(poll(&self.dest, timeout))
+        Ok(received(poll(&self.dest, timeout), &self.dest_bytes))
     }
 
     fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
@@ -183,7 +305,7 @@ mod tests {
 
     #[test]
     fn documents_flow_and_queues_close_in_order() {
-        let parts = LocalMessenger::new(2).into_parts(1);
+        let parts = LocalMessenger::new(2, 1 << 20).into_parts(1);
         let (publisher, mut worker, mut indexer) = (
             parts.publisher,
             parts.workers.into_iter().next().expect("worker"),
@@ -218,7 +340,7 @@ mod tests {
 
     #[test]
     fn a_full_queue_applies_backpressure() {
-        let parts = LocalMessenger::new(1).into_parts(1);
+        let parts = LocalMessenger::new(1, 1 << 20).into_parts(1);
         assert_eq!(
             parts.publisher.send_for_processing(Document::new("1"), T),
             Ok(None)
@@ -228,5 +350,59 @@ mod tests {
             .send_for_processing(Document::new("2"), T)
             .expect("open");
         assert_eq!(refused.map(|d| d.id().to_owned()).as_deref(), Some("2"));
+    }
+
+    #[test]
+    fn queued_bytes_are_bounded_but_a_large_document_goes_alone() {
+        let parts = LocalMessenger::new(100, 4096).into_parts(1);
+        let doc = |id: &str, size: usize| {
+            let mut d = Document::new(id);
+            d.set("body", serde_json::json!("x".repeat(size)))
+                .expect("set");
+            d
+        };
+        assert_eq!(
+            parts.publisher.send_for_processing(doc("big", 10_000), T),
+            Ok(None),
+            "alone in the queue, a document over the bound passes"
+        );
+        let refused = parts
+            .publisher
+            .send_for_processing(doc("next", 100), T)
+            .expect("open");
+        assert!(refused.is_some(), "nothing more while it is queued");
+        let mut worker = parts.workers.into_iter().next().expect("worker");
+        assert!(matches!(worker.poll_doc_to_process(T), Ok(Polled::Item(_))));
+        for i in 0..3 {
+            assert_eq!(
+                parts
+                    .publisher
+                    .send_for_processing(doc(&format!("s{i}"), 1100), T),
+                Ok(None)
+            );
+        }
+        assert!(
+            parts
+                .publisher
+                .send_for_processing(doc("s3", 1100), T)
+                .expect("open")
+                .is_some(),
+            "4 KiB is full: three of ~1.1 KB each, not four"
+        );
+    }
+
+    #[test]
+    fn a_worker_waiting_for_room_stops_when_the_indexer_is_gone() {
+        let parts = LocalMessenger::new(100, 4096).into_parts(1);
+        let mut worker = parts.workers.into_iter().next().expect("worker");
+        let mut big = Document::new("big");
+        big.set("body", serde_json::json!("x".repeat(10_000)))
+            .expect("set");
+        worker.send_for_indexing(big.clone()).expect("alone");
+        drop(parts.indexer);
+        assert_eq!(
+            worker.send_for_indexing(big),
+            Err(MessengerError::Closed("indexing"))
+        );
     }
 }

@@ -129,7 +129,10 @@ pub trait MessengerFactory: Send + Sync {
 /// In-memory queues of a given capacity.
 #[derive(Debug, Clone, Copy)]
 pub struct LocalMessengers {
+    /// Documents each queue holds.
     pub capacity: usize,
+    /// Bytes of documents each queue holds (a larger document goes alone).
+    pub max_bytes: usize,
 }
 
 impl MessengerFactory for LocalMessengers {
@@ -139,7 +142,7 @@ impl MessengerFactory for LocalMessengers {
         workers: usize,
         _run_id: &str,
     ) -> Result<MessengerParts, MessengerError> {
-        let local = local::LocalMessenger::new(self.capacity).into_parts(workers);
+        let local = local::LocalMessenger::new(self.capacity, self.max_bytes).into_parts(workers);
         Ok(MessengerParts {
             publisher: Box::new(local.publisher),
             workers: local

@@ -79,7 +79,7 @@ impl MessengerFactory for RecordingMessengers {
         workers: usize,
         _run_id: &str,
     ) -> Result<MessengerParts, MessengerError> {
-        let local = LocalMessenger::new(self.capacity).into_parts(workers);
+        let local = LocalMessenger::new(self.capacity, usize::MAX).into_parts(workers);
         Ok(MessengerParts {
             publisher: Box::new(Recorder {
                 inner: local.publisher,

@@ -380,6 +380,7 @@ impl<W: World> Instance<W> {
         let lent = match doc {
             Some(doc) => {
                 doc.set_limits(state.budget.doc_limits);
+                // Room for it is kept (`Budget::documents_capacity`).
                 let own = state
                     .docs
                     .push(std::mem::take(doc))
