@@ -248,18 +248,8 @@ impl Document {
     }
 
     /// Refuse growing from `self.bytes` to `after` past the byte limit.
-    /// Changes that do not grow the document are always allowed.
     fn admit_bytes(&self, after: usize) -> Result<(), FieldError> {
-        let max = self.limits.max_bytes;
-        // `usize::MAX`: a size that saturated on the way (a huge index).
-        if after == usize::MAX || (after > max && after > self.bytes) {
-            return Err(FieldError::TooLarge(format!(
-                "document `{}` would grow to about {after} bytes, over the limit of {} (limits.max_document_mib)",
-                self.id,
-                human_bytes(max)
-            )));
-        }
-        Ok(())
+        admit_bytes(&self.id, self.limits, self.bytes, after)
     }
 
     /// Refuse a value that would sit `depth` levels deep.
@@ -278,14 +268,22 @@ impl Document {
     pub fn set(&mut self, name: &str, value: Value) -> Result<(), FieldError> {
         check_name(name)?;
         self.admit_depth(1 + container_depth(&value))?;
-        let removed = self
-            .fields
-            .get(name)
-            .map_or(0, |old| entry_bytes(name, value_bytes(old)));
-        let after = self.bytes - removed + entry_bytes(name, value_bytes(&value));
-        self.admit_bytes(after)?;
-        self.fields.insert(name.to_owned(), value);
-        self.bytes = after;
+        let added = value_bytes(&value);
+        let (bytes, limits) = (self.bytes, self.limits);
+        match self.fields.get_mut(name) {
+            Some(slot) => {
+                let after = bytes - value_bytes(slot) + added;
+                admit_bytes(&self.id, limits, bytes, after)?;
+                *slot = value;
+                self.bytes = after;
+            }
+            None => {
+                let after = bytes + entry_bytes(name, added);
+                admit_bytes(&self.id, limits, bytes, after)?;
+                self.fields.insert(name.to_owned(), value);
+                self.bytes = after;
+            }
+        }
         Ok(())
     }
 
@@ -873,6 +871,20 @@ impl Document {
     }
 }
 
+/// Refuse document `id` growing from `before` to `after` bytes past
+/// `limits`. Changes that do not grow a document are always allowed.
+fn admit_bytes(id: &str, limits: DocLimits, before: usize, after: usize) -> Result<(), FieldError> {
+    let max = limits.max_bytes;
+    // `usize::MAX`: a size that saturated on the way (a huge index).
+    if after == usize::MAX || (after > max && after > before) {
+        return Err(FieldError::TooLarge(format!(
+            "document `{id}` would grow to about {after} bytes, over the limit of {} (limits.max_document_mib)",
+            human_bytes(max)
+        )));
+    }
+    Ok(())
+}
+
 /// What `,"_children":[]` adds.
 const CHILDREN_BYTES: usize = 15;
 
@@ -895,6 +907,11 @@ fn human_bytes(bytes: usize) -> String {
 /// How many bytes `value` counts for in a document's size: about its JSON
 /// length, each value at least [`MIN_VALUE_BYTES`]. Walks without recursion.
 pub fn value_bytes(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(_) | Value::Number(_) => return MIN_VALUE_BYTES,
+        Value::String(s) => return (s.len() + 2).max(MIN_VALUE_BYTES),
+        Value::Array(_) | Value::Object(_) => {}
+    }
     let mut total = 0usize;
     let mut stack = vec![value];
     while let Some(v) = stack.pop() {
@@ -914,9 +931,19 @@ pub fn value_bytes(value: &Value) -> usize {
     total
 }
 
+fn is_scalar(value: &Value) -> bool {
+    !matches!(value, Value::Array(_) | Value::Object(_))
+}
+
 /// How many objects and arrays are nested in `value`, itself included (0
 /// for a scalar). Walks without recursion.
 pub fn container_depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) if items.iter().all(is_scalar) => return 1,
+        Value::Object(map) if map.values().all(is_scalar) => return 1,
+        Value::Array(_) | Value::Object(_) => {}
+        _ => return 0,
+    }
     let mut deepest = 0;
     let mut stack = vec![(value, 1usize)];
     while let Some((v, depth)) = stack.pop() {

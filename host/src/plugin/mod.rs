@@ -118,27 +118,28 @@ pub(crate) struct RuntimeInner {
 impl RuntimeInner {
     /// Run `call` on this thread until it completes or `deadline` passes
     /// (`None`; the call is then dropped, which cancels what it waits on).
-    /// Most calls never wait: they finish in their first poll, before any
-    /// timer is set.
+    ///
+    /// Most calls never wait: they finish in their first poll, which runs
+    /// here with the runtime's context entered and no timer set; only a call
+    /// that waits (a sleep, a socket) goes on under the runtime with one.
     pub(crate) fn block_on_until<F: Future>(
         &self,
         deadline: Instant,
         call: F,
     ) -> Option<F::Output> {
-        self.io.handle().block_on(async {
-            let mut call = std::pin::pin!(call);
-            if let Some(done) = std::future::poll_fn(|cx| {
-                std::task::Poll::Ready(match call.as_mut().poll(cx) {
-                    std::task::Poll::Ready(out) => Some(out),
-                    std::task::Poll::Pending => None,
-                })
-            })
-            .await
-            {
-                return Some(done);
+        let mut call = std::pin::pin!(call);
+        {
+            let _context = self.io.enter();
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            if let std::task::Poll::Ready(out) = call.as_mut().poll(&mut cx) {
+                return Some(out);
             }
-            tokio::time::timeout_at(deadline.into(), call).await.ok()
-        })
+        }
+        // Waiting: polled again with a real waker, which replaces the no-op one.
+        self.io
+            .handle()
+            .block_on(async { tokio::time::timeout_at(deadline.into(), call).await })
+            .ok()
     }
 }
 
