@@ -653,7 +653,7 @@ impl Document {
             .iter()
             .map(|(k, v)| entry_bytes(k, value_bytes(v)))
             .sum();
-        self.id.len() + 10 + run_id_bytes(self.run_id.as_deref()) + fields
+        (self.id.len() + 10).max(MIN_DOCUMENT_BYTES) + run_id_bytes(self.run_id.as_deref()) + fields
     }
 
     /// Measure a freshly built document and check it against `limits`.
@@ -887,6 +887,10 @@ fn admit_bytes(id: &str, limits: DocLimits, before: usize, after: usize) -> Resu
 
 /// What `,"_children":[]` adds.
 const CHILDREN_BYTES: usize = 15;
+
+/// The least a document counts for, fields aside: a document of many tiny
+/// nested children holds far more than their JSON.
+pub const MIN_DOCUMENT_BYTES: usize = 64;
 
 /// The least any value counts for in a document's size: about what the host
 /// holds for a small value (a JSON value in memory is tens of bytes).
@@ -1603,6 +1607,26 @@ mod tests {
             d.load_json(serde_json::from_str(&big).expect("json"))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn many_tiny_children_count_for_what_they_hold() {
+        let children = vec![r#"{"id":"c"}"#; 300_000].join(",");
+        let text = format!(r#"{{"id":"p","_children":[{children}]}}"#);
+        assert!(text.len() < 4 << 20, "about 3.3 MB of JSON");
+        let e = Document::from_json_str_within(&text, DocLimits::default())
+            .expect_err("300,000 documents are more than 16 MiB of host memory");
+        assert!(e.to_string().contains("limits.max_document_mib"), "{e}");
+        let mut parent = small(1 << 20, 64);
+        let mut added = 0;
+        while parent.add_child(Document::new("c")).is_ok() {
+            added += 1;
+        }
+        assert!(
+            added < (1 << 20) / MIN_DOCUMENT_BYTES,
+            "{added} children in 1 MiB"
+        );
+        assert_measured(&parent);
     }
 
     #[test]

@@ -613,8 +613,14 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn children(&mut self, h: Handle) -> Wasm<Vec<Handle>> {
-        let children = self.doc(&h)?.children().to_vec();
-        children.into_iter().map(|c| self.hold(c)).collect()
+        // One copy at a time, each counted before the next is made.
+        let count = self.doc(&h)?.children().len();
+        (0..count)
+            .map(|i| {
+                let copy = self.doc(&h)?.children()[i].clone();
+                self.hold(copy)
+            })
+            .collect()
     }
 
     fn has_children(&mut self, h: Handle) -> Wasm<bool> {
