@@ -39,6 +39,7 @@ fn hostile_round(instance: &mut StageInstance) {
                 "_children": [{ "id": "c", "body": "b".repeat(1 << 20) }] }),
         json!({ "id": "hoard", "action": "hoard_big", "count": "40", "mib": "8" }),
         json!({ "id": "headers", "action": "headers", "count": "100000" }),
+        json!({ "id": "bomb", "action": "json_bomb", "mib": "100" }),
     ] {
         let mut d = doc(input);
         instance

@@ -65,9 +65,9 @@ impl DocLimits {
     pub const MAX_DEPTH: usize = 100;
 
     /// For documents the host reads itself (messages between processes):
-    /// any size, [`DocLimits::MAX_DEPTH`] deep.
+    /// up to 4 GiB, [`DocLimits::MAX_DEPTH`] deep.
     pub const HOST: Self = Self {
-        max_bytes: usize::MAX,
+        max_bytes: 4 << 30,
         max_depth: Self::MAX_DEPTH,
     };
 
@@ -87,7 +87,7 @@ impl Default for DocLimits {
 }
 
 /// A document in flight.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Document {
     id: String,
     run_id: Option<String>,
@@ -98,6 +98,22 @@ pub struct Document {
     /// [`Document::approx_json_bytes`], kept up to date by every change.
     bytes: usize,
     limits: DocLimits,
+}
+
+/// An empty document with an empty id, measured.
+impl Default for Document {
+    fn default() -> Self {
+        Self {
+            id: String::new(),
+            run_id: None,
+            fields: Map::new(),
+            children: Vec::new(),
+            dropped: false,
+            skip_stages: false,
+            bytes: MIN_DOCUMENT_BYTES,
+            limits: DocLimits::default(),
+        }
+    }
 }
 
 /// Documents are equal when their content is; the limits they were built
@@ -129,36 +145,31 @@ fn values_of(value: &Value) -> impl Iterator<Item = &Value> {
     slice.iter()
 }
 
-/// Turn `slot` into an array (wrapping a single value) and append `value`;
-/// returns the bytes this adds.
-fn append(slot: &mut Value, value: Value) -> usize {
-    let added = value_bytes(&value) + 1;
+/// Turn `slot` into an array (wrapping a single value) and append `value`.
+fn append(slot: &mut Value, value: Value) {
     match slot {
-        Value::Array(items) => {
-            items.push(value);
-            added
-        }
+        Value::Array(items) => items.push(value),
         single => {
             let first = single.take();
             *single = Value::Array(vec![first, value]);
-            // The array itself and the first value's comma.
-            added + MIN_VALUE_BYTES + 1
         }
     }
 }
 
-/// What [`append`] would add to `slot`, without changing it.
-fn append_bytes(slot: &Value, value: &Value) -> usize {
+/// What appending `value` adds to a slot that is (`listed`) or is not yet
+/// an array: the value and its comma, and, the first time, the array.
+fn append_bytes(listed: bool, value: &Value) -> usize {
     let added = value_bytes(value) + 1;
-    match slot {
-        Value::Array(_) => added,
-        _ => added + MIN_VALUE_BYTES + 1,
+    if listed {
+        added
+    } else {
+        added + MIN_VALUE_BYTES + 1
     }
 }
 
-/// The bytes a field entry takes: its key (quoted, with `:` and `,`) and value.
+/// The bytes a field entry counts for: its key, its value and the entry.
 fn entry_bytes(name: &str, value_bytes: usize) -> usize {
-    name.len() + 4 + value_bytes
+    name.len() + ENTRY_BYTES + value_bytes
 }
 
 impl Document {
@@ -308,8 +319,12 @@ impl Document {
         check_name(name)?;
         let listed = as_list || self.fields.contains_key(name);
         self.admit_depth(1 + usize::from(listed) + container_depth(&value))?;
+        if let Some(single) = self.fields.get(name).filter(|v| !v.is_array()) {
+            // It is about to be wrapped in an array: one level deeper.
+            self.admit_depth(2 + container_depth(single))?;
+        }
         let after = match self.fields.get(name) {
-            Some(slot) => self.bytes + append_bytes(slot, &value),
+            Some(slot) => self.bytes + append_bytes(slot.is_array(), &value),
             None if as_list => {
                 self.bytes + entry_bytes(name, MIN_VALUE_BYTES + 1 + value_bytes(&value))
             }
@@ -317,9 +332,7 @@ impl Document {
         };
         self.admit_bytes(after)?;
         match self.fields.get_mut(name) {
-            Some(slot) => {
-                append(slot, value);
-            }
+            Some(slot) => append(slot, value),
             None => {
                 let value = if as_list {
                     Value::Array(vec![value])
@@ -365,15 +378,15 @@ impl Document {
         match (self.fields.get(target), mode) {
             (Some(_), UpdateMode::Skip) => {}
             (Some(slot), UpdateMode::Append) => {
-                let mut listed = matches!(slot, Value::Array(_));
+                let mut listed = slot.is_array();
+                if !listed {
+                    // It is about to be wrapped in an array: one level deeper.
+                    self.admit_depth(2 + container_depth(slot))?;
+                }
                 for v in values_of(value) {
                     self.admit_depth(2 + container_depth(v))?;
-                    after += value_bytes(v) + 1;
-                    if !listed {
-                        // The target becomes an array: it, and its first comma.
-                        after += MIN_VALUE_BYTES + 1;
-                        listed = true;
-                    }
+                    after += append_bytes(listed, v);
+                    listed = true;
                 }
             }
             (Some(old), UpdateMode::Overwrite) => after = after - value_bytes(old) + moved,
@@ -528,11 +541,13 @@ impl Document {
         if let Some(old) = node {
             removed += value_bytes(old);
         }
+        // A sum that does not fit (a huge index) is over any limit.
         Ok(self
             .bytes
-            .saturating_add(added)
-            .saturating_add(value_bytes(value))
-            - removed)
+            .checked_add(added)
+            .and_then(|b| b.checked_add(value_bytes(value)))
+            .filter(|_| added != usize::MAX)
+            .map_or(usize::MAX, |b| b - removed))
     }
 
     /// Remove the value at `path`; true when it was present.
@@ -804,14 +819,10 @@ impl Document {
         text: &str,
         limits: DocLimits,
     ) -> Result<Self, FieldError> {
-        let fields = match serde_json::from_str(text) {
-            Ok(Value::Object(map)) => map,
-            Ok(_) => {
-                return Err(FieldError::InvalidJson(
-                    "fields must be a JSON object".into(),
-                ));
-            }
-            Err(e) => return Err(FieldError::InvalidJson(e.to_string())),
+        let Value::Object(fields) = parse_value_within(text, limits.max_bytes)? else {
+            return Err(FieldError::InvalidJson(
+                "fields must be a JSON object".into(),
+            ));
         };
         let mut doc = Self {
             id: id.into(),
@@ -831,16 +842,18 @@ impl Document {
         Self::from_json_str_within(text, DocLimits::HOST)
     }
 
-    /// Parse whole-document JSON text, checked against `limits`.
+    /// Parse whole-document JSON text, checked against `limits`; nothing
+    /// larger than they allow is built on the way.
     pub fn from_json_str_within(text: &str, limits: DocLimits) -> Result<Self, FieldError> {
-        // Deserializing measures the document and checks it against the
-        // host's limits; `limits` may be tighter.
-        let doc: Self =
-            serde_json::from_str(text).map_err(|e| FieldError::InvalidJson(e.to_string()))?;
-        if limits == DocLimits::HOST {
-            return Ok(doc);
-        }
-        doc.within(limits)
+        use serde::de::DeserializeSeed;
+        let mut reader = serde_json::Deserializer::from_str(text);
+        let doc = DocumentSeed { limits }
+            .deserialize(&mut reader)
+            .and_then(|doc| reader.end().map(|()| doc))
+            .map_err(parse_error)?;
+        // The parse stopped at the size budget; the document's own checks
+        // (size with framing, depth) are the last word.
+        doc.admitted(limits)
     }
 
     /// Replace fields and children with those of `json`, whose `id` and
@@ -862,6 +875,8 @@ impl Document {
         if loaded.run_id.is_some() && loaded.run_id != self.run_id {
             return Err(FieldError::InvalidJson("`run_id` cannot be changed".into()));
         }
+        // Only the host says which run a document belongs to.
+        loaded.clear_run_ids();
         loaded.run_id.clone_from(&self.run_id);
         let loaded = loaded.admitted(self.limits)?;
         self.fields = loaded.fields;
@@ -888,13 +903,17 @@ fn admit_bytes(id: &str, limits: DocLimits, before: usize, after: usize) -> Resu
 /// What `,"_children":[]` adds.
 const CHILDREN_BYTES: usize = 15;
 
-/// The least a document counts for, fields aside: a document of many tiny
-/// nested children holds far more than their JSON.
-pub const MIN_DOCUMENT_BYTES: usize = 64;
+/// The least a document counts for, fields aside: what the host holds for
+/// one, so a document of many tiny nested children is measured by memory.
+pub const MIN_DOCUMENT_BYTES: usize = std::mem::size_of::<Document>();
 
-/// The least any value counts for in a document's size: about what the host
-/// holds for a small value (a JSON value in memory is tens of bytes).
-pub const MIN_VALUE_BYTES: usize = 32;
+/// The least any value counts for in a document's size: what the host holds
+/// for a value (its slot), so many tiny values are measured by memory too.
+pub const MIN_VALUE_BYTES: usize = std::mem::size_of::<Value>();
+
+/// What a field or object entry counts for besides its key and value: its
+/// hash, the key's header and its index (`"`, `"`, `:` and `,` as JSON).
+const ENTRY_BYTES: usize = 40;
 
 fn run_id_bytes(run_id: Option<&str>) -> usize {
     run_id.map_or(0, |r| r.len() + 12)
@@ -990,13 +1009,28 @@ impl serde::Serialize for Document {
 /// checks of [`Document::from_json`].
 impl<'de> serde::Deserialize<'de> for Document {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(DocumentVisitor)
+        use serde::de::DeserializeSeed;
+        DocumentSeed {
+            limits: DocLimits::HOST,
+        }
+        .deserialize(deserializer)
     }
 }
 
-struct DocumentVisitor;
+/// Reads a document under `limits`: its values are parsed within the size
+/// budget (nothing larger is ever built), then it is checked.
+struct DocumentSeed {
+    limits: DocLimits,
+}
 
-impl<'de> serde::de::Visitor<'de> for DocumentVisitor {
+impl<'de> serde::de::DeserializeSeed<'de> for DocumentSeed {
+    type Value = Document;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Document, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for DocumentSeed {
     type Value = Document;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -1008,8 +1042,10 @@ impl<'de> serde::de::Visitor<'de> for DocumentVisitor {
         let mut fields = Map::new();
         // The last of each reserved key counts, as in a parsed JSON object.
         let (mut id, mut run_id, mut children) = (None, None, None);
+        let budget = Budget::new(self.limits.max_bytes);
         while let Some(key) = map.next_key::<String>()? {
-            let value: Value = map.next_value()?;
+            budget.charge(entry_bytes(&key, 0))?;
+            let value: Value = map.next_value_seed(budget.seed())?;
             match key.as_str() {
                 ID_FIELD => id = Some(value),
                 RUN_ID_FIELD => run_id = Some(value),
@@ -1054,7 +1090,146 @@ impl<'de> serde::de::Visitor<'de> for DocumentVisitor {
             }
             None => Vec::new(),
         };
-        doc.admitted(DocLimits::HOST).map_err(A::Error::custom)
+        doc.admitted(self.limits).map_err(A::Error::custom)
+    }
+}
+
+/// A parse error as a field error: over a limit, or not JSON (of the shape).
+fn parse_error(e: serde_json::Error) -> FieldError {
+    let message = e.to_string();
+    if message.starts_with(OVER_BUDGET) {
+        FieldError::TooLarge(format!("{message} (limits.max_document_mib)"))
+    } else if message.contains("levels deep, over the limit") {
+        FieldError::TooLarge(message)
+    } else {
+        FieldError::InvalidJson(message)
+    }
+}
+
+/// JSON text as a value that counts at most `max_bytes` ([`value_bytes`]):
+/// the parse stops as soon as the value would count more, so what is built
+/// on the way never passes the limit, whatever the text.
+pub fn parse_value_within(text: &str, max_bytes: usize) -> Result<Value, FieldError> {
+    use serde::de::DeserializeSeed;
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let budget = Budget::new(max_bytes);
+    budget
+        .seed()
+        .deserialize(&mut reader)
+        .and_then(|v| reader.end().map(|()| v))
+        .map_err(parse_error)
+}
+
+/// How the bounded parse's errors start.
+const OVER_BUDGET: &str = "JSON over the size limit";
+
+/// What a parse may still build, in [`value_bytes`].
+struct Budget {
+    left: std::cell::Cell<usize>,
+    max: usize,
+}
+
+impl Budget {
+    fn new(max: usize) -> Self {
+        Self {
+            left: std::cell::Cell::new(max),
+            max,
+        }
+    }
+
+    fn charge<E: serde::de::Error>(&self, bytes: usize) -> Result<(), E> {
+        match self.left.get().checked_sub(bytes) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => Err(E::custom(format!(
+                "{OVER_BUDGET} of {}",
+                human_bytes(self.max)
+            ))),
+        }
+    }
+
+    fn seed(&self) -> Budgeted<'_> {
+        Budgeted { budget: self }
+    }
+}
+
+/// Builds a [`Value`], charging each part to the budget before it is built
+/// (the same amounts [`value_bytes`] counts). serde_json stops nesting at
+/// 128 levels; the document's own check is tighter.
+struct Budgeted<'a> {
+    budget: &'a Budget,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Budgeted<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Budgeted<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
+        self.budget.charge(MIN_VALUE_BYTES)?;
+        Ok(Value::Null)
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Value, E> {
+        self.budget.charge(MIN_VALUE_BYTES)?;
+        Ok(Value::Bool(b))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Value, E> {
+        self.budget.charge(MIN_VALUE_BYTES)?;
+        Ok(Value::from(n))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Value, E> {
+        self.budget.charge(MIN_VALUE_BYTES)?;
+        Ok(Value::from(n))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Value, E> {
+        self.budget.charge(MIN_VALUE_BYTES)?;
+        Ok(serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Value, E> {
+        self.budget.charge((s.len() + 2).max(MIN_VALUE_BYTES))?;
+        Ok(Value::String(s.to_owned()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Value, E> {
+        self.budget.charge((s.len() + 2).max(MIN_VALUE_BYTES))?;
+        Ok(Value::String(s))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        self.budget.charge(MIN_VALUE_BYTES)?;
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(self.budget.seed())? {
+            self.budget.charge(1)?;
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        self.budget.charge(MIN_VALUE_BYTES)?;
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            self.budget.charge(entry_bytes(&key, 0))?;
+            let value = map.next_value_seed(self.budget.seed())?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
     }
 }
 
@@ -1376,11 +1551,9 @@ mod tests {
             .expect("set");
         let real = d.to_json().to_string().len();
         let approx = d.approx_json_bytes();
-        // Small values count MIN_VALUE_BYTES each: never less than the text.
-        assert!(
-            approx >= real && approx * 10 <= real * 14,
-            "{approx} vs {real}"
-        );
+        // Small values count what the host holds for them (MIN_VALUE_BYTES
+        // each): more than their text, never less.
+        assert!(approx >= real && approx <= real * 3, "{approx} vs {real}");
         let mut text = Document::new("t");
         text.set("body", json!("y".repeat(5000))).expect("set");
         text.set("title", json!("a title of a few words"))
@@ -1388,8 +1561,8 @@ mod tests {
         let real = text.to_json_string().len();
         let approx = text.approx_json_bytes();
         assert!(
-            approx >= real && approx * 100 <= real * 102,
-            "text: {approx} vs {real}"
+            approx >= real && approx * 100 <= real * 110,
+            "text: about its JSON: {approx} vs {real}"
         );
     }
 
@@ -1627,6 +1800,49 @@ mod tests {
             "{added} children in 1 MiB"
         );
         assert_measured(&parent);
+    }
+
+    #[test]
+    fn wrapping_a_value_in_an_array_counts_the_level_it_adds() {
+        let mut d = small(16 << 20, 3);
+        d.set("a", json!({"b": {"c": 1}})).expect("3 levels of 3");
+        let e = d.add("a", json!(1)).expect_err("wrapping makes 4");
+        assert!(e.to_string().contains("limits.max_depth"), "{e}");
+        d.set("x", json!(1)).expect("set");
+        let e = d
+            .rename("x", "a", UpdateMode::Append)
+            .expect_err("so does appending onto it");
+        assert!(e.to_string().contains("limits.max_depth"), "{e}");
+        assert!(d.depth() <= 3);
+        assert_measured(&d);
+    }
+
+    #[test]
+    fn json_is_parsed_within_its_budget() {
+        let nulls = format!("[{}null]", "null,".repeat(1_000_000));
+        let e = parse_value_within(&nulls, 1 << 20).expect_err("a million values");
+        assert!(e.to_string().contains("limits.max_document_mib"), "{e}");
+        let ok = parse_value_within(r#"{"a":[1,"two",null]}"#, 1 << 20).expect("small");
+        assert_eq!(ok, json!({"a": [1, "two", null]}));
+        assert!(matches!(
+            parse_value_within("[1,", 1 << 20),
+            Err(FieldError::InvalidJson(_))
+        ));
+        let doc = format!(r#"{{"id":"d","f":{nulls}}}"#);
+        assert!(matches!(
+            Document::from_json_str_within(&doc, DocLimits::default()),
+            Err(FieldError::TooLarge(_))
+        ));
+    }
+
+    #[test]
+    fn loaded_children_claim_no_run() {
+        let mut d = doc();
+        d.load_json(json!({"_children": [{"id": "c", "run_id": "forged"}]}))
+            .expect("load");
+        assert_eq!(d.children()[0].run_id(), None);
+        assert_eq!(d.run_id(), Some("r"));
+        assert_measured(&d);
     }
 
     #[test]

@@ -170,3 +170,22 @@ fn a_cache_directory_open_to_other_users_is_not_used() {
         "the cache was not used at all"
     );
 }
+
+#[test]
+fn a_key_cut_short_is_replaced() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let key = cache.path().join("cache.key");
+    {
+        use std::io::Write;
+        let mut file = std::fs::File::create(&key).expect("create");
+        file.write_all(b"short").expect("write");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+    noop_processes(&cached_runtime(cache.path()));
+    assert_eq!(std::fs::read(&key).expect("key").len(), 32, "a whole key");
+    assert_eq!(entries(cache.path()).len(), 1, "and the cache is used");
+}

@@ -13,7 +13,7 @@ use weir_tests::{doc, runtime, spec};
 struct Collect(Arc<Mutex<Vec<Document>>>);
 
 impl PublishSink for Collect {
-    fn publish(&mut self, doc: Document) -> Result<(), String> {
+    fn publish(&mut self, doc: Document, _: std::time::Instant) -> Result<(), String> {
         self.0.lock().expect("lock").push(doc);
         Ok(())
     }
@@ -124,7 +124,7 @@ fn file_connector_config_issues_are_all_reported() {
 fn a_refused_publish_reaches_the_connector_as_its_error() {
     struct Refuse;
     impl PublishSink for Refuse {
-        fn publish(&mut self, _: Document) -> Result<(), String> {
+        fn publish(&mut self, _: Document, _: std::time::Instant) -> Result<(), String> {
             Err("run is shutting down".into())
         }
     }

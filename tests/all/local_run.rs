@@ -653,3 +653,35 @@ fn a_file_of_more_than_100_mib_is_published_whole_with_default_limits() {
     assert_eq!(result.connectors[0].published, lines);
     assert_eq!(result.connectors[0].succeeded, lines);
 }
+
+#[test]
+fn a_connector_waiting_for_room_stops_at_its_execute_deadline() {
+    // A slow stage and a queue of one: the connector waits for room, and
+    // that wait ends with its execute deadline, not with the pipeline.
+    let toml = setup(
+        "{ count = 200 }",
+        r#"stages = [{ name = "slow", plugin = { path = @hostile-stage, config = { delay_us = 100000 } } }]"#,
+        "{}",
+    )
+    .replace(
+        "plugin = { path = @test-connector, config = { count = 200 } }",
+        r#"plugin = { path = @test-connector, config = { count = 200 }, limits = { execute_timeout = "500ms" } }"#,
+    );
+    assert!(toml.contains("500ms"), "the limit is in the config");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let runner = Runner::new(
+        config(&toml, dir.path()),
+        runtime(),
+        Arc::new(RecordingMessengers::new(1)),
+    );
+    let started = std::time::Instant::now();
+    let result = runner.run().expect("valid config");
+    assert_eq!(result.status(), RunStatus::Failure);
+    let error = result.connectors[0].error.as_deref().expect("failed");
+    assert!(error.contains("execute deadline"), "{error}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "200 documents at 100 ms would take 10 s per worker: {:?}",
+        started.elapsed()
+    );
+}

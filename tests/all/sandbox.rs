@@ -851,7 +851,11 @@ fn a_50_mib_log_line_is_clipped_not_written_whole() {
 struct PanickingSink;
 
 impl weir::plugin::PublishSink for PanickingSink {
-    fn publish(&mut self, _: weir::document::Document) -> Result<(), String> {
+    fn publish(
+        &mut self,
+        _: weir::document::Document,
+        _: std::time::Instant,
+    ) -> Result<(), String> {
         panic!("a host bug reached through publish");
     }
 }
@@ -882,4 +886,17 @@ fn a_panic_in_host_code_during_a_call_fails_the_call_not_the_thread() {
     assert!(err.to_string().contains("a bug in Weir"), "{err}");
     // The thread goes on; the instance was replaced.
     instance.close().expect("close on a fresh instance");
+}
+
+#[test]
+fn json_text_that_would_expand_past_the_limit_is_refused_while_parsing() {
+    let mut instance = hostile(|_| {});
+    for mib in ["1", "100"] {
+        let err = expect_document_error(process(
+            &mut instance,
+            json!({ "id": "bomb", "action": "json_bomb", "mib": mib }),
+        ));
+        assert!(err.contains("limits.max_document_mib"), "{mib} MiB: {err}");
+    }
+    assert_recovers(&mut instance);
 }

@@ -93,6 +93,17 @@ impl QueueBytes {
     }
 }
 
+/// Closes a queue's byte bound when the last of its receivers is gone, so
+/// that a sender waiting for room learns that nobody will make any.
+#[derive(Debug)]
+struct Receivers(Arc<QueueBytes>);
+
+impl Drop for Receivers {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 /// Builds the three ends of a local pipeline.
 #[derive(Debug)]
 pub struct LocalMessenger {
@@ -101,6 +112,8 @@ pub struct LocalMessenger {
     events: (Sender<Event>, Receiver<Event>),
     source_bytes: Arc<QueueBytes>,
     dest_bytes: Arc<QueueBytes>,
+    /// Shared by the workers: the source closes with the last of them.
+    workers: Arc<Receivers>,
 }
 
 impl LocalMessenger {
@@ -109,11 +122,13 @@ impl LocalMessenger {
     /// reporting, or a full event queue could stall the publisher that
     /// drains it.
     pub fn new(capacity: usize, max_bytes: usize) -> Self {
+        let source_bytes = QueueBytes::new(max_bytes);
         Self {
             source: bounded(capacity.max(1)),
             dest: bounded(capacity.max(1)),
             events: unbounded(),
-            source_bytes: QueueBytes::new(max_bytes),
+            workers: Arc::new(Receivers(Arc::clone(&source_bytes))),
+            source_bytes,
             dest_bytes: QueueBytes::new(max_bytes),
         }
     }
@@ -130,6 +145,7 @@ impl LocalMessenger {
         LocalWorkerMessenger {
             source: self.source.1.clone(),
             source_bytes: Arc::clone(&self.source_bytes),
+            _receivers: Arc::clone(&self.workers),
             dest: self.dest.0.clone(),
             dest_bytes: Arc::clone(&self.dest_bytes),
             events: self.events.0.clone(),
@@ -219,6 +235,7 @@ impl PublisherMessenger for LocalPublisherMessenger {
 pub struct LocalWorkerMessenger {
     source: Receiver<Document>,
     source_bytes: Arc<QueueBytes>,
+    _receivers: Arc<Receivers>,
     dest: Sender<Document>,
     dest_bytes: Arc<QueueBytes>,
     events: Sender<Event>,
@@ -388,6 +405,23 @@ mod tests {
                 .expect("open")
                 .is_some(),
             "4 KiB is full: three of ~1.1 KB each, not four"
+        );
+    }
+
+    #[test]
+    fn a_publisher_waiting_for_room_stops_when_the_workers_are_gone() {
+        let parts = LocalMessenger::new(100, 4096).into_parts(2);
+        let mut big = Document::new("big");
+        big.set("body", serde_json::json!("x".repeat(10_000)))
+            .expect("set");
+        assert_eq!(
+            parts.publisher.send_for_processing(big.clone(), T),
+            Ok(None)
+        );
+        drop(parts.workers);
+        assert_eq!(
+            parts.publisher.send_for_processing(big, T),
+            Err(MessengerError::Closed("processing"))
         );
     }
 

@@ -97,6 +97,28 @@ fn cache_key(engine: &Engine, digest: &str) -> String {
     format!("{digest}-{:016x}", hasher.finish())
 }
 
+/// The key in `file`, checked to be this user's alone; `None` when there is
+/// none or it is cut short.
+fn read_key(file: &Path) -> std::io::Result<Option<[u8; MAC_BYTES]>> {
+    match std::fs::read(file) {
+        Ok(key) => {
+            private::check_owned(file, "the cache key", 0o077)?;
+            Ok(key.try_into().ok())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// A temporary file name in `dir` for `name`, unique to this process.
+fn temporary(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!(
+        ".{name}.{}.{:08x}.tmp",
+        std::process::id(),
+        fastrand::u32(..)
+    ))
+}
+
 /// A cache directory this user owns, with its key.
 struct DiskCache {
     dir: PathBuf,
@@ -116,31 +138,34 @@ impl DiskCache {
         private::create_dir(dir)?;
         private::check_owned(dir, "the cache directory", 0o022)?;
         let key_file = dir.join(KEY_FILE);
-        let key = match std::fs::read(&key_file) {
-            Ok(key) => {
-                private::check_owned(&key_file, "the cache key", 0o077)?;
-                key
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        let key = match read_key(&key_file)? {
+            Some(key) => key,
+            None => {
+                // A new key, written whole under a temporary name and linked
+                // into place: the first process to link it wins, the others
+                // read its key; nobody ever reads half a key.
                 let mut key = [0u8; MAC_BYTES];
                 getrandom::fill(&mut key).map_err(std::io::Error::other)?;
-                // Two processes may race to create it: the first one wins.
-                match private::create_file(&key_file) {
-                    Ok(mut file) => {
-                        file.write_all(&key)?;
-                        key.to_vec()
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                        std::fs::read(&key_file)?
-                    }
-                    Err(e) => return Err(e),
-                }
+                let tmp = temporary(dir, KEY_FILE);
+                let written = private::create_file(&tmp)
+                    .and_then(|mut file| file.write_all(&key))
+                    .and_then(|()| match std::fs::hard_link(&tmp, &key_file) {
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                            // Another process won; or a key from a crash
+                            // was cut short: replace that one.
+                            if read_key(&key_file)?.is_none() {
+                                std::fs::rename(&tmp, &key_file)?;
+                            }
+                            Ok(())
+                        }
+                        other => other,
+                    });
+                let _ = std::fs::remove_file(&tmp);
+                written?;
+                read_key(&key_file)?
+                    .ok_or_else(|| std::io::Error::other("the cache key cannot be written"))?
             }
-            Err(e) => return Err(e),
         };
-        let key = key.try_into().map_err(|_| {
-            std::io::Error::other(format!("{} is not a cache key", key_file.display()))
-        })?;
         Ok(Self {
             dir: dir.to_owned(),
             key,
@@ -198,16 +223,17 @@ impl DiskCache {
     /// Write the entry (digest, then code) under a temporary name, then
     /// rename it into place: readers never see half an entry.
     fn store(&self, file: &Path, name: &str, code: &[u8]) -> std::io::Result<()> {
-        let tmp = self.dir.join(format!(
-            ".{name}.{}.{:08x}.tmp",
-            std::process::id(),
-            fastrand::u32(..)
-        ));
-        let mut out = private::create_file(&tmp)?;
-        out.write_all(&self.mac(name, code).finalize().into_bytes())?;
-        out.write_all(code)?;
-        drop(out);
-        std::fs::rename(&tmp, file)
+        let tmp = temporary(&self.dir, name);
+        let stored = private::create_file(&tmp)
+            .and_then(|mut out| {
+                out.write_all(&self.mac(name, code).finalize().into_bytes())?;
+                out.write_all(code)
+            })
+            .and_then(|()| std::fs::rename(&tmp, file));
+        if stored.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        stored
     }
 }
 
@@ -233,7 +259,8 @@ mod private {
     /// `path` must belong to this user, with none of the `forbidden`
     /// permission bits (group and others).
     pub(super) fn check_owned(path: &Path, what: &str, forbidden: u32) -> std::io::Result<()> {
-        let meta = std::fs::symlink_metadata(path)?;
+        // A link is judged by what it points to.
+        let meta = std::fs::metadata(path)?;
         // SAFETY: geteuid has no preconditions and cannot fail.
         let me = unsafe { libc::geteuid() };
         if meta.uid() != me {

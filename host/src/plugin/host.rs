@@ -23,7 +23,8 @@ use crate::document::{self, Document};
 /// implements it; `publish` blocks while the pipeline is full.
 pub trait PublishSink: Send {
     /// Accept `doc`, or refuse it with a message the connector will see.
-    fn publish(&mut self, doc: Document) -> Result<(), String>;
+    /// Waiting for room ends at `deadline`, the end of the connector's call.
+    fn publish(&mut self, doc: Document, deadline: std::time::Instant) -> Result<(), String>;
 }
 
 /// The host object behind a connector's `publisher` handle.
@@ -359,7 +360,9 @@ pub(crate) fn to_wit(value: &Json) -> Value {
 }
 
 /// A JSON value from a WIT `value`.
-pub(crate) fn from_wit(value: Value) -> Result<Json, document::FieldError> {
+/// JSON text is parsed within `max_bytes` (the document's limit): a value
+/// that could never fit is refused before it is built.
+pub(crate) fn from_wit(value: Value, max_bytes: usize) -> Result<Json, document::FieldError> {
     Ok(match value {
         Value::Null => Json::Null,
         Value::Boolean(b) => Json::Bool(b),
@@ -368,8 +371,7 @@ pub(crate) fn from_wit(value: Value) -> Result<Json, document::FieldError> {
             .map(Json::Number)
             .ok_or_else(|| document::FieldError::WrongType(format!("{f} is not a JSON number")))?,
         Value::Text(s) => Json::String(s),
-        Value::Json(text) => serde_json::from_str(&text)
-            .map_err(|e| document::FieldError::InvalidJson(e.to_string()))?,
+        Value::Json(text) => document::parse_value_within(&text, max_bytes)?,
     })
 }
 
@@ -552,7 +554,9 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| doc.set(&name, from_wit(value)?))
+        self.edit(&h, |doc| {
+            doc.set(&name, from_wit(value, doc.limits().max_bytes)?)
+        })
     }
 
     fn set_string(
@@ -571,16 +575,19 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         values: Vec<Value>,
     ) -> Wasm<Result<(), FieldError>> {
         self.edit(&h, |doc| {
+            let max = doc.limits().max_bytes;
             let values = values
                 .into_iter()
-                .map(from_wit)
+                .map(|v| from_wit(v, max))
                 .collect::<Result<Vec<_>, _>>()?;
             doc.set_all(&name, values)
         })
     }
 
     fn add(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| doc.add(&name, from_wit(value)?))
+        self.edit(&h, |doc| {
+            doc.add(&name, from_wit(value, doc.limits().max_bytes)?)
+        })
     }
 
     fn set_or_add(
@@ -589,7 +596,9 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         value: Value,
     ) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| doc.set_or_add(&name, from_wit(value)?))
+        self.edit(&h, |doc| {
+            doc.set_or_add(&name, from_wit(value, doc.limits().max_bytes)?)
+        })
     }
 
     fn get_path(&mut self, h: Handle, path: String) -> Wasm<Result<Option<Value>, FieldError>> {
@@ -599,7 +608,9 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_path(&mut self, h: Handle, path: String, value: Value) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| doc.set_path(&path, from_wit(value)?))
+        self.edit(&h, |doc| {
+            doc.set_path(&path, from_wit(value, doc.limits().max_bytes)?)
+        })
     }
 
     fn remove_path(&mut self, h: Handle, path: String) -> Wasm<Result<bool, FieldError>> {
@@ -650,12 +661,8 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn load_json(&mut self, h: Handle, json: String) -> Wasm<Result<(), FieldError>> {
-        if json.len() > self.doc(&h)?.limits().max_bytes {
-            return Ok(Err(too_much_json(json.len())));
-        }
         self.edit(&h, |doc| {
-            let parsed = serde_json::from_str(&json)
-                .map_err(|e| document::FieldError::InvalidJson(e.to_string()))?;
+            let parsed = document::parse_value_within(&json, doc.limits().max_bytes)?;
             doc.load_json(parsed)
         })
     }
@@ -684,9 +691,15 @@ impl connector::weir::plugin::publishing::HostPublisher for PluginState {
                 max >> 20
             )));
         }
+        // The call's deadline (kept for HTTP too): waiting for room in a full
+        // pipeline must not outlast it.
+        let deadline = self
+            .http_policy
+            .deadline
+            .unwrap_or_else(|| std::time::Instant::now() + std::time::Duration::from_secs(1));
         let publisher = self.table.get_mut(&h)?;
         doc.set_run_id(Some(publisher.run_id.clone()));
-        Ok(publisher.sink.publish(doc))
+        Ok(publisher.sink.publish(doc, deadline))
     }
 
     fn drop(&mut self, h: Resource<Publisher>) -> Wasm<()> {

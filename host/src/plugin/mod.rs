@@ -127,13 +127,14 @@ impl RuntimeInner {
         deadline: Instant,
         call: F,
     ) -> Option<F::Output> {
+        // Entered for the whole call: a call cut off at its deadline is
+        // dropped here too, and dropping it runs host code (the guest's
+        // stack unwinds) that may need the runtime.
+        let _context = self.io.enter();
         let mut call = std::pin::pin!(call);
-        {
-            let _context = self.io.enter();
-            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-            if let std::task::Poll::Ready(out) = call.as_mut().poll(&mut cx) {
-                return Some(out);
-            }
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if let std::task::Poll::Ready(out) = call.as_mut().poll(&mut cx) {
+            return Some(out);
         }
         // Waiting: polled again with a real waker, which replaces the no-op one.
         self.io

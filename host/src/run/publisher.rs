@@ -138,7 +138,7 @@ pub(crate) struct Publish {
 }
 
 impl PublishSink for Publish {
-    fn publish(&mut self, doc: Document) -> Result<(), String> {
+    fn publish(&mut self, doc: Document, deadline: std::time::Instant) -> Result<(), String> {
         let id = doc.id().to_owned();
         // Pending before sending: a fast FINISH must never precede it.
         self.accounting.published(&id);
@@ -147,6 +147,13 @@ impl PublishSink for Publish {
             if let Some(reason) = self.abort.reason() {
                 self.accounting.unpublished(&id);
                 return Err(format!("the run is stopping: {reason}"));
+            }
+            if std::time::Instant::now() >= deadline {
+                self.accounting.unpublished(&id);
+                return Err(
+                    "the connector's execute deadline passed while waiting for room in the pipeline"
+                        .into(),
+                );
             }
             match self.messenger.send_for_processing(doc, PUBLISH_WAIT) {
                 Ok(None) => break,

@@ -15,6 +15,7 @@
 //!   `copy_children` (copy the document's children `count` times and keep
 //!   the copies), `hoard` (create `count` documents and keep them across
 //!   documents), `hoard_big` (keep `count` documents of `mib` MiB each),
+//!   `json_bomb` (set a field to `mib` MiB of JSON text `[0,0,...]`),
 //!   `spoof_run_id` (return a child and nest one, both built from JSON
 //!   claiming `run_id` "other-run"), `count` (set `calls` to how many
 //!   documents this instance has seen: state that a fresh instance per
@@ -302,6 +303,18 @@ impl Stage for Hostile {
                 };
                 doc.add_child(spoof("nested")?).map_err(doc_error)?;
                 return Ok(vec![spoof("returned")?]);
+            }
+            "json_bomb" => {
+                // `[0,0,...]`: two bytes of text per value, each far more
+                // in memory once parsed.
+                let n = number(doc, "mib")? << 19;
+                let mut text = String::with_capacity(2 * n + 2);
+                text.push('[');
+                for i in 0..n {
+                    text.push_str(if i == 0 { "0" } else { ",0" });
+                }
+                text.push(']');
+                doc.set("bomb", &Value::Json(text)).map_err(doc_error)?;
             }
             "big_log" => {
                 let line = "L".repeat(number(doc, "mib")? << 20);
