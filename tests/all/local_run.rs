@@ -685,3 +685,53 @@ fn a_connector_waiting_for_room_stops_at_its_execute_deadline() {
         started.elapsed()
     );
 }
+
+#[test]
+fn the_versions_of_an_id_are_indexed_in_order_with_several_workers() {
+    // Each id's first version is slow in the stage and its second fast: a
+    // worker that took the second while another still worked on the first
+    // would index them out of order.
+    let out = tempfile::tempdir().expect("tempdir");
+    let ids = ["a", "b", "c", "d"];
+    let docs: Vec<String> = ids
+        .iter()
+        .flat_map(|id| {
+            [
+                format!(r#"{{ id = "{id}", version = 1, action = "spin", millis = "200" }}"#),
+                format!(r#"{{ id = "{id}", version = 2 }}"#),
+            ]
+        })
+        .collect();
+    let toml = format!(
+        r#"
+        [worker]
+        threads = 4
+        [indexer]
+        batch_size = 1
+        plugin = {{ path = @test-indexer, config = {{ record = "/out/indexed.jsonl" }}, grants = {{ dirs = [{{ host = {out:?}, guest = "/out", writable = true }}] }} }}
+        [[connectors]]
+        name = "versions"
+        pipeline = "p"
+        plugin = {{ path = @test-connector, config = {{ docs = [{docs}] }} }}
+        [[pipelines]]
+        name = "p"
+        stages = [{{ name = "jitter", plugin = {{ path = @hostile-stage }} }}]
+        "#,
+        out = out.path().display().to_string(),
+        docs = docs.join(", ")
+    );
+    let (result, _) = run(&toml);
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    let indexed = std::fs::read_to_string(out.path().join("indexed.jsonl")).expect("record");
+    let mut versions: std::collections::HashMap<String, Vec<u64>> = Default::default();
+    for line in indexed.lines() {
+        let record: serde_json::Value = serde_json::from_str(line).expect("json");
+        versions
+            .entry(record["id"].as_str().expect("id").to_owned())
+            .or_default()
+            .push(record["version"].as_u64().expect("version"));
+    }
+    for id in ids {
+        assert_eq!(versions[id], [1, 2], "{id} indexed out of order");
+    }
+}

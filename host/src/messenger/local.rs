@@ -2,6 +2,11 @@
 //! indexer. A full queue blocks its sender, so a fast connector never runs
 //! ahead of its workers by more than the queue's capacity.
 //!
+//! Each worker has a source queue of its own, and a document goes to the
+//! worker its id hashes to (as a record goes to its key's partition in Kafka
+//! mode): the versions of one id are processed and indexed in the order
+//! they were published, whatever the number of workers.
+//!
 //! A queue is bounded twice: by documents and by their bytes (as
 //! [`Document::approx_json_bytes`] measures them), so a connector that
 //! publishes the largest documents it may cannot fill the host's memory
@@ -93,84 +98,92 @@ impl QueueBytes {
     }
 }
 
-/// Closes a queue's byte bound when the last of its receivers is gone, so
-/// that a sender waiting for room learns that nobody will make any.
+/// Closes a queue's byte bound when its receiver is gone, so that a sender
+/// waiting for room learns that nobody will make any.
 #[derive(Debug)]
-struct Receivers(Arc<QueueBytes>);
+struct SourceReceiver(Arc<QueueBytes>);
 
-impl Drop for Receivers {
+impl Drop for SourceReceiver {
     fn drop(&mut self) {
         self.0.close();
     }
 }
 
-/// Builds the three ends of a local pipeline.
+/// Builds the ends of a local pipeline.
 #[derive(Debug)]
 pub struct LocalMessenger {
-    source: (Sender<Document>, Receiver<Document>),
+    capacity: usize,
+    max_bytes: usize,
     dest: (Sender<Document>, Receiver<Document>),
     events: (Sender<Event>, Receiver<Event>),
-    source_bytes: Arc<QueueBytes>,
     dest_bytes: Arc<QueueBytes>,
-    /// Shared by the workers: the source closes with the last of them.
-    workers: Arc<Receivers>,
 }
 
 impl LocalMessenger {
-    /// Queues holding at most `capacity` documents and `max_bytes` of them
-    /// each. Events are not bounded: a worker must never block on
+    /// Queues holding at most `capacity` documents and `max_bytes` of them:
+    /// the source (shared out among the workers' queues) and the
+    /// destination. Events are not bounded: a worker must never block on
     /// reporting, or a full event queue could stall the publisher that
     /// drains it.
     pub fn new(capacity: usize, max_bytes: usize) -> Self {
-        let source_bytes = QueueBytes::new(max_bytes);
         Self {
-            source: bounded(capacity.max(1)),
+            capacity: capacity.max(1),
+            max_bytes,
             dest: bounded(capacity.max(1)),
             events: unbounded(),
-            workers: Arc::new(Receivers(Arc::clone(&source_bytes))),
-            source_bytes,
             dest_bytes: QueueBytes::new(max_bytes),
         }
     }
 
-    pub fn publisher(&self) -> LocalPublisherMessenger {
-        LocalPublisherMessenger {
-            source: self.source.0.clone(),
-            source_bytes: Arc::clone(&self.source_bytes),
-            events: self.events.1.clone(),
-        }
-    }
-
-    pub fn worker(&self) -> LocalWorkerMessenger {
-        LocalWorkerMessenger {
-            source: self.source.1.clone(),
-            source_bytes: Arc::clone(&self.source_bytes),
-            _receivers: Arc::clone(&self.workers),
-            dest: self.dest.0.clone(),
-            dest_bytes: Arc::clone(&self.dest_bytes),
-            events: self.events.0.clone(),
-        }
-    }
-
-    pub fn indexer(&self) -> LocalIndexerMessenger {
-        LocalIndexerMessenger {
-            dest: self.dest.1.clone(),
-            dest_bytes: Arc::clone(&self.dest_bytes),
-            events: self.events.0.clone(),
-        }
-    }
-
-    /// Hand out the ends and drop the builder's own senders, so that closing
-    /// works: the queues close when the ends given out are dropped.
+    /// Hand out the ends: a publisher, `workers` workers each with a source
+    /// queue of its own, and the indexer. A document goes to the worker its
+    /// id hashes to, as a Kafka record goes to its key's partition, so the
+    /// versions of one id are processed, and indexed, in the order they
+    /// were published. The queues close when the ends are dropped.
     pub fn into_parts(self, workers: usize) -> LocalParts {
-        let parts = LocalParts {
-            publisher: self.publisher(),
-            workers: (0..workers).map(|_| self.worker()).collect(),
-            indexer: self.indexer(),
-        };
-        drop(self);
-        parts
+        let queues = workers.max(1);
+        let capacity = self.capacity.div_ceil(queues);
+        let max_bytes = (self.max_bytes / queues).max(1);
+        let mut sources = Vec::with_capacity(queues);
+        let mut ends = Vec::with_capacity(workers);
+        for _ in 0..queues {
+            let (tx, rx) = bounded(capacity);
+            let bytes = QueueBytes::new(max_bytes);
+            sources.push(SourceQueue {
+                tx,
+                bytes: Arc::clone(&bytes),
+            });
+            ends.push(LocalWorkerMessenger {
+                source: rx,
+                source_bytes: Arc::clone(&bytes),
+                _receiver: SourceReceiver(bytes),
+                dest: self.dest.0.clone(),
+                dest_bytes: Arc::clone(&self.dest_bytes),
+                events: self.events.0.clone(),
+            });
+        }
+        ends.truncate(workers);
+        LocalParts {
+            publisher: LocalPublisherMessenger {
+                sources: sources.into(),
+                route: foldhash::fast::FixedState::with_seed(0),
+                events: self.events.1.clone(),
+            },
+            workers: ends,
+            indexer: LocalIndexerMessenger {
+                dest: self.dest.1,
+                dest_bytes: self.dest_bytes,
+                events: self.events.0,
+            },
+        }
     }
+}
+
+/// One worker's source queue, as the publisher sees it.
+#[derive(Debug)]
+struct SourceQueue {
+    tx: Sender<Document>,
+    bytes: Arc<QueueBytes>,
 }
 
 /// The ends of one local pipeline.
@@ -199,8 +212,9 @@ fn poll<T>(rx: &Receiver<T>, timeout: Duration) -> Polled<T> {
 
 #[derive(Debug, Clone)]
 pub struct LocalPublisherMessenger {
-    source: Sender<Document>,
-    source_bytes: Arc<QueueBytes>,
+    sources: Arc<[SourceQueue]>,
+    /// Which worker an id goes to: the same one for the whole run.
+    route: foldhash::fast::FixedState,
     events: Receiver<Event>,
 }
 
@@ -210,16 +224,19 @@ impl PublisherMessenger for LocalPublisherMessenger {
         doc: Document,
         timeout: Duration,
     ) -> Result<Option<Document>, MessengerError> {
+        use std::hash::BuildHasher;
+        let worker = self.route.hash_one(doc.id()) % self.sources.len() as u64;
+        let source = &self.sources[worker as usize];
         let bytes = doc.approx_json_bytes();
-        match self.source_bytes.reserve(bytes, timeout) {
+        match source.bytes.reserve(bytes, timeout) {
             Room::Granted => {}
             Room::Full => return Ok(Some(doc)),
             Room::Closed => return Err(MessengerError::Closed("processing")),
         }
-        match self.source.send_timeout(doc, timeout) {
+        match source.tx.send_timeout(doc, timeout) {
             Ok(()) => Ok(None),
             Err(SendTimeoutError::Timeout(doc)) => {
-                self.source_bytes.release(bytes);
+                source.bytes.release(bytes);
                 Ok(Some(doc))
             }
             Err(SendTimeoutError::Disconnected(_)) => Err(MessengerError::Closed("processing")),
@@ -235,7 +252,7 @@ impl PublisherMessenger for LocalPublisherMessenger {
 pub struct LocalWorkerMessenger {
     source: Receiver<Document>,
     source_bytes: Arc<QueueBytes>,
-    _receivers: Arc<Receivers>,
+    _receiver: SourceReceiver,
     dest: Sender<Document>,
     dest_bytes: Arc<QueueBytes>,
     events: Sender<Event>,
@@ -437,6 +454,37 @@ mod tests {
         assert_eq!(
             worker.send_for_indexing(big),
             Err(MessengerError::Closed("indexing"))
+        );
+    }
+
+    #[test]
+    fn the_versions_of_an_id_go_to_one_worker() {
+        let parts = LocalMessenger::new(1000, 1 << 20).into_parts(4);
+        for version in 0..3 {
+            for id in 0..40 {
+                let mut d = Document::new(format!("id-{id}"));
+                d.set("version", serde_json::json!(version)).expect("set");
+                assert_eq!(parts.publisher.send_for_processing(d, T), Ok(None));
+            }
+        }
+        let mut seen = std::collections::HashMap::new();
+        let mut busy = 0;
+        for (worker, mut end) in parts.workers.into_iter().enumerate() {
+            let mut got = 0;
+            while let Ok(Polled::Item(d)) = end.poll_doc_to_process(T) {
+                let version = d.get("version").and_then(|v| v.as_u64()).expect("version");
+                let (owner, last) = seen.entry(d.id().to_owned()).or_insert((worker, None));
+                assert_eq!(*owner, worker, "{} went to two workers", d.id());
+                assert!(last.is_none_or(|l| l < version), "{} out of order", d.id());
+                *last = Some(version);
+                got += 1;
+            }
+            busy += usize::from(got > 0);
+        }
+        assert_eq!(seen.len(), 40);
+        assert!(
+            busy >= 3,
+            "ids are spread over the workers ({busy} of 4 got some)"
         );
     }
 }
