@@ -18,11 +18,15 @@ fn run(toml: &str) -> (RunResult, Arc<Recording>) {
 fn run_in(toml: &str, base: &Path) -> (RunResult, Arc<Recording>) {
     let messengers = RecordingMessengers::new(16);
     let recording = messengers.recording();
-    let runner = Runner::new(config(toml, base), runtime(), Arc::new(messengers));
-    let result = runner
+    let result = runner(toml, base, messengers)
         .run()
         .unwrap_or_else(|e| panic!("config should be valid: {e}"));
     (result, recording)
+}
+
+/// A runner of `toml` (relative paths from `base`) through `messengers`.
+fn runner(toml: &str, base: &Path, messengers: RecordingMessengers) -> Runner {
+    Runner::new(config(toml, base), runtime(), Arc::new(messengers))
 }
 
 /// A connector and pipeline around `connector_config`, `stages` and `indexer_config`.
@@ -542,11 +546,7 @@ fn validation_ends_when_check_config_sleeps() {
     );
     assert!(toml.contains("300ms"), "the limit is in the config");
     let dir = tempfile::tempdir().expect("tempdir");
-    let runner = Runner::new(
-        config(&toml, dir.path()),
-        runtime(),
-        Arc::new(RecordingMessengers::new(16)),
-    );
+    let runner = runner(&toml, dir.path(), RecordingMessengers::new(16));
     let started = std::time::Instant::now();
     let errors = runner.validate().expect_err("check-config ran out of time");
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
@@ -669,11 +669,7 @@ fn a_connector_waiting_for_room_stops_at_its_execute_deadline() {
     );
     assert!(toml.contains("500ms"), "the limit is in the config");
     let dir = tempfile::tempdir().expect("tempdir");
-    let runner = Runner::new(
-        config(&toml, dir.path()),
-        runtime(),
-        Arc::new(RecordingMessengers::new(1)),
-    );
+    let runner = runner(&toml, dir.path(), RecordingMessengers::new(1));
     let started = std::time::Instant::now();
     let result = runner.run().expect("valid config");
     assert_eq!(result.status(), RunStatus::Failure);
