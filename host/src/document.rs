@@ -851,9 +851,8 @@ impl Document {
             .deserialize(&mut reader)
             .and_then(|doc| reader.end().map(|()| doc))
             .map_err(parse_error)?;
-        // The parse stopped at the size budget; the document's own checks
-        // (size with framing, depth) are the last word.
-        doc.admitted(limits)
+        // Measured and checked against `limits` by the seed already.
+        Ok(doc)
     }
 
     /// Replace fields and children with those of `json`, whose `id` and
@@ -1042,7 +1041,7 @@ impl<'de> serde::de::Visitor<'de> for DocumentSeed {
         let mut fields = Map::new();
         // The last of each reserved key counts, as in a parsed JSON object.
         let (mut id, mut run_id, mut children) = (None, None, None);
-        let budget = Budget::new(self.limits.max_bytes);
+        let budget = ParseBudget::new(self.limits.max_bytes);
         while let Some(key) = map.next_key::<String>()? {
             budget.charge(entry_bytes(&key, 0))?;
             let value: Value = map.next_value_seed(budget.seed())?;
@@ -1099,7 +1098,8 @@ fn parse_error(e: serde_json::Error) -> FieldError {
     let message = e.to_string();
     if message.starts_with(OVER_BUDGET) {
         FieldError::TooLarge(format!("{message} (limits.max_document_mib)"))
-    } else if message.contains("levels deep, over the limit") {
+    } else if message.contains("(limits.") {
+        // A document's own check (size with framing, depth): it names its limit.
         FieldError::TooLarge(message)
     } else {
         FieldError::InvalidJson(message)
@@ -1112,7 +1112,7 @@ fn parse_error(e: serde_json::Error) -> FieldError {
 pub fn parse_value_within(text: &str, max_bytes: usize) -> Result<Value, FieldError> {
     use serde::de::DeserializeSeed;
     let mut reader = serde_json::Deserializer::from_str(text);
-    let budget = Budget::new(max_bytes);
+    let budget = ParseBudget::new(max_bytes);
     budget
         .seed()
         .deserialize(&mut reader)
@@ -1124,12 +1124,12 @@ pub fn parse_value_within(text: &str, max_bytes: usize) -> Result<Value, FieldEr
 const OVER_BUDGET: &str = "JSON over the size limit";
 
 /// What a parse may still build, in [`value_bytes`].
-struct Budget {
+struct ParseBudget {
     left: std::cell::Cell<usize>,
     max: usize,
 }
 
-impl Budget {
+impl ParseBudget {
     fn new(max: usize) -> Self {
         Self {
             left: std::cell::Cell::new(max),
@@ -1159,7 +1159,7 @@ impl Budget {
 /// (the same amounts [`value_bytes`] counts). serde_json stops nesting at
 /// 128 levels; the document's own check is tighter.
 struct Budgeted<'a> {
-    budget: &'a Budget,
+    budget: &'a ParseBudget,
 }
 
 impl<'de> serde::de::DeserializeSeed<'de> for Budgeted<'_> {
