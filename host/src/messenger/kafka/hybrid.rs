@@ -19,10 +19,11 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use rdkafka::producer::ThreadedProducer;
 
-use super::{
-    Deliveries, EventBuffer, KafkaTopics, KafkaWorkerMessenger, Origin, Output, Queued,
-    Revocations, Shared, Tag, dead_letter_headers, produce, shared_producer,
-};
+use super::delivery::{Deliveries, Origin, Shared, Tag, produce, shared_producer};
+use super::indexer::Revocations;
+use super::wire::{EventBuffer, dead_letter_headers};
+use super::worker::{Output, Queued};
+use super::{KafkaTopics, KafkaWorkerMessenger};
 use crate::document::Document;
 use crate::event::Event;
 use crate::messenger::{Failure, IndexerMessenger, MessengerError, Polled};

@@ -1,0 +1,375 @@
+//! The worker role: consumes the source topic in the workers' group.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use foldhash::HashMap;
+use rdkafka::ClientContext;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::message::{Message, OwnedHeaders};
+use rdkafka::producer::{Producer, ThreadedProducer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+
+use super::delivery::{Deliveries, Origin, Shared, Tag, Tracker, produce, shared_producer};
+use super::indexer::Revocations;
+use super::wire::{
+    EventBuffer, dead_letter_headers, document_from, log_assignment, poll_error, undecodable,
+};
+use super::{KafkaTopics, transport};
+use crate::document::Document;
+use crate::event::Event;
+use crate::messenger::{Failure, MessengerError, Polled, WorkerMessenger};
+
+/// Commits completed work when partitions are revoked.
+pub(super) struct WorkerRebalance {
+    pub(super) shared: Arc<Shared>,
+    pub(super) member: usize,
+    pub(super) topic: String,
+    /// A Hybrid pair's revocations, shared with its indexer.
+    pub(super) pair: Option<Arc<Mutex<Revocations>>>,
+}
+
+impl ClientContext for WorkerRebalance {}
+
+impl ConsumerContext for WorkerRebalance {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(revoked) = rebalance {
+            let partitions: Vec<i32> = revoked.elements().iter().map(|e| e.partition()).collect();
+            if !self
+                .shared
+                .wait_delivered(self.member, Some(&partitions), Duration::from_secs(30))
+            {
+                tracing::warn!(
+                    "revoking partitions with deliveries still in flight; their records will be redelivered"
+                );
+            }
+            let mut tracker = self.shared.lock();
+            let tpl = committable_list(&tracker, &self.topic, self.member, Some(&partitions));
+            for &p in &partitions {
+                tracker.partitions.remove(&(self.member, p));
+            }
+            drop(tracker);
+            // A Hybrid pair's indexer leaves what is still queued from these
+            // partitions to their new owner (it is not committed).
+            if let Some(pair) = &self.pair {
+                pair.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .revoke(&partitions);
+            }
+            if tpl.count() > 0
+                && let Err(e) = consumer.commit(&tpl, CommitMode::Sync)
+            {
+                tracing::warn!(error = %e, "commit on revoke failed; records will be redelivered");
+            }
+        }
+    }
+
+    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        log_assignment("worker", rebalance);
+    }
+}
+
+/// Offsets consumer `member` may commit: for each partition it tracks (or
+/// those listed), the offset below which every record is complete. Nothing
+/// after a delivery failure.
+pub(super) fn committable_list(
+    tracker: &Tracker,
+    topic: &str,
+    member: usize,
+    only: Option<&[i32]>,
+) -> TopicPartitionList {
+    let mut tpl = TopicPartitionList::new();
+    if tracker.failure.is_some() {
+        return tpl;
+    }
+    for (&(m, partition), track) in &tracker.partitions {
+        if m != member || only.is_some_and(|ps| !ps.contains(&partition)) {
+            continue;
+        }
+        if let Some(offset) = track.committable() {
+            let _ = tpl.add_partition_offset(topic, partition, Offset::Offset(offset));
+        }
+    }
+    tpl
+}
+
+/// A worker's messenger: consumes the source topic in the workers' group.
+/// The worker threads of a process each have their own consumer (a member
+/// of the group, owning its partitions) and share one producer.
+pub struct KafkaWorkerMessenger {
+    pub(super) topics: KafkaTopics,
+    pub(super) source: String,
+    pub(super) output: Output,
+    pub(super) consumer: BaseConsumer<WorkerRebalance>,
+    /// Which of the process's consumers this is.
+    pub(super) member: usize,
+    pub(super) producer: Arc<ThreadedProducer<Deliveries>>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) current: Option<Origin>,
+    pub(super) events: EventBuffer,
+    pub(super) last_commit: Instant,
+    pub(super) committed: HashMap<i32, i64>,
+}
+
+impl std::fmt::Debug for KafkaWorkerMessenger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaWorkerMessenger")
+            .field("source", &self.source)
+            .field("member", &self.member)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a worker's processed documents go.
+pub(super) enum Output {
+    /// The destination topic, read by the indexers' group.
+    Topic(String),
+    /// The paired indexer's queue (Hybrid mode), until the worker stops.
+    Pair {
+        queue: Option<crossbeam_channel::Sender<Queued>>,
+        revocations: Arc<Mutex<Revocations>>,
+    },
+}
+
+/// A processed document on its way to a Hybrid pair's indexer.
+pub(super) struct Queued {
+    pub(super) doc: Document,
+    pub(super) origin: Origin,
+    /// Revocations of the pair when it was polled.
+    pub(super) generation: u64,
+}
+
+/// How often a busy worker or indexer commits its progress: often enough
+/// that a crash redelivers little, seldom enough to cost the broker little.
+pub(super) const COMMIT_INTERVAL: Duration = Duration::from_millis(200);
+
+impl KafkaWorkerMessenger {
+    /// The messengers of `threads` worker threads: a consumer each, one
+    /// producer between them (fewer clients, fuller batches).
+    pub fn for_threads(topics: &KafkaTopics, threads: usize) -> Result<Vec<Self>, MessengerError> {
+        let shared = Arc::new(Shared::default());
+        let producer = Arc::new(shared_producer(topics, &shared)?);
+        (0..threads)
+            .map(|member| {
+                Self::member(
+                    topics,
+                    member,
+                    &producer,
+                    &shared,
+                    Output::Topic(topics.dest()),
+                )
+            })
+            .collect()
+    }
+
+    /// A worker thread's messenger: consumer `member` of the process.
+    pub(super) fn member(
+        topics: &KafkaTopics,
+        member: usize,
+        producer: &Arc<ThreadedProducer<Deliveries>>,
+        shared: &Arc<Shared>,
+        output: Output,
+    ) -> Result<Self, MessengerError> {
+        let source = topics.source();
+        let pair = match &output {
+            Output::Pair { revocations, .. } => Some(Arc::clone(revocations)),
+            Output::Topic(_) => None,
+        };
+        let consumer: BaseConsumer<WorkerRebalance> = topics
+            .consumer_config(&topics.worker_group())
+            .create_with_context(WorkerRebalance {
+                shared: Arc::clone(shared),
+                member,
+                topic: source.clone(),
+                pair,
+            })
+            .map_err(transport)?;
+        consumer.subscribe(&[&source]).map_err(transport)?;
+        Ok(Self {
+            topics: topics.clone(),
+            source,
+            output,
+            consumer,
+            member,
+            producer: Arc::clone(producer),
+            shared: Arc::clone(shared),
+            current: None,
+            events: EventBuffer::default(),
+            last_commit: Instant::now(),
+            committed: HashMap::default(),
+        })
+    }
+
+    pub(super) fn produce_for_current(
+        &self,
+        topic: &str,
+        key: &str,
+        payload: &[u8],
+        headers: Option<OwnedHeaders>,
+    ) -> Result<(), MessengerError> {
+        let tag = self.current.map_or(Tag::Untracked, Tag::Record);
+        produce(&self.producer, topic, key, payload, headers, tag)
+    }
+
+    /// Commit, at most every [`COMMIT_INTERVAL`], what is complete.
+    pub(super) fn commit(&mut self) -> Result<(), MessengerError> {
+        if self.last_commit.elapsed() < COMMIT_INTERVAL {
+            return Ok(());
+        }
+        self.last_commit = Instant::now();
+        let tracker = self.shared.lock();
+        if let Some(failure) = &tracker.failure {
+            return Err(transport(failure));
+        }
+        let complete = committable_list(&tracker, &self.source, self.member, None);
+        drop(tracker);
+        // Only what moved since the last commit.
+        let mut moved = TopicPartitionList::new();
+        for e in complete.elements() {
+            if let Offset::Offset(offset) = e.offset()
+                && self.committed.insert(e.partition(), offset) != Some(offset)
+            {
+                let _ = moved.add_partition_offset(&self.source, e.partition(), e.offset());
+            }
+        }
+        if moved.count() > 0 {
+            self.consumer
+                .commit(&moved, CommitMode::Async)
+                .map_err(transport)?;
+        }
+        Ok(())
+    }
+}
+
+impl WorkerMessenger for KafkaWorkerMessenger {
+    fn poll_doc_to_process(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Polled<Document>, MessengerError> {
+        loop {
+            let Some(message) = self.consumer.poll(timeout) else {
+                self.commit()?;
+                return Ok(Polled::Idle);
+            };
+            let message = match message {
+                Ok(message) => message,
+                Err(e) => {
+                    poll_error(e)?;
+                    return Ok(Polled::Idle);
+                }
+            };
+            let origin =
+                self.shared
+                    .lock()
+                    .polled(self.member, message.partition(), message.offset());
+            self.current = Some(origin);
+            match document_from(message.payload()) {
+                Ok(doc) => return Ok(Polled::Item(doc)),
+                Err(e) => {
+                    // Not a document: dead-letter the raw bytes, never drop them.
+                    let (key, payload, headers) = undecodable(&message, &e, &self.source);
+                    let fail = self.topics.fail();
+                    self.produce_for_current(&fail, &key, &payload, Some(headers))?;
+                    self.commit_pending_doc_offsets()?;
+                }
+            }
+        }
+    }
+
+    fn send_for_indexing(&mut self, doc: Document) -> Result<(), MessengerError> {
+        match &self.output {
+            Output::Topic(dest) => {
+                let json = doc.to_json_string();
+                if self.topics.fits(json.len()) {
+                    return self.produce_for_current(dest, doc.id(), json.as_bytes(), None);
+                }
+                // Too large for the destination topic: the document fails,
+                // rather than the worker (which would crash on it forever).
+                let failure = Failure {
+                    plugin: "kafka".into(),
+                    message: format!(
+                        "the document is {} bytes, over kafka.max_message_bytes ({})",
+                        json.len(),
+                        self.topics.config.max_message_bytes
+                    ),
+                    attempts: 1,
+                };
+                tracing::warn!(doc_id = doc.id(), message = %failure.message, "document failed");
+                let event = Event::new(&doc, crate::event::EventKind::Fail)
+                    .with_message(failure.message.clone());
+                self.send_failed(doc, &failure)?;
+                self.send_event(event)
+            }
+            Output::Pair { queue, revocations } => {
+                let (Some(queue), Some(origin)) = (queue, self.current) else {
+                    return Err(MessengerError::Closed("indexer"));
+                };
+                // Held until the indexer is done with it (and its events are
+                // acknowledged): only then may the record's offset be committed.
+                self.shared.lock().hold(origin);
+                let generation = revocations
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .count;
+                let queued = Queued {
+                    doc,
+                    origin,
+                    generation,
+                };
+                queue.send(queued).map_err(|_| {
+                    self.shared.lock().release(origin);
+                    MessengerError::Closed("indexer")
+                })
+            }
+        }
+    }
+
+    fn send_failed(&mut self, doc: Document, failure: &Failure) -> Result<(), MessengerError> {
+        let headers = self
+            .current
+            .map(|o| dead_letter_headers(failure, Some((&self.source, o.partition, o.offset))))
+            .unwrap_or_else(|| dead_letter_headers(failure, None));
+        let fail = self.topics.fail();
+        let body = self.topics.dead_letter_body(&doc);
+        self.produce_for_current(&fail, doc.id(), &body, Some(headers))
+    }
+
+    fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
+        self.events.push(&self.topics, event);
+        Ok(())
+    }
+
+    fn commit_pending_doc_offsets(&mut self) -> Result<(), MessengerError> {
+        // The document's events go out together, counted against its record.
+        let tag = self.current.map_or(Tag::Untracked, Tag::Record);
+        self.events.send(&self.producer, tag)?;
+        if let Some(origin) = self.current.take() {
+            self.shared.lock().processed(origin);
+        }
+        self.commit()
+    }
+}
+
+impl Drop for KafkaWorkerMessenger {
+    fn drop(&mut self) {
+        // Finish what was sent, commit what is complete, leave the group. A
+        // Hybrid pair's indexer sees its queue close, and indexes what is on it.
+        if let Output::Pair { queue, .. } = &mut self.output {
+            queue.take();
+        }
+        let _ = self.producer.flush(Duration::ZERO);
+        if !self
+            .shared
+            .wait_delivered(self.member, None, Duration::from_secs(30))
+        {
+            tracing::warn!("deliveries unfinished at shutdown; their records will be redelivered");
+        }
+        let tpl = committable_list(&self.shared.lock(), &self.source, self.member, None);
+        if tpl.count() > 0
+            && let Err(e) = self.consumer.commit(&tpl, CommitMode::Sync)
+        {
+            tracing::warn!(error = %e, "final commit failed; records will be redelivered");
+        }
+        self.consumer.unsubscribe();
+    }
+}
