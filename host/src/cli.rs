@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use crate::config::{Config, ConfigError, ConfigErrors, KafkaConfig};
 use crate::messenger::kafka::{
-    KafkaIndexerMessenger, KafkaMessengers, KafkaTopics, KafkaWorkerMessenger,
+    HeartbeatSender, KafkaIndexerMessenger, KafkaMessengers, KafkaTopics, KafkaWorkerMessenger,
 };
-use crate::messenger::{IndexerMessenger, LocalMessengers, WorkerMessenger};
+use crate::messenger::{IndexerMessenger, LocalMessengers, ServerRole, WorkerMessenger};
 use crate::plugin::{
     InstancePolicy, PluginRuntime, PoolOptions, RuntimeOptions, default_cache_dir,
 };
@@ -47,7 +47,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
     about = "Moves documents from sources into search engines through sandboxed WebAssembly plugins."
 )]
 #[command(
-    after_help = "Exit codes: 0 success, 1 run failed, 2 invalid config or usage, 3 partial success (some documents failed).\nLogs go to stderr; set RUST_LOG (e.g. RUST_LOG=weir=debug) to change what is logged."
+    after_help = "Exit codes: 0 success, 1 run failed (or stalled), 2 invalid config or usage, 3 partial success (some documents failed), 130 interrupted.\nSIGINT/SIGTERM: `weir run` stops its connector and waits up to runner.grace_period for documents in flight, then prints its summary; a second signal stops at once. Serving processes finish the document at hand and commit what is complete.\nLogs go to stderr; set RUST_LOG (e.g. RUST_LOG=weir=debug) to change what is logged."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -142,6 +142,13 @@ fn execute(command: Command) -> anyhow::Result<u8> {
                 Ok(plugins) => plugins,
                 Err(errors) => return Ok(report_invalid(&config, &errors)),
             };
+            let interrupt = runner.interrupter();
+            on_signal(move || {
+                if !interrupt.trigger() {
+                    eprintln!("interrupted again: stopping at once");
+                    std::process::exit(i32::from(RunStatus::Interrupted.exit_code()));
+                }
+            })?;
             let progress = Progress::start(&runner, no_progress);
             let result = runner.run_validated(&plugins, &new_run_id());
             progress.finish();
@@ -149,6 +156,32 @@ fn execute(command: Command) -> anyhow::Result<u8> {
             Ok(result.status().exit_code())
         }
     }
+}
+
+/// What SIGINT and SIGTERM do from now on in this process. The handler is
+/// installed once; each command (a process may run several, e.g. in tests)
+/// sets what it stops.
+fn on_signal(action: impl Fn() + Send + 'static) -> anyhow::Result<()> {
+    type Action = Box<dyn Fn() + Send>;
+    static ACTION: std::sync::Mutex<Option<Action>> = std::sync::Mutex::new(None);
+    static INSTALLED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let lock = || {
+        ACTION
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    *lock() = Some(Box::new(action));
+    INSTALLED
+        .get_or_init(|| {
+            ctrlc::set_handler(move || {
+                if let Some(action) = &*lock() {
+                    action();
+                }
+            })
+            .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|e| anyhow::anyhow!("cannot install the signal handler: {e}"))
 }
 
 /// Load the config and build a runner; `None` when the config file itself is invalid.
@@ -186,9 +219,7 @@ fn prepare_kafka(path: &Path) -> anyhow::Result<Option<(Runner, KafkaConfig)>> {
         return Ok(None);
     };
     let runtime = runtime_for(&config)?;
-    let messengers = Arc::new(KafkaMessengers {
-        config: kafka.clone(),
-    });
+    let messengers = Arc::new(KafkaMessengers::new(kafka.clone()));
     Ok(Some((Runner::new(config, runtime, messengers), kafka)))
 }
 
@@ -229,11 +260,23 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
     };
     let shutdown = Shutdown::default();
     let handler = shutdown.clone();
-    ctrlc::set_handler(move || handler.trigger()).context("cannot install the signal handler")?;
-    let topics = KafkaTopics::new(kafka, &pipeline);
+    on_signal(move || handler.trigger())?;
+    let mut topics = KafkaTopics::new(kafka, &pipeline);
     topics
         .ensure_pipeline_topics()
         .context("cannot create the pipeline's topics")?;
+    topics.read_broker_limit();
+    let server_role = match role {
+        Role::Worker => ServerRole::Worker,
+        Role::Indexer => ServerRole::Indexer,
+        Role::Pairs => ServerRole::WorkerIndexer,
+    };
+    let stats = runner.stats();
+    let _heartbeats = HeartbeatSender::start(&topics, server_role, move || {
+        let s = stats.snapshot();
+        (s.processed, s.indexed)
+    })
+    .context("cannot start heartbeats")?;
     let threads = runner.config().worker.threads;
     if role != Role::Indexer {
         warn_about_partitions(&topics, threads);
@@ -399,17 +442,26 @@ fn print_summary(result: &RunResult) {
         result.elapsed
     );
     println!(
-        "{:<20} {:<16} {:>10} {:>9} {:>10} {:>8} {:>8} {:>10}  outcome",
-        "connector", "pipeline", "published", "children", "succeeded", "failed", "dropped", "time"
+        "{:<20} {:<16} {:>10} {:>9} {:>10} {:>8} {:>8} {:>10} {:>10}  outcome",
+        "connector",
+        "pipeline",
+        "published",
+        "children",
+        "succeeded",
+        "failed",
+        "dropped",
+        "duplicates",
+        "time"
     );
     for c in &result.connectors {
-        let outcome = match (&c.error, c.skipped) {
-            (_, true) => "skipped (an earlier connector failed)".to_owned(),
-            (Some(e), _) => format!("FAILED: {e}"),
-            (None, _) => "ok".to_owned(),
+        let outcome = match (&c.error, c.skipped, c.interrupted) {
+            (_, true, _) => "skipped (an earlier connector did not complete)".to_owned(),
+            (Some(e), _, true) => format!("INTERRUPTED: {e}"),
+            (Some(e), _, false) => format!("FAILED: {e}"),
+            (None, ..) => "ok".to_owned(),
         };
         println!(
-            "{:<20} {:<16} {:>10} {:>9} {:>10} {:>8} {:>8} {:>10.2?}  {}",
+            "{:<20} {:<16} {:>10} {:>9} {:>10} {:>8} {:>8} {:>10} {:>10.2?}  {}",
             c.name,
             c.pipeline,
             c.published,
@@ -417,6 +469,7 @@ fn print_summary(result: &RunResult) {
             c.succeeded,
             c.failed,
             c.dropped,
+            c.duplicates,
             c.elapsed,
             outcome
         );

@@ -120,6 +120,21 @@ pub struct KafkaConfig {
     /// Whether workers and indexers send lifecycle events. Default true.
     #[serde(default = "KafkaConfig::default_events")]
     pub events: bool,
+    /// Topic settings for the topics Weir creates (e.g. `retention.ms`,
+    /// `max.message.bytes`).
+    #[serde(default)]
+    pub topic_config: BTreeMap<String, String>,
+    /// How often `weir worker`, `weir indexer` and `weir worker-indexer`
+    /// announce themselves on `<pipeline>_heartbeat`, for runners to see who
+    /// serves a pipeline. Default 2 s.
+    #[serde(
+        default = "KafkaConfig::default_heartbeat_interval",
+        with = "humantime_serde"
+    )]
+    pub heartbeat_interval: Duration,
+    /// Whether `weir run` deletes its event topics when the run ends. Default true.
+    #[serde(default = "KafkaConfig::default_events")]
+    pub delete_event_topics: bool,
     /// librdkafka properties for every client (e.g. `security.protocol`, `sasl.*`, `ssl.*`).
     #[serde(default)]
     pub client: BTreeMap<String, String>,
@@ -147,6 +162,9 @@ impl KafkaConfig {
     fn default_events() -> bool {
         true
     }
+    fn default_heartbeat_interval() -> Duration {
+        Duration::from_secs(2)
+    }
 
     /// Settings with defaults for `bootstrap_servers`.
     pub fn new(bootstrap_servers: impl Into<String>) -> Self {
@@ -160,6 +178,9 @@ impl KafkaConfig {
             event_topic: None,
             topic_partitions: None,
             events: Self::default_events(),
+            topic_config: BTreeMap::new(),
+            heartbeat_interval: Self::default_heartbeat_interval(),
+            delete_event_topics: Self::default_events(),
             client: BTreeMap::new(),
             producer: BTreeMap::new(),
             consumer: BTreeMap::new(),
@@ -196,6 +217,9 @@ impl KafkaConfig {
         if self.topic_partitions == Some(0) {
             errors.push(error("kafka.topic_partitions", "must be at least 1"));
         }
+        if self.heartbeat_interval.is_zero() {
+            errors.push(error("kafka.heartbeat_interval", "must be more than zero"));
+        }
         if self.max_message_bytes < 1024 {
             errors.push(error("kafka.max_message_bytes", "must be at least 1024"));
         }
@@ -219,6 +243,29 @@ pub struct RunnerConfig {
         with = "humantime_serde"
     )]
     pub log_interval: Duration,
+    /// How long documents may be pending with none of them finishing before
+    /// the run ends as stalled (status Failure, naming pending ids). Longer
+    /// than one document can take. Default 5 min.
+    #[serde(
+        default = "RunnerConfig::default_stall_timeout",
+        with = "humantime_serde"
+    )]
+    pub stall_timeout: Duration,
+    /// Kafka mode: how long documents may be pending while no live worker or
+    /// no live indexer serves their pipeline (no heartbeat) before the run
+    /// ends as stalled. Default 30 s.
+    #[serde(
+        default = "RunnerConfig::default_liveness_timeout",
+        with = "humantime_serde"
+    )]
+    pub liveness_timeout: Duration,
+    /// After SIGINT/SIGTERM, how long `weir run` waits for documents in
+    /// flight before it stops (a second signal stops at once). Default 30 s.
+    #[serde(
+        default = "RunnerConfig::default_grace_period",
+        with = "humantime_serde"
+    )]
+    pub grace_period: Duration,
     /// Where compiled plugins are cached. Default `$WEIR_CACHE_DIR`, else the
     /// user cache directory.
     #[serde(default)]
@@ -232,6 +279,15 @@ impl RunnerConfig {
     fn default_log_interval() -> Duration {
         Duration::from_secs(30)
     }
+    fn default_stall_timeout() -> Duration {
+        Duration::from_secs(300)
+    }
+    fn default_liveness_timeout() -> Duration {
+        Duration::from_secs(30)
+    }
+    fn default_grace_period() -> Duration {
+        Duration::from_secs(30)
+    }
 }
 
 impl Default for RunnerConfig {
@@ -239,6 +295,9 @@ impl Default for RunnerConfig {
         Self {
             connector_timeout: Self::default_connector_timeout(),
             log_interval: Self::default_log_interval(),
+            stall_timeout: Self::default_stall_timeout(),
+            liveness_timeout: Self::default_liveness_timeout(),
+            grace_period: Self::default_grace_period(),
             cache_dir: None,
         }
     }
@@ -601,6 +660,28 @@ impl Config {
     /// once. Plugin configs are checked by the plugins themselves, later.
     pub fn check(&self) -> Vec<ConfigError> {
         let mut errors = Vec::new();
+        for (name, value) in [
+            ("stall_timeout", self.runner.stall_timeout),
+            ("liveness_timeout", self.runner.liveness_timeout),
+            ("log_interval", self.runner.log_interval),
+        ] {
+            if value.is_zero() {
+                errors.push(error(format!("runner.{name}"), "must be more than zero"));
+            }
+        }
+        let stall = self.runner.stall_timeout;
+        for (location, spec) in self.plugins() {
+            let call = spec.limits.call_timeout();
+            if !location.starts_with("connectors.") && call >= stall {
+                errors.push(error(
+                    "runner.stall_timeout",
+                    format!(
+                        "must be longer than the longest call a document may wait on ({location} has call_timeout {call:?})"
+                    ),
+                ));
+                break;
+            }
+        }
         if self.connectors.is_empty() {
             errors.push(error("connectors", "at least one connector is needed"));
         }

@@ -33,6 +33,9 @@ impl EventKind {
     }
 }
 
+/// The longest reason an event carries, in bytes.
+pub const MAX_MESSAGE_BYTES: usize = 8 * 1024;
+
 /// One event about one document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
@@ -42,6 +45,22 @@ pub struct Event {
     /// Why, for FAIL events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Kafka and Hybrid modes: the worker's pass over a source record that
+    /// made this document, when that pass created children. On a CREATE it
+    /// says which pass created the child; on a terminal event it ties the
+    /// event to the CREATEs that must be counted before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u64>,
+    /// On a terminal event with an `attempt`: how many CREATE events of that
+    /// pass precede it. The runner applies the event only once it has seen
+    /// them, so a parent indexed before its children's CREATEs arrive can
+    /// never complete the run early.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub after_creates: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Event {
@@ -51,11 +70,23 @@ impl Event {
             run_id: document.run_id().map(str::to_owned),
             kind,
             message: None,
+            attempt: None,
+            after_creates: 0,
         }
     }
 
+    /// Say why; at most [`MAX_MESSAGE_BYTES`] of it travels.
     pub fn with_message(mut self, message: impl Into<String>) -> Self {
-        self.message = Some(message.into());
+        let mut message = message.into();
+        if message.len() > MAX_MESSAGE_BYTES {
+            let mut end = MAX_MESSAGE_BYTES;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
+            message.push_str("...");
+        }
+        self.message = Some(message);
         self
     }
 }

@@ -90,11 +90,15 @@ pub fn throughput_lines(
 ) -> [String; 3] {
     let secs = elapsed.as_secs_f64().max(1e-9);
     let rate = |a: u64, b: u64| (b.saturating_sub(a)) as f64 / secs;
-    let mean_ms = |nanos: u64, count: u64| {
-        if count == 0 {
-            0.0
+    // Latencies are known where the work is done in this process.
+    let mean_ms = |what: &str, nanos: u64, count: u64| {
+        if count == 0 || nanos == 0 {
+            String::new()
         } else {
-            nanos as f64 / count as f64 / 1e6
+            format!(
+                " Mean {what} latency: {:.3} ms/doc.",
+                nanos as f64 / count as f64 / 1e6
+            )
         }
     };
     [
@@ -104,16 +108,16 @@ pub fn throughput_lines(
             rate(before.published, now.published)
         ),
         format!(
-            "{} docs processed. Rate: {:.1} docs/s. Mean pipeline latency: {:.3} ms/doc.",
+            "{} docs processed. Rate: {:.1} docs/s.{}",
             now.processed,
             rate(before.processed, now.processed),
-            mean_ms(now.pipeline_nanos, now.processed)
+            mean_ms("pipeline", now.pipeline_nanos, now.processed)
         ),
         format!(
-            "{} docs indexed. Rate: {:.1} docs/s. Mean backend latency: {:.3} ms/doc.",
+            "{} docs indexed. Rate: {:.1} docs/s.{}",
             now.indexed,
             rate(before.indexed, now.indexed),
-            mean_ms(now.index_nanos, now.indexed + now.failed)
+            mean_ms("backend", now.index_nanos, now.indexed + now.failed)
         ),
     ]
 }

@@ -80,7 +80,6 @@ log.retention.minutes=10
 log.retention.check.interval.ms=60000
 log.segment.bytes=67108864
 log.roll.ms=120000
-message.max.bytes=10485760
 EOF
     cat > "$state/log4j2.xml" <<EOF
 <Configuration status="warn">

@@ -24,6 +24,10 @@ pub enum MessengerError {
     /// The other side is gone (the run is shutting down).
     #[error("the {0} queue is closed")]
     Closed(&'static str),
+    /// The transport refused this one document (e.g. too large for Kafka):
+    /// the document fails, the run goes on.
+    #[error("{0}")]
+    Refused(String),
     /// Anything else the transport reports.
     #[error("{0}")]
     Transport(String),
@@ -50,6 +54,41 @@ pub struct Failure {
     pub attempts: u32,
 }
 
+/// Which part of a pipeline a serving process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerRole {
+    Worker,
+    Indexer,
+    WorkerIndexer,
+}
+
+impl ServerRole {
+    pub fn processes(self) -> bool {
+        matches!(self, Self::Worker | Self::WorkerIndexer)
+    }
+
+    pub fn indexes(self) -> bool {
+        matches!(self, Self::Indexer | Self::WorkerIndexer)
+    }
+}
+
+/// What a process serving a pipeline says about itself, every
+/// `kafka.heartbeat_interval` and when it stops.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Heartbeat {
+    /// `<host>:<pid>:<start time, ms>`: unique per process.
+    pub process: String,
+    pub role: ServerRole,
+    /// False in the last heartbeat, sent as the process stops.
+    pub serving: bool,
+    /// When it was sent, milliseconds since the Unix epoch (the sender's clock).
+    pub time_ms: i64,
+    /// Documents the process has processed and indexed since it started.
+    pub processed: u64,
+    pub indexed: u64,
+}
+
 /// What a publisher (the runner side of a connector) needs.
 pub trait PublisherMessenger: Send + Sync {
     /// Hand `doc` to the workers. Blocks while the queue is full, up to `timeout`;
@@ -61,6 +100,12 @@ pub trait PublisherMessenger: Send + Sync {
     ) -> Result<Option<Document>, MessengerError>;
     /// The next lifecycle event, waiting up to `timeout`.
     fn poll_event(&self, timeout: Duration) -> Result<Polled<Event>, MessengerError>;
+    /// The latest heartbeat of each process that served the pipeline
+    /// recently, where workers and indexers are other processes; `None`
+    /// where they run in this one (their liveness is the runner's own).
+    fn servers(&self) -> Option<Vec<Heartbeat>> {
+        None
+    }
 }
 
 /// What a worker needs.
@@ -124,6 +169,8 @@ pub trait MessengerFactory: Send + Sync {
         workers: usize,
         run_id: &str,
     ) -> Result<MessengerParts, MessengerError>;
+    /// Run `run_id` ended: release what it alone used (e.g. its event topics).
+    fn run_ended(&self, _run_id: &str) {}
 }
 
 /// In-memory queues of a given capacity.

@@ -88,6 +88,9 @@ pub enum TrapCause {
     /// fails only this call, never the worker.
     #[error("made the host fail (a bug in Weir, please report it): {0}")]
     HostPanic(String),
+    /// The call was stopped from outside: the run is stopping.
+    #[error("was stopped: the run is stopping")]
+    Cancelled,
     /// Any other trap (out-of-bounds access, stack overflow, invalid handle, ...).
     #[error("trapped: {0}")]
     Other(String),
@@ -101,6 +104,7 @@ impl TrapCause {
             Self::Panic(_) => "panic",
             Self::Limit(_) => "limit",
             Self::HostPanic(_) => "host_panic",
+            Self::Cancelled => "cancelled",
             Self::Other(_) => "trap",
         }
     }

@@ -262,6 +262,8 @@ fn plugin_state() -> PluginState {
         lent: None,
         stderr: GuestOutput::new(Arc::clone(&plugin), "stderr", Arc::clone(&logs)),
         logs,
+        cancel: Default::default(),
+        interrupt_at: None,
     }
 }
 

@@ -57,6 +57,12 @@ pub(crate) struct PluginState {
     pub(crate) lent: Option<u32>,
     pub(crate) stderr: GuestOutput,
     pub(crate) logs: Arc<Mutex<LogLimiter>>,
+    /// Set from outside to stop the call in progress (a run interrupted).
+    pub(crate) cancel: super::Cancel,
+    /// When a computing guest is interrupted: a few epoch ticks after its
+    /// call's deadline (so that a host call returning at the deadline is
+    /// seen first). `None` between calls.
+    pub(crate) interrupt_at: Option<std::time::Instant>,
 }
 
 /// A token bucket over a plugin's log lines (log calls, stdout, stderr):

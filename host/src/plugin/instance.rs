@@ -7,10 +7,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, InstancePre, Resource, ResourceTableError};
-use wasmtime::{Store, Trap};
+use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::RuntimeInner;
+
+/// How many epoch ticks a computing guest runs between checks of its
+/// deadline and of cancellation.
+const CHECK_TICKS: u64 = 10;
+
+/// Ticks past its deadline before a computing guest is interrupted: a host
+/// call that gave up at the deadline gets to return its error first.
+const INTERRUPT_SLACK_TICKS: u32 = 4;
 use super::bindings::GuestError;
 use super::budget::{Budget, MAX_HANDLES, MAX_HTTP_FIELDS_BYTES};
 use super::error::{PluginError, TrapCause};
@@ -133,17 +141,31 @@ impl Loaded {
             lent: None,
             stderr,
             logs,
+            cancel: super::Cancel::default(),
+            interrupt_at: None,
         };
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.budget);
-        store.epoch_deadline_trap();
+        // A computing guest is interrupted at its deadline, or sooner when
+        // the call is cancelled: checked every few ticks.
+        store.epoch_deadline_callback(|store| {
+            let state = store.data();
+            let past = state.interrupt_at.is_none_or(|at| Instant::now() >= at);
+            Ok(if past || state.cancel.is_cancelled() {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::Continue(CHECK_TICKS)
+            })
+        });
         Ok(store)
     }
 
     fn deadline_ticks(&self, timeout: Duration) -> u64 {
         let tick = self.runtime.epoch_tick.as_nanos().max(1);
         // One extra tick: the current epoch may be about to advance.
-        u64::try_from(timeout.as_nanos().div_ceil(tick) + 1).unwrap_or(u64::MAX)
+        u64::try_from(timeout.as_nanos().div_ceil(tick) + 1)
+            .unwrap_or(u64::MAX)
+            .min(CHECK_TICKS)
     }
 
     /// Why a call failed, from the error and what the store saw.
@@ -168,6 +190,7 @@ impl Loaded {
             ));
         }
         match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) if store.data().cancel.is_cancelled() => TrapCause::Cancelled,
             Some(Trap::Interrupt) => TrapCause::Deadline(timeout),
             Some(Trap::UnreachableCodeReached) => {
                 TrapCause::Panic(panic_message(&store.data().stderr.recent()))
@@ -191,13 +214,19 @@ impl Loaded {
         let deadline = Instant::now() + timeout;
         store.set_epoch_deadline(self.deadline_ticks(timeout));
         store.data_mut().http_policy.deadline = Some(deadline);
+        store.data_mut().interrupt_at =
+            Some(deadline + INTERRUPT_SLACK_TICKS * self.runtime.epoch_tick);
+        let cancel = store.data().cancel.clone();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            self.runtime.block_on_until(deadline, call(&mut *store))
+            self.runtime
+                .block_on_until(deadline, &cancel, call(&mut *store))
         }));
         store.data_mut().http_policy.deadline = None;
+        store.data_mut().interrupt_at = None;
         match outcome {
             Ok(Some(Ok(r))) => Ok(r),
             Ok(Some(Err(error))) => Err(self.classify(error, store, timeout)),
+            Ok(None) if cancel.is_cancelled() => Err(TrapCause::Cancelled),
             Ok(None) => Err(TrapCause::Deadline(timeout)),
             Err(panic) => Err(TrapCause::HostPanic(crate::panic_text(&*panic))),
         }
@@ -334,6 +363,11 @@ impl<W: World> Instance<W> {
 
     pub(crate) fn loaded(&self) -> &Loaded {
         &self.prepared.loaded
+    }
+
+    /// A handle that stops the live instance's call in progress.
+    pub(crate) fn canceller(&mut self) -> Result<super::Cancel, PluginError> {
+        Ok(self.live()?.store.data().cancel.clone())
     }
 
     fn live(&mut self) -> Result<&mut Live<W>, PluginError> {

@@ -285,6 +285,12 @@ impl ConnectorInstance {
         })
     }
 
+    /// A handle that stops this connector's call in progress (its
+    /// `execute`) from another thread; the instance is then discarded.
+    pub fn canceller(&mut self) -> Result<super::Cancel, PluginError> {
+        self.inner.canceller()
+    }
+
     /// Run the connector, publishing into `sink`, for at most `timeout` (see
     /// the `execute_timeout` limit). Documents it publishes get `run_id`
     /// unless they carry one.

@@ -125,6 +125,7 @@ impl RuntimeInner {
     pub(crate) fn block_on_until<F: Future>(
         &self,
         deadline: Instant,
+        cancel: &Cancel,
         call: F,
     ) -> Option<F::Output> {
         // Entered for the whole call: a call cut off at its deadline is
@@ -137,10 +138,40 @@ impl RuntimeInner {
             return Some(out);
         }
         // Waiting: polled again with a real waker, which replaces the no-op one.
-        self.io
-            .handle()
-            .block_on(async { tokio::time::timeout_at(deadline.into(), call).await })
-            .ok()
+        self.io.handle().block_on(async {
+            tokio::select! {
+                out = call => Some(out),
+                () = tokio::time::sleep_until(deadline.into()) => None,
+                () = cancel.cancelled() => None,
+            }
+        })
+    }
+}
+
+/// Stops a plugin call in progress from another thread: the call ends
+/// with [`TrapCause::Cancelled`] whether the guest computes or waits in the
+/// host, and the instance is discarded. Cloned handles cancel the same call.
+#[derive(Debug, Clone)]
+pub struct Cancel(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Default for Cancel {
+    fn default() -> Self {
+        Self(Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
+}
+
+impl Cancel {
+    pub fn cancel(&self) {
+        self.0.send_replace(true);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    async fn cancelled(&self) {
+        let mut changes = self.0.subscribe();
+        let _ = changes.wait_for(|cancelled| *cancelled).await;
     }
 }
 

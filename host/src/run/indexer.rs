@@ -23,6 +23,8 @@ enum BatchOutcome {
     Sent(Vec<DocumentFailure>),
     /// The whole batch failed, after `attempts` tries.
     Failed { message: String, attempts: u32 },
+    /// Left undone: the process stops while the batch was being retried.
+    Abandoned,
 }
 
 pub(crate) struct IndexerLoop {
@@ -33,6 +35,10 @@ pub(crate) struct IndexerLoop {
     pub(crate) config: IndexerConfig,
     pub(crate) stats: Arc<RunStats>,
     pub(crate) abort: Abort,
+    /// Set when the process is asked to stop: a batch that is failing in a
+    /// way worth retrying is then left undone (never reported, never
+    /// committed) for the next owner of its documents, not dead-lettered.
+    pub(crate) stop_retrying: Abort,
 }
 
 impl IndexerLoop {
@@ -107,6 +113,13 @@ impl IndexerLoop {
         }
         let start = Instant::now();
         let outcome = self.send_with_retries(&mut docs)?;
+        if let BatchOutcome::Abandoned = outcome {
+            tracing::warn!(
+                docs = docs.len(),
+                "stopping with a batch the backend has not taken: left to be redelivered, not dead-lettered"
+            );
+            return Ok(());
+        }
         let elapsed = start.elapsed();
         RunStats::add_time(&self.stats.index_nanos, elapsed);
         metrics::histogram!(telemetry::INDEX_SECONDS_PER_DOC, "pipeline" => self.pipeline.to_string())
@@ -127,6 +140,7 @@ impl IndexerLoop {
             BatchOutcome::Failed { message, attempts } => {
                 (HashMap::new(), Some((message, attempts)))
             }
+            BatchOutcome::Abandoned => return Ok(()),
         };
         let mut finished = 0u64;
         let mut completed = Vec::with_capacity(docs.len());
@@ -189,10 +203,10 @@ impl IndexerLoop {
         full.mul_f64(0.5 + fastrand::f64() / 2.0)
     }
 
-    /// Sleep `duration`, waking early when the run aborts.
+    /// Sleep `duration`, waking early when the run aborts or the process stops.
     fn pause(&self, duration: Duration) {
         let until = Instant::now() + duration;
-        while !self.abort.is_set() {
+        while !self.abort.is_set() && !self.stop_retrying.is_set() {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return;
@@ -217,9 +231,15 @@ impl IndexerLoop {
                         retry,
                         "batch failed: {}", failure.message
                     );
-                    if retry && !self.abort.is_set() {
+                    if retry && (self.abort.is_set() || self.stop_retrying.is_set()) {
+                        return Ok(BatchOutcome::Abandoned);
+                    }
+                    if retry {
                         metrics::counter!(telemetry::BATCH_RETRIES, "pipeline" => self.pipeline.to_string()).increment(1);
                         self.pause(self.backoff(attempts));
+                        if self.abort.is_set() || self.stop_retrying.is_set() {
+                            return Ok(BatchOutcome::Abandoned);
+                        }
                         continue;
                     }
                     let status = failure

@@ -10,6 +10,7 @@
 mod indexer;
 mod publisher;
 mod serve;
+mod watch;
 mod worker;
 
 pub use serve::Shutdown;
@@ -25,7 +26,7 @@ use crate::plugin::{
     ConnectorInstance, ConnectorPlugin, IndexerPlugin, PluginError, PluginRuntime, PluginSpec,
     StagePlugin,
 };
-use crate::telemetry::{self, RunStats};
+use crate::telemetry::RunStats;
 
 use indexer::IndexerLoop;
 use publisher::{Abort, Accounting, Publish};
@@ -42,18 +43,39 @@ pub enum RunStatus {
     Success,
     /// Every connector completed, but some documents failed.
     PartialSuccess,
-    /// A connector failed, or the run was stopped.
+    /// A connector failed, or the run stalled or timed out.
     Failure,
+    /// The run was asked to stop (SIGINT/SIGTERM) before it completed.
+    Interrupted,
 }
 
 impl RunStatus {
-    /// The process exit code for this status: 0, 3 or 1.
+    /// The process exit code for this status: 0, 3, 1 or 130.
     pub fn exit_code(self) -> u8 {
         match self {
             Self::Success => 0,
             Self::PartialSuccess => 3,
             Self::Failure => 1,
+            Self::Interrupted => 130,
         }
+    }
+}
+
+/// Asks a run to stop gracefully: the connector is stopped, documents in
+/// flight get `runner.grace_period` to finish, later connectors are
+/// skipped, and the run ends [`RunStatus::Interrupted`]. Clone it into a
+/// signal handler.
+#[derive(Debug, Clone, Default)]
+pub struct Interrupt(Arc<std::sync::atomic::AtomicBool>);
+
+impl Interrupt {
+    /// Ask the run to stop; true the first time.
+    pub fn trigger(&self) -> bool {
+        !self.0.swap(true, std::sync::atomic::Ordering::SeqCst)
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
@@ -70,9 +92,14 @@ pub struct ConnectorResult {
     pub succeeded: u64,
     pub failed: u64,
     pub dropped: u64,
+    /// Terminal events for documents already done (at-least-once
+    /// redelivery): not counted above.
+    pub duplicates: u64,
     pub elapsed: Duration,
     /// Why the connector failed; `None` when it completed.
     pub error: Option<String>,
+    /// The run was interrupted while this connector ran.
+    pub interrupted: bool,
     /// The connector did not run because an earlier one failed.
     pub skipped: bool,
 }
@@ -87,7 +114,9 @@ pub struct RunResult {
 
 impl RunResult {
     pub fn status(&self) -> RunStatus {
-        if self
+        if self.connectors.iter().any(|c| c.interrupted) {
+            RunStatus::Interrupted
+        } else if self
             .connectors
             .iter()
             .any(|c| c.error.is_some() || c.skipped)
@@ -142,6 +171,7 @@ impl StartedIndexer {
         messenger: Box<dyn crate::messenger::IndexerMessenger>,
         stats: Arc<RunStats>,
         abort: Abort,
+        stop_retrying: Abort,
     ) -> IndexerLoop {
         IndexerLoop {
             pipeline,
@@ -151,6 +181,7 @@ impl StartedIndexer {
             config: self.config,
             stats,
             abort,
+            stop_retrying,
         }
     }
 }
@@ -163,6 +194,8 @@ struct ConnectorRun<'a> {
     publisher: &'a Arc<dyn PublisherMessenger>,
     accounting: &'a Arc<Accounting>,
     abort: &'a Abort,
+    /// Workers and indexers are other processes (Kafka mode).
+    remote: bool,
 }
 
 /// Runs a config.
@@ -171,6 +204,7 @@ pub struct Runner {
     runtime: PluginRuntime,
     messengers: Arc<dyn MessengerFactory>,
     stats: Arc<RunStats>,
+    interrupt: Interrupt,
 }
 
 impl std::fmt::Debug for Runner {
@@ -205,7 +239,13 @@ impl Runner {
             runtime,
             messengers,
             stats: Arc::default(),
+            interrupt: Interrupt::default(),
         }
+    }
+
+    /// The handle that interrupts this runner's runs (see [`Interrupt`]).
+    pub fn interrupter(&self) -> Interrupt {
+        self.interrupt.clone()
     }
 
     /// Live counts, for progress displays.
@@ -330,19 +370,26 @@ impl Runner {
                     succeeded: 0,
                     failed: 0,
                     dropped: 0,
+                    duplicates: 0,
                     elapsed: Duration::ZERO,
                     error: None,
+                    interrupted: false,
                     skipped: true,
                 });
                 continue;
             }
             let result = self.run_connector(connector, plugins, run_id);
             if let Some(error) = &result.error {
-                tracing::error!(connector = %connector.name, %error, "connector failed; the run stops");
+                if result.interrupted {
+                    tracing::warn!(connector = %connector.name, %error, "the run was interrupted");
+                } else {
+                    tracing::error!(connector = %connector.name, %error, "connector failed; the run stops");
+                }
                 failed = true;
             }
             results.push(result);
         }
+        self.messengers.run_ended(run_id);
         let result = RunResult {
             run_id: run_id.to_owned(),
             connectors: results,
@@ -361,8 +408,21 @@ impl Runner {
         let span = tracing::info_span!("connector", connector = %c.name, pipeline = %c.pipeline);
         let _entered = span.enter();
         let start = Instant::now();
-        let accounting = Arc::new(Accounting::default());
+        let accounting = Arc::new(Accounting::new(run_id));
         let error = self.drive_connector(c, plugins, run_id, &accounting).err();
+        let settled = accounting.settle();
+        if settled.duplicates > 0 {
+            tracing::info!(
+                duplicates = settled.duplicates,
+                "documents were reported done more than once (redelivered); each is counted once"
+            );
+        }
+        if settled.foreign > 0 {
+            tracing::warn!(
+                events = settled.foreign,
+                "events of other runs were set aside"
+            );
+        }
         ConnectorResult {
             name: c.name.clone(),
             pipeline: c.pipeline.clone(),
@@ -371,7 +431,9 @@ impl Runner {
             succeeded: Accounting::get(&accounting.succeeded),
             failed: Accounting::get(&accounting.failed),
             dropped: Accounting::get(&accounting.dropped),
+            duplicates: settled.duplicates,
             elapsed: start.elapsed(),
+            interrupted: error.is_some() && self.interrupt.is_set(),
             error,
             skipped: false,
         }
@@ -401,6 +463,7 @@ impl Runner {
                 )
             })?;
         let publisher: Arc<dyn PublisherMessenger> = Arc::from(publisher);
+        let remote = worker_messengers.is_empty() && indexer_messenger.is_none();
         tracing::debug!("messengers ready");
 
         // The indexer first (where it runs in this process): no document is
@@ -431,6 +494,7 @@ impl Runner {
                     messenger,
                     Arc::clone(&self.stats),
                     abort.clone(),
+                    abort.clone(),
                 );
                 spawn_in_span(scope, "weir-indexer", move || indexer_loop.run())
             });
@@ -442,6 +506,7 @@ impl Runner {
                 publisher: &publisher,
                 accounting,
                 abort: &abort,
+                remote,
             };
             let outcome = self.connector_lifecycle(&run, &mut connector);
             if let Err(reason) = &outcome {
@@ -520,7 +585,8 @@ impl Runner {
     }
 
     /// Run `execute` on its own thread and count events until every published
-    /// document is done, the connector fails, the run aborts, or time runs out.
+    /// document is done, the connector fails, the run aborts, stalls or is
+    /// interrupted, or time runs out.
     fn execute_and_wait(
         &self,
         run: &ConnectorRun<'_>,
@@ -532,15 +598,19 @@ impl Runner {
             publisher,
             accounting,
             abort,
+            remote,
         } = *run;
         let timeout = self.config.runner.connector_timeout;
-        let deadline = Instant::now() + timeout;
         tracing::debug!("connector executing");
+        let cancel = connector
+            .canceller()
+            .map_err(|e| format!("the connector could not start: {e}"))?;
         let sink = Publish {
             messenger: Arc::clone(publisher),
             accounting: Arc::clone(accounting),
             stats: Arc::clone(&self.stats),
             abort: abort.clone(),
+            interrupt: self.interrupt.clone(),
             published: publisher::published_counter(&c.name),
         };
         // The runner's own deadline check reports a connector timeout; the
@@ -555,7 +625,7 @@ impl Runner {
                 connector.execute(run_id, Box::new(sink), execute_timeout)
             }));
             let mut executed: Option<Result<(), String>> = None;
-            let mut last_log = (Instant::now(), self.stats.snapshot());
+            let mut watch = watch::Watch::new(&self.config.runner, &c.pipeline, &self.stats);
             loop {
                 // Drain what is there, then sleep: waiting on the queue instead
                 // would wake this thread once per event.
@@ -575,6 +645,11 @@ impl Runner {
                 }
                 if drained == 0 {
                     thread::sleep(EVENT_POLL);
+                } else {
+                    watch.progressed();
+                }
+                if remote {
+                    watch.count_remote(accounting);
                 }
                 if let Some(handle) = execution.take_if(|h| h.is_finished()) {
                     executed = Some(match handle.join() {
@@ -585,31 +660,31 @@ impl Runner {
                 if let Some(reason) = abort.reason() {
                     return Err(reason.to_owned());
                 }
+                if self.interrupt.is_set() {
+                    // The connector stops; what is in flight gets the grace period.
+                    if watch.interrupted(&cancel, accounting.pending()) {
+                        return Err(format!("interrupted{}", watch::pending_suffix(accounting)));
+                    }
+                    continue;
+                }
                 match &executed {
                     Some(Err(e)) => return Err(e.clone()),
                     Some(Ok(())) if accounting.pending() == 0 => return Ok(()),
                     _ => {}
                 }
-                if Instant::now() >= deadline {
+                if watch.started.elapsed() >= timeout {
                     let reason = format!(
-                        "connector timeout of {timeout:?} reached with {} documents pending",
-                        accounting.pending()
+                        "connector timeout of {timeout:?} reached{}",
+                        watch::pending_suffix(accounting)
                     );
                     abort.trigger(reason.clone());
                     return Err(reason);
                 }
-                if last_log.0.elapsed() >= self.config.runner.log_interval {
-                    let now = (Instant::now(), self.stats.snapshot());
-                    for line in telemetry::throughput_lines(
-                        &last_log.1,
-                        &now.1,
-                        now.0 - last_log.0,
-                        accounting.pending(),
-                    ) {
-                        tracing::info!("{line}");
-                    }
-                    last_log = now;
+                if let Some(reason) = watch.stalled(publisher.as_ref(), accounting) {
+                    abort.trigger(reason.clone());
+                    return Err(reason);
                 }
+                watch.log_throughput(accounting.pending());
             }
         })
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::document::Document;
 use crate::event::{Event, EventKind};
-use crate::messenger::PublisherMessenger;
+use crate::messenger::{MessengerError, PublisherMessenger};
 use crate::plugin::PublishSink;
 use crate::telemetry::{self, RunStats};
 
@@ -39,12 +39,16 @@ impl Abort {
 /// a terminal event (FINISH, FAIL, DROP). The connector is complete when
 /// nothing is pending.
 ///
-/// A terminal event for an id that is not pending is kept aside: it is either
-/// a child's FINISH seen before its CREATE (the CREATE then finds it), or a
-/// duplicate from at-least-once redelivery (it then stays aside and never
-/// holds up completion).
+/// Events are counted per document of this run: an event of another run is
+/// set aside. A terminal event for an id that is not pending is kept aside
+/// too: it is either a child's, seen before its CREATE (the CREATE then
+/// finds it), or a duplicate from at-least-once redelivery (it then never
+/// holds up completion, and [`Accounting::settle`] counts it apart). A
+/// terminal event that must follow CREATEs of its worker pass (see
+/// [`Event::after_creates`]) waits until they are seen, its document pending.
 #[derive(Debug, Default)]
 pub(crate) struct Accounting {
+    run_id: String,
     counts: Mutex<Counts>,
     pub(crate) published: AtomicU64,
     pub(crate) created: AtomicU64,
@@ -57,7 +61,23 @@ pub(crate) struct Accounting {
 #[derive(Debug, Default)]
 struct Counts {
     pending: foldhash::HashMap<String, u32>,
-    early: foldhash::HashMap<String, u32>,
+    /// Terminal events for ids that were not pending.
+    early: foldhash::HashMap<String, Vec<EventKind>>,
+    /// Per worker pass, the CREATE events seen.
+    creates: foldhash::HashMap<u64, u32>,
+    /// Per worker pass, terminal events waiting for more of its CREATEs.
+    waiting: foldhash::HashMap<u64, Vec<Event>>,
+    /// Events of other runs.
+    foreign: u64,
+}
+
+/// What a connector's events came to, duplicates apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Settled {
+    /// Terminal events for documents already done, or never pending.
+    pub(crate) duplicates: u64,
+    /// Events of other runs.
+    pub(crate) foreign: u64,
 }
 
 fn decrement(map: &mut foldhash::HashMap<String, u32>, id: &str) -> bool {
@@ -83,6 +103,13 @@ fn increment(map: &mut foldhash::HashMap<String, u32>, id: &str) {
 }
 
 impl Accounting {
+    pub(crate) fn new(run_id: &str) -> Self {
+        Self {
+            run_id: run_id.to_owned(),
+            ..Self::default()
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
         self.counts.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -97,8 +124,58 @@ impl Accounting {
         decrement(&mut self.lock().pending, id);
     }
 
+    /// The pipeline refused a document as it was published: it failed.
+    pub(crate) fn refused(&self) {
+        self.published.fetch_add(1, Ordering::Relaxed);
+        self.failed.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Count an event.
     pub(crate) fn apply(&self, event: &Event) {
+        let mut counts = self.lock();
+        if event.run_id.as_deref() != Some(self.run_id.as_str()) {
+            if counts.foreign == 0 {
+                tracing::warn!(
+                    run_id = ?event.run_id,
+                    doc_id = %event.document_id,
+                    "an event of another run was set aside"
+                );
+            }
+            counts.foreign += 1;
+            return;
+        }
+        if event.kind.is_terminal()
+            && let Some(attempt) = event.attempt
+            && event.after_creates > counts.creates.get(&attempt).copied().unwrap_or(0)
+        {
+            counts
+                .waiting
+                .entry(attempt)
+                .or_default()
+                .push(event.clone());
+            return;
+        }
+        self.count(&mut counts, event);
+        if event.kind == EventKind::Create
+            && let Some(attempt) = event.attempt
+        {
+            let seen = counts.creates.entry(attempt).or_default();
+            *seen += 1;
+            let seen = *seen;
+            if let Some(waiting) = counts.waiting.remove(&attempt) {
+                let (ready, still): (Vec<Event>, Vec<Event>) =
+                    waiting.into_iter().partition(|e| e.after_creates <= seen);
+                if !still.is_empty() {
+                    counts.waiting.insert(attempt, still);
+                }
+                for event in &ready {
+                    self.count(&mut counts, event);
+                }
+            }
+        }
+    }
+
+    fn count(&self, counts: &mut Counts, event: &Event) {
         let counter = match event.kind {
             EventKind::Create => &self.created,
             EventKind::Finish => &self.succeeded,
@@ -107,13 +184,17 @@ impl Accounting {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         let id = event.document_id.as_str();
-        let mut counts = self.lock();
-        let Counts { pending, early } = &mut *counts;
+        let Counts { pending, early, .. } = counts;
         if event.kind.is_terminal() {
             if !decrement(pending, id) {
-                increment(early, id);
+                early.entry(id.to_owned()).or_default().push(event.kind);
             }
-        } else if !decrement(early, id) {
+        } else if let Some(kinds) = early.get_mut(id) {
+            kinds.remove(0);
+            if kinds.is_empty() {
+                early.remove(id);
+            }
+        } else {
             increment(pending, id);
         }
     }
@@ -121,6 +202,44 @@ impl Accounting {
     /// Documents not yet in a terminal state.
     pub(crate) fn pending(&self) -> usize {
         self.lock().pending.len()
+    }
+
+    /// Up to `n` pending ids, in order.
+    pub(crate) fn pending_ids(&self, n: usize) -> (Vec<String>, usize) {
+        let counts = self.lock();
+        let mut ids: Vec<&String> = counts.pending.keys().collect();
+        ids.sort_unstable();
+        let all = ids.len();
+        (ids.into_iter().take(n).cloned().collect(), all)
+    }
+
+    /// The connector is over: terminal events that matched no pending
+    /// document are duplicates, taken out of the outcome counts.
+    pub(crate) fn settle(&self) -> Settled {
+        let mut counts = self.lock();
+        let mut duplicates = 0u64;
+        for kinds in std::mem::take(&mut counts.early).into_values() {
+            for kind in kinds {
+                let counter = match kind {
+                    EventKind::Finish => &self.succeeded,
+                    EventKind::Fail => &self.failed,
+                    EventKind::Drop => &self.dropped,
+                    EventKind::Create => continue,
+                };
+                counter.fetch_sub(1, Ordering::Relaxed);
+                duplicates += 1;
+            }
+        }
+        // Waiting for CREATEs that never came: a pass whose events were lost
+        // before a redelivery did it again.
+        duplicates += std::mem::take(&mut counts.waiting)
+            .values()
+            .map(|w| w.len() as u64)
+            .sum::<u64>();
+        Settled {
+            duplicates,
+            foreign: counts.foreign,
+        }
     }
 
     pub(crate) fn get(counter: &AtomicU64) -> u64 {
@@ -134,6 +253,7 @@ pub(crate) struct Publish {
     pub(crate) accounting: Arc<Accounting>,
     pub(crate) stats: Arc<RunStats>,
     pub(crate) abort: Abort,
+    pub(crate) interrupt: super::Interrupt,
     pub(crate) published: metrics::Counter,
 }
 
@@ -148,16 +268,32 @@ impl PublishSink for Publish {
                 self.accounting.unpublished(&id);
                 return Err(format!("the run is stopping: {reason}"));
             }
-            if std::time::Instant::now() >= deadline {
+            if self.interrupt.is_set() {
+                self.accounting.unpublished(&id);
+                return Err("the run was interrupted".into());
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
                 self.accounting.unpublished(&id);
                 return Err(
                     "the connector's execute deadline passed while waiting for room in the pipeline"
                         .into(),
                 );
             }
-            match self.messenger.send_for_processing(doc, PUBLISH_WAIT) {
+            match self
+                .messenger
+                .send_for_processing(doc, PUBLISH_WAIT.min(left))
+            {
                 Ok(None) => break,
                 Ok(Some(back)) => doc = back,
+                Err(MessengerError::Refused(reason)) => {
+                    // The document fails alone; the connector goes on.
+                    self.accounting.unpublished(&id);
+                    self.accounting.refused();
+                    RunStats::add(&self.stats.failed, 1);
+                    tracing::warn!(doc_id = %id, %reason, "document failed: the pipeline refused it");
+                    return Ok(());
+                }
                 Err(e) => {
                     self.accounting.unpublished(&id);
                     return Err(e.to_string());
@@ -183,15 +319,17 @@ mod tests {
     fn event(id: &str, kind: EventKind) -> Event {
         Event {
             document_id: id.into(),
-            run_id: None,
+            run_id: Some("run".into()),
             kind,
             message: None,
+            attempt: None,
+            after_creates: 0,
         }
     }
 
     #[test]
     fn terminal_events_before_their_create_are_handled() {
-        let a = Accounting::default();
+        let a = Accounting::new("run");
         a.published("parent");
         a.apply(&event("child", EventKind::Finish));
         assert_eq!(
@@ -210,7 +348,7 @@ mod tests {
 
     #[test]
     fn the_same_id_published_twice_needs_two_terminal_events() {
-        let a = Accounting::default();
+        let a = Accounting::new("run");
         a.published("d");
         a.published("d");
         a.apply(&event("d", EventKind::Finish));
@@ -221,7 +359,7 @@ mod tests {
 
     #[test]
     fn duplicate_terminal_events_never_hold_up_completion() {
-        let a = Accounting::default();
+        let a = Accounting::new("run");
         a.published("d");
         a.apply(&event("d", EventKind::Finish));
         a.apply(&event("d", EventKind::Finish));
@@ -232,6 +370,69 @@ mod tests {
             1,
             "a duplicate is not taken for another id's or publish's event"
         );
+    }
+
+    fn after(mut e: Event, attempt: u64, after_creates: u32) -> Event {
+        e.attempt = Some(attempt);
+        e.after_creates = after_creates;
+        e
+    }
+
+    #[test]
+    fn a_parent_indexed_before_its_childrens_creates_arrive_stays_pending() {
+        let a = Accounting::new("run");
+        a.published("parent");
+        // The indexer's FINISH for the parent (made in pass 7 after two
+        // CREATEs) overtakes the worker's message with those CREATEs.
+        a.apply(&after(event("parent", EventKind::Finish), 7, 2));
+        assert_eq!(
+            a.pending(),
+            1,
+            "the parent waits for its children's CREATEs"
+        );
+        a.apply(&after(event("c1", EventKind::Create), 7, 0));
+        assert_eq!(a.pending(), 2, "one CREATE seen: the parent still waits");
+        a.apply(&after(event("c2", EventKind::Create), 7, 0));
+        assert_eq!(a.pending(), 2, "c1 and c2 pending; the parent is done");
+        a.apply(&after(event("c1", EventKind::Finish), 7, 1));
+        a.apply(&after(event("c2", EventKind::Finish), 7, 2));
+        assert_eq!(a.pending(), 0);
+        assert_eq!(Accounting::get(&a.succeeded), 3);
+        assert_eq!(a.settle().duplicates, 0);
+    }
+
+    #[test]
+    fn a_lost_passes_finish_never_counts_and_is_a_duplicate() {
+        let a = Accounting::new("run");
+        a.published("parent");
+        // Pass 1's CREATE message was lost in a crash; pass 2 redid it all.
+        a.apply(&after(event("parent", EventKind::Finish), 1, 1));
+        a.apply(&after(event("child", EventKind::Create), 2, 0));
+        a.apply(&after(event("child", EventKind::Finish), 2, 1));
+        a.apply(&after(event("parent", EventKind::Finish), 2, 1));
+        assert_eq!(a.pending(), 0);
+        let settled = a.settle();
+        assert_eq!(settled.duplicates, 1, "pass 1's FINISH");
+        assert_eq!(Accounting::get(&a.succeeded), 2);
+    }
+
+    #[test]
+    fn duplicates_are_counted_apart_and_events_of_other_runs_set_aside() {
+        let a = Accounting::new("run");
+        for id in ["a", "b"] {
+            a.published(id);
+        }
+        for id in ["a", "b", "a", "a"] {
+            a.apply(&event(id, EventKind::Finish));
+        }
+        let mut other = event("b", EventKind::Fail);
+        other.run_id = Some("another-run".into());
+        a.apply(&other);
+        assert_eq!(a.pending(), 0);
+        let settled = a.settle();
+        assert_eq!((settled.duplicates, settled.foreign), (2, 1));
+        assert_eq!(Accounting::get(&a.succeeded), 2, "each document once");
+        assert_eq!(Accounting::get(&a.failed), 0);
     }
 
     #[test]

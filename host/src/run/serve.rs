@@ -70,6 +70,7 @@ impl Runner {
             messenger,
             self.stats(),
             shutdown.0.clone(),
+            shutdown.0.clone(),
         );
         indexer.run();
         shutdown.outcome()
@@ -106,6 +107,7 @@ impl Runner {
                         messenger,
                         self.stats(),
                         indexers_abort.clone(),
+                        shutdown.0.clone(),
                     );
                     let (failed, workers_abort) = (indexers_abort.clone(), shutdown.0.clone());
                     spawn_in_span(scope, &format!("weir-indexer-{i}"), move || {

@@ -100,10 +100,12 @@ impl Worker {
             for outcome in outcomes {
                 self.send(outcome).map_err(messenger_error)?;
             }
-            if let Err(e) = self.messenger.commit_pending_doc_offsets() {
-                // At-least-once: the document may be redelivered, never lost.
-                tracing::warn!(error = %e, "offset commit failed");
-            }
+            // A document whose outputs or events could not be handed on
+            // must never be skipped: the worker stops, and what it did not
+            // commit is redelivered to the next one.
+            self.messenger
+                .commit_pending_doc_offsets()
+                .map_err(messenger_error)?;
             if let Some(reason) = fatal {
                 return Err(reason);
             }

@@ -21,7 +21,7 @@ use rdkafka::producer::ThreadedProducer;
 
 use super::delivery::{Deliveries, Origin, Shared, Tag, produce, shared_producer};
 use super::indexer::Revocations;
-use super::wire::{EventBuffer, dead_letter_headers};
+use super::wire::{EventBuffer, Lineages, dead_letter_headers};
 use super::worker::{Output, Queued};
 use super::{KafkaTopics, KafkaWorkerMessenger};
 use crate::document::Document;
@@ -44,6 +44,7 @@ pub struct HybridIndexerMessenger {
     /// the pair's revocations when it was polled.
     polled: Vec<(String, Origin, u64)>,
     events: EventBuffer,
+    lineages: Lineages,
     /// Done batches whose records may still be held (messages in flight).
     done: Vec<u64>,
 }
@@ -87,6 +88,7 @@ impl KafkaWorkerMessenger {
                     batch: shared.next_batch(),
                     polled: Vec::new(),
                     events: EventBuffer::default(),
+                    lineages: Lineages::default(),
                     done: Vec::new(),
                 };
                 Ok((worker, indexer))
@@ -126,13 +128,16 @@ impl IndexerMessenger for HybridIndexerMessenger {
                 doc,
                 origin,
                 generation,
+                lineage,
             } = queued;
+            self.lineages.polled(doc.id(), lineage);
             self.polled.push((doc.id().to_owned(), origin, generation));
             return Ok(Polled::Item(doc));
         }
     }
 
-    fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
+    fn send_event(&mut self, mut event: Event) -> Result<(), MessengerError> {
+        self.lineages.stamp(&mut event);
         self.events.push(&self.topics, event);
         Ok(())
     }
@@ -166,7 +171,9 @@ impl IndexerMessenger for HybridIndexerMessenger {
     }
 
     fn batch_complete(&mut self, _batch: &[Document]) -> Result<(), MessengerError> {
-        self.events.send(&self.producer, Tag::Batch(self.batch))?;
+        self.lineages.clear();
+        self.events
+            .send(&self.topics, &self.producer, Tag::Batch(self.batch))?;
         // The batch's records are released when its messages are acknowledged;
         // the worker then commits them.
         let origins = self.polled.drain(..).map(|(_, origin, _)| origin).collect();

@@ -12,7 +12,8 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::delivery::{Deliveries, Shared, Tag, Tracker, produce, shared_producer};
 use super::wire::{
-    EventBuffer, dead_letter_headers, document_from, log_assignment, poll_error, undecodable,
+    EventBuffer, Lineages, Link, dead_letter_headers, document_from, lineage_of, log_assignment,
+    poll_error, undecodable, undecodable_event,
 };
 use super::worker::COMMIT_INTERVAL;
 use super::{KafkaTopics, transport};
@@ -85,6 +86,8 @@ pub struct KafkaIndexerMessenger {
     /// Revocations so far, and per partition the count at its latest one.
     pub(super) revoked: Arc<Mutex<Revocations>>,
     pub(super) events: EventBuffer,
+    pub(super) lineages: Lineages,
+    pub(super) link: Link,
     pub(super) current: Option<(i32, i64)>,
     pub(super) last_commit: Instant,
 }
@@ -226,6 +229,8 @@ impl KafkaIndexerMessenger {
             batch_partitions: Vec::new(),
             revoked,
             events: EventBuffer::default(),
+            lineages: Lineages::default(),
+            link: Link::default(),
             current: None,
             last_commit: Instant::now(),
         })
@@ -275,10 +280,11 @@ impl IndexerMessenger for KafkaIndexerMessenger {
             let message = match message {
                 Ok(message) => message,
                 Err(e) => {
-                    poll_error(e)?;
+                    poll_error(e, &mut self.link, "indexer")?;
                     return Ok(Polled::Idle);
                 }
             };
+            self.link.up("indexer");
             let (partition, offset) = (message.partition(), message.offset());
             self.progress
                 .lock()
@@ -294,9 +300,14 @@ impl IndexerMessenger for KafkaIndexerMessenger {
                         .unwrap_or_else(PoisonError::into_inner)
                         .count;
                     self.batch_partitions.push((partition, generation));
+                    self.lineages.polled(doc.id(), lineage_of(&message));
                     return Ok(Polled::Item(doc));
                 }
                 Err(e) => {
+                    tracing::warn!(partition, offset, error = %e, "a message is not a Weir document; dead-lettered");
+                    if let Some(event) = undecodable_event(&message, &e) {
+                        self.events.push(&self.topics, event);
+                    }
                     let (key, payload, headers) = undecodable(&message, &e, &self.dest);
                     let fail = self.topics.fail();
                     let tag = Tag::Batch(self.batch);
@@ -306,7 +317,8 @@ impl IndexerMessenger for KafkaIndexerMessenger {
         }
     }
 
-    fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
+    fn send_event(&mut self, mut event: Event) -> Result<(), MessengerError> {
+        self.lineages.stamp(&mut event);
         self.events.push(&self.topics, event);
         Ok(())
     }
@@ -341,7 +353,9 @@ impl IndexerMessenger for KafkaIndexerMessenger {
             .latest
             .clear();
         // The batch's events travel as one message per event topic.
-        self.events.send(&self.producer, Tag::Batch(self.batch))?;
+        self.lineages.clear();
+        self.events
+            .send(&self.topics, &self.producer, Tag::Batch(self.batch))?;
         // The indexer sends batches in poll order, so everything polled so far
         // is done once this batch's messages are acknowledged.
         let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);

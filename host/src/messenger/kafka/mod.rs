@@ -27,6 +27,7 @@
 mod delivery;
 mod hybrid;
 mod indexer;
+mod liveness;
 mod publisher;
 mod topics;
 mod wire;
@@ -34,6 +35,7 @@ mod worker;
 
 pub use hybrid::HybridIndexerMessenger;
 pub use indexer::KafkaIndexerMessenger;
+pub use liveness::HeartbeatSender;
 pub use publisher::KafkaPublisherMessenger;
 pub use topics::KafkaTopics;
 pub use worker::KafkaWorkerMessenger;
@@ -47,9 +49,20 @@ fn transport(e: impl std::fmt::Display) -> MessengerError {
 
 /// The runner's messengers in Kafka mode: a publisher only; workers and
 /// indexers are separate processes.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct KafkaMessengers {
-    pub config: KafkaConfig,
+    config: KafkaConfig,
+    /// Pipelines with an event topic per run, to delete when the run ends.
+    pipelines: std::sync::Mutex<Vec<String>>,
+}
+
+impl KafkaMessengers {
+    pub fn new(config: KafkaConfig) -> Self {
+        Self {
+            config,
+            pipelines: std::sync::Mutex::default(),
+        }
+    }
 }
 
 impl MessengerFactory for KafkaMessengers {
@@ -59,11 +72,44 @@ impl MessengerFactory for KafkaMessengers {
         _workers: usize,
         run_id: &str,
     ) -> Result<MessengerParts, MessengerError> {
-        let topics = KafkaTopics::new(self.config.clone(), pipeline);
+        let mut topics = KafkaTopics::new(self.config.clone(), pipeline);
+        topics.read_broker_limit();
+        let publisher = KafkaPublisherMessenger::new(&topics, run_id)?;
+        let mut pipelines = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !pipelines.iter().any(|p| p == pipeline) {
+            pipelines.push(pipeline.to_owned());
+        }
         Ok(MessengerParts {
-            publisher: Box::new(KafkaPublisherMessenger::new(&topics, run_id)?),
+            publisher: Box::new(publisher),
             workers: Vec::new(),
             indexer: None,
         })
+    }
+
+    /// Delete the run's event topics (unless `kafka.delete_event_topics` is
+    /// off, or events go to one fixed topic). Events that arrive later (a
+    /// redelivered document's) have no reader; their producers log and drop them.
+    fn run_ended(&self, run_id: &str) {
+        if !self.config.delete_event_topics || self.config.event_topic.is_some() {
+            return;
+        }
+        let pipelines = std::mem::take(
+            &mut *self
+                .pipelines
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        let Some(first) = pipelines.first() else {
+            return;
+        };
+        let topics = KafkaTopics::new(self.config.clone(), first);
+        let names: Vec<String> = pipelines
+            .iter()
+            .filter_map(|p| KafkaTopics::new(self.config.clone(), p).events(Some(run_id)))
+            .collect();
+        topics.delete_topics(&names);
     }
 }

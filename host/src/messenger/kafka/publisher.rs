@@ -1,6 +1,7 @@
-//! The runner's side in Kafka mode: publishes to the source topic and reads
-//! the run's event topic.
+//! The runner's side in Kafka mode: publishes to the source topic, reads
+//! the run's event topic, and reads who serves the pipeline.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -10,21 +11,26 @@ use rdkafka::producer::{Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::delivery::{Deliveries, Shared, Tag, produce, shared_producer};
-use super::wire::{events_from, poll_error};
+use super::liveness::HeartbeatReader;
+use super::topics::TopicSpec;
+use super::wire::{Link, dead_letter_headers, document_headers, events_from, poll_error};
 use super::{KafkaTopics, transport};
 use crate::document::Document;
 use crate::event::Event;
-use crate::messenger::{MessengerError, Polled, PublisherMessenger};
+use crate::messenger::{Failure, Heartbeat, MessengerError, Polled, PublisherMessenger};
 
 /// The runner's messenger in Kafka mode: produces to the source topic and
 /// reads the run's event topic.
 pub struct KafkaPublisherMessenger {
+    topics: KafkaTopics,
     source: String,
     producer: ThreadedProducer<Deliveries>,
     shared: Arc<Shared>,
     events: BaseConsumer,
-    /// Events read but not yet handed out (a message carries many).
-    received: Mutex<std::collections::VecDeque<Event>>,
+    heartbeats: HeartbeatReader,
+    /// Events read but not yet handed out (a message carries many), and
+    /// the state of the link to the cluster.
+    received: Mutex<(VecDeque<Event>, Link)>,
 }
 
 impl std::fmt::Debug for KafkaPublisherMessenger {
@@ -37,30 +43,62 @@ impl std::fmt::Debug for KafkaPublisherMessenger {
 
 impl KafkaPublisherMessenger {
     /// Creates the run's event topic (one partition) and the pipeline's
-    /// topics where missing, and reads the event topic from the start.
+    /// topics where missing, and reads the event topic from its current
+    /// end: events of this connector's documents, never an earlier one's.
     pub fn new(topics: &KafkaTopics, run_id: &str) -> Result<Self, MessengerError> {
         let event_topic = topics
             .events(Some(run_id))
             .ok_or_else(|| transport("a run needs events: set kafka.events = true"))?;
         let mut wanted = topics.pipeline_topics()?;
-        wanted.push((event_topic.clone(), 1));
+        wanted.push(TopicSpec::new(&event_topic, 1));
+        wanted.push(topics.heartbeat_topic());
         topics.create_topics(&wanted)?;
         let shared = Arc::new(Shared::default());
         let producer = shared_producer(topics, &shared)?;
-        let mut config = topics.consumer_config(&format!("weir-runner-{run_id}"));
-        config.set("enable.auto.commit", "true");
-        let events: BaseConsumer = config.create().map_err(transport)?;
+        // Partitions are assigned, never subscribed: the group commits nothing.
+        let group = format!("weir-runner-{run_id}");
+        let events: BaseConsumer = topics.consumer_config(&group).create().map_err(transport)?;
+        let (_, end) = events
+            .fetch_watermarks(&event_topic, 0, Duration::from_secs(30))
+            .map_err(transport)?;
         let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&event_topic, 0, Offset::Beginning)
+        tpl.add_partition_offset(&event_topic, 0, Offset::Offset(end))
             .map_err(transport)?;
         events.assign(&tpl).map_err(transport)?;
         Ok(Self {
+            topics: topics.clone(),
             source: topics.source(),
             producer,
             shared,
             events,
+            heartbeats: HeartbeatReader::new(topics, &group)?,
             received: Mutex::default(),
         })
+    }
+
+    /// Fail a document too large for the source topic: dead-letter its id
+    /// with the reason.
+    fn refuse(&self, doc: &Document, json_bytes: usize) -> Result<MessengerError, MessengerError> {
+        let failure = Failure {
+            plugin: "kafka".into(),
+            message: format!(
+                "the document is {json_bytes} bytes, over the message limit of {} bytes (kafka.max_message_bytes, or the broker's)",
+                self.topics.message_limit()
+            ),
+            attempts: 1,
+        };
+        let headers = dead_letter_headers(&failure, None);
+        let body = self.topics.dead_letter_body(doc);
+        let fail = self.topics.fail();
+        produce(
+            &self.producer,
+            &fail,
+            doc.id(),
+            &body,
+            Some(headers),
+            Tag::Untracked,
+        )?;
+        Ok(MessengerError::Refused(failure.message))
     }
 }
 
@@ -70,12 +108,17 @@ impl PublisherMessenger for KafkaPublisherMessenger {
         doc: Document,
         _timeout: Duration,
     ) -> Result<Option<Document>, MessengerError> {
+        let json = doc.to_json_string();
+        if !self.topics.fits(json.len()) {
+            return Err(self.refuse(&doc, json.len())?);
+        }
+        let headers = document_headers(doc.run_id(), None);
         produce(
             &self.producer,
             &self.source,
             doc.id(),
-            doc.to_json_string().as_bytes(),
-            None,
+            json.as_bytes(),
+            Some(headers),
             Tag::Untracked,
         )?;
         Ok(None)
@@ -85,20 +128,32 @@ impl PublisherMessenger for KafkaPublisherMessenger {
         if let Some(failure) = &self.shared.lock().failure {
             return Err(transport(failure));
         }
-        let mut received = self.received.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = self.received.lock().unwrap_or_else(PoisonError::into_inner);
+        let (received, link) = &mut *guard;
         if let Some(event) = received.pop_front() {
             return Ok(Polled::Item(event));
         }
         match self.events.poll(timeout) {
             None => Ok(Polled::Idle),
-            Some(Err(e)) => poll_error(e).map(|()| Polled::Idle),
+            Some(Err(e)) => poll_error(e, link, "runner").map(|()| Polled::Idle),
             Some(Ok(message)) => {
-                let events = events_from(message.payload().unwrap_or_default())
-                    .map_err(|e| transport(format!("bad event on {}: {e}", message.topic())))?;
-                received.extend(events);
+                link.up("runner");
+                match events_from(message.payload().unwrap_or_default()) {
+                    Ok(events) => received.extend(events),
+                    Err(e) => tracing::warn!(
+                        topic = message.topic(),
+                        offset = message.offset(),
+                        error = %e,
+                        "a message on the event topic is not events; skipped"
+                    ),
+                }
                 Ok(received.pop_front().map_or(Polled::Idle, Polled::Item))
             }
         }
+    }
+
+    fn servers(&self) -> Option<Vec<Heartbeat>> {
+        Some(self.heartbeats.servers())
     }
 }
 

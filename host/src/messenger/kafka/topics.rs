@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -19,14 +19,148 @@ use crate::messenger::MessengerError;
 pub struct KafkaTopics {
     pub(super) config: KafkaConfig,
     pub(super) pipeline: String,
+    /// The largest message to produce: `kafka.max_message_bytes`, lowered to
+    /// what the broker accepts once [`KafkaTopics::read_broker_limit`] ran.
+    limit: usize,
 }
+
+/// How long heartbeats are kept: runners read only the latest ones.
+const HEARTBEAT_RETENTION_MS: u64 = 60 * 60 * 1000;
+
+/// A topic to create: its name, partitions and settings.
+#[derive(Debug, Clone)]
+pub(super) struct TopicSpec {
+    pub(super) name: String,
+    pub(super) partitions: i32,
+    pub(super) config: BTreeMap<String, String>,
+}
+
+impl TopicSpec {
+    pub(super) fn new(name: &str, partitions: i32) -> Self {
+        Self {
+            name: name.to_owned(),
+            partitions,
+            config: BTreeMap::new(),
+        }
+    }
+}
+
+/// Room left in a message for its key, headers and record overhead.
+const HEADROOM: usize = 4096;
 
 impl KafkaTopics {
     pub fn new(config: KafkaConfig, pipeline: &str) -> Self {
         Self {
+            limit: config.max_message_bytes,
             config,
             pipeline: pipeline.to_owned(),
         }
+    }
+
+    /// The largest message this pipeline's clients produce, in bytes.
+    pub fn message_limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Lower the message limit to what the broker accepts on the pipeline's
+    /// topics (`max.message.bytes` of each existing topic, the broker's
+    /// `message.max.bytes` for one not created yet), so that a document too
+    /// large for the cluster fails alone instead of failing its delivery.
+    /// When the broker cannot tell, the configured limit stays (logged).
+    pub fn read_broker_limit(&mut self) {
+        match self.broker_limit() {
+            Ok(Some(limit)) if limit < self.limit => {
+                tracing::info!(
+                    limit,
+                    configured = self.config.max_message_bytes,
+                    "the broker accepts smaller messages than kafka.max_message_bytes; using its limit"
+                );
+                self.limit = limit;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(
+                error = %e,
+                "cannot read the broker's message size limit; using kafka.max_message_bytes"
+            ),
+        }
+    }
+
+    fn broker_limit(&self) -> Result<Option<usize>, MessengerError> {
+        let admin = self.admin()?;
+        let options = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
+        let names = [self.source(), self.dest(), self.fail()];
+        let specs: Vec<ResourceSpecifier<'_>> =
+            names.iter().map(|t| ResourceSpecifier::Topic(t)).collect();
+        let results = futures_executor::block_on(admin.describe_configs(&specs, &options))
+            .map_err(transport)?;
+        let value = |resource: &rdkafka::admin::ConfigResource, name: &str| {
+            resource
+                .get(name)
+                .and_then(|e| e.value.as_deref())
+                .and_then(|v| v.parse::<usize>().ok())
+        };
+        let mut limit: Option<usize> = None;
+        let mut missing = false;
+        for result in results {
+            match result.ok().and_then(|r| value(&r, "max.message.bytes")) {
+                Some(v) => limit = Some(limit.map_or(v, |l| l.min(v))),
+                None => missing = true,
+            }
+        }
+        if missing {
+            // A topic the broker will create: it gets the broker's default.
+            let consumer: BaseConsumer = self
+                .client(&self.config.consumer)
+                .create()
+                .map_err(transport)?;
+            let metadata = consumer
+                .fetch_metadata(None, Duration::from_secs(10))
+                .map_err(transport)?;
+            for broker in metadata.brokers() {
+                let spec = [ResourceSpecifier::Broker(broker.id())];
+                let results = futures_executor::block_on(admin.describe_configs(&spec, &options))
+                    .map_err(transport)?;
+                if let Some(v) = results
+                    .into_iter()
+                    .find_map(|r| r.ok().and_then(|r| value(&r, "message.max.bytes")))
+                {
+                    limit = Some(limit.map_or(v, |l| l.min(v)));
+                }
+            }
+        }
+        Ok(limit)
+    }
+
+    fn admin(&self) -> Result<AdminClient<DefaultClientContext>, MessengerError> {
+        self.client(&self.config.admin).create().map_err(transport)
+    }
+
+    /// Delete `topics` (those that exist); errors are logged.
+    pub fn delete_topics(&self, topics: &[String]) {
+        let result = self.admin().and_then(|admin| {
+            let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+            let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+            futures_executor::block_on(admin.delete_topics(&names, &options)).map_err(transport)
+        });
+        match result {
+            Ok(results) => {
+                for result in results {
+                    match result {
+                        Ok(topic) => tracing::debug!(topic, "topic deleted"),
+                        Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+                        Err((topic, code)) => {
+                            tracing::warn!(topic, error = %code, "cannot delete topic");
+                        }
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot delete topics"),
+        }
+    }
+
+    /// Where workers and indexers serving the pipeline announce themselves.
+    pub fn heartbeats(&self) -> String {
+        format!("{}_heartbeat", self.pipeline)
     }
 
     pub fn source(&self) -> String {
@@ -44,10 +178,10 @@ impl KafkaTopics {
         format!("{}_fail", self.pipeline)
     }
 
-    /// Whether a message of `payload_bytes` fits `kafka.max_message_bytes`,
-    /// with room for its key and headers.
+    /// Whether a message of `payload_bytes` fits the message limit, with
+    /// room for its key and headers.
     pub(super) fn fits(&self, payload_bytes: usize) -> bool {
-        payload_bytes + 4096 <= self.config.max_message_bytes
+        payload_bytes + HEADROOM <= self.limit
     }
 
     /// What a dead letter for `doc` carries: the document, or when it is too
@@ -85,16 +219,14 @@ impl KafkaTopics {
 
     pub(super) fn producer_config(&self) -> ClientConfig {
         let mut c = self.client(&BTreeMap::new());
-        c.set(
-            "message.max.bytes",
-            self.config.max_message_bytes.to_string(),
-        )
-        .set("linger.ms", "5")
-        .set("enable.idempotence", "true")
-        .set(
-            "client.id",
-            format!("weir-{}-{}", self.pipeline, std::process::id()),
-        );
+        // Batches never grow past what the broker accepts.
+        c.set("message.max.bytes", self.limit.to_string())
+            .set("linger.ms", "5")
+            .set("enable.idempotence", "true")
+            .set(
+                "client.id",
+                format!("weir-{}-{}", self.pipeline, std::process::id()),
+            );
         for (k, v) in &self.config.producer {
             c.set(k, v);
         }
@@ -152,21 +284,23 @@ impl KafkaTopics {
 
     /// Create `topic` with `partitions` partitions unless it exists.
     pub fn create_topic(&self, topic: &str, partitions: i32) -> Result<(), MessengerError> {
-        self.create_topics(&[(topic.to_owned(), partitions)])
+        self.create_topics(&[TopicSpec::new(topic, partitions)])
     }
 
-    /// Create each (topic, partitions) unless it exists, in one request.
-    pub fn create_topics(&self, topics: &[(String, i32)]) -> Result<(), MessengerError> {
+    /// Create each topic unless it exists, in one request.
+    pub(super) fn create_topics(&self, topics: &[TopicSpec]) -> Result<(), MessengerError> {
         if topics.is_empty() {
             return Ok(());
         }
-        let admin: AdminClient<DefaultClientContext> = self
-            .client(&self.config.admin)
-            .create()
-            .map_err(transport)?;
+        let admin = self.admin()?;
         let new: Vec<NewTopic<'_>> = topics
             .iter()
-            .map(|(t, partitions)| NewTopic::new(t, *partitions, TopicReplication::Fixed(1)))
+            .map(|t| {
+                t.config.iter().fold(
+                    NewTopic::new(&t.name, t.partitions, TopicReplication::Fixed(1)),
+                    |new, (k, v)| new.set(k, v),
+                )
+            })
             .collect();
         let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
         let results =
@@ -183,22 +317,37 @@ impl KafkaTopics {
     }
 
     /// The pipeline's source, destination and fail topics with
-    /// `kafka.topic_partitions` partitions, to create where missing; none
-    /// without that setting (topics are then left to the cluster's administrators).
-    pub(super) fn pipeline_topics(&self) -> Result<Vec<(String, i32)>, MessengerError> {
+    /// `kafka.topic_partitions` partitions and `kafka.topic_config`, to
+    /// create where missing; none without that setting (topics are then left
+    /// to the cluster's administrators).
+    pub(super) fn pipeline_topics(&self) -> Result<Vec<TopicSpec>, MessengerError> {
         let Some(partitions) = self.config.topic_partitions else {
             return Ok(Vec::new());
         };
         let partitions = i32::try_from(partitions).map_err(transport)?;
         Ok([self.source(), self.dest(), self.fail()]
             .into_iter()
-            .map(|topic| (topic, partitions))
+            .map(|topic| TopicSpec {
+                config: self.config.topic_config.clone(),
+                ..TopicSpec::new(&topic, partitions)
+            })
             .collect())
     }
 
-    /// Create the pipeline's topics where missing (see `kafka.topic_partitions`).
+    /// Create the pipeline's topics where missing (see
+    /// `kafka.topic_partitions`), and its heartbeat topic.
     pub fn ensure_pipeline_topics(&self) -> Result<(), MessengerError> {
-        self.create_topics(&self.pipeline_topics()?)
+        let mut topics = self.pipeline_topics()?;
+        topics.push(self.heartbeat_topic());
+        self.create_topics(&topics)
+    }
+
+    /// The heartbeat topic: one partition, an hour of history.
+    pub(super) fn heartbeat_topic(&self) -> TopicSpec {
+        let mut spec = TopicSpec::new(&self.heartbeats(), 1);
+        spec.config
+            .insert("retention.ms".into(), HEARTBEAT_RETENTION_MS.to_string());
+        spec
     }
 
     /// How many partitions `topic` has, if it exists.

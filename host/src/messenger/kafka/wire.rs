@@ -6,21 +6,48 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rdkafka::consumer::Rebalance;
 use rdkafka::error::KafkaError;
-use rdkafka::message::{Header, Message, OwnedHeaders};
+use rdkafka::message::{BorrowedMessage, Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::ThreadedProducer;
 
 use super::delivery::{Deliveries, Tag, produce};
 use super::{KafkaTopics, transport};
 use crate::document::Document;
-use crate::event::Event;
+use crate::event::{Event, EventKind};
 use crate::messenger::{Failure, MessengerError};
 
+/// Whether a client reaches the cluster, so that an outage is logged once
+/// when it starts and once when it ends, not on every poll.
+#[derive(Debug, Default)]
+pub(super) struct Link {
+    down_since: Option<std::time::Instant>,
+}
+
+impl Link {
+    /// A poll or delivery went through.
+    pub(super) fn up(&mut self, role: &str) {
+        if let Some(since) = self.down_since.take() {
+            tracing::info!(role, after = ?since.elapsed(), "Kafka is reachable again");
+        }
+    }
+
+    /// A poll failed with `error`.
+    pub(super) fn down(&mut self, role: &str, error: &dyn std::fmt::Display) {
+        if self.down_since.is_none() {
+            self.down_since = Some(std::time::Instant::now());
+            tracing::error!(role, %error, "lost Kafka; retrying until it is back");
+        } else {
+            tracing::debug!(role, %error, "Kafka still unreachable");
+        }
+    }
+}
+
 /// A poll's error: transient ones (a topic not created yet, a broker
-/// restarting) are logged and the poll counts as idle; fatal ones stop.
-pub(super) fn poll_error(e: KafkaError) -> Result<(), MessengerError> {
+/// restarting) are logged once per outage and the poll counts as idle;
+/// fatal ones stop.
+pub(super) fn poll_error(e: KafkaError, link: &mut Link, role: &str) -> Result<(), MessengerError> {
     match e {
         KafkaError::MessageConsumption(code) => {
-            tracing::warn!(error = %code, "Kafka consumer reported an error; continuing");
+            link.down(role, &code);
             std::thread::sleep(Duration::from_millis(100));
             Ok(())
         }
@@ -28,10 +55,152 @@ pub(super) fn poll_error(e: KafkaError) -> Result<(), MessengerError> {
     }
 }
 
+/// The header naming a message's run, so that even a message that is not a
+/// document can be failed in the right run.
+const RUN_ID: &str = "weir.run_id";
+/// The headers tying a document to the worker pass that made it (see
+/// [`Event::attempt`]).
+const ATTEMPT: &str = "weir.attempt";
+const AFTER_CREATES: &str = "weir.after_creates";
+
+/// Headers for a document of `run_id` made in pass `lineage`.
+pub(super) fn document_headers(run_id: Option<&str>, lineage: Option<Lineage>) -> OwnedHeaders {
+    let mut headers = OwnedHeaders::new();
+    if let Some(run_id) = run_id {
+        headers = headers.insert(Header {
+            key: RUN_ID,
+            value: Some(run_id.as_bytes()),
+        });
+    }
+    if let Some(Lineage {
+        attempt,
+        after_creates,
+    }) = lineage
+    {
+        let (attempt, after) = (attempt.to_string(), after_creates.to_string());
+        headers = headers
+            .insert(Header {
+                key: ATTEMPT,
+                value: Some(attempt.as_bytes()),
+            })
+            .insert(Header {
+                key: AFTER_CREATES,
+                value: Some(after.as_bytes()),
+            });
+    }
+    headers
+}
+
+fn header<'a>(message: &'a BorrowedMessage<'_>, key: &str) -> Option<&'a str> {
+    let headers = message.headers()?;
+    headers
+        .iter()
+        .find(|h| h.key == key)
+        .and_then(|h| std::str::from_utf8(h.value?).ok())
+}
+
+/// The run a message belongs to, from its header.
+pub(super) fn run_id_of(message: &BorrowedMessage<'_>) -> Option<String> {
+    header(message, RUN_ID).map(str::to_owned)
+}
+
+/// The worker pass that made a document, from its headers.
+pub(super) fn lineage_of(message: &BorrowedMessage<'_>) -> Option<Lineage> {
+    Some(Lineage {
+        attempt: header(message, ATTEMPT)?.parse().ok()?,
+        after_creates: header(message, AFTER_CREATES)?.parse().ok()?,
+    })
+}
+
+/// A worker's pass over one source record that created children, and how
+/// many CREATE events it had sent before a given output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Lineage {
+    pub(super) attempt: u64,
+    pub(super) after_creates: u32,
+}
+
+/// A worker's current pass: numbers its CREATE events, and tells the
+/// lineage of each document it sends on.
+#[derive(Debug, Default)]
+pub(super) struct Pass {
+    attempt: u64,
+    creates: u32,
+}
+
+impl Pass {
+    /// A new source record is being processed.
+    pub(super) fn start(&mut self) {
+        self.attempt = fastrand::u64(..);
+        self.creates = 0;
+    }
+
+    /// Tag a CREATE event with the pass; other events pass unchanged.
+    pub(super) fn stamp(&mut self, event: &mut Event) {
+        if event.kind == EventKind::Create {
+            event.attempt = Some(self.attempt);
+            self.creates += 1;
+        }
+    }
+
+    /// What a document sent now carries: none when the pass created nothing.
+    pub(super) fn lineage(&self) -> Option<Lineage> {
+        (self.creates > 0).then_some(Lineage {
+            attempt: self.attempt,
+            after_creates: self.creates,
+        })
+    }
+}
+
+/// An indexer's view of the documents it polled since its last batch: the
+/// lineage of those that have one, so that their terminal events carry it.
+#[derive(Debug, Default)]
+pub(super) struct Lineages(foldhash::HashMap<String, std::collections::VecDeque<Lineage>>);
+
+impl Lineages {
+    pub(super) fn polled(&mut self, id: &str, lineage: Option<Lineage>) {
+        if let Some(lineage) = lineage {
+            self.0.entry(id.to_owned()).or_default().push_back(lineage);
+        }
+    }
+
+    /// Give a terminal event its document's lineage.
+    pub(super) fn stamp(&mut self, event: &mut Event) {
+        if !event.kind.is_terminal() {
+            return;
+        }
+        if let Some(queue) = self.0.get_mut(&event.document_id)
+            && let Some(lineage) = queue.pop_front()
+        {
+            event.attempt = Some(lineage.attempt);
+            event.after_creates = lineage.after_creates;
+        }
+    }
+
+    /// The batch is done.
+    pub(super) fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+/// A FAIL event for a message that is not a document, when its run and id
+/// can be known (the key is the id).
+pub(super) fn undecodable_event(message: &BorrowedMessage<'_>, error: &str) -> Option<Event> {
+    let id = std::str::from_utf8(message.key()?).ok()?;
+    Some(Event {
+        document_id: id.to_owned(),
+        run_id: run_id_of(message),
+        kind: EventKind::Fail,
+        message: Some(format!("not a Weir document: {error}")),
+        attempt: None,
+        after_creates: 0,
+    })
+}
+
 /// A dead letter for a message that is not a Weir document: its key, its
 /// bytes as they came, and headers saying why and where it came from.
 pub(super) fn undecodable(
-    message: &rdkafka::message::BorrowedMessage<'_>,
+    message: &BorrowedMessage<'_>,
     error: &str,
     topic: &str,
 ) -> (String, Vec<u8>, OwnedHeaders) {
@@ -105,7 +274,8 @@ pub(super) fn dead_letter_headers(
 }
 
 /// Events waiting to be sent, per topic: a batch of them travels as one
-/// message (a JSON array), instead of one message per document.
+/// message (a JSON array), instead of one message per document; as many
+/// messages as the message limit needs, in order.
 #[derive(Debug, Default)]
 pub(super) struct EventBuffer(BTreeMap<String, Vec<Event>>);
 
@@ -117,22 +287,67 @@ impl EventBuffer {
         }
     }
 
-    /// Produce each topic's events as one message (a JSON array), accounted
-    /// against `tag`.
+    /// Produce each topic's events as JSON arrays that fit the message
+    /// limit, accounted against `tag`.
     pub(super) fn send(
         &mut self,
+        topics: &KafkaTopics,
         producer: &ThreadedProducer<Deliveries>,
         tag: Tag,
     ) -> Result<(), MessengerError> {
         for (topic, events) in std::mem::take(&mut self.0) {
-            let key = events
-                .first()
-                .map(|e| e.document_id.clone())
-                .unwrap_or_default();
-            let payload = serde_json::to_vec(&events).map_err(transport)?;
-            produce(producer, &topic, &key, &payload, None, tag)?;
+            let mut chunk = Chunk::default();
+            for event in &events {
+                let json = serde_json::to_vec(event).map_err(transport)?;
+                if !chunk.is_empty() && !topics.fits(chunk.len() + json.len() + 2) {
+                    chunk.send(producer, &topic, tag)?;
+                }
+                chunk.add(&event.document_id, &json);
+            }
+            if !chunk.is_empty() {
+                chunk.send(producer, &topic, tag)?;
+            }
         }
         Ok(())
+    }
+}
+
+/// One event message being built: a JSON array, keyed by its first event's id.
+#[derive(Default)]
+struct Chunk {
+    key: String,
+    payload: Vec<u8>,
+}
+
+impl Chunk {
+    fn is_empty(&self) -> bool {
+        self.payload.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.payload.len()
+    }
+
+    fn add(&mut self, id: &str, json: &[u8]) {
+        if self.payload.is_empty() {
+            self.key = id.to_owned();
+            self.payload.push(b'[');
+        } else {
+            self.payload.push(b',');
+        }
+        self.payload.extend_from_slice(json);
+    }
+
+    fn send(
+        &mut self,
+        producer: &ThreadedProducer<Deliveries>,
+        topic: &str,
+        tag: Tag,
+    ) -> Result<(), MessengerError> {
+        self.payload.push(b']');
+        let result = produce(producer, topic, &self.key, &self.payload, None, tag);
+        self.payload.clear();
+        result
     }
 }
 

@@ -13,7 +13,8 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use super::delivery::{Deliveries, Origin, Shared, Tag, Tracker, produce, shared_producer};
 use super::indexer::Revocations;
 use super::wire::{
-    EventBuffer, dead_letter_headers, document_from, log_assignment, poll_error, undecodable,
+    EventBuffer, Lineage, Link, Pass, dead_letter_headers, document_from, document_headers,
+    log_assignment, poll_error, undecodable, undecodable_event,
 };
 use super::{KafkaTopics, transport};
 use crate::document::Document;
@@ -107,6 +108,9 @@ pub struct KafkaWorkerMessenger {
     pub(super) shared: Arc<Shared>,
     pub(super) current: Option<Origin>,
     pub(super) events: EventBuffer,
+    /// The pass over the current record: ties its outputs to its CREATEs.
+    pub(super) pass: Pass,
+    pub(super) link: Link,
     pub(super) last_commit: Instant,
     pub(super) committed: HashMap<i32, i64>,
 }
@@ -137,6 +141,7 @@ pub(super) struct Queued {
     pub(super) origin: Origin,
     /// Revocations of the pair when it was polled.
     pub(super) generation: u64,
+    pub(super) lineage: Option<Lineage>,
 }
 
 /// How often a busy worker or indexer commits its progress: often enough
@@ -195,6 +200,8 @@ impl KafkaWorkerMessenger {
             shared: Arc::clone(shared),
             current: None,
             events: EventBuffer::default(),
+            pass: Pass::default(),
+            link: Link::default(),
             last_commit: Instant::now(),
             committed: HashMap::default(),
         })
@@ -254,10 +261,12 @@ impl WorkerMessenger for KafkaWorkerMessenger {
             let message = match message {
                 Ok(message) => message,
                 Err(e) => {
-                    poll_error(e)?;
+                    poll_error(e, &mut self.link, "worker")?;
                     return Ok(Polled::Idle);
                 }
             };
+            self.link.up("worker");
+            self.pass.start();
             let origin =
                 self.shared
                     .lock()
@@ -266,10 +275,15 @@ impl WorkerMessenger for KafkaWorkerMessenger {
             match document_from(message.payload()) {
                 Ok(doc) => return Ok(Polled::Item(doc)),
                 Err(e) => {
-                    // Not a document: dead-letter the raw bytes, never drop them.
+                    // Not a document: dead-letter the raw bytes, never drop
+                    // them, and fail its id (the key) in its run.
+                    tracing::warn!(partition = message.partition(), offset = message.offset(), error = %e, "a source message is not a Weir document; dead-lettered");
                     let (key, payload, headers) = undecodable(&message, &e, &self.source);
                     let fail = self.topics.fail();
                     self.produce_for_current(&fail, &key, &payload, Some(headers))?;
+                    if let Some(event) = undecodable_event(&message, &e) {
+                        self.events.push(&self.topics, event);
+                    }
                     self.commit_pending_doc_offsets()?;
                 }
             }
@@ -281,16 +295,22 @@ impl WorkerMessenger for KafkaWorkerMessenger {
             Output::Topic(dest) => {
                 let json = doc.to_json_string();
                 if self.topics.fits(json.len()) {
-                    return self.produce_for_current(dest, doc.id(), json.as_bytes(), None);
+                    let headers = document_headers(doc.run_id(), self.pass.lineage());
+                    return self.produce_for_current(
+                        dest,
+                        doc.id(),
+                        json.as_bytes(),
+                        Some(headers),
+                    );
                 }
                 // Too large for the destination topic: the document fails,
                 // rather than the worker (which would crash on it forever).
                 let failure = Failure {
                     plugin: "kafka".into(),
                     message: format!(
-                        "the document is {} bytes, over kafka.max_message_bytes ({})",
+                        "the document is {} bytes, over the message limit of {} bytes (kafka.max_message_bytes, or the broker's)",
                         json.len(),
-                        self.topics.config.max_message_bytes
+                        self.topics.message_limit()
                     ),
                     attempts: 1,
                 };
@@ -315,6 +335,7 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                     doc,
                     origin,
                     generation,
+                    lineage: self.pass.lineage(),
                 };
                 queue.send(queued).map_err(|_| {
                     self.shared.lock().release(origin);
@@ -334,7 +355,8 @@ impl WorkerMessenger for KafkaWorkerMessenger {
         self.produce_for_current(&fail, doc.id(), &body, Some(headers))
     }
 
-    fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
+    fn send_event(&mut self, mut event: Event) -> Result<(), MessengerError> {
+        self.pass.stamp(&mut event);
         self.events.push(&self.topics, event);
         Ok(())
     }
@@ -342,7 +364,7 @@ impl WorkerMessenger for KafkaWorkerMessenger {
     fn commit_pending_doc_offsets(&mut self) -> Result<(), MessengerError> {
         // The document's events go out together, counted against its record.
         let tag = self.current.map_or(Tag::Untracked, Tag::Record);
-        self.events.send(&self.producer, tag)?;
+        self.events.send(&self.topics, &self.producer, tag)?;
         if let Some(origin) = self.current.take() {
             self.shared.lock().processed(origin);
         }

@@ -1,0 +1,218 @@
+//! Watching a connector's run: progress, stalls, who serves the pipeline,
+//! a graceful interrupt, and the throughput lines.
+
+use std::time::{Duration, Instant};
+
+use super::publisher::Accounting;
+use crate::config::RunnerConfig;
+use crate::messenger::{Heartbeat, PublisherMessenger};
+use crate::plugin::Cancel;
+use crate::telemetry::{self, RunStats, StatsSnapshot};
+
+/// How often the runner reads heartbeats.
+const SERVER_CHECK: Duration = Duration::from_secs(1);
+/// How many pending ids a stalled or interrupted run names.
+const NAMED_IDS: usize = 10;
+
+/// The state of one connector's wait.
+pub(super) struct Watch<'a> {
+    config: &'a RunnerConfig,
+    pipeline: &'a str,
+    stats: &'a RunStats,
+    pub(super) started: Instant,
+    /// The last time an event arrived, or nothing was pending.
+    last_progress: Instant,
+    /// Since when nobody serves part of the pipeline (Kafka mode).
+    unserved_since: Option<Instant>,
+    last_server_check: Option<Instant>,
+    /// The processes that served the pipeline recently (Kafka mode).
+    servers: Option<Vec<Heartbeat>>,
+    interrupted_at: Option<Instant>,
+    last_log: (Instant, StatsSnapshot),
+}
+
+impl<'a> Watch<'a> {
+    pub(super) fn new(config: &'a RunnerConfig, pipeline: &'a str, stats: &'a RunStats) -> Self {
+        let now = Instant::now();
+        Self {
+            config,
+            pipeline,
+            stats,
+            started: now,
+            last_progress: now,
+            unserved_since: None,
+            last_server_check: None,
+            servers: None,
+            interrupted_at: None,
+            last_log: (now, stats.snapshot()),
+        }
+    }
+
+    /// Events arrived.
+    pub(super) fn progressed(&mut self) {
+        self.last_progress = Instant::now();
+    }
+
+    /// Workers and indexers are other processes: the live counts come from
+    /// the events, so that progress lines and bars tell the truth.
+    pub(super) fn count_remote(&self, accounting: &Accounting) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let succeeded = Accounting::get(&accounting.succeeded);
+        let failed = Accounting::get(&accounting.failed);
+        let dropped = Accounting::get(&accounting.dropped);
+        self.stats.indexed.store(succeeded, Relaxed);
+        self.stats.failed.store(failed, Relaxed);
+        self.stats.dropped.store(dropped, Relaxed);
+        self.stats
+            .processed
+            .store(succeeded + failed + dropped, Relaxed);
+    }
+
+    /// The run was interrupted: stop the connector (the first time), and
+    /// say whether waiting is over (nothing pending, or the grace period
+    /// passed).
+    pub(super) fn interrupted(&mut self, connector: &Cancel, pending: usize) -> bool {
+        let grace = self.config.grace_period;
+        let at = *self.interrupted_at.get_or_insert_with(|| {
+            tracing::warn!(
+                pending,
+                ?grace,
+                "interrupted: the connector stops; waiting for documents in flight (interrupt again to stop at once)"
+            );
+            connector.cancel();
+            Instant::now()
+        });
+        pending == 0 || at.elapsed() >= grace
+    }
+
+    /// Why the run has stalled, if it has: documents pending and none
+    /// finishing for `runner.stall_timeout`, or (Kafka mode) no live worker
+    /// or indexer for `runner.liveness_timeout`.
+    pub(super) fn stalled(
+        &mut self,
+        publisher: &dyn PublisherMessenger,
+        accounting: &Accounting,
+    ) -> Option<String> {
+        let now = Instant::now();
+        if self
+            .last_server_check
+            .is_none_or(|t| now - t >= SERVER_CHECK)
+        {
+            self.last_server_check = Some(now);
+            self.servers = publisher.servers();
+        }
+        if accounting.pending() == 0 {
+            self.last_progress = now;
+            self.unserved_since = None;
+            return None;
+        }
+        let stall = self.config.stall_timeout;
+        if now - self.last_progress >= stall {
+            return Some(self.stall_report(
+                &format!("stalled: no document finished for {stall:?}"),
+                accounting,
+            ));
+        }
+        let missing = self.unserved()?;
+        let since = *self.unserved_since.get_or_insert(now);
+        let liveness = self.config.liveness_timeout;
+        (now - since >= liveness).then(|| {
+            self.stall_report(
+                &format!(
+                    "stalled: no live {missing} serves pipeline `{}` (none heard from for {liveness:?})",
+                    self.pipeline
+                ),
+                accounting,
+            )
+        })
+    }
+
+    /// What part of the pipeline has no live process, where processes
+    /// announce themselves; `None` when every part is served (or in local mode).
+    fn unserved(&mut self) -> Option<&'static str> {
+        let servers = self.servers.as_ref()?;
+        let live = |h: &&Heartbeat| h.serving && age(h) <= self.config.liveness_timeout;
+        let processes = servers.iter().filter(live).any(|h| h.role.processes());
+        let indexes = servers.iter().filter(live).any(|h| h.role.indexes());
+        let missing = match (processes, indexes) {
+            (true, true) => None,
+            (false, true) => Some("worker"),
+            (true, false) => Some("indexer"),
+            (false, false) => Some("worker or indexer"),
+        };
+        if missing.is_none() {
+            self.unserved_since = None;
+        }
+        missing
+    }
+
+    fn stall_report(&self, why: &str, accounting: &Accounting) -> String {
+        let mut report = format!("{why}{}", pending_suffix(accounting));
+        if let Some(servers) = &self.servers {
+            if servers.is_empty() {
+                report.push_str("; no worker or indexer has announced itself for this pipeline");
+            } else {
+                let seen: Vec<String> = servers
+                    .iter()
+                    .map(|h| {
+                        format!(
+                            "{} {} last heard {:.1?} ago ({}, {} processed, {} indexed)",
+                            role_name(h),
+                            h.process,
+                            age(h),
+                            if h.serving { "serving" } else { "stopped" },
+                            h.processed,
+                            h.indexed
+                        )
+                    })
+                    .collect();
+                report.push_str(&format!("; processes seen: {}", seen.join("; ")));
+            }
+        }
+        report
+    }
+
+    /// Log throughput lines every `runner.log_interval`.
+    pub(super) fn log_throughput(&mut self, pending: usize) {
+        if self.last_log.0.elapsed() < self.config.log_interval {
+            return;
+        }
+        let now = (Instant::now(), self.stats.snapshot());
+        for line in
+            telemetry::throughput_lines(&self.last_log.1, &now.1, now.0 - self.last_log.0, pending)
+        {
+            tracing::info!("{line}");
+        }
+        self.last_log = now;
+    }
+}
+
+fn role_name(h: &Heartbeat) -> &'static str {
+    match h.role {
+        crate::messenger::ServerRole::Worker => "worker",
+        crate::messenger::ServerRole::Indexer => "indexer",
+        crate::messenger::ServerRole::WorkerIndexer => "worker-indexer",
+    }
+}
+
+/// How long ago a heartbeat was sent (by the sender's clock).
+fn age(h: &Heartbeat) -> Duration {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    Duration::from_millis(u64::try_from(now - h.time_ms).unwrap_or(0))
+}
+
+/// ` with N documents pending (first: a, b, ...)`, or nothing.
+pub(super) fn pending_suffix(accounting: &Accounting) -> String {
+    let (ids, all) = accounting.pending_ids(NAMED_IDS);
+    if all == 0 {
+        return String::new();
+    }
+    let more = if all > ids.len() { ", ..." } else { "" };
+    format!(
+        " with {all} document{} pending (first: {}{more})",
+        if all == 1 { "" } else { "s" },
+        ids.join(", ")
+    )
+}
