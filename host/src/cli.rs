@@ -262,9 +262,12 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
     let handler = shutdown.clone();
     on_signal(move || handler.trigger())?;
     let mut topics = KafkaTopics::new(kafka, &pipeline);
-    topics
-        .ensure_pipeline_topics()
-        .context("cannot create the pipeline's topics")?;
+    // A process may start before the cluster is reachable: it then waits
+    // for it (consumers retry), and topics the broker has not got are made
+    // by whoever comes later (or auto-created).
+    if let Err(e) = topics.ensure_pipeline_topics() {
+        tracing::warn!(error = %e, "cannot create the pipeline's topics now; going on");
+    }
     topics.read_broker_limit();
     let server_role = match role {
         Role::Worker => ServerRole::Worker,

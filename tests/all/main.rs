@@ -2,6 +2,7 @@
 //! Every test loads real components built from `plugins/` through the real
 //! runtime.
 
+mod accounting;
 mod cache;
 mod cli;
 mod connector_indexer;

@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 
 use foldhash::HashMap;
 use rdkafka::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Message, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 
+use super::wire::{client_error, client_log, cluster_up};
 use super::{KafkaTopics, transport};
 use crate::messenger::MessengerError;
 
@@ -303,19 +305,51 @@ pub(super) enum Tag {
 /// Producer callbacks: record acknowledgements against what waits for them.
 pub(super) struct Deliveries(pub(super) Arc<Shared>);
 
-impl ClientContext for Deliveries {}
+impl ClientContext for Deliveries {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        client_log(level, facility, message);
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        client_error(&error, reason);
+    }
+}
+
+/// What a produced message carries back to its delivery callback.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Sent {
+    tag: Tag,
+    /// Events, which go to a run's event topic: when that topic is gone
+    /// (the run ended; a redelivered document's events come late), nobody
+    /// reads them, and their loss is no failure.
+    events: bool,
+}
 
 impl ProducerContext for Deliveries {
-    type DeliveryOpaque = Box<Tag>;
+    type DeliveryOpaque = Box<Sent>;
 
-    fn delivery(&self, result: &DeliveryResult<'_>, tag: Self::DeliveryOpaque) {
+    fn delivery(&self, result: &DeliveryResult<'_>, sent: Self::DeliveryOpaque) {
+        if result.is_ok() {
+            cluster_up();
+        }
         let mut tracker = self.0.lock();
         if let Err((e, message)) = result {
-            let failure = format!("delivery to {} failed: {e}", message.topic());
-            tracing::error!("{failure}");
-            tracker.failure.get_or_insert(failure);
+            let gone = matches!(
+                e.rdkafka_error_code(),
+                Some(RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownTopic)
+            );
+            if sent.events && gone {
+                tracing::info!(
+                    topic = message.topic(),
+                    "events for a run that has ended (its event topic is gone) were dropped"
+                );
+            } else {
+                let failure = format!("delivery to {} failed: {e}", message.topic());
+                tracing::error!("{failure}");
+                tracker.failure.get_or_insert(failure);
+            }
         }
-        tracker.settled(*tag);
+        tracker.settled(sent.tag);
         drop(tracker);
         self.0.changed.notify_all();
     }
@@ -342,7 +376,32 @@ pub(super) fn produce(
     headers: Option<OwnedHeaders>,
     tag: Tag,
 ) -> Result<(), MessengerError> {
-    let mut record = BaseRecord::with_opaque_to(topic, Box::new(tag))
+    let sent = Sent { tag, events: false };
+    produce_sent(producer, topic, key, payload, headers, sent)
+}
+
+/// [`produce`] a message of events.
+pub(super) fn produce_events(
+    producer: &ThreadedProducer<Deliveries>,
+    topic: &str,
+    key: &str,
+    payload: &[u8],
+    tag: Tag,
+) -> Result<(), MessengerError> {
+    let sent = Sent { tag, events: true };
+    produce_sent(producer, topic, key, payload, None, sent)
+}
+
+fn produce_sent(
+    producer: &ThreadedProducer<Deliveries>,
+    topic: &str,
+    key: &str,
+    payload: &[u8],
+    headers: Option<OwnedHeaders>,
+    sent: Sent,
+) -> Result<(), MessengerError> {
+    let tag = sent.tag;
+    let mut record = BaseRecord::with_opaque_to(topic, Box::new(sent))
         .key(key)
         .payload(payload);
     if let Some(headers) = headers {

@@ -5,15 +5,17 @@ use std::time::{Duration, Instant};
 
 use foldhash::HashMap;
 use rdkafka::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::producer::ThreadedProducer;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::delivery::{Deliveries, Shared, Tag, Tracker, produce, shared_producer};
 use super::wire::{
-    EventBuffer, Lineages, Link, dead_letter_headers, document_from, lineage_of, log_assignment,
-    poll_error, undecodable, undecodable_event,
+    EventBuffer, Lineages, client_error, client_log, cluster_up, dead_letter_headers,
+    document_from, lineage_of, log_assignment, poll_error, undecodable, undecodable_event,
 };
 use super::worker::COMMIT_INTERVAL;
 use super::{KafkaTopics, transport};
@@ -87,7 +89,6 @@ pub struct KafkaIndexerMessenger {
     pub(super) revoked: Arc<Mutex<Revocations>>,
     pub(super) events: EventBuffer,
     pub(super) lineages: Lineages,
-    pub(super) link: Link,
     pub(super) current: Option<(i32, i64)>,
     pub(super) last_commit: Instant,
 }
@@ -167,7 +168,15 @@ impl Revocations {
     }
 }
 
-impl ClientContext for IndexerRebalance {}
+impl ClientContext for IndexerRebalance {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        client_log(level, facility, message);
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        client_error(&error, reason);
+    }
+}
 
 impl ConsumerContext for IndexerRebalance {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -230,7 +239,6 @@ impl KafkaIndexerMessenger {
             revoked,
             events: EventBuffer::default(),
             lineages: Lineages::default(),
-            link: Link::default(),
             current: None,
             last_commit: Instant::now(),
         })
@@ -280,11 +288,11 @@ impl IndexerMessenger for KafkaIndexerMessenger {
             let message = match message {
                 Ok(message) => message,
                 Err(e) => {
-                    poll_error(e, &mut self.link, "indexer")?;
+                    poll_error(e)?;
                     return Ok(Polled::Idle);
                 }
             };
-            self.link.up("indexer");
+            cluster_up();
             let (partition, offset) = (message.partition(), message.offset());
             self.progress
                 .lock()
@@ -312,6 +320,8 @@ impl IndexerMessenger for KafkaIndexerMessenger {
                     let fail = self.topics.fail();
                     let tag = Tag::Batch(self.batch);
                     produce(&self.producer, &fail, &key, &payload, Some(headers), tag)?;
+                    // Now, not with a batch: there may be no batch for a while.
+                    self.events.send(&self.topics, &self.producer, tag)?;
                 }
             }
         }

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use foldhash::HashMap;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-use super::wire::millis_now;
+use super::wire::{Quiet, millis_now};
 use super::{KafkaTopics, transport};
 use crate::messenger::{Heartbeat, MessengerError, ServerRole};
 
@@ -43,10 +43,10 @@ impl HeartbeatSender {
         role: ServerRole,
         counts: impl Fn() -> (u64, u64) + Send + 'static,
     ) -> Result<Self, MessengerError> {
-        let producer: ThreadedProducer<DefaultProducerContext> = topics
+        let producer: ThreadedProducer<Quiet> = topics
             .client(&topics.config.producer)
             .set("linger.ms", "0")
-            .create()
+            .create_with_context(Quiet)
             .map_err(transport)?;
         let topic = topics.heartbeats();
         let interval = topics.config.heartbeat_interval;
@@ -113,14 +113,17 @@ fn hostname() -> String {
 
 /// A runner's view of the heartbeats of its pipeline.
 pub(super) struct HeartbeatReader {
-    consumer: BaseConsumer,
+    consumer: BaseConsumer<Quiet>,
     latest: Mutex<HashMap<String, Heartbeat>>,
 }
 
 impl HeartbeatReader {
     /// Read `<pipeline>_heartbeat` from [`LOOK_BACK`] ago on.
     pub(super) fn new(topics: &KafkaTopics, group: &str) -> Result<Self, MessengerError> {
-        let consumer: BaseConsumer = topics.consumer_config(group).create().map_err(transport)?;
+        let consumer: BaseConsumer<Quiet> = topics
+            .consumer_config(group)
+            .create_with_context(Quiet)
+            .map_err(transport)?;
         let topic = topics.heartbeats();
         let since = millis_now() - i64::try_from(LOOK_BACK.as_millis()).unwrap_or(i64::MAX);
         let mut wanted = TopicPartitionList::new();

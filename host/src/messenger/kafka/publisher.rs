@@ -13,7 +13,9 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use super::delivery::{Deliveries, Shared, Tag, produce, shared_producer};
 use super::liveness::HeartbeatReader;
 use super::topics::TopicSpec;
-use super::wire::{Link, dead_letter_headers, document_headers, events_from, poll_error};
+use super::wire::{
+    Quiet, cluster_up, dead_letter_headers, document_headers, events_from, poll_error,
+};
 use super::{KafkaTopics, transport};
 use crate::document::Document;
 use crate::event::Event;
@@ -26,11 +28,10 @@ pub struct KafkaPublisherMessenger {
     source: String,
     producer: ThreadedProducer<Deliveries>,
     shared: Arc<Shared>,
-    events: BaseConsumer,
+    events: BaseConsumer<Quiet>,
     heartbeats: HeartbeatReader,
-    /// Events read but not yet handed out (a message carries many), and
-    /// the state of the link to the cluster.
-    received: Mutex<(VecDeque<Event>, Link)>,
+    /// Events read but not yet handed out (a message carries many).
+    received: Mutex<VecDeque<Event>>,
 }
 
 impl std::fmt::Debug for KafkaPublisherMessenger {
@@ -57,7 +58,10 @@ impl KafkaPublisherMessenger {
         let producer = shared_producer(topics, &shared)?;
         // Partitions are assigned, never subscribed: the group commits nothing.
         let group = format!("weir-runner-{run_id}");
-        let events: BaseConsumer = topics.consumer_config(&group).create().map_err(transport)?;
+        let events: BaseConsumer<Quiet> = topics
+            .consumer_config(&group)
+            .create_with_context(Quiet)
+            .map_err(transport)?;
         let (_, end) = events
             .fetch_watermarks(&event_topic, 0, Duration::from_secs(30))
             .map_err(transport)?;
@@ -128,16 +132,15 @@ impl PublisherMessenger for KafkaPublisherMessenger {
         if let Some(failure) = &self.shared.lock().failure {
             return Err(transport(failure));
         }
-        let mut guard = self.received.lock().unwrap_or_else(PoisonError::into_inner);
-        let (received, link) = &mut *guard;
+        let mut received = self.received.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(event) = received.pop_front() {
             return Ok(Polled::Item(event));
         }
         match self.events.poll(timeout) {
             None => Ok(Polled::Idle),
-            Some(Err(e)) => poll_error(e, link, "runner").map(|()| Polled::Idle),
+            Some(Err(e)) => poll_error(e).map(|()| Polled::Idle),
             Some(Ok(message)) => {
-                link.up("runner");
+                cluster_up();
                 match events_from(message.payload().unwrap_or_default()) {
                     Ok(events) => received.extend(events),
                     Err(e) => tracing::warn!(

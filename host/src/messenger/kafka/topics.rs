@@ -4,12 +4,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::RDKafkaErrorCode;
 
 use super::transport;
+use super::wire::Quiet;
 use crate::config::KafkaConfig;
 use crate::document::Document;
 use crate::messenger::MessengerError;
@@ -109,9 +109,9 @@ impl KafkaTopics {
         }
         if missing {
             // A topic the broker will create: it gets the broker's default.
-            let consumer: BaseConsumer = self
+            let consumer: BaseConsumer<Quiet> = self
                 .client(&self.config.consumer)
-                .create()
+                .create_with_context(Quiet)
                 .map_err(transport)?;
             let metadata = consumer
                 .fetch_metadata(None, Duration::from_secs(10))
@@ -131,8 +131,10 @@ impl KafkaTopics {
         Ok(limit)
     }
 
-    fn admin(&self) -> Result<AdminClient<DefaultClientContext>, MessengerError> {
-        self.client(&self.config.admin).create().map_err(transport)
+    fn admin(&self) -> Result<AdminClient<Quiet>, MessengerError> {
+        self.client(&self.config.admin)
+            .create_with_context(Quiet)
+            .map_err(transport)
     }
 
     /// Delete `topics` (those that exist); errors are logged.
@@ -352,9 +354,9 @@ impl KafkaTopics {
 
     /// How many partitions `topic` has, if it exists.
     pub fn partitions(&self, topic: &str) -> Result<Option<usize>, MessengerError> {
-        let consumer: BaseConsumer = self
+        let consumer: BaseConsumer<Quiet> = self
             .client(&self.config.consumer)
-            .create()
+            .create_with_context(Quiet)
             .map_err(transport)?;
         let metadata = consumer
             .fetch_metadata(Some(topic), Duration::from_secs(10))

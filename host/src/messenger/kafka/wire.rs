@@ -5,38 +5,99 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rdkafka::consumer::Rebalance;
-use rdkafka::error::KafkaError;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use rdkafka::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::ThreadedProducer;
 
-use super::delivery::{Deliveries, Tag, produce};
+use super::delivery::{Deliveries, Tag, produce_events};
 use super::{KafkaTopics, transport};
 use crate::document::Document;
 use crate::event::{Event, EventKind};
 use crate::messenger::{Failure, MessengerError};
 
-/// Whether a client reaches the cluster, so that an outage is logged once
-/// when it starts and once when it ends, not on every poll.
-#[derive(Debug, Default)]
-pub(super) struct Link {
-    down_since: Option<std::time::Instant>,
+/// Since when this process cannot reach the cluster, if it cannot: an
+/// outage is logged once when it starts and once when it ends, whichever of
+/// the process's clients notices, instead of on every poll and reconnect.
+static OUTAGE: Mutex<Option<std::time::Instant>> = Mutex::new(None);
+/// Whether [`OUTAGE`] is set: the hot path reads only this.
+static DOWN: AtomicBool = AtomicBool::new(false);
+
+/// A client reached the cluster (a message arrived, a delivery went through).
+pub(super) fn cluster_up() {
+    if !DOWN.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut outage = OUTAGE.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(since) = outage.take() {
+        DOWN.store(false, Ordering::Relaxed);
+        tracing::info!(after = ?since.elapsed(), "Kafka is reachable again");
+    }
 }
 
-impl Link {
-    /// A poll or delivery went through.
-    pub(super) fn up(&mut self, role: &str) {
-        if let Some(since) = self.down_since.take() {
-            tracing::info!(role, after = ?since.elapsed(), "Kafka is reachable again");
-        }
+/// A client could not reach the cluster.
+pub(super) fn cluster_down(error: &dyn std::fmt::Display) {
+    let mut outage = OUTAGE.lock().unwrap_or_else(PoisonError::into_inner);
+    if outage.is_none() {
+        *outage = Some(std::time::Instant::now());
+        DOWN.store(true, Ordering::Relaxed);
+        tracing::error!(%error, "lost Kafka; retrying until it is back");
+    } else {
+        tracing::debug!(%error, "Kafka still unreachable");
+    }
+}
+
+/// What every Weir client does with librdkafka's own errors and logs: a
+/// lost connection is an outage (logged once); other errors are logged;
+/// librdkafka's log lines are debug output (the errors come here too).
+pub(super) fn client_error(error: &KafkaError, reason: &str) {
+    let code = error.rdkafka_error_code();
+    if matches!(
+        code,
+        Some(
+            RDKafkaErrorCode::BrokerTransportFailure
+                | RDKafkaErrorCode::AllBrokersDown
+                | RDKafkaErrorCode::Resolve
+                | RDKafkaErrorCode::NetworkException
+        )
+    ) {
+        cluster_down(&reason);
+    } else {
+        tracing::warn!(%error, reason, "Kafka client error");
+    }
+}
+
+pub(super) fn client_log(level: RDKafkaLogLevel, facility: &str, message: &str) {
+    tracing::debug!(?level, facility, message, "librdkafka");
+}
+
+/// The context of clients with no callbacks of their own (the runner's
+/// event and heartbeat readers, heartbeat producers, admin clients).
+pub(super) struct Quiet;
+
+impl ClientContext for Quiet {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        client_log(level, facility, message);
     }
 
-    /// A poll failed with `error`.
-    pub(super) fn down(&mut self, role: &str, error: &dyn std::fmt::Display) {
-        if self.down_since.is_none() {
-            self.down_since = Some(std::time::Instant::now());
-            tracing::error!(role, %error, "lost Kafka; retrying until it is back");
-        } else {
-            tracing::debug!(role, %error, "Kafka still unreachable");
+    fn error(&self, error: KafkaError, reason: &str) {
+        client_error(&error, reason);
+    }
+}
+
+impl rdkafka::consumer::ConsumerContext for Quiet {}
+
+impl rdkafka::producer::ProducerContext for Quiet {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &rdkafka::producer::DeliveryResult<'_>, (): ()) {
+        match result {
+            Ok(_) => cluster_up(),
+            Err((e, _)) => tracing::debug!(error = %e, "not delivered"),
         }
     }
 }
@@ -44,10 +105,10 @@ impl Link {
 /// A poll's error: transient ones (a topic not created yet, a broker
 /// restarting) are logged once per outage and the poll counts as idle;
 /// fatal ones stop.
-pub(super) fn poll_error(e: KafkaError, link: &mut Link, role: &str) -> Result<(), MessengerError> {
+pub(super) fn poll_error(e: KafkaError) -> Result<(), MessengerError> {
     match e {
         KafkaError::MessageConsumption(code) => {
-            link.down(role, &code);
+            cluster_down(&code);
             std::thread::sleep(Duration::from_millis(100));
             Ok(())
         }
@@ -345,7 +406,7 @@ impl Chunk {
         tag: Tag,
     ) -> Result<(), MessengerError> {
         self.payload.push(b']');
-        let result = produce(producer, topic, &self.key, &self.payload, None, tag);
+        let result = produce_events(producer, topic, &self.key, &self.payload, tag);
         self.payload.clear();
         result
     }

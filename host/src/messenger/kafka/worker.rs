@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 
 use foldhash::HashMap;
 use rdkafka::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedHeaders};
 use rdkafka::producer::{Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
@@ -13,8 +15,8 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use super::delivery::{Deliveries, Origin, Shared, Tag, Tracker, produce, shared_producer};
 use super::indexer::Revocations;
 use super::wire::{
-    EventBuffer, Lineage, Link, Pass, dead_letter_headers, document_from, document_headers,
-    log_assignment, poll_error, undecodable, undecodable_event,
+    EventBuffer, Lineage, Pass, client_error, client_log, cluster_up, dead_letter_headers,
+    document_from, document_headers, log_assignment, poll_error, undecodable, undecodable_event,
 };
 use super::{KafkaTopics, transport};
 use crate::document::Document;
@@ -30,7 +32,15 @@ pub(super) struct WorkerRebalance {
     pub(super) pair: Option<Arc<Mutex<Revocations>>>,
 }
 
-impl ClientContext for WorkerRebalance {}
+impl ClientContext for WorkerRebalance {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        client_log(level, facility, message);
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        client_error(&error, reason);
+    }
+}
 
 impl ConsumerContext for WorkerRebalance {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -110,7 +120,6 @@ pub struct KafkaWorkerMessenger {
     pub(super) events: EventBuffer,
     /// The pass over the current record: ties its outputs to its CREATEs.
     pub(super) pass: Pass,
-    pub(super) link: Link,
     pub(super) last_commit: Instant,
     pub(super) committed: HashMap<i32, i64>,
 }
@@ -201,7 +210,6 @@ impl KafkaWorkerMessenger {
             current: None,
             events: EventBuffer::default(),
             pass: Pass::default(),
-            link: Link::default(),
             last_commit: Instant::now(),
             committed: HashMap::default(),
         })
@@ -261,11 +269,11 @@ impl WorkerMessenger for KafkaWorkerMessenger {
             let message = match message {
                 Ok(message) => message,
                 Err(e) => {
-                    poll_error(e, &mut self.link, "worker")?;
+                    poll_error(e)?;
                     return Ok(Polled::Idle);
                 }
             };
-            self.link.up("worker");
+            cluster_up();
             self.pass.start();
             let origin =
                 self.shared
