@@ -948,6 +948,31 @@ mod tests {
     }
 
     #[test]
+    fn the_stall_timeout_outlasts_every_call_a_document_waits_on() {
+        let config = parse(MINIMAL, &[("WEIR__RUNNER__STALL_TIMEOUT", "20s")]).expect("valid");
+        assert!(
+            config
+                .check()
+                .iter()
+                .all(|e| e.location != "runner.stall_timeout")
+        );
+        let config = parse(MINIMAL, &[("WEIR__RUNNER__STALL_TIMEOUT", "30s")]).expect("valid");
+        let errors = config.check();
+        let error = errors
+            .iter()
+            .find(|e| e.location == "runner.stall_timeout")
+            .expect("the default 30 s call timeout is not shorter");
+        assert!(error.message.contains("call_timeout 30s"), "{error}");
+        let config = parse(MINIMAL, &[("WEIR__RUNNER__LIVENESS_TIMEOUT", "0s")]).expect("valid");
+        assert!(
+            config
+                .check()
+                .iter()
+                .any(|e| e.location == "runner.liveness_timeout")
+        );
+    }
+
+    #[test]
     fn environment_overrides() {
         let config = parse(
             MINIMAL,

@@ -745,3 +745,35 @@ fn a_second_sigint_stops_a_run_at_once() {
     assert_eq!(setup.exit_code(&mut run, Duration::from_secs(5)), 130);
     assert!(setup.log("run").contains("stopping at once"));
 }
+
+#[test]
+fn documents_that_never_finish_end_a_local_run_stalled() {
+    // The backend is down for good and the indexer retries without end:
+    // nothing finishes, and the run says so instead of waiting a day.
+    let setup = Setup::new(
+        "stalled",
+        r#"
+        [runner]
+        cache_dir = {cache}
+        stall_timeout = "3s"
+        [indexer]
+        max_retries = 1000000
+        retry_backoff = "20ms"
+        retry_max_backoff = "100ms"
+        plugin = { path = @test-indexer, config = { batch_failures = 1000000, connection_failed = true }, limits = { call_timeout = "1s" } }
+        [[connectors]]
+        name = "docs"
+        pipeline = "p"
+        plugin = { path = @test-connector, config = { count = 12 } }
+        [[pipelines]]
+        name = "p"
+        "#,
+    );
+    let mut run = setup.start("run", &["run", "--no-progress"], &[]);
+    assert_eq!(setup.exit_code(&mut run, Duration::from_secs(60)), 1);
+    let log = setup.log("run");
+    assert!(
+        log.contains("stalled: no document finished for 3s with 12 documents pending (first: doc-0, doc-1, doc-10"),
+        "{log}"
+    );
+}
