@@ -949,7 +949,7 @@ mod tests {
 
     #[test]
     fn the_stall_timeout_outlasts_every_call_a_document_waits_on() {
-        let config = parse(MINIMAL, &[("WEIR__RUNNER__STALL_TIMEOUT", "20s")]).expect("valid");
+        let config = parse(MINIMAL, &[("WEIR__RUNNER__STALL_TIMEOUT", "31s")]).expect("valid");
         assert!(
             config
                 .check()
