@@ -8,13 +8,11 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use foldhash::HashMap;
-use rdkafka::ClientContext;
-use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Message, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 
-use super::wire::{client_error, client_log, cluster_up};
+use super::wire::cluster_up;
 use super::{KafkaTopics, transport};
 use crate::messenger::MessengerError;
 
@@ -200,12 +198,15 @@ impl Shared {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Wait until every message produced so far is acknowledged; false on
-    /// timeout or after a delivery failure.
-    pub(super) fn wait_all_delivered(&self, timeout: Duration) -> bool {
+    /// Wait until `done` tells the outcome (it sees the tracker after each
+    /// change); false when `timeout` passes first.
+    fn wait_until(&self, timeout: Duration, done: impl Fn(&Tracker) -> Option<bool>) -> bool {
         let deadline = Instant::now() + timeout;
         let mut tracker = self.lock();
-        while tracker.in_flight > 0 && tracker.failure.is_none() {
+        loop {
+            if let Some(outcome) = done(&tracker) {
+                return outcome;
+            }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return false;
@@ -216,31 +217,33 @@ impl Shared {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        tracker.failure.is_none()
+    }
+
+    /// Wait until every message produced so far is acknowledged; false on
+    /// timeout or after a delivery failure.
+    pub(super) fn wait_all_delivered(&self, timeout: Duration) -> bool {
+        self.wait_until(timeout, |t| {
+            if t.failure.is_some() {
+                Some(false)
+            } else {
+                (t.in_flight == 0).then_some(true)
+            }
+        })
     }
 
     /// Wait until none of `batches` holds records any more (their messages
     /// are acknowledged); false on timeout or after a delivery failure.
     pub(super) fn wait_released(&self, batches: &[u64], timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut tracker = self.lock();
-        loop {
-            if tracker.failure.is_some() {
-                return false;
+        self.wait_until(timeout, |t| {
+            if t.failure.is_some() {
+                Some(false)
+            } else {
+                batches
+                    .iter()
+                    .all(|b| !t.holding.contains_key(b))
+                    .then_some(true)
             }
-            if batches.iter().all(|b| !tracker.holding.contains_key(b)) {
-                return true;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            tracker = self
-                .changed
-                .wait_timeout(tracker, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
+        })
     }
 
     /// Wait until no message caused by records of consumer `member` (of
@@ -251,27 +254,14 @@ impl Shared {
         partitions: Option<&[i32]>,
         timeout: Duration,
     ) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut tracker = self.lock();
-        loop {
-            let busy = tracker.partitions.iter().any(|(&(m, p), track)| {
+        self.wait_until(timeout, |t| {
+            let busy = t.partitions.iter().any(|(&(m, p), track)| {
                 m == member
                     && partitions.is_none_or(|ps| ps.contains(&p))
                     && track.pending.values().any(|r| r.outstanding > 0)
             });
-            if !busy || tracker.failure.is_some() || tracker.orphaned.contains(&member) {
-                return !busy;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            tracker = self
-                .changed
-                .wait_timeout(tracker, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
+            (!busy || t.failure.is_some() || t.orphaned.contains(&member)).then_some(!busy)
+        })
     }
 }
 
@@ -305,15 +295,7 @@ pub(super) enum Tag {
 /// Producer callbacks: record acknowledgements against what waits for them.
 pub(super) struct Deliveries(pub(super) Arc<Shared>);
 
-impl ClientContext for Deliveries {
-    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
-        client_log(level, facility, message);
-    }
-
-    fn error(&self, error: KafkaError, reason: &str) {
-        client_error(&error, reason);
-    }
-}
+super::wire::quiet_client_context!(Deliveries);
 
 /// What a produced message carries back to its delivery callback.
 #[derive(Debug, Clone, Copy)]

@@ -13,15 +13,16 @@
 //! revoked partitions' documents, commits what is complete, and the indexer
 //! leaves anything still queued from them to their new owner.
 
+use super::wire::dead_letter;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use rdkafka::producer::ThreadedProducer;
 
-use super::delivery::{Deliveries, Origin, Shared, Tag, produce, shared_producer};
+use super::delivery::{Deliveries, Origin, Shared, Tag, shared_producer};
 use super::indexer::Revocations;
-use super::wire::{EventBuffer, Lineages, dead_letter_headers};
+use super::wire::{EventBuffer, Lineages};
 use super::worker::{Output, Queued};
 use super::{KafkaTopics, KafkaWorkerMessenger};
 use crate::document::Document;
@@ -148,15 +149,8 @@ impl IndexerMessenger for HybridIndexerMessenger {
             .iter()
             .find(|(id, ..)| id == doc.id())
             .map(|&(_, origin, _)| (self.source.as_str(), origin.partition, origin.offset));
-        let headers = dead_letter_headers(failure, source);
-        produce(
-            &self.producer,
-            &self.topics.fail(),
-            doc.id(),
-            &self.topics.dead_letter_body(&doc),
-            Some(headers),
-            Tag::Batch(self.batch),
-        )
+        let tag = Tag::Batch(self.batch);
+        dead_letter(&self.producer, &self.topics, &doc, failure, source, tag)
     }
 
     fn drop_revoked(&mut self, batch: &mut Vec<Document>) {

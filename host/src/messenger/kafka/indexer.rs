@@ -1,21 +1,19 @@
 //! The indexer role: consumes the destination topic in the indexers' group.
 
+use super::wire::dead_letter;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use foldhash::HashMap;
-use rdkafka::ClientContext;
-use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
-use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::producer::ThreadedProducer;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::delivery::{Deliveries, Shared, Tag, Tracker, produce, shared_producer};
 use super::wire::{
-    EventBuffer, Lineages, client_error, client_log, cluster_up, dead_letter_headers,
-    document_from, lineage_of, log_assignment, poll_error, undecodable, undecodable_event,
+    EventBuffer, Lineages, cluster_up, document_from, lineage_of, log_assignment, poll_error,
+    undecodable, undecodable_event,
 };
 use super::worker::COMMIT_INTERVAL;
 use super::{KafkaTopics, transport};
@@ -168,15 +166,7 @@ impl Revocations {
     }
 }
 
-impl ClientContext for IndexerRebalance {
-    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
-        client_log(level, facility, message);
-    }
-
-    fn error(&self, error: KafkaError, reason: &str) {
-        client_error(&error, reason);
-    }
-}
+super::wire::quiet_client_context!(IndexerRebalance);
 
 impl ConsumerContext for IndexerRebalance {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -334,20 +324,9 @@ impl IndexerMessenger for KafkaIndexerMessenger {
     }
 
     fn send_failed(&mut self, doc: Document, failure: &Failure) -> Result<(), MessengerError> {
-        let headers = dead_letter_headers(
-            failure,
-            self.current.map(|(p, o)| (self.dest.as_str(), p, o)),
-        );
-        let fail = self.topics.fail();
-        let body = self.topics.dead_letter_body(&doc);
-        produce(
-            &self.producer,
-            &fail,
-            doc.id(),
-            &body,
-            Some(headers),
-            Tag::Batch(self.batch),
-        )
+        let source = self.current.map(|(p, o)| (self.dest.as_str(), p, o));
+        let tag = Tag::Batch(self.batch);
+        dead_letter(&self.producer, &self.topics, &doc, failure, source, tag)
     }
 
     fn drop_revoked(&mut self, batch: &mut Vec<Document>) {

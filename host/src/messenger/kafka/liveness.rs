@@ -16,7 +16,7 @@ use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::wire::{Quiet, millis_now};
-use super::{KafkaTopics, transport};
+use super::{KafkaTopics, settled, transport};
 use crate::messenger::{Heartbeat, MessengerError, ServerRole};
 
 /// How far back a runner looks for heartbeats when it starts.
@@ -130,9 +130,8 @@ impl HeartbeatReader {
         wanted
             .add_partition_offset(&topic, 0, Offset::Offset(since))
             .map_err(transport)?;
-        let start = consumer
-            .offsets_for_times(wanted, Duration::from_secs(10))
-            .map_err(transport)?;
+        let start =
+            settled(|| consumer.offsets_for_times(wanted.clone(), Duration::from_secs(10)))?;
         let mut tpl = TopicPartitionList::new();
         for e in start.elements() {
             // No heartbeat that recent: start at the end.

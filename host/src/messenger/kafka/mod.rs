@@ -47,6 +47,24 @@ fn transport(e: impl std::fmt::Display) -> MessengerError {
     MessengerError::Transport(e.to_string())
 }
 
+/// `query` about a topic, asked again for up to 30 s while the cluster does
+/// not know the topic yet (it was created a moment ago).
+fn settled<T>(
+    mut query: impl FnMut() -> rdkafka::error::KafkaResult<T>,
+) -> Result<T, MessengerError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match query() {
+            Ok(answer) => return Ok(answer),
+            Err(e) if std::time::Instant::now() < deadline => {
+                tracing::debug!(error = %e, "topic not known yet; asking again");
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(e) => return Err(transport(e)),
+        }
+    }
+}
+
 /// The runner's messengers in Kafka mode: a publisher only; workers and
 /// indexers are separate processes.
 #[derive(Debug)]

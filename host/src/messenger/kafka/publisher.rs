@@ -1,6 +1,7 @@
 //! The runner's side in Kafka mode: publishes to the source topic, reads
 //! the run's event topic, and reads who serves the pipeline.
 
+use super::wire::{dead_letter, too_large};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -13,13 +14,11 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use super::delivery::{Deliveries, Shared, Tag, produce, shared_producer};
 use super::liveness::HeartbeatReader;
 use super::topics::TopicSpec;
-use super::wire::{
-    Quiet, cluster_up, dead_letter_headers, document_headers, events_from, poll_error,
-};
-use super::{KafkaTopics, transport};
+use super::wire::{Quiet, cluster_up, document_headers, events_from, poll_error};
+use super::{KafkaTopics, settled, transport};
 use crate::document::Document;
 use crate::event::Event;
-use crate::messenger::{Failure, Heartbeat, MessengerError, Polled, PublisherMessenger};
+use crate::messenger::{Heartbeat, MessengerError, Polled, PublisherMessenger};
 
 /// The runner's messenger in Kafka mode: produces to the source topic and
 /// reads the run's event topic.
@@ -62,9 +61,9 @@ impl KafkaPublisherMessenger {
             .consumer_config(&group)
             .create_with_context(Quiet)
             .map_err(transport)?;
-        let (_, end) = events
-            .fetch_watermarks(&event_topic, 0, Duration::from_secs(30))
-            .map_err(transport)?;
+        // A topic just created may take a moment to reach every broker's metadata.
+        let (_, end) =
+            settled(|| events.fetch_watermarks(&event_topic, 0, Duration::from_secs(10)))?;
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&event_topic, 0, Offset::Offset(end))
             .map_err(transport)?;
@@ -83,23 +82,13 @@ impl KafkaPublisherMessenger {
     /// Fail a document too large for the source topic: dead-letter its id
     /// with the reason.
     fn refuse(&self, doc: &Document, json_bytes: usize) -> Result<MessengerError, MessengerError> {
-        let failure = Failure {
-            plugin: "kafka".into(),
-            message: format!(
-                "the document is {json_bytes} bytes, over the message limit of {} bytes (kafka.max_message_bytes, or the broker's)",
-                self.topics.message_limit()
-            ),
-            attempts: 1,
-        };
-        let headers = dead_letter_headers(&failure, None);
-        let body = self.topics.dead_letter_body(doc);
-        let fail = self.topics.fail();
-        produce(
+        let failure = too_large(&self.topics, json_bytes);
+        dead_letter(
             &self.producer,
-            &fail,
-            doc.id(),
-            &body,
-            Some(headers),
+            &self.topics,
+            doc,
+            &failure,
+            None,
             Tag::Untracked,
         )?;
         Ok(MessengerError::Refused(failure.message))

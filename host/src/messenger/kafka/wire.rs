@@ -8,13 +8,12 @@ use rdkafka::consumer::Rebalance;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use rdkafka::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::ThreadedProducer;
 
-use super::delivery::{Deliveries, Tag, produce_events};
+use super::delivery::{Deliveries, Tag, produce, produce_events};
 use super::{KafkaTopics, transport};
 use crate::document::Document;
 use crate::event::{Event, EventKind};
@@ -75,19 +74,28 @@ pub(super) fn client_log(level: RDKafkaLogLevel, facility: &str, message: &str) 
     tracing::debug!(?level, facility, message, "librdkafka");
 }
 
+/// Give a client context type Weir's handling of librdkafka's errors and
+/// logs ([`client_error`], [`client_log`]).
+macro_rules! quiet_client_context {
+    ($context:ty) => {
+        impl rdkafka::ClientContext for $context {
+            fn log(&self, level: rdkafka::config::RDKafkaLogLevel, facility: &str, message: &str) {
+                $crate::messenger::kafka::wire::client_log(level, facility, message);
+            }
+
+            fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+                $crate::messenger::kafka::wire::client_error(&error, reason);
+            }
+        }
+    };
+}
+pub(super) use quiet_client_context;
+
 /// The context of clients with no callbacks of their own (the runner's
 /// event and heartbeat readers, heartbeat producers, admin clients).
 pub(super) struct Quiet;
 
-impl ClientContext for Quiet {
-    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
-        client_log(level, facility, message);
-    }
-
-    fn error(&self, error: KafkaError, reason: &str) {
-        client_error(&error, reason);
-    }
-}
+quiet_client_context!(Quiet);
 
 impl rdkafka::consumer::ConsumerContext for Quiet {}
 
@@ -256,6 +264,40 @@ pub(super) fn undecodable_event(message: &BorrowedMessage<'_>, error: &str) -> O
         attempt: None,
         after_creates: 0,
     })
+}
+
+/// Dead-letter `doc` (or, when too large, its id) with `failure`, naming
+/// the record it came from; accounted against `tag`.
+pub(super) fn dead_letter(
+    producer: &ThreadedProducer<Deliveries>,
+    topics: &KafkaTopics,
+    doc: &Document,
+    failure: &Failure,
+    source: Option<(&str, i32, i64)>,
+    tag: Tag,
+) -> Result<(), MessengerError> {
+    let headers = dead_letter_headers(failure, source);
+    let body = topics.dead_letter_body(doc);
+    produce(
+        producer,
+        &topics.fail(),
+        doc.id(),
+        &body,
+        Some(headers),
+        tag,
+    )
+}
+
+/// Why a document of `json_bytes` fails: too large for the topics.
+pub(super) fn too_large(topics: &KafkaTopics, json_bytes: usize) -> Failure {
+    Failure {
+        plugin: "kafka".into(),
+        message: format!(
+            "the document is {json_bytes} bytes, over the message limit of {} bytes (kafka.max_message_bytes, or the broker's)",
+            topics.message_limit()
+        ),
+        attempts: 1,
+    }
 }
 
 /// A dead letter for a message that is not a Weir document: its key, its

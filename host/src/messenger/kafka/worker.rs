@@ -1,13 +1,11 @@
 //! The worker role: consumes the source topic in the workers' group.
 
+use super::wire::{dead_letter, too_large};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use foldhash::HashMap;
-use rdkafka::ClientContext;
-use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
-use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedHeaders};
 use rdkafka::producer::{Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
@@ -15,8 +13,8 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use super::delivery::{Deliveries, Origin, Shared, Tag, Tracker, produce, shared_producer};
 use super::indexer::Revocations;
 use super::wire::{
-    EventBuffer, Lineage, Pass, client_error, client_log, cluster_up, dead_letter_headers,
-    document_from, document_headers, log_assignment, poll_error, undecodable, undecodable_event,
+    EventBuffer, Lineage, Pass, cluster_up, document_from, document_headers, log_assignment,
+    poll_error, undecodable, undecodable_event,
 };
 use super::{KafkaTopics, transport};
 use crate::document::Document;
@@ -32,15 +30,7 @@ pub(super) struct WorkerRebalance {
     pub(super) pair: Option<Arc<Mutex<Revocations>>>,
 }
 
-impl ClientContext for WorkerRebalance {
-    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
-        client_log(level, facility, message);
-    }
-
-    fn error(&self, error: KafkaError, reason: &str) {
-        client_error(&error, reason);
-    }
-}
+super::wire::quiet_client_context!(WorkerRebalance);
 
 impl ConsumerContext for WorkerRebalance {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -313,15 +303,7 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                 }
                 // Too large for the destination topic: the document fails,
                 // rather than the worker (which would crash on it forever).
-                let failure = Failure {
-                    plugin: "kafka".into(),
-                    message: format!(
-                        "the document is {} bytes, over the message limit of {} bytes (kafka.max_message_bytes, or the broker's)",
-                        json.len(),
-                        self.topics.message_limit()
-                    ),
-                    attempts: 1,
-                };
+                let failure = too_large(&self.topics, json.len());
                 tracing::warn!(doc_id = doc.id(), message = %failure.message, "document failed");
                 let event = Event::new(&doc, crate::event::EventKind::Fail)
                     .with_message(failure.message.clone());
@@ -354,13 +336,11 @@ impl WorkerMessenger for KafkaWorkerMessenger {
     }
 
     fn send_failed(&mut self, doc: Document, failure: &Failure) -> Result<(), MessengerError> {
-        let headers = self
+        let source = self
             .current
-            .map(|o| dead_letter_headers(failure, Some((&self.source, o.partition, o.offset))))
-            .unwrap_or_else(|| dead_letter_headers(failure, None));
-        let fail = self.topics.fail();
-        let body = self.topics.dead_letter_body(&doc);
-        self.produce_for_current(&fail, doc.id(), &body, Some(headers))
+            .map(|o| (self.source.as_str(), o.partition, o.offset));
+        let tag = self.current.map_or(Tag::Untracked, Tag::Record);
+        dead_letter(&self.producer, &self.topics, &doc, failure, source, tag)
     }
 
     fn send_event(&mut self, mut event: Event) -> Result<(), MessengerError> {
