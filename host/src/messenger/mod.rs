@@ -102,7 +102,9 @@ pub trait PublisherMessenger: Send + Sync {
     fn poll_event(&self, timeout: Duration) -> Result<Polled<Event>, MessengerError>;
     /// The latest heartbeat of each process that served the pipeline
     /// recently, where workers and indexers are other processes; `None`
-    /// where they run in this one (their liveness is the runner's own).
+    /// when that is not known: they run in this one (their liveness is the
+    /// runner's own), or the cluster is unreachable (their silence then
+    /// says nothing about them).
     fn servers(&self) -> Option<Vec<Heartbeat>> {
         None
     }

@@ -113,6 +113,11 @@ impl<'a> Watch<'a> {
                 accounting,
             ));
         }
+        if self.servers.is_none() {
+            // Not known (or the cluster is unreachable): nobody is blamed.
+            self.unserved_since = None;
+            return None;
+        }
         let missing = self.unserved()?;
         let since = *self.unserved_since.get_or_insert(now);
         let liveness = self.config.liveness_timeout;

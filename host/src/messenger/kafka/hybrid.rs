@@ -13,7 +13,6 @@
 //! revoked partitions' documents, commits what is complete, and the indexer
 //! leaves anything still queued from them to their new owner.
 
-use super::wire::dead_letter;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -22,7 +21,7 @@ use rdkafka::producer::ThreadedProducer;
 
 use super::delivery::{Deliveries, Origin, Shared, Tag, shared_producer};
 use super::indexer::Revocations;
-use super::wire::{EventBuffer, Lineages};
+use super::wire::{EventBuffer, Lineages, dead_letter};
 use super::worker::{Output, Queued};
 use super::{KafkaTopics, KafkaWorkerMessenger};
 use crate::document::Document;

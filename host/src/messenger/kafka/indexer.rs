@@ -1,6 +1,5 @@
 //! The indexer role: consumes the destination topic in the indexers' group.
 
-use super::wire::dead_letter;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -12,8 +11,8 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::delivery::{Deliveries, Shared, Tag, Tracker, produce, shared_producer};
 use super::wire::{
-    EventBuffer, Lineages, cluster_up, document_from, lineage_of, log_assignment, poll_error,
-    undecodable, undecodable_event,
+    EventBuffer, Lineages, cluster_up, dead_letter, document_from, lineage_of, log_assignment,
+    poll_error, undecodable, undecodable_event,
 };
 use super::worker::COMMIT_INTERVAL;
 use super::{KafkaTopics, transport};

@@ -1,7 +1,6 @@
 //! The runner's side in Kafka mode: publishes to the source topic, reads
 //! the run's event topic, and reads who serves the pipeline.
 
-use super::wire::{dead_letter, too_large};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -14,7 +13,10 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use super::delivery::{Deliveries, Shared, Tag, produce, shared_producer};
 use super::liveness::HeartbeatReader;
 use super::topics::TopicSpec;
-use super::wire::{Quiet, cluster_up, document_headers, events_from, poll_error};
+use super::wire::{
+    Quiet, cluster_is_down, cluster_up, dead_letter, document_headers, events_from, poll_error,
+    too_large,
+};
 use super::{KafkaTopics, settled, transport};
 use crate::document::Document;
 use crate::event::Event;
@@ -145,7 +147,7 @@ impl PublisherMessenger for KafkaPublisherMessenger {
     }
 
     fn servers(&self) -> Option<Vec<Heartbeat>> {
-        Some(self.heartbeats.servers())
+        (!cluster_is_down()).then(|| self.heartbeats.servers())
     }
 }
 

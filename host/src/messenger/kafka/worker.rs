@@ -1,6 +1,5 @@
 //! The worker role: consumes the source topic in the workers' group.
 
-use super::wire::{dead_letter, too_large};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -13,8 +12,8 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use super::delivery::{Deliveries, Origin, Shared, Tag, Tracker, produce, shared_producer};
 use super::indexer::Revocations;
 use super::wire::{
-    EventBuffer, Lineage, Pass, cluster_up, document_from, document_headers, log_assignment,
-    poll_error, undecodable, undecodable_event,
+    EventBuffer, Lineage, Pass, cluster_up, dead_letter, document_from, document_headers,
+    log_assignment, poll_error, too_large, undecodable, undecodable_event,
 };
 use super::{KafkaTopics, transport};
 use crate::document::Document;
