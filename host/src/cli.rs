@@ -268,7 +268,7 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
     if let Err(e) = topics.ensure_pipeline_topics() {
         tracing::warn!(error = %e, "cannot create the pipeline's topics now; going on");
     }
-    topics.read_broker_limit();
+    topics.read_broker_limit(|| !shutdown.is_triggered());
     let server_role = match role {
         Role::Worker => ServerRole::Worker,
         Role::Indexer => ServerRole::Indexer,

@@ -89,6 +89,14 @@ pub struct Heartbeat {
     pub indexed: u64,
 }
 
+/// A process's latest heartbeat, and when this process received it (ages
+/// are measured on one clock: the receiver's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    pub heartbeat: Heartbeat,
+    pub received: std::time::Instant,
+}
+
 /// What a publisher (the runner side of a connector) needs.
 pub trait PublisherMessenger: Send + Sync {
     /// Hand `doc` to the workers. Blocks while the queue is full, up to `timeout`;
@@ -105,7 +113,7 @@ pub trait PublisherMessenger: Send + Sync {
     /// when that is not known: they run in this one (their liveness is the
     /// runner's own), or the cluster is unreachable (their silence then
     /// says nothing about them).
-    fn servers(&self) -> Option<Vec<Heartbeat>> {
+    fn servers(&self) -> Option<Vec<Seen>> {
         None
     }
 }

@@ -147,14 +147,19 @@ impl Loaded {
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.budget);
         // A computing guest is interrupted at its deadline, or sooner when
-        // the call is cancelled: checked every few ticks.
-        store.epoch_deadline_callback(|store| {
+        // the call is cancelled: checked every few ticks, and in the tick
+        // the deadline falls in.
+        let tick = self.runtime.epoch_tick.as_nanos().max(1);
+        store.epoch_deadline_callback(move |store| {
             let state = store.data();
-            let past = state.interrupt_at.is_none_or(|at| Instant::now() >= at);
-            Ok(if past || state.cancel.is_cancelled() {
+            let left = state.interrupt_at.map_or(Duration::ZERO, |at| {
+                at.saturating_duration_since(Instant::now())
+            });
+            Ok(if left.is_zero() || state.cancel.is_cancelled() {
                 UpdateDeadline::Interrupt
             } else {
-                UpdateDeadline::Continue(CHECK_TICKS)
+                let ticks = u64::try_from(left.as_nanos().div_ceil(tick)).unwrap_or(u64::MAX);
+                UpdateDeadline::Continue(ticks.clamp(1, CHECK_TICKS))
             })
         });
         Ok(store)

@@ -301,7 +301,7 @@ impl ConnectorInstance {
         timeout: std::time::Duration,
     ) -> Result<(), PluginError> {
         let publisher = Publisher::new(sink, run_id.to_owned());
-        self.lifecycle_call(timeout, async |b, store| {
+        let result = self.lifecycle_call(timeout, async |b, store| {
             let own = store.data_mut().table.push(publisher)?;
             let result = b
                 .weir_plugin_connector_api()
@@ -309,7 +309,12 @@ impl ConnectorInstance {
                 .await;
             store.data_mut().table.delete(own)?;
             result
-        })
+        });
+        // A cancellation was for `execute`: `post-execute` and `close` run.
+        if let Ok(cancel) = self.canceller() {
+            cancel.reset();
+        }
+        result
     }
 
     pub fn post_execute(&mut self) -> Result<(), PluginError> {

@@ -140,6 +140,8 @@ impl RuntimeInner {
         // Waiting: polled again with a real waker, which replaces the no-op one.
         self.io.handle().block_on(async {
             tokio::select! {
+                // The call first: one that completes as time runs out counts.
+                biased;
                 out = call => Some(out),
                 () = tokio::time::sleep_until(deadline.into()) => None,
                 () = cancel.cancelled() => None,
@@ -167,6 +169,11 @@ impl Cancel {
 
     pub fn is_cancelled(&self) -> bool {
         *self.0.borrow()
+    }
+
+    /// Let later calls run: the call this was for is over.
+    pub(crate) fn reset(&self) {
+        self.0.send_replace(false);
     }
 
     async fn cancelled(&self) {

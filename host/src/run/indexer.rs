@@ -39,6 +39,9 @@ pub(crate) struct IndexerLoop {
     /// way worth retrying is then left undone (never reported, never
     /// committed) for the next owner of its documents, not dead-lettered.
     pub(crate) stop_retrying: Abort,
+    /// A batch was left undone: nothing after it may be indexed (its
+    /// completion would commit the undone batch too), so the loop ends.
+    pub(crate) abandoned: bool,
 }
 
 impl IndexerLoop {
@@ -60,7 +63,7 @@ impl IndexerLoop {
         let mut bytes = 0usize;
         let mut last_add = Instant::now();
         loop {
-            if self.abort.is_set() {
+            if self.abort.is_set() || self.abandoned {
                 return Ok(());
             }
             let wait = if batch.is_empty() {
@@ -114,6 +117,7 @@ impl IndexerLoop {
         let start = Instant::now();
         let outcome = self.send_with_retries(&mut docs)?;
         if let BatchOutcome::Abandoned = outcome {
+            self.abandoned = true;
             tracing::warn!(
                 docs = docs.len(),
                 "stopping with a batch the backend has not taken: left to be redelivered, not dead-lettered"

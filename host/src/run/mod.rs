@@ -36,6 +36,9 @@ use worker::{StageSlot, Worker};
 /// completion is noticed, not throughput: events queue up meanwhile.
 const EVENT_POLL: Duration = Duration::from_millis(10);
 
+/// How the error of a connector stopped by an [`Interrupt`] begins.
+const INTERRUPTED: &str = "interrupted";
+
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunStatus {
@@ -182,6 +185,7 @@ impl StartedIndexer {
             stats,
             abort,
             stop_retrying,
+            abandoned: false,
         }
     }
 }
@@ -361,7 +365,7 @@ impl Runner {
         let mut results = Vec::new();
         let mut failed = false;
         for connector in &self.config.connectors {
-            if failed {
+            if failed || self.interrupt.is_set() {
                 results.push(ConnectorResult {
                     name: connector.name.clone(),
                     pipeline: connector.pipeline.clone(),
@@ -433,7 +437,8 @@ impl Runner {
             dropped: Accounting::get(&accounting.dropped),
             duplicates: settled.duplicates,
             elapsed: start.elapsed(),
-            interrupted: error.is_some() && self.interrupt.is_set(),
+            interrupted: self.interrupt.is_set()
+                && error.as_deref().is_some_and(|e| e.starts_with(INTERRUPTED)),
             error,
             skipped: false,
         }
@@ -660,17 +665,23 @@ impl Runner {
                 if let Some(reason) = abort.reason() {
                     return Err(reason.to_owned());
                 }
+                // Complete before an interrupt was seen: complete.
+                if let Some(Ok(())) = &executed
+                    && accounting.pending() == 0
+                    && !watch.was_interrupted()
+                {
+                    return Ok(());
+                }
                 if self.interrupt.is_set() {
                     // The connector stops; what is in flight gets the grace period.
                     if watch.interrupted(&cancel, accounting.pending()) {
-                        return Err(format!("interrupted{}", watch::pending_suffix(accounting)));
+                        let pending = watch::pending_suffix(accounting);
+                        return Err(format!("{INTERRUPTED}{pending}"));
                     }
                     continue;
                 }
-                match &executed {
-                    Some(Err(e)) => return Err(e.clone()),
-                    Some(Ok(())) if accounting.pending() == 0 => return Ok(()),
-                    _ => {}
+                if let Some(Err(e)) = &executed {
+                    return Err(e.clone());
                 }
                 if watch.started.elapsed() >= timeout {
                     let reason = format!(

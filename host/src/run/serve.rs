@@ -21,6 +21,11 @@ impl Shutdown {
         self.0.trigger(SHUTDOWN);
     }
 
+    /// Whether the process was told to stop (or must stop).
+    pub fn is_triggered(&self) -> bool {
+        self.0.is_set()
+    }
+
     /// Why serving ended: `Ok` for a requested shutdown.
     fn outcome(&self) -> Result<(), String> {
         match self.0.reason() {

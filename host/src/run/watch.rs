@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::publisher::Accounting;
 use crate::config::RunnerConfig;
-use crate::messenger::{Heartbeat, PublisherMessenger};
+use crate::messenger::{PublisherMessenger, Seen};
 use crate::plugin::Cancel;
 use crate::telemetry::{self, RunStats, StatsSnapshot};
 
@@ -26,7 +26,9 @@ pub(super) struct Watch<'a> {
     unserved_since: Option<Instant>,
     last_server_check: Option<Instant>,
     /// The processes that served the pipeline recently (Kafka mode).
-    servers: Option<Vec<Heartbeat>>,
+    servers: Option<Vec<Seen>>,
+    /// Documents they had processed and indexed, all told, at the last look.
+    served: u64,
     interrupted_at: Option<Instant>,
     last_log: (Instant, StatsSnapshot),
 }
@@ -43,6 +45,7 @@ impl<'a> Watch<'a> {
             unserved_since: None,
             last_server_check: None,
             servers: None,
+            served: 0,
             interrupted_at: None,
             last_log: (now, stats.snapshot()),
         }
@@ -66,6 +69,11 @@ impl<'a> Watch<'a> {
         self.stats
             .processed
             .store(succeeded + failed + dropped, Relaxed);
+    }
+
+    /// Whether an interrupt was seen (the connector was stopped).
+    pub(super) fn was_interrupted(&self) -> bool {
+        self.interrupted_at.is_some()
     }
 
     /// The run was interrupted: stop the connector (the first time), and
@@ -100,6 +108,18 @@ impl<'a> Watch<'a> {
         {
             self.last_server_check = Some(now);
             self.servers = publisher.servers();
+            // Busy processes (on this run's documents or an earlier run's
+            // still queued ahead of them) are progress too.
+            let served: u64 = self
+                .servers
+                .iter()
+                .flatten()
+                .map(|s| s.heartbeat.processed + s.heartbeat.indexed)
+                .sum();
+            if served > self.served {
+                self.last_progress = now;
+            }
+            self.served = served;
         }
         if accounting.pending() == 0 {
             self.last_progress = now;
@@ -136,9 +156,16 @@ impl<'a> Watch<'a> {
     /// announce themselves; `None` when every part is served (or in local mode).
     fn unserved(&mut self) -> Option<&'static str> {
         let servers = self.servers.as_ref()?;
-        let live = |h: &&Heartbeat| h.serving && age(h) <= self.config.liveness_timeout;
-        let processes = servers.iter().filter(live).any(|h| h.role.processes());
-        let indexes = servers.iter().filter(live).any(|h| h.role.indexes());
+        let live =
+            |s: &&Seen| s.heartbeat.serving && s.received.elapsed() <= self.config.liveness_timeout;
+        let processes = servers
+            .iter()
+            .filter(live)
+            .any(|s| s.heartbeat.role.processes());
+        let indexes = servers
+            .iter()
+            .filter(live)
+            .any(|s| s.heartbeat.role.indexes());
         let missing = match (processes, indexes) {
             (true, true) => None,
             (false, true) => Some("worker"),
@@ -159,12 +186,13 @@ impl<'a> Watch<'a> {
             } else {
                 let seen: Vec<String> = servers
                     .iter()
-                    .map(|h| {
+                    .map(|s| {
+                        let h = &s.heartbeat;
                         format!(
                             "{} {} last heard {:.1?} ago ({}, {} processed, {} indexed)",
                             role_name(h),
                             h.process,
-                            age(h),
+                            s.received.elapsed(),
                             if h.serving { "serving" } else { "stopped" },
                             h.processed,
                             h.indexed
@@ -192,20 +220,12 @@ impl<'a> Watch<'a> {
     }
 }
 
-fn role_name(h: &Heartbeat) -> &'static str {
+fn role_name(h: &crate::messenger::Heartbeat) -> &'static str {
     match h.role {
         crate::messenger::ServerRole::Worker => "worker",
         crate::messenger::ServerRole::Indexer => "indexer",
         crate::messenger::ServerRole::WorkerIndexer => "worker-indexer",
     }
-}
-
-/// How long ago a heartbeat was sent (by the sender's clock).
-fn age(h: &Heartbeat) -> Duration {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    Duration::from_millis(u64::try_from(now - h.time_ms).unwrap_or(0))
 }
 
 /// ` with N documents pending (first: a, b, ...)`, or nothing.

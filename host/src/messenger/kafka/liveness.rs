@@ -15,9 +15,9 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-use super::wire::{Quiet, millis_now};
+use super::wire::{Quiet, cluster_up, millis_now};
 use super::{KafkaTopics, settled, transport};
-use crate::messenger::{Heartbeat, MessengerError, ServerRole};
+use crate::messenger::{Heartbeat, MessengerError, Seen, ServerRole};
 
 /// How far back a runner looks for heartbeats when it starts.
 const LOOK_BACK: Duration = Duration::from_secs(120);
@@ -114,7 +114,7 @@ fn hostname() -> String {
 /// A runner's view of the heartbeats of its pipeline.
 pub(super) struct HeartbeatReader {
     consumer: BaseConsumer<Quiet>,
-    latest: Mutex<HashMap<String, Heartbeat>>,
+    latest: Mutex<HashMap<String, Seen>>,
 }
 
 impl HeartbeatReader {
@@ -150,14 +150,19 @@ impl HeartbeatReader {
     }
 
     /// Take in what arrived; the latest heartbeat of each process.
-    pub(super) fn servers(&self) -> Vec<Heartbeat> {
+    pub(super) fn servers(&self) -> Vec<Seen> {
         let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
         while let Some(Ok(message)) = self.consumer.poll(Duration::ZERO) {
-            if let Some(beat) = message
+            cluster_up();
+            if let Some(heartbeat) = message
                 .payload()
                 .and_then(|p| serde_json::from_slice::<Heartbeat>(p).ok())
             {
-                latest.insert(beat.process.clone(), beat);
+                let seen = Seen {
+                    heartbeat,
+                    received: Instant::now(),
+                };
+                latest.insert(seen.heartbeat.process.clone(), seen);
             }
         }
         latest.values().cloned().collect()

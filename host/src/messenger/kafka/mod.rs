@@ -91,7 +91,7 @@ impl MessengerFactory for KafkaMessengers {
         run_id: &str,
     ) -> Result<MessengerParts, MessengerError> {
         let mut topics = KafkaTopics::new(self.config.clone(), pipeline);
-        topics.read_broker_limit();
+        topics.read_broker_limit(|| false);
         let publisher = KafkaPublisherMessenger::new(&topics, run_id)?;
         let mut pipelines = self
             .pipelines

@@ -20,7 +20,7 @@ use super::wire::{
 use super::{KafkaTopics, settled, transport};
 use crate::document::Document;
 use crate::event::Event;
-use crate::messenger::{Heartbeat, MessengerError, Polled, PublisherMessenger};
+use crate::messenger::{MessengerError, Polled, PublisherMessenger, Seen};
 
 /// The runner's messenger in Kafka mode: produces to the source topic and
 /// reads the run's event topic.
@@ -52,7 +52,11 @@ impl KafkaPublisherMessenger {
             .events(Some(run_id))
             .ok_or_else(|| transport("a run needs events: set kafka.events = true"))?;
         let mut wanted = topics.pipeline_topics()?;
-        wanted.push(TopicSpec::new(&event_topic, 1));
+        // With the pipeline topics' settings: events are split to their limit.
+        wanted.push(TopicSpec {
+            config: topics.config.topic_config.clone(),
+            ..TopicSpec::new(&event_topic, 1)
+        });
         wanted.push(topics.heartbeat_topic());
         topics.create_topics(&wanted)?;
         let shared = Arc::new(Shared::default());
@@ -146,7 +150,7 @@ impl PublisherMessenger for KafkaPublisherMessenger {
         }
     }
 
-    fn servers(&self) -> Option<Vec<Heartbeat>> {
+    fn servers(&self) -> Option<Vec<Seen>> {
         (!cluster_is_down()).then(|| self.heartbeats.servers())
     }
 }

@@ -6,10 +6,10 @@ use std::time::Duration;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
 use super::transport;
-use super::wire::Quiet;
+use super::wire::{Quiet, cluster_down, error_code, is_outage};
 use crate::config::KafkaConfig;
 use crate::document::Document;
 use crate::messenger::MessengerError;
@@ -45,8 +45,9 @@ impl TopicSpec {
     }
 }
 
-/// Room left in a message for its key, headers and record overhead.
-const HEADROOM: usize = 4096;
+/// Room left in a message for its key, headers (a dead letter's reason is
+/// at most 8 KiB) and record overhead.
+const HEADROOM: usize = 16 * 1024;
 
 impl KafkaTopics {
     pub fn new(config: KafkaConfig, pipeline: &str) -> Self {
@@ -67,8 +68,27 @@ impl KafkaTopics {
     /// `message.max.bytes` for one not created yet), so that a document too
     /// large for the cluster fails alone instead of failing its delivery.
     /// When the broker cannot tell, the configured limit stays (logged).
-    pub fn read_broker_limit(&mut self) {
-        match self.broker_limit() {
+    ///
+    /// An unreachable cluster is waited for while `wait` says so (a serving
+    /// process, which can do nothing without the cluster anyway, until it
+    /// is told to stop): a limit assumed too large would make documents
+    /// fail their delivery.
+    pub fn read_broker_limit(&mut self, wait: impl Fn() -> bool) {
+        let mut logged = false;
+        let read = loop {
+            match self.broker_limit() {
+                Err(e) if error_code(&e).is_some_and(is_outage) && wait() => {
+                    cluster_down(&e);
+                    if !logged {
+                        tracing::warn!(error = %e, "waiting for Kafka to read the broker's message size limit");
+                        logged = true;
+                    }
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+                read => break read,
+            }
+        };
+        match read {
             Ok(Some(limit)) if limit < self.limit => {
                 tracing::info!(
                     limit,
@@ -85,14 +105,14 @@ impl KafkaTopics {
         }
     }
 
-    fn broker_limit(&self) -> Result<Option<usize>, MessengerError> {
-        let admin = self.admin()?;
+    fn broker_limit(&self) -> Result<Option<usize>, KafkaError> {
+        let admin: AdminClient<Quiet> =
+            self.client(&self.config.admin).create_with_context(Quiet)?;
         let options = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
         let names = [self.source(), self.dest(), self.fail()];
         let specs: Vec<ResourceSpecifier<'_>> =
             names.iter().map(|t| ResourceSpecifier::Topic(t)).collect();
-        let results = futures_executor::block_on(admin.describe_configs(&specs, &options))
-            .map_err(transport)?;
+        let results = futures_executor::block_on(admin.describe_configs(&specs, &options))?;
         let value = |resource: &rdkafka::admin::ConfigResource, name: &str| {
             resource
                 .get(name)
@@ -111,15 +131,11 @@ impl KafkaTopics {
             // A topic the broker will create: it gets the broker's default.
             let consumer: BaseConsumer<Quiet> = self
                 .client(&self.config.consumer)
-                .create_with_context(Quiet)
-                .map_err(transport)?;
-            let metadata = consumer
-                .fetch_metadata(None, Duration::from_secs(10))
-                .map_err(transport)?;
+                .create_with_context(Quiet)?;
+            let metadata = consumer.fetch_metadata(None, Duration::from_secs(10))?;
             for broker in metadata.brokers() {
                 let spec = [ResourceSpecifier::Broker(broker.id())];
-                let results = futures_executor::block_on(admin.describe_configs(&spec, &options))
-                    .map_err(transport)?;
+                let results = futures_executor::block_on(admin.describe_configs(&spec, &options))?;
                 if let Some(v) = results
                     .into_iter()
                     .find_map(|r| r.ok().and_then(|r| value(&r, "message.max.bytes")))

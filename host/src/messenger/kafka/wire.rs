@@ -59,16 +59,7 @@ pub(super) fn cluster_down(error: &dyn std::fmt::Display) {
 /// lost connection is an outage (logged once); other errors are logged;
 /// librdkafka's log lines are debug output (the errors come here too).
 pub(super) fn client_error(error: &KafkaError, reason: &str) {
-    let code = error.rdkafka_error_code();
-    if matches!(
-        code,
-        Some(
-            RDKafkaErrorCode::BrokerTransportFailure
-                | RDKafkaErrorCode::AllBrokersDown
-                | RDKafkaErrorCode::Resolve
-                | RDKafkaErrorCode::NetworkException
-        )
-    ) {
+    if error_code(error).is_some_and(is_outage) {
         cluster_down(&reason);
     } else {
         tracing::warn!(%error, reason, "Kafka client error");
@@ -121,12 +112,38 @@ impl rdkafka::producer::ProducerContext for Quiet {
 pub(super) fn poll_error(e: KafkaError) -> Result<(), MessengerError> {
     match e {
         KafkaError::MessageConsumption(code) => {
-            cluster_down(&code);
+            if is_outage(code) {
+                cluster_down(&code);
+            } else {
+                // E.g. a topic not created yet: librdkafka retries.
+                tracing::debug!(error = %code, "Kafka consumer reported an error; continuing");
+            }
             std::thread::sleep(Duration::from_millis(100));
             Ok(())
         }
         fatal => Err(transport(fatal)),
     }
+}
+
+/// The code of a client error, admin operations' included.
+pub(super) fn error_code(error: &KafkaError) -> Option<RDKafkaErrorCode> {
+    match error {
+        KafkaError::AdminOp(code) => Some(*code),
+        other => other.rdkafka_error_code(),
+    }
+}
+
+/// Whether `code` says the cluster cannot be reached.
+pub(super) fn is_outage(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::BrokerTransportFailure
+            | RDKafkaErrorCode::AllBrokersDown
+            | RDKafkaErrorCode::Resolve
+            | RDKafkaErrorCode::NetworkException
+            | RDKafkaErrorCode::OperationTimedOut
+            | RDKafkaErrorCode::RequestTimedOut
+    )
 }
 
 /// The header naming a message's run, so that even a message that is not a
@@ -345,10 +362,13 @@ pub(super) fn dead_letter_headers(
 ) -> OwnedHeaders {
     let attempts = failure.attempts.to_string();
     let time = millis_now().to_string();
+    // Bounded, as event reasons are: a dead letter always fits its headroom.
+    let error =
+        Event::new(&Document::new(""), EventKind::Fail).with_message(failure.message.as_str());
     let mut headers = OwnedHeaders::new()
         .insert(Header {
             key: "weir.error",
-            value: Some(failure.message.as_bytes()),
+            value: error.message.as_deref().map(str::as_bytes),
         })
         .insert(Header {
             key: "weir.plugin",
