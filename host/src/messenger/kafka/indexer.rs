@@ -11,7 +11,7 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::delivery::{Deliveries, Shared, Tag, Tracker, produce, shared_producer};
 use super::wire::{
-    EventBuffer, Lineages, cluster_up, dead_letter, document_from, lineage_of, log_assignment,
+    EventBuffer, Lineages, commit_failed, dead_letter, document_from, lineage_of, log_assignment,
     poll_error, undecodable, undecodable_event,
 };
 use super::worker::COMMIT_INTERVAL;
@@ -260,10 +260,11 @@ impl KafkaIndexerMessenger {
             return Ok(());
         }
         self.last_commit = Instant::now();
-        // A lost asynchronous commit is covered by the next one, or redelivers.
-        self.consumer
-            .commit(&offsets_list(&self.dest, &done), mode)
-            .map_err(transport)
+        // A lost or refused commit is covered by the next one, or redelivers.
+        if let Err(e) = self.consumer.commit(&offsets_list(&self.dest, &done), mode) {
+            commit_failed(&e);
+        }
+        Ok(())
     }
 }
 
@@ -281,7 +282,6 @@ impl IndexerMessenger for KafkaIndexerMessenger {
                     return Ok(Polled::Idle);
                 }
             };
-            cluster_up();
             let (partition, offset) = (message.partition(), message.offset());
             self.progress
                 .lock()

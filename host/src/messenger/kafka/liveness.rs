@@ -15,7 +15,7 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-use super::wire::{Quiet, cluster_up, millis_now};
+use super::wire::{Quiet, millis_now};
 use super::{KafkaTopics, settled, transport};
 use crate::messenger::{Heartbeat, MessengerError, Seen, ServerRole};
 
@@ -153,7 +153,6 @@ impl HeartbeatReader {
     pub(super) fn servers(&self) -> Vec<Seen> {
         let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
         while let Some(Ok(message)) = self.consumer.poll(Duration::ZERO) {
-            cluster_up();
             if let Some(heartbeat) = message
                 .payload()
                 .and_then(|p| serde_json::from_slice::<Heartbeat>(p).ok())

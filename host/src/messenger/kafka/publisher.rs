@@ -30,6 +30,7 @@ pub struct KafkaPublisherMessenger {
     producer: ThreadedProducer<Deliveries>,
     shared: Arc<Shared>,
     events: BaseConsumer<Quiet>,
+    event_topic: String,
     heartbeats: HeartbeatReader,
     /// Events read but not yet handed out (a message carries many).
     received: Mutex<VecDeque<Event>>,
@@ -80,6 +81,7 @@ impl KafkaPublisherMessenger {
             producer,
             shared,
             events,
+            event_topic,
             heartbeats: HeartbeatReader::new(topics, &group)?,
             received: Mutex::default(),
         })
@@ -135,7 +137,6 @@ impl PublisherMessenger for KafkaPublisherMessenger {
             None => Ok(Polled::Idle),
             Some(Err(e)) => poll_error(e).map(|()| Polled::Idle),
             Some(Ok(message)) => {
-                cluster_up();
                 match events_from(message.payload().unwrap_or_default()) {
                     Ok(events) => received.extend(events),
                     Err(e) => tracing::warn!(
@@ -151,7 +152,19 @@ impl PublisherMessenger for KafkaPublisherMessenger {
     }
 
     fn servers(&self) -> Option<Vec<Seen>> {
-        (!cluster_is_down()).then(|| self.heartbeats.servers())
+        if cluster_is_down() {
+            // The runner may produce nothing for a long while: ask the
+            // cluster itself whether it is back.
+            if self
+                .events
+                .fetch_metadata(Some(&self.event_topic), Duration::from_millis(500))
+                .is_ok()
+            {
+                cluster_up();
+            }
+            return None;
+        }
+        Some(self.heartbeats.servers())
     }
 }
 

@@ -26,7 +26,9 @@ static OUTAGE: Mutex<Option<std::time::Instant>> = Mutex::new(None);
 /// Whether [`OUTAGE`] is set: the hot path reads only this.
 static DOWN: AtomicBool = AtomicBool::new(false);
 
-/// A client reached the cluster (a message arrived, a delivery went through).
+/// A client reached the cluster: a broker acknowledged a message, or
+/// answered a request. (A message a consumer returns is no evidence: it
+/// may have been fetched before the cluster went.)
 pub(super) fn cluster_up() {
     if !DOWN.load(Ordering::Relaxed) {
         return;
@@ -130,6 +132,17 @@ pub(super) fn error_code(error: &KafkaError) -> Option<RDKafkaErrorCode> {
     match error {
         KafkaError::AdminOp(code) => Some(*code),
         other => other.rdkafka_error_code(),
+    }
+}
+
+/// An offset commit the cluster did not take: an outage (logged once), or
+/// anything else (logged). Never fatal: offsets only move forward, so the
+/// next commit covers this one, and without one the records are redelivered.
+pub(super) fn commit_failed(error: &KafkaError) {
+    if error_code(error).is_some_and(is_outage) {
+        cluster_down(error);
+    } else {
+        tracing::warn!(%error, "offset commit failed; a later commit covers it");
     }
 }
 

@@ -12,7 +12,7 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use super::delivery::{Deliveries, Origin, Shared, Tag, Tracker, produce, shared_producer};
 use super::indexer::Revocations;
 use super::wire::{
-    EventBuffer, Lineage, Pass, cluster_up, dead_letter, document_from, document_headers,
+    EventBuffer, Lineage, Pass, commit_failed, dead_letter, document_from, document_headers,
     log_assignment, poll_error, too_large, undecodable, undecodable_event,
 };
 use super::{KafkaTopics, transport};
@@ -236,10 +236,13 @@ impl KafkaWorkerMessenger {
                 let _ = moved.add_partition_offset(&self.source, e.partition(), e.offset());
             }
         }
-        if moved.count() > 0 {
-            self.consumer
-                .commit(&moved, CommitMode::Async)
-                .map_err(transport)?;
+        if moved.count() > 0
+            && let Err(e) = self.consumer.commit(&moved, CommitMode::Async)
+        {
+            // Not a lost document: the next commit covers these offsets
+            // (they are asked again), or a crash redelivers their records.
+            commit_failed(&e);
+            self.committed.clear();
         }
         Ok(())
     }
@@ -262,7 +265,6 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                     return Ok(Polled::Idle);
                 }
             };
-            cluster_up();
             self.pass.start();
             let origin =
                 self.shared
