@@ -43,14 +43,60 @@ pub fn plugin(crate_name: &str) -> PathBuf {
     path
 }
 
+/// A plugin component built from `src` (an `app.py` or `app.js` project)
+/// with the SDK of `lang` (`python` or `js`) for `world`; built once per
+/// process, and reused across runs through the SDK build cache.
+pub fn sdk_component(lang: &str, world: &str, src: &Path) -> PathBuf {
+    static BUILT: OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, PathBuf>>> =
+        OnceLock::new();
+    let mut built = BUILT
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(path) = built.get(src) {
+        return path.clone();
+    }
+    let out_dir = std::env::temp_dir().join(format!("weir-sdk-components-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).expect("output directory");
+    let name = src
+        .strip_prefix(repo_root())
+        .unwrap_or(src)
+        .to_string_lossy()
+        .replace(['/', '\\'], "-");
+    let out = out_dir.join(format!("{name}.wasm"));
+    let script = repo_root()
+        .join("plugins")
+        .join(format!("sdk-{lang}"))
+        .join("build.sh");
+    let output = Command::new("bash")
+        .arg(&script)
+        .arg(world)
+        .arg(src)
+        .arg(&out)
+        .output()
+        .expect("cannot run the SDK build script");
+    assert!(
+        output.status.success(),
+        "{} {world} {} failed:\n{}{}",
+        script.display(),
+        src.display(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    built.insert(src.to_owned(), out.clone());
+    out
+}
+
 /// The runtime shared by the tests of this process: each component is
-/// compiled once, in memory (no disk cache, so tests never touch `~/.cache`).
+/// compiled once. In memory by default, so tests never touch `~/.cache`;
+/// `WEIR_TEST_CACHE_DIR` names a disk cache to keep compiled Python and
+/// JavaScript components (seconds each) between test runs.
 pub fn runtime() -> PluginRuntime {
     static RUNTIME: OnceLock<PluginRuntime> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
             PluginRuntime::new(RuntimeOptions {
-                cache_dir: None,
+                cache_dir: std::env::var_os("WEIR_TEST_CACHE_DIR").map(PathBuf::from),
                 ..RuntimeOptions::default()
             })
             .expect("runtime")

@@ -1,4 +1,5 @@
-//! The `weir` command line: `weir run` and `weir validate`.
+//! The `weir` command line: `weir run`, `validate`, `test`, `new` and the
+//! Kafka-mode serving processes.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -95,6 +96,34 @@ enum Command {
         /// The pipeline; may be left out when the config has only one.
         pipeline: Option<String>,
     },
+    /// Run one plugin in the sandbox on documents and print what it did.
+    ///
+    /// A stage gets each document of --input and prints the documents it
+    /// passes on (children first) and its CREATE, DROP and FAIL events; an
+    /// indexer gets them in batches and prints FINISH or FAIL per document;
+    /// a connector runs once and prints what it publishes. Output is JSON
+    /// lines. With --expect, the output is compared with that file instead:
+    /// exit 0 when they match, 1 with the differences when not.
+    Test {
+        /// The plugin component (.wasm); its kind is read from its exports.
+        plugin: PathBuf,
+        /// Documents for a stage or an indexer: one JSON object with an `id` per line.
+        #[arg(long)]
+        input: Option<PathBuf>,
+        /// The plugin's settings: JSON text, or a .json or .toml file.
+        #[arg(long)]
+        config: Option<String>,
+        /// The expected output (JSON lines), compared line by line.
+        #[arg(long)]
+        expect: Option<PathBuf>,
+        /// Let the plugin open a host directory: HOST:GUEST, or HOST:GUEST:rw
+        /// to let it write there. Repeatable.
+        #[arg(long = "dir", value_name = "HOST:GUEST[:rw]")]
+        dirs: Vec<String>,
+        /// Documents per indexer batch.
+        #[arg(long, default_value_t = 100)]
+        batch_size: usize,
+    },
     /// Check a config and every plugin's settings without running anything.
     Validate {
         /// The run configuration (TOML).
@@ -123,6 +152,14 @@ fn execute(command: Command) -> anyhow::Result<u8> {
                 Err(errors) => Ok(report_invalid(&config, &errors)),
             }
         }
+        Command::Test {
+            plugin,
+            input,
+            config,
+            expect,
+            dirs,
+            batch_size,
+        } => test_plugin(plugin, input, config, expect, &dirs, batch_size),
         Command::Worker { config, pipeline } => serve(&config, pipeline, Role::Worker),
         Command::Indexer { config, pipeline } => serve(&config, pipeline, Role::Indexer),
         Command::WorkerIndexer { config, pipeline } => serve(&config, pipeline, Role::Pairs),
@@ -156,6 +193,84 @@ fn execute(command: Command) -> anyhow::Result<u8> {
             Ok(result.status().exit_code())
         }
     }
+}
+
+/// `weir test`: run one plugin on documents; print or compare the transcript.
+fn test_plugin(
+    plugin: PathBuf,
+    input: Option<PathBuf>,
+    config: Option<String>,
+    expect: Option<PathBuf>,
+    dirs: &[String],
+    batch_size: usize,
+) -> anyhow::Result<u8> {
+    use crate::testing::{PluginTest, TestError, read_documents, read_jsonl};
+    let mut test = PluginTest::new(&plugin)?.batch_size(batch_size);
+    if let Some(config) = config {
+        test = test.config(plugin_settings(&config)?);
+    }
+    for dir in dirs {
+        let (host, rest) = dir
+            .split_once(':')
+            .with_context(|| format!("--dir {dir}: expected HOST:GUEST or HOST:GUEST:rw"))?;
+        let (guest, writable) = match rest.strip_suffix(":rw") {
+            Some(guest) => (guest, true),
+            None => (rest, false),
+        };
+        test = test.grant_dir(host, guest, writable);
+    }
+    let kind = test.kind()?;
+    let docs = match (&input, kind) {
+        (Some(path), "stage" | "indexer") => read_documents(path)?,
+        (None, "stage" | "indexer") => {
+            anyhow::bail!("a {kind} needs documents: pass --input docs.jsonl")
+        }
+        (Some(_), _) => anyhow::bail!("a connector reads its own source: leave out --input"),
+        (None, _) => Vec::new(),
+    };
+    let transcript = match test.run(docs) {
+        Ok(transcript) => transcript,
+        Err(e @ TestError::Config { .. }) => {
+            eprintln!("{}: {e}", plugin.display());
+            return Ok(EXIT_INVALID_CONFIG);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let Some(expect) = expect else {
+        print!("{}", transcript.to_jsonl());
+        return Ok(0);
+    };
+    match transcript.expect(&read_jsonl(&expect)?) {
+        Ok(()) => {
+            eprintln!("{}: output matches {}", plugin.display(), expect.display());
+            Ok(0)
+        }
+        Err(mismatch) => {
+            eprintln!(
+                "{}: output differs from {}:\n{mismatch}",
+                plugin.display(),
+                expect.display()
+            );
+            Ok(RunStatus::Failure.exit_code())
+        }
+    }
+}
+
+/// A plugin's settings from `--config`: JSON text, or a JSON or TOML file.
+fn plugin_settings(config: &str) -> anyhow::Result<serde_json::Value> {
+    let trimmed = config.trim_start();
+    if trimmed.starts_with('{') {
+        return serde_json::from_str(config).context("--config is not valid JSON");
+    }
+    let path = Path::new(config);
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read --config {config}"))?;
+    if path.extension().is_some_and(|e| e == "toml") {
+        let table: toml::Table =
+            toml::from_str(&text).with_context(|| format!("{config} is not valid TOML"))?;
+        return serde_json::to_value(table).context("TOML settings as JSON");
+    }
+    serde_json::from_str(&text).with_context(|| format!("{config} is not valid JSON"))
 }
 
 /// What SIGINT and SIGTERM do from now on in this process. The handler is
@@ -374,6 +489,7 @@ fn runtime_for(config: &Config) -> anyhow::Result<PluginRuntime> {
     });
     PluginRuntime::new(RuntimeOptions {
         cache_dir: config.runner.cache_dir.clone().or_else(default_cache_dir),
+        cache_max_mib: config.runner.cache_max_mib,
         pool,
         ..RuntimeOptions::default()
     })

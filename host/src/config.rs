@@ -270,6 +270,10 @@ pub struct RunnerConfig {
     /// user cache directory.
     #[serde(default)]
     pub cache_dir: Option<PathBuf>,
+    /// Most the cache of compiled plugins may hold, in MiB (default 2048);
+    /// the least recently used entries are removed past it.
+    #[serde(default = "RunnerConfig::default_cache_max_mib")]
+    pub cache_max_mib: u64,
 }
 
 impl RunnerConfig {
@@ -288,6 +292,9 @@ impl RunnerConfig {
     fn default_grace_period() -> Duration {
         Duration::from_secs(30)
     }
+    fn default_cache_max_mib() -> u64 {
+        crate::plugin::DEFAULT_CACHE_MAX_MIB
+    }
 }
 
 impl Default for RunnerConfig {
@@ -299,6 +306,7 @@ impl Default for RunnerConfig {
             liveness_timeout: Self::default_liveness_timeout(),
             grace_period: Self::default_grace_period(),
             cache_dir: None,
+            cache_max_mib: Self::default_cache_max_mib(),
         }
     }
 }

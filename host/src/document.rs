@@ -709,6 +709,68 @@ impl Document {
         String::from_utf8(out).unwrap_or_default()
     }
 
+    /// The document as JSON text shaped for an indexer: with `include`,
+    /// only `id`, `run_id` and the fields named (in that order; `_children`
+    /// for nested children); without it, everything. Names in `exclude`
+    /// are left out, reserved names included.
+    pub fn to_json_string_shaped(&self, include: Option<&[String]>, exclude: &[String]) -> String {
+        let Some(include) = include else {
+            if exclude.is_empty() {
+                return self.to_json_string();
+            }
+            let names: Vec<&str> = self.fields.keys().map(String::as_str).collect();
+            return self.shaped(names.into_iter().chain([CHILDREN_FIELD]), exclude);
+        };
+        self.shaped(include.iter().map(String::as_str), exclude)
+    }
+
+    fn shaped<'a>(&self, names: impl Iterator<Item = &'a str>, exclude: &[String]) -> String {
+        let kept = |name: &str| !exclude.iter().any(|e| e == name);
+        let mut out = Vec::with_capacity(self.approx_json_bytes());
+        let mut first = true;
+        let mut key = |out: &mut Vec<u8>, name: &str| {
+            out.push(if std::mem::take(&mut first) {
+                b'{'
+            } else {
+                b','
+            });
+            json::write_str(out, name);
+            out.push(b':');
+        };
+        if kept(ID_FIELD) {
+            key(&mut out, ID_FIELD);
+            json::write_str(&mut out, &self.id);
+        }
+        if let Some(run_id) = self.run_id.as_deref().filter(|_| kept(RUN_ID_FIELD)) {
+            key(&mut out, RUN_ID_FIELD);
+            json::write_str(&mut out, run_id);
+        }
+        for name in names.filter(|n| kept(n)) {
+            if name == CHILDREN_FIELD {
+                if !self.children.is_empty() {
+                    key(&mut out, CHILDREN_FIELD);
+                    out.push(b'[');
+                    for (i, child) in self.children.iter().enumerate() {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        child.write_json(&mut out);
+                    }
+                    out.push(b']');
+                }
+            } else if let Some(value) = self.fields.get(name) {
+                key(&mut out, name);
+                json::write_value(&mut out, value);
+            }
+        }
+        if first {
+            out.push(b'{');
+        }
+        out.push(b'}');
+        // Only whole UTF-8 strings and ASCII were written.
+        String::from_utf8(out).unwrap_or_default()
+    }
+
     fn write_json(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"id\":");
         json::write_str(out, &self.id);
@@ -926,11 +988,58 @@ fn human_bytes(bytes: usize) -> String {
     }
 }
 
+/// Whether two JSON number texts denote the same decimal number
+/// (`1.50` and `1.5e0` do; `0.1` and `0.1000000000000000055` do not).
+pub fn same_number(a: &str, b: &str) -> bool {
+    decimal_parts(a) == decimal_parts(b)
+}
+
+/// A number's sign, significant digits (no leading or trailing zeros) and
+/// the power of ten of its first digit; zero is `(false, "", 0)`.
+fn decimal_parts(text: &str) -> (bool, String, i64) {
+    let (negative, rest) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(at) => (&rest[..at], rest[at + 1..].parse::<i64>().unwrap_or(0)),
+        None => (rest, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: String = whole.chars().chain(fraction.chars()).collect();
+    let leading = digits.len() - digits.trim_start_matches('0').len();
+    let significant = digits.trim_matches('0');
+    if significant.is_empty() {
+        return (false, String::new(), 0);
+    }
+    let position = exponent.saturating_add(whole.len() as i64 - leading as i64);
+    (negative, significant.to_owned(), position)
+}
+
+/// Whether two JSON values are equal, numbers by their decimal value
+/// (`1.0e-7` equals `1e-7`; with numbers kept as written, `==` compares text).
+pub fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => same_number(x.as_str(), y.as_str()),
+        (Value::Array(xs), Value::Array(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_json(x, y))
+        }
+        (Value::Object(xs), Value::Object(ys)) => {
+            xs.len() == ys.len()
+                && xs
+                    .iter()
+                    .all(|(k, x)| ys.get(k).is_some_and(|y| same_json(x, y)))
+        }
+        _ => a == b,
+    }
+}
+
 /// How many bytes `value` counts for in a document's size: about its JSON
 /// length, each value at least [`MIN_VALUE_BYTES`]. Walks without recursion.
 pub fn value_bytes(value: &Value) -> usize {
     match value {
-        Value::Null | Value::Bool(_) | Value::Number(_) => return MIN_VALUE_BYTES,
+        Value::Null | Value::Bool(_) => return MIN_VALUE_BYTES,
+        Value::Number(n) => return n.as_str().len().max(MIN_VALUE_BYTES),
         Value::String(s) => return (s.len() + 2).max(MIN_VALUE_BYTES),
         Value::Array(_) | Value::Object(_) => {}
     }
@@ -938,7 +1047,8 @@ pub fn value_bytes(value: &Value) -> usize {
     let mut stack = vec![value];
     while let Some(v) = stack.pop() {
         total += match v {
-            Value::Null | Value::Bool(_) | Value::Number(_) => MIN_VALUE_BYTES,
+            Value::Null | Value::Bool(_) => MIN_VALUE_BYTES,
+            Value::Number(n) => n.as_str().len().max(MIN_VALUE_BYTES),
             Value::String(s) => (s.len() + 2).max(MIN_VALUE_BYTES),
             Value::Array(items) => {
                 stack.extend(items);
@@ -1155,6 +1265,9 @@ impl ParseBudget {
     }
 }
 
+/// The key under which serde_json hands a number's text to a visitor.
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
 /// Builds a [`Value`], charging each part to the budget before it is built
 /// (the same amounts [`value_bytes`] counts). serde_json stops nesting at
 /// 128 levels; the document's own check is tighter.
@@ -1225,6 +1338,15 @@ impl<'de> serde::de::Visitor<'de> for Budgeted<'_> {
         self.budget.charge(MIN_VALUE_BYTES)?;
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
+            // Numbers are kept exactly as written (serde_json's
+            // `arbitrary_precision`): they arrive as a one-entry map holding
+            // the number's text under this reserved key.
+            if out.is_empty() && key == NUMBER_TOKEN {
+                let text: String = map.next_value()?;
+                self.budget.charge(text.len().max(MIN_VALUE_BYTES))?;
+                let number = text.parse().map_err(serde::de::Error::custom)?;
+                return Ok(Value::Number(number));
+            }
             self.budget.charge(entry_bytes(&key, 0))?;
             let value = map.next_value_seed(self.budget.seed())?;
             out.insert(key, value);
@@ -1391,6 +1513,20 @@ fn parse_path(path: &str) -> Result<Vec<Step>, FieldError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_compare_by_value() {
+        assert!(same_number("1.5", "1.50"));
+        assert!(same_number("-1.0e-7", "-0.0000001"));
+        assert!(same_number("1e+400", "1E400"));
+        assert!(same_number("0", "-0.0"));
+        assert!(!same_number("0.1", "0.1000000000000000055"));
+        assert!(!same_number("-1", "1"));
+        assert!(same_json(
+            &serde_json::json!({ "a": [1.0, { "b": 2 }] }),
+            &serde_json::from_str(r#"{"a":[1,{"b":2.00}]}"#).expect("json")
+        ));
+    }
     use serde_json::json;
 
     fn doc() -> Document {

@@ -48,6 +48,7 @@ pub mod messenger;
 pub mod plugin;
 pub mod run;
 pub mod telemetry;
+pub mod testing;
 
 /// The message of a caught panic.
 pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {

@@ -5,6 +5,7 @@
 mod accounting;
 mod cache;
 mod cli;
+mod conformance;
 mod connector_indexer;
 mod kafka;
 mod local_run;

@@ -40,7 +40,6 @@ pub mod indexer {
         with: {
             "weir:plugin/types": super::stage::weir::plugin::types,
             "weir:plugin/log": super::stage::weir::plugin::log,
-            "weir:plugin/document": super::stage::weir::plugin::document,
         },
     });
 }

@@ -14,6 +14,11 @@
 //! fails the check and is recompiled, never executed. The cache directory
 //! itself must belong to this user and be writable by nobody else, or it is
 //! not used at all.
+//!
+//! The directory is bounded: a load marks its entry used (its modification
+//! time), and after each new entry the least recently used ones are removed
+//! until the entries fit the cache's size (`runner.cache_max_mib`). So a
+//! plugin rebuilt many times, each build a new digest, never fills the disk.
 
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
@@ -21,6 +26,7 @@ use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
+use std::time::SystemTime;
 
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -43,8 +49,8 @@ pub(crate) struct ComponentCache {
 impl ComponentCache {
     /// A cache in `dir`; with `None`, or a directory that cannot be trusted,
     /// components are compiled in memory only (with a warning for the latter).
-    pub(crate) fn new(dir: Option<PathBuf>) -> Self {
-        let disk = dir.and_then(|dir| match DiskCache::open(&dir) {
+    pub(crate) fn new(dir: Option<PathBuf>, max_bytes: u64) -> Self {
+        let disk = dir.and_then(|dir| match DiskCache::open(&dir, max_bytes) {
             Ok(disk) => Some(disk),
             Err(e) => {
                 tracing::warn!(dir = %dir.display(), error = %e, "not using the component cache: compiling in memory");
@@ -123,6 +129,8 @@ fn temporary(dir: &Path, name: &str) -> PathBuf {
 struct DiskCache {
     dir: PathBuf,
     key: [u8; MAC_BYTES],
+    /// Most the entries may hold together.
+    max_bytes: u64,
 }
 
 impl std::fmt::Debug for DiskCache {
@@ -134,7 +142,7 @@ impl std::fmt::Debug for DiskCache {
 }
 
 impl DiskCache {
-    fn open(dir: &Path) -> std::io::Result<Self> {
+    fn open(dir: &Path, max_bytes: u64) -> std::io::Result<Self> {
         private::create_dir(dir)?;
         private::check_owned(dir, "the cache directory", 0o022)?;
         let key_file = dir.join(KEY_FILE);
@@ -169,6 +177,7 @@ impl DiskCache {
         Ok(Self {
             dir: dir.to_owned(),
             key,
+            max_bytes,
         })
     }
 
@@ -199,7 +208,10 @@ impl DiskCache {
                     // the same compatibility hash (it is in the name), from
                     // the component of this digest.
                     Some((_, code)) => match unsafe { Component::deserialize(engine, code) } {
-                        Ok(component) => return Ok(component),
+                        Ok(component) => {
+                            mark_used(&file);
+                            return Ok(component);
+                        }
                         Err(e) => {
                             tracing::warn!(file = %file.display(), error = %e, "unusable cache entry: recompiling");
                         }
@@ -213,8 +225,11 @@ impl DiskCache {
             Err(e) => tracing::warn!(file = %file.display(), error = %e, "cannot read cache entry"),
         }
         let compiled = engine.precompile_component(wasm)?;
-        if let Err(e) = self.store(&file, name, &compiled) {
-            tracing::warn!(file = %file.display(), error = %e, "cannot write component cache");
+        match self.store(&file, name, &compiled) {
+            Ok(()) => self.evict(&file),
+            Err(e) => {
+                tracing::warn!(file = %file.display(), error = %e, "cannot write component cache")
+            }
         }
         // SAFETY: `compiled` was just produced by `precompile_component` on this engine.
         Ok(unsafe { Component::deserialize(engine, &compiled)? })
@@ -234,6 +249,63 @@ impl DiskCache {
             let _ = std::fs::remove_file(&tmp);
         }
         stored
+    }
+}
+
+impl DiskCache {
+    /// Remove the least recently used entries (never `keep`) until the
+    /// entries fit `max_bytes`; and temporary files left by a crash.
+    fn evict(&self, keep: &Path) {
+        let Ok(listing) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let now = SystemTime::now();
+        let mut entries = Vec::new();
+        for item in listing.flatten() {
+            let (path, Ok(meta)) = (item.path(), item.metadata()) else {
+                continue;
+            };
+            let used = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+            let name = item.file_name();
+            let name = name.to_string_lossy();
+            if name.ends_with(".tmp") && name.starts_with('.') {
+                // Another process may be writing it: only old ones are leftovers.
+                if now.duration_since(used).unwrap_or_default() > STALE_TEMPORARY {
+                    let _ = std::fs::remove_file(&path);
+                }
+            } else if name.ends_with(".cwasm") {
+                entries.push((used, meta.len(), path));
+            }
+        }
+        let mut total: u64 = entries.iter().map(|(_, len, _)| len).sum();
+        entries.sort();
+        for (_, len, path) in entries {
+            if total <= self.max_bytes {
+                break;
+            }
+            if path == keep {
+                continue;
+            }
+            match std::fs::remove_file(&path) {
+                Ok(()) => {
+                    total -= len;
+                    tracing::debug!(file = %path.display(), "removed a least recently used cache entry");
+                }
+                Err(e) => {
+                    tracing::warn!(file = %path.display(), error = %e, "cannot remove cache entry")
+                }
+            }
+        }
+    }
+}
+
+/// How old a temporary file must be to count as left by a crash.
+const STALE_TEMPORARY: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Mark a cache entry as just used (best effort: a read-only cache still works).
+fn mark_used(file: &Path) {
+    if let Ok(f) = std::fs::File::options().append(true).open(file) {
+        let _ = f.set_modified(SystemTime::now());
     }
 }
 

@@ -10,9 +10,14 @@ use std::time::Duration;
 /// but the instance is replaced; the others stop the run.
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
-    /// The plugin reported that the current document (or batch) failed.
-    #[error("plugin `{plugin}` failed the document: {message}")]
-    Document { plugin: String, message: String },
+    /// The plugin reported that the current document (or batch) failed;
+    /// `transient` when it said a later try may succeed.
+    #[error("plugin `{plugin}` failed the document{}: {message}", if *transient { " (transient)" } else { "" })]
+    Document {
+        plugin: String,
+        message: String,
+        transient: bool,
+    },
 
     /// The plugin reported that it cannot go on.
     #[error("plugin `{plugin}` reported a fatal error: {message}")]
@@ -54,9 +59,23 @@ impl PluginError {
         matches!(self, Self::Document { .. } | Self::Trap { .. })
     }
 
+    /// Whether the plugin said a later try may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::Document {
+                transient: true,
+                ..
+            }
+        )
+    }
+
     /// A short, bounded label for metrics (never a message or an id).
     pub fn kind(&self) -> &'static str {
         match self {
+            Self::Document {
+                transient: true, ..
+            } => "transient",
             Self::Document { .. } => "document",
             Self::Fatal { .. } => "fatal",
             Self::Trap { cause, .. } => cause.kind(),

@@ -259,7 +259,7 @@ fn plugin_state() -> PluginState {
             deadline: None,
         },
         budget,
-        lent: None,
+        lent: Vec::new(),
         stderr: GuestOutput::new(Arc::clone(&plugin), "stderr", Arc::clone(&logs)),
         logs,
         cancel: Default::default(),
@@ -353,7 +353,7 @@ fn run_case(ops: Vec<Op>) {
         .expect("set");
     lent.set_limits(state.budget.doc_limits);
     let rep = state.docs.push(lent).expect("lend").rep();
-    state.lent = Some(rep);
+    state.lent = vec![rep];
     let mut held = vec![rep];
     for op in ops {
         state.budget.start_call();

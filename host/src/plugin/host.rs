@@ -52,9 +52,9 @@ pub(crate) struct PluginState {
     pub(crate) http_policy: HttpPolicy,
     /// What the instance holds, against its limits; also its memory limiter.
     pub(crate) budget: Budget,
-    /// The handle of the document the host lent for the current call: the
+    /// The handles of the documents the host lent for the current call: the
     /// host's, so not counted as held by the plugin.
-    pub(crate) lent: Option<u32>,
+    pub(crate) lent: Vec<u32>,
     pub(crate) stderr: GuestOutput,
     pub(crate) logs: Arc<Mutex<LogLimiter>>,
     /// Set from outside to stop the call in progress (a run interrupted).
@@ -356,10 +356,7 @@ pub(crate) fn to_wit(value: &Json) -> Value {
     match value {
         Json::Null => Value::Null,
         Json::Bool(b) => Value::Boolean(*b),
-        Json::Number(n) => match n.as_i64() {
-            Some(i) => Value::Integer(i),
-            None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
-        },
+        Json::Number(n) => number_to_wit(n),
         Json::String(s) => Value::Text(s.clone()),
         other => Value::Json(other.to_string()),
     }
@@ -377,8 +374,36 @@ pub(crate) fn from_wit(value: Value, max_bytes: usize) -> Result<Json, document:
             .map(Json::Number)
             .ok_or_else(|| document::FieldError::WrongType(format!("{f} is not a JSON number")))?,
         Value::Text(s) => Json::String(s),
+        Value::Number(text) => Json::Number(serde_json::from_str(&text).map_err(|_| {
+            document::FieldError::WrongType(format!("`{}` is not a JSON number", clip(&text, 64)))
+        })?),
         Value::Json(text) => document::parse_value_within(&text, max_bytes)?,
     })
+}
+
+/// A JSON number as the WIT `value` that holds it exactly: `integer` when
+/// s64 holds it, `float` when f64 holds it as written, else its text.
+fn number_to_wit(n: &serde_json::Number) -> Value {
+    let text = n.as_str();
+    let integral = !text.contains(['.', 'e', 'E']);
+    if integral {
+        return match text.parse::<i64>() {
+            Ok(i) => Value::Integer(i),
+            Err(_) => Value::Number(text.to_owned()),
+        };
+    }
+    match text.parse::<f64>() {
+        Ok(f) if f.is_finite() && document::same_number(text, &f.to_string()) => Value::Float(f),
+        _ => Value::Number(text.to_owned()),
+    }
+}
+
+/// At most `max` characters of `text`, marked when cut.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text.to_owned(),
+    }
 }
 
 fn to_wit_error(error: document::FieldError) -> FieldError {
@@ -409,7 +434,7 @@ impl PluginState {
         h: &Handle,
         change: impl FnOnce(&mut Document) -> Result<T, document::FieldError>,
     ) -> Wasm<Result<T, FieldError>> {
-        let held = self.lent != Some(h.rep());
+        let held = !self.lent.contains(&h.rep());
         let doc = self.docs.get_mut(h)?;
         let before = doc.approx_json_bytes();
         let result = change(doc);
@@ -557,6 +582,19 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
             .get_all(&name)
             .filter_map(document::value_as_text)
             .collect())
+    }
+
+    fn get_json(&mut self, h: Handle, name: String) -> Wasm<Option<String>> {
+        Ok(self.doc(&h)?.fields().get(&name).map(Json::to_string))
+    }
+
+    fn set_json(&mut self, h: Handle, name: String, json: String) -> Wasm<Result<(), FieldError>> {
+        self.edit(&h, |doc| {
+            doc.set(
+                &name,
+                document::parse_value_within(&json, doc.limits().max_bytes)?,
+            )
+        })
     }
 
     fn set(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
@@ -711,5 +749,54 @@ impl connector::weir::plugin::publishing::HostPublisher for PluginState {
     fn drop(&mut self, h: Resource<Publisher>) -> Wasm<()> {
         self.table.delete(h)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Value, from_wit, to_wit};
+    use serde_json::Value as Json;
+
+    fn number(text: &str) -> Json {
+        serde_json::from_str(text).expect("a JSON number")
+    }
+
+    #[test]
+    fn numbers_reach_plugins_exactly() {
+        assert!(matches!(to_wit(&number("-5")), Value::Integer(-5)));
+        assert!(matches!(
+            to_wit(&number("9223372036854775807")),
+            Value::Integer(i64::MAX)
+        ));
+        assert!(matches!(to_wit(&number("1.5")), Value::Float(f) if f == 1.5));
+        assert!(matches!(to_wit(&number("-1.0e-7")), Value::Float(f) if f == -1e-7));
+        assert!(matches!(to_wit(&number("100e-2")), Value::Float(f) if f == 1.0));
+        for exact in [
+            "9223372036854775808",
+            "-99999999999999999999",
+            "0.12345678901234567890123",
+            "1e400",
+        ] {
+            let Value::Number(text) = to_wit(&number(exact)) else {
+                panic!("{exact} was not handed over as its text");
+            };
+            assert!(
+                crate::document::same_number(&text, exact),
+                "{exact} became {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn numbers_from_plugins_are_checked_and_kept() {
+        let kept = from_wit(Value::Number("18446744073709551616".into()), 1 << 20).expect("kept");
+        assert_eq!(kept.to_string(), "18446744073709551616");
+        for bad in ["", "1x", "--1", "[1]", "NaN", "1 2"] {
+            assert!(
+                from_wit(Value::Number(bad.into()), 1 << 20).is_err(),
+                "{bad:?} accepted"
+            );
+        }
+        assert!(from_wit(Value::Float(f64::NAN), 1 << 20).is_err());
     }
 }

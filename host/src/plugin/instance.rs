@@ -72,7 +72,15 @@ impl Loaded {
     }
 
     /// Link the component against the host, checking its imports.
-    pub(crate) fn instance_pre(&self) -> Result<InstancePre<PluginState>, PluginError> {
+    /// Linked against the host, once the component is checked to be built
+    /// for a contract version this host runs, as a plugin of `kind`.
+    pub(crate) fn instance_pre(
+        &self,
+        kind: &str,
+        api: &str,
+    ) -> Result<InstancePre<PluginState>, PluginError> {
+        super::contract::check(&self.component, &self.runtime.engine, kind, api)
+            .map_err(|e| self.instantiate_error(e))?;
         self.runtime
             .linker
             .instantiate_pre(&self.component)
@@ -138,7 +146,7 @@ impl Loaded {
                 deadline: None,
             },
             budget,
-            lent: None,
+            lent: Vec::new(),
             stderr,
             logs,
             cancel: super::Cancel::default(),
@@ -258,17 +266,22 @@ fn panic_message(lines: &[String]) -> String {
 
 /// The bindings of one world, instantiated into a store.
 pub(crate) trait World: Sized + Send {
+    /// The plugin kind, for messages, and the contract interface it exports.
+    const KIND: &'static str;
+    const API: &'static str;
     /// Pre-linked form, shared across instantiations.
     type Pre: Clone + Send + Sync;
     fn pre(pre: InstancePre<PluginState>) -> wasmtime::Result<Self::Pre>;
     async fn instantiate(pre: &Self::Pre, store: &mut Store<PluginState>)
     -> wasmtime::Result<Self>;
+    /// What the kind's `start` answers (the indexer's batch format).
+    type Started: Default + Clone + Send;
     /// The kind's `start` export with the plugin's config, where it has one.
     async fn start(
         &self,
         store: &mut Store<PluginState>,
         config: &str,
-    ) -> wasmtime::Result<Result<(), GuestError>>;
+    ) -> wasmtime::Result<Result<Self::Started, GuestError>>;
 }
 
 /// A plugin of world `W`, ready to instantiate.
@@ -288,7 +301,7 @@ impl<W: World> Clone for Prepared<W> {
 
 impl<W: World> Prepared<W> {
     pub(crate) fn new(loaded: Loaded) -> Result<Self, PluginError> {
-        let pre = W::pre(loaded.instance_pre()?).map_err(|e| {
+        let pre = W::pre(loaded.instance_pre(W::KIND, W::API)?).map_err(|e| {
             loaded.instantiate_error(format!(
                 "the component does not export what its plugin kind requires: {e:#}"
             ))
@@ -320,21 +333,36 @@ impl<W: World> Prepared<W> {
                     bindings.start(store, config).await
                 })
                 .map_err(|cause| loaded.instantiate_error(format!("start trapped: {cause}")))?;
-            if let Err(GuestError::Document(message) | GuestError::Fatal(message)) = started {
-                return Err(PluginError::Fatal {
+            return match started {
+                Ok(started) => Ok(Live {
+                    store,
+                    bindings,
+                    started,
+                }),
+                Err(
+                    GuestError::Document(message)
+                    | GuestError::Transient(message)
+                    | GuestError::Fatal(message),
+                ) => Err(PluginError::Fatal {
                     plugin: loaded.name.to_string(),
                     message: format!("start failed: {message}"),
-                });
-            }
+                }),
+            };
         }
-        Ok(Live { store, bindings })
+        Ok(Live {
+            store,
+            bindings,
+            started: W::Started::default(),
+        })
     }
 }
 
 /// A live instance: a store and the bindings instantiated in it.
-pub(crate) struct Live<W> {
+pub(crate) struct Live<W: World> {
     pub(crate) store: Store<PluginState>,
     pub(crate) bindings: W,
+    /// What the kind's `start` answered.
+    pub(crate) started: W::Started,
 }
 
 /// A replaceable instance: it is dropped when a call traps and made afresh
@@ -375,6 +403,11 @@ impl<W: World> Instance<W> {
         Ok(self.live()?.store.data().cancel.clone())
     }
 
+    /// What the live instance's `start` answered (instantiating it if needed).
+    pub(crate) fn started(&mut self) -> Result<W::Started, PluginError> {
+        Ok(self.live()?.started.clone())
+    }
+
     fn live(&mut self) -> Result<&mut Live<W>, PluginError> {
         if self.live.is_none() {
             self.live = Some(self.prepared.instantiate(self.start)?);
@@ -390,22 +423,18 @@ impl<W: World> Instance<W> {
         timeout: Duration,
         f: impl AsyncFnOnce(&W, &mut Store<PluginState>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
-        self.call_lending(timeout, None, async |b, store, _| f(b, store).await)
+        self.call_lending(timeout, &mut [], async |b, store, _| f(b, store).await)
     }
 
-    /// [`Instance::call`], lending `doc` to the plugin for the length of the
-    /// call (as a borrowed handle, under the plugin's document limits). The
-    /// document comes back whatever happens: a trap, the deadline or a
-    /// panic leave it as the plugin left it.
+    /// [`Instance::call`], lending `docs` to the plugin for the length of the
+    /// call (as borrowed handles, in order, under the plugin's document
+    /// limits). The documents come back whatever happens: a trap, the
+    /// deadline or a panic leave them as the plugin left them.
     pub(crate) fn call_lending<R>(
         &mut self,
         timeout: Duration,
-        doc: Option<&mut Document>,
-        f: impl AsyncFnOnce(
-            &W,
-            &mut Store<PluginState>,
-            Option<Resource<Document>>,
-        ) -> wasmtime::Result<R>,
+        docs: &mut [Document],
+        f: impl AsyncFnOnce(&W, &mut Store<PluginState>, Vec<Resource<Document>>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
         let loaded = Arc::clone(&self.prepared.loaded);
         let live = self.live()?;
@@ -416,29 +445,31 @@ impl<W: World> Instance<W> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take_counts();
-        let lent = match doc {
-            Some(doc) => {
-                doc.set_limits(state.budget.doc_limits);
-                // Room for it is kept (`Budget::documents_capacity`).
-                let own = state
-                    .docs
-                    .push(std::mem::take(doc))
-                    .map_err(|e| loaded.instantiate_error(e))?;
-                state.lent = Some(own.rep());
-                Some((own, doc))
-            }
-            None => None,
-        };
-        let borrow = lent
-            .as_ref()
-            .map(|(own, _)| Resource::new_borrow(own.rep()));
+        // Room for the lent documents beside those the plugin may hold.
+        state
+            .docs
+            .set_max_capacity(state.budget.documents_capacity() + docs.len());
+        let mut lent = Vec::with_capacity(docs.len());
+        for doc in docs.iter_mut() {
+            doc.set_limits(state.budget.doc_limits);
+            let own = state
+                .docs
+                .push(std::mem::take(doc))
+                .map_err(|e| loaded.instantiate_error(e))?;
+            state.lent.push(own.rep());
+            lent.push(own);
+        }
+        let borrows = lent
+            .iter()
+            .map(|own| Resource::new_borrow(own.rep()))
+            .collect();
         let bindings = &live.bindings;
         let result = loaded.run(&mut live.store, timeout, async |store| {
-            f(bindings, store, borrow).await
+            f(bindings, store, borrows).await
         });
         let state = live.store.data_mut();
-        if let Some((own, doc)) = lent {
-            state.lent = None;
+        state.lent.clear();
+        for (own, doc) in lent.into_iter().zip(docs.iter_mut()) {
             if let Ok(back) = state.docs.delete(own) {
                 *doc = back;
             }

@@ -5,6 +5,7 @@ use wasmtime::Store;
 use wasmtime::component::{InstancePre, Resource};
 
 use super::bindings::connector::{Connector, ConnectorPre};
+use super::bindings::indexer::exports::weir::plugin::indexer_api::BatchEntry;
 use super::bindings::indexer::{Indexer, IndexerPre};
 use super::bindings::stage::{Stage, StagePre};
 use super::bindings::{ConfigIssue, GuestError};
@@ -14,9 +15,12 @@ use super::instance::{Instance, Loaded, Prepared, World};
 use crate::document::Document;
 
 macro_rules! world {
-    ($world:ty, $pre:ident, |$b:ident, $store:ident, $config:ident| $start:expr) => {
+    ($world:ty, $pre:ident, $kind:literal, $started:ty, |$b:ident, $store:ident, $config:ident| $start:expr) => {
         impl World for $world {
+            const KIND: &'static str = $kind;
+            const API: &'static str = concat!($kind, "-api");
             type Pre = $pre<PluginState>;
+            type Started = $started;
             fn pre(pre: InstancePre<PluginState>) -> wasmtime::Result<Self::Pre> {
                 $pre::new(pre)
             }
@@ -30,22 +34,40 @@ macro_rules! world {
                 &self,
                 $store: &mut Store<PluginState>,
                 $config: &str,
-            ) -> wasmtime::Result<Result<(), GuestError>> {
+            ) -> wasmtime::Result<Result<$started, GuestError>> {
                 let $b = self;
                 $start
             }
         }
     };
 }
-world!(Stage, StagePre, |b, store, config| b
+world!(Stage, StagePre, "stage", (), |b, store, config| b
     .weir_plugin_stage_api()
     .call_start(store, config)
     .await);
-world!(Connector, ConnectorPre, |_b, _store, _config| Ok(Ok(())));
-world!(Indexer, IndexerPre, |b, store, config| b
-    .weir_plugin_indexer_api()
-    .call_start(store, config)
-    .await);
+world!(
+    Connector,
+    ConnectorPre,
+    "connector",
+    (),
+    |_b, _store, _config| Ok(Ok(()))
+);
+world!(
+    Indexer,
+    IndexerPre,
+    "indexer",
+    BatchFormat,
+    |b, store, config| Ok(b
+        .weir_plugin_indexer_api()
+        .call_start(store, config)
+        .await?
+        .map(|f| BatchFormat {
+            json: f.json,
+            fields: f.fields,
+            omit: f.omit,
+            pick: f.pick,
+        }))
+);
 
 /// A plugin kind's two public types: the loaded plugin (cloned into each
 /// worker) and its instance, with what they share.
@@ -132,6 +154,12 @@ fn guest_error(plugin: &str, error: GuestError) -> PluginError {
         GuestError::Document(message) => PluginError::Document {
             plugin: plugin.to_owned(),
             message,
+            transient: false,
+        },
+        GuestError::Transient(message) => PluginError::Document {
+            plugin: plugin.to_owned(),
+            message,
+            transient: true,
         },
         GuestError::Fatal(message) => PluginError::Fatal {
             plugin: plugin.to_owned(),
@@ -180,31 +208,34 @@ impl StageInstance {
     /// run id. On error `doc` holds whatever the stage did before failing.
     pub fn process(&mut self, doc: &mut Document) -> Result<Vec<Document>, PluginError> {
         let timeout = self.inner.loaded().spec.limits.call_timeout();
-        let outcome =
-            self.inner
-                .call_lending(timeout, Some(&mut *doc), async |b, store, handle| {
-                    let handle = handle.expect("a document is lent");
-                    let handles = match b
-                        .weir_plugin_stage_api()
-                        .call_process_document(&mut *store, handle)
-                        .await?
-                    {
-                        Ok(handles) => handles,
-                        Err(e) => return Ok(Err(e)),
-                    };
-                    let state = store.data_mut();
-                    let children = handles
-                        .into_iter()
-                        .map(|h| state.take_back(h))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    Ok(Ok(children))
-                });
+        let outcome = self.inner.call_lending(
+            timeout,
+            std::slice::from_mut(doc),
+            async |b, store, mut lent| {
+                let handle = lent.pop().expect("a document is lent");
+                let handles = match b
+                    .weir_plugin_stage_api()
+                    .call_process_document(&mut *store, handle)
+                    .await?
+                {
+                    Ok(handles) => handles,
+                    Err(e) => return Ok(Err(e)),
+                };
+                let state = store.data_mut();
+                let children = handles
+                    .into_iter()
+                    .map(|h| state.take_back(h))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Ok(children))
+            },
+        );
         let loaded = self.inner.loaded();
         let mut children = flatten(&loaded.name, outcome)?;
         let limits = &loaded.spec.limits;
         let limit_error = |message: String| PluginError::Document {
             plugin: loaded.name.to_string(),
             message,
+            transient: false,
         };
         // A flood: one document wrote more lines than a whole second allows.
         // (Steady logging over the rate only loses lines, with a warning.)
@@ -334,12 +365,28 @@ impl ConnectorInstance {
 
 // ---- indexer ----
 
-/// One document the backend refused.
+/// How an indexer wants its batches (what its `start` answered).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchFormat {
+    /// Each document comes rendered as JSON text.
+    pub json: bool,
+    /// Only these fields (with `id` and `run_id`) are rendered.
+    pub fields: Option<Vec<String>>,
+    /// Names left out of the rendering.
+    pub omit: Vec<String>,
+    /// Fields whose values come as text beside the JSON.
+    pub pick: Vec<String>,
+}
+
+/// One document of a batch that the backend refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DocumentFailure {
-    pub id: String,
+    /// Its position in the batch.
+    pub index: usize,
     pub message: String,
     pub status: Option<u16>,
+    /// The plugin says a later try may succeed.
+    pub transient: bool,
 }
 
 /// Why a whole batch failed.
@@ -349,6 +396,26 @@ pub struct BatchFailure {
     pub message: String,
     pub status: Option<u16>,
     pub connection_failed: bool,
+}
+
+/// `doc` as the backend asked for it.
+fn batch_entry(doc: &Document, format: &BatchFormat) -> BatchEntry {
+    BatchEntry {
+        id: doc.id().to_owned(),
+        run_id: doc.run_id().map(str::to_owned),
+        json: format
+            .json
+            .then(|| doc.to_json_string_shaped(format.fields.as_deref(), &format.omit)),
+        picked: format
+            .pick
+            .iter()
+            .map(|name| {
+                doc.get_all(name)
+                    .filter_map(crate::document::value_as_text)
+                    .collect()
+            })
+            .collect(),
+    }
 }
 
 impl IndexerPlugin {
@@ -371,47 +438,61 @@ impl IndexerInstance {
         flatten(&self.inner.loaded().name, r)
     }
 
-    /// Send `docs` to the backend as one batch: each is added (a document the
-    /// plugin refuses to add becomes a failure), then the batch is sent.
+    /// How the backend wants its batches.
+    pub fn batch_format(&mut self) -> Result<BatchFormat, PluginError> {
+        self.inner.started()
+    }
+
+    /// Send `docs` to the backend as one batch, in one call, each prepared
+    /// here as the backend asked (JSON text, picked field values).
     ///
-    /// `Ok(Ok(failures))`: the batch went through except for `failures`;
-    /// `Ok(Err(_))`: the backend refused the whole batch; `Err`: the plugin
-    /// failed (trap or fatal error), which fails the batch too.
+    /// `Ok(Ok(failures))`: the batch went through except for `failures`
+    /// (by position, each position at most once); `Ok(Err(_))`: the backend
+    /// refused the whole batch; `Err`: the plugin failed (trap or its own
+    /// error), which fails the batch too.
     pub fn send_batch(
         &mut self,
-        docs: &mut [Document],
+        docs: &[Document],
     ) -> Result<Result<Vec<DocumentFailure>, BatchFailure>, PluginError> {
         let timeout = self.inner.loaded().spec.limits.call_timeout();
-        let mut failures = Vec::new();
-        for doc in docs.iter_mut() {
-            let added = self
-                .inner
-                .call_lending(timeout, Some(doc), async |b, store, handle| {
-                    let handle = handle.expect("a document is lent");
-                    b.weir_plugin_indexer_api()
-                        .call_add_document(store, handle)
-                        .await
-                });
-            match flatten(&self.inner.loaded().name, added) {
-                Ok(()) => {}
-                Err(PluginError::Document { message, .. }) => failures.push(DocumentFailure {
-                    id: doc.id().to_owned(),
-                    message,
-                    status: None,
-                }),
-                Err(other) => return Err(other),
-            }
-        }
+        let format = self.batch_format()?;
+        let entries: Vec<BatchEntry> = docs.iter().map(|d| batch_entry(d, &format)).collect();
+        let count = docs.len();
         let sent = self.inner.call(timeout, async |b, store| {
-            b.weir_plugin_indexer_api().call_send_batch(store).await
+            b.weir_plugin_indexer_api()
+                .call_index_batch(store, &entries)
+                .await
         })?;
+        let name = &self.inner.loaded().name;
         Ok(match sent {
             Ok(refused) => {
-                failures.extend(refused.into_iter().map(|f| DocumentFailure {
-                    id: f.id,
-                    message: f.message,
-                    status: f.status,
-                }));
+                let mut seen = vec![false; count];
+                let mut failures = Vec::with_capacity(refused.len());
+                for f in refused {
+                    let index = f.index as usize;
+                    match seen.get_mut(index) {
+                        Some(seen) if !*seen => *seen = true,
+                        Some(_) => {
+                            tracing::warn!(plugin = %name, index, "indexer reported one batch position twice; the first report counts");
+                            continue;
+                        }
+                        None => {
+                            return Err(PluginError::Document {
+                                plugin: name.to_string(),
+                                message: format!(
+                                    "reported a failure at position {index} of a batch of {count} documents: the whole batch fails"
+                                ),
+                                transient: false,
+                            });
+                        }
+                    }
+                    failures.push(DocumentFailure {
+                        index,
+                        message: f.message,
+                        status: f.status,
+                        transient: f.transient,
+                    });
+                }
                 Ok(failures)
             }
             Err(e) => Err(BatchFailure {

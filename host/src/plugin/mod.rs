@@ -13,6 +13,7 @@
 mod bindings;
 mod budget;
 mod cache;
+mod contract;
 mod error;
 #[cfg(test)]
 mod fuzz;
@@ -31,11 +32,12 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine};
 
 pub use bindings::ConfigIssue;
+pub use contract::{SUPPORTED as SUPPORTED_CONTRACTS, supported_list as supported_contracts};
 pub use error::{PluginError, TrapCause};
 pub use host::PublishSink;
 pub use kinds::{
-    BatchFailure, ConnectorInstance, ConnectorPlugin, DocumentFailure, IndexerInstance,
-    IndexerPlugin, StageInstance, StagePlugin,
+    BatchFailure, BatchFormat, ConnectorInstance, ConnectorPlugin, DocumentFailure,
+    IndexerInstance, IndexerPlugin, StageInstance, StagePlugin,
 };
 pub use spec::{DirGrant, Grants, InstancePolicy, Limits, PluginSpec};
 
@@ -47,6 +49,10 @@ use host::PluginState;
 pub struct RuntimeOptions {
     /// Where precompiled components are kept; `None` compiles in memory only.
     pub cache_dir: Option<PathBuf>,
+    /// Most the cache directory may hold, in MiB; the least recently used
+    /// entries are removed past it (default 2048: ~60 Python or JavaScript
+    /// plugins, thousands of Rust ones).
+    pub cache_max_mib: u64,
     /// How often the epoch advances. Deadlines are enforced to about one tick.
     pub epoch_tick: Duration,
     /// Whether call deadlines are enforced at all (epoch interruption). Off
@@ -71,12 +77,16 @@ impl Default for RuntimeOptions {
     fn default() -> Self {
         Self {
             cache_dir: default_cache_dir(),
+            cache_max_mib: DEFAULT_CACHE_MAX_MIB,
             epoch_tick: Duration::from_millis(5),
             deadlines: true,
             pool: None,
         }
     }
 }
+
+/// The default of [`RuntimeOptions::cache_max_mib`].
+pub const DEFAULT_CACHE_MAX_MIB: u64 = 2048;
 
 /// `$WEIR_CACHE_DIR`, else `$XDG_CACHE_HOME/weir`, else `~/.cache/weir`.
 pub fn default_cache_dir() -> Option<PathBuf> {
@@ -228,7 +238,10 @@ impl PluginRuntime {
 
         Ok(Self {
             inner: Arc::new(RuntimeInner {
-                cache: ComponentCache::new(options.cache_dir),
+                cache: ComponentCache::new(
+                    options.cache_dir,
+                    options.cache_max_mib.saturating_mul(1 << 20),
+                ),
                 engine,
                 linker,
                 epoch_tick: options.epoch_tick,
@@ -263,6 +276,19 @@ impl PluginRuntime {
         spec: &PluginSpec,
     ) -> Result<IndexerPlugin, PluginError> {
         IndexerPlugin::load(self.loader(name, spec)?)
+    }
+
+    /// Which kind of plugin the component in `path` is (`stage`,
+    /// `connector` or `indexer`), from the contract interface it exports.
+    pub fn plugin_kind(&self, path: &Path) -> anyhow::Result<&'static str> {
+        let component = self.inner.cache.load(&self.inner.engine, path, None)?;
+        contract::kind_of(&component, &self.inner.engine).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} exports no Weir plugin interface ({}): it is not a stage, connector or indexer",
+                path.display(),
+                contract::supported_list()
+            )
+        })
     }
 
     fn loader(&self, name: &str, spec: &PluginSpec) -> Result<instance::Loaded, PluginError> {

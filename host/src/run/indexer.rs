@@ -137,7 +137,7 @@ impl IndexerLoop {
             BatchOutcome::Sent(failures) => (
                 failures
                     .into_iter()
-                    .map(|f| (f.id.clone(), f))
+                    .map(|f| (f.index, f))
                     .collect::<HashMap<_, _>>(),
                 None,
             ),
@@ -148,8 +148,8 @@ impl IndexerLoop {
         };
         let mut finished = 0u64;
         let mut completed = Vec::with_capacity(docs.len());
-        for doc in docs {
-            let failure = match (&batch_failure, refused.get(doc.id())) {
+        for (index, doc) in docs.into_iter().enumerate() {
+            let failure = match (&batch_failure, refused.get(&index)) {
                 (Some((message, attempts)), _) => Some(Failure {
                     plugin: self.plugin.to_string(),
                     message: message.clone(),
@@ -157,10 +157,23 @@ impl IndexerLoop {
                 }),
                 (None, Some(refusal)) => Some(Failure {
                     plugin: self.plugin.to_string(),
-                    message: match refusal.status {
-                        Some(status) => format!("{} (status {status})", refusal.message),
-                        None => refusal.message.clone(),
-                    },
+                    message: format!(
+                        "{}{}{}",
+                        refusal.message,
+                        refusal
+                            .status
+                            .map(|s| format!(" (status {s})"))
+                            .unwrap_or_default(),
+                        if refusal.transient
+                            || refusal
+                                .status
+                                .is_some_and(|s| self.config.retryable_statuses.contains(&s))
+                        {
+                            " (transient)"
+                        } else {
+                            ""
+                        }
+                    ),
                     attempts: 1,
                 }),
                 (None, None) => None,

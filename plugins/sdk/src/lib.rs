@@ -46,9 +46,9 @@ pub mod bindings {
             export_macro_name: "__export_connector_world",
             default_bindings_module: "weir_plugin::bindings::connector",
             with: {
-                "weir:plugin/types@0.1.0": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.1.0": super::stage::weir::plugin::log,
-                "weir:plugin/document@0.1.0": super::stage::weir::plugin::document,
+                "weir:plugin/types@0.2.0": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.0": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.2.0": super::stage::weir::plugin::document,
             },
         });
     }
@@ -60,9 +60,8 @@ pub mod bindings {
             export_macro_name: "__export_indexer_world",
             default_bindings_module: "weir_plugin::bindings::indexer",
             with: {
-                "weir:plugin/types@0.1.0": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.1.0": super::stage::weir::plugin::log,
-                "weir:plugin/document@0.1.0": super::stage::weir::plugin::document,
+                "weir:plugin/types@0.2.0": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.0": super::stage::weir::plugin::log,
             },
         });
     }
@@ -72,7 +71,9 @@ pub use serde;
 pub use serde_json;
 
 pub use bindings::connector::weir::plugin::publishing::Publisher;
-pub use bindings::indexer::exports::weir::plugin::indexer_api::{BatchError, DocumentFailure};
+pub use bindings::indexer::exports::weir::plugin::indexer_api::{
+    BatchEntry, BatchError, BatchFormat, DocumentFailure,
+};
 pub use bindings::stage::weir::plugin::document::{Document, FieldError, UpdateMode, Value};
 pub use bindings::stage::weir::plugin::log::Level;
 pub use bindings::stage::weir::plugin::types::{ConfigIssue, PluginError};
@@ -119,15 +120,58 @@ pub trait Indexer: Sized + 'static {
         Vec::new()
     }
     fn start(config: Self::Config) -> Result<Self, String>;
+    /// What each batch entry should carry; by default the whole document as
+    /// JSON text ([`whole_json`]).
+    fn batch_format(&self) -> BatchFormat {
+        whole_json()
+    }
     fn validate_connection(&mut self) -> Result<(), PluginError> {
         Ok(())
     }
-    /// Render `doc` into the batch being built (the handle dies after this call).
-    fn add_document(&mut self, doc: &Document) -> Result<(), PluginError>;
-    /// Send the batch and start a new one.
-    fn send_batch(&mut self) -> Result<Vec<DocumentFailure>, BatchError>;
+    /// Index `batch` in order (a later entry for an id is a later version);
+    /// return the entries the backend refused, by position.
+    fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError>;
     fn close(&mut self) -> Result<(), PluginError> {
         Ok(())
+    }
+}
+
+/// Batches of whole documents as JSON text.
+pub fn whole_json() -> BatchFormat {
+    BatchFormat {
+        json: true,
+        fields: None,
+        omit: Vec::new(),
+        pick: Vec::new(),
+    }
+}
+
+/// Batches of the values of `fields` as text, no JSON.
+pub fn picked(fields: Vec<String>) -> BatchFormat {
+    BatchFormat {
+        json: false,
+        fields: None,
+        omit: Vec::new(),
+        pick: fields,
+    }
+}
+
+/// A refusal of the entry at `index`, not transient.
+pub fn failure(index: usize, message: impl Into<String>) -> DocumentFailure {
+    DocumentFailure {
+        index: u32::try_from(index).unwrap_or(u32::MAX),
+        message: message.into(),
+        status: None,
+        transient: false,
+    }
+}
+
+/// A batch error that is neither a retryable status nor a lost connection.
+pub fn batch_error(message: impl Into<String>) -> BatchError {
+    BatchError {
+        message: message.into(),
+        status: None,
+        connection_failed: false,
     }
 }
 
@@ -186,11 +230,11 @@ impl Value {
             Value::Boolean(b) => b.to_string(),
             Value::Integer(i) => i.to_string(),
             Value::Float(f) => f.to_string(),
-            Value::Text(s) | Value::Json(s) => s.clone(),
+            Value::Text(s) | Value::Number(s) | Value::Json(s) => s.clone(),
         })
     }
 
-    /// The value as JSON.
+    /// The value as JSON (numbers exactly as they are).
     pub fn to_json(&self) -> serde_json::Value {
         match self {
             Value::Null => serde_json::Value::Null,
@@ -198,18 +242,21 @@ impl Value {
             Value::Integer(i) => (*i).into(),
             Value::Float(f) => (*f).into(),
             Value::Text(s) => s.clone().into(),
-            Value::Json(s) => serde_json::from_str(s).unwrap_or(serde_json::Value::Null),
+            Value::Number(s) | Value::Json(s) => {
+                serde_json::from_str(s).unwrap_or(serde_json::Value::Null)
+            }
         }
     }
 
-    /// A value from JSON: scalars as themselves, arrays and objects as JSON text.
+    /// A value from JSON: scalars as themselves, arrays and objects as JSON
+    /// text; a number beyond s64 as its exact text.
     pub fn from_json(json: &serde_json::Value) -> Self {
         match json {
             serde_json::Value::Null => Value::Null,
             serde_json::Value::Bool(b) => Value::Boolean(*b),
             serde_json::Value::Number(n) => match n.as_i64() {
                 Some(i) => Value::Integer(i),
-                None => Value::Float(n.as_f64().unwrap_or(0.0)),
+                None => Value::Json(n.to_string()),
             },
             serde_json::Value::String(s) => Value::Text(s.clone()),
             other => Value::Json(other.to_string()),
@@ -361,27 +408,21 @@ macro_rules! export_indexer {
             fn check_config(config: String) -> Vec<$crate::ConfigIssue> {
                 $crate::check_config::<<$ty as $crate::Indexer>::Config>(&config, <$ty as $crate::Indexer>::check)
             }
-            fn start(config: String) -> Result<(), $crate::PluginError> {
+            fn start(config: String) -> Result<$crate::BatchFormat, $crate::PluginError> {
                 let config = $crate::parse_config(&config)
                     .map_err(|i| $crate::PluginError::Fatal(format!("config {}: {}", i.path, i.message)))?;
                 let indexer = <$ty as $crate::Indexer>::start(config).map_err($crate::PluginError::Fatal)?;
+                let format = $crate::Indexer::batch_format(&indexer);
                 __WEIR_INDEXER.with(|s| *s.borrow_mut() = Some(indexer));
-                Ok(())
+                Ok(format)
             }
             fn validate_connection() -> Result<(), $crate::PluginError> {
                 Self::with($crate::Indexer::validate_connection)
             }
-            fn add_document(doc: &$crate::Document) -> Result<(), $crate::PluginError> {
-                Self::with(|i| $crate::Indexer::add_document(i, doc))
-            }
-            fn send_batch() -> Result<Vec<$crate::DocumentFailure>, $crate::BatchError> {
+            fn index_batch(batch: Vec<$crate::BatchEntry>) -> Result<Vec<$crate::DocumentFailure>, $crate::BatchError> {
                 __WEIR_INDEXER.with(|s| match s.borrow_mut().as_mut() {
-                    Some(indexer) => $crate::Indexer::send_batch(indexer),
-                    None => Err($crate::BatchError {
-                        message: "the host called the plugin before `start`".into(),
-                        status: None,
-                        connection_failed: false,
-                    }),
+                    Some(indexer) => $crate::Indexer::index_batch(indexer, batch),
+                    None => Err($crate::batch_error("the host called the plugin before `start`")),
                 })
             }
             fn close() -> Result<(), $crate::PluginError> {

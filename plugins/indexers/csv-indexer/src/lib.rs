@@ -12,7 +12,8 @@
 use std::fs::{File, OpenOptions};
 
 use weir_plugin::{
-    BatchError, ConfigIssue, Document, DocumentFailure, Indexer, PluginError, issue,
+    BatchEntry, BatchError, BatchFormat, ConfigIssue, DocumentFailure, Indexer, failure, issue,
+    picked,
 };
 
 #[derive(serde::Deserialize)]
@@ -35,12 +36,8 @@ struct CsvIndexer {
     writer: csv::Writer<File>,
 }
 
-fn batch_error(e: impl std::fmt::Display) -> BatchError {
-    BatchError {
-        message: format!("write failed: {e}"),
-        status: None,
-        connection_failed: false,
-    }
+fn write_failed(e: impl std::fmt::Display) -> BatchError {
+    weir_plugin::batch_error(format!("write failed: {e}"))
 }
 
 impl Indexer for CsvIndexer {
@@ -72,27 +69,30 @@ impl Indexer for CsvIndexer {
         Ok(Self { config, writer })
     }
 
-    fn add_document(&mut self, doc: &Document) -> Result<(), PluginError> {
-        let row: Vec<String> = self
-            .config
-            .columns
-            .iter()
-            .map(|c| match c.as_str() {
-                "id" => doc.id(),
-                "run_id" => doc.run_id().unwrap_or_default(),
-                field => doc
-                    .get_strings(field)
-                    .join(&self.config.multi_value_separator),
-            })
-            .collect();
-        self.writer
-            .write_record(&row)
-            .map_err(|e| PluginError::Document(format!("cannot write row: {e}")))
+    fn batch_format(&self) -> BatchFormat {
+        picked(self.config.columns.clone())
     }
 
-    fn send_batch(&mut self) -> Result<Vec<DocumentFailure>, BatchError> {
-        self.writer.flush().map_err(batch_error)?;
-        Ok(Vec::new())
+    fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError> {
+        let mut failures = Vec::new();
+        for (index, entry) in batch.into_iter().enumerate() {
+            let row: Vec<String> = self
+                .config
+                .columns
+                .iter()
+                .zip(entry.picked)
+                .map(|(column, values)| match column.as_str() {
+                    "id" => entry.id.clone(),
+                    "run_id" => entry.run_id.clone().unwrap_or_default(),
+                    _ => values.join(&self.config.multi_value_separator),
+                })
+                .collect();
+            if let Err(e) = self.writer.write_record(&row) {
+                failures.push(failure(index, format!("cannot write row: {e}")));
+            }
+        }
+        self.writer.flush().map_err(write_failed)?;
+        Ok(failures)
     }
 }
 

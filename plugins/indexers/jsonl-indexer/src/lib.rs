@@ -12,7 +12,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 
-use weir_plugin::{BatchError, Document, DocumentFailure, Indexer, PluginError};
+use weir_plugin::{BatchEntry, BatchError, DocumentFailure, Indexer, batch_error};
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -24,7 +24,8 @@ struct Config {
 
 struct JsonlIndexer {
     file: File,
-    batch: Vec<u8>,
+    /// The batch's lines, written with one call.
+    buffer: Vec<u8>,
 }
 
 impl Indexer for JsonlIndexer {
@@ -40,26 +41,24 @@ impl Indexer for JsonlIndexer {
             .map_err(|e| format!("cannot open {}: {e}", config.path))?;
         Ok(Self {
             file,
-            batch: Vec::new(),
+            buffer: Vec::new(),
         })
     }
 
-    fn add_document(&mut self, doc: &Document) -> Result<(), PluginError> {
-        self.batch.extend_from_slice(doc.to_json().as_bytes());
-        self.batch.push(b'\n');
-        Ok(())
-    }
-
-    fn send_batch(&mut self) -> Result<Vec<DocumentFailure>, BatchError> {
-        let batch = std::mem::take(&mut self.batch);
+    fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError> {
+        self.buffer.clear();
+        for entry in &batch {
+            let json = entry
+                .json
+                .as_deref()
+                .ok_or_else(|| batch_error("the host sent no JSON"))?;
+            self.buffer.extend_from_slice(json.as_bytes());
+            self.buffer.push(b'\n');
+        }
         self.file
-            .write_all(&batch)
+            .write_all(&self.buffer)
             .and_then(|()| self.file.flush())
-            .map_err(|e| BatchError {
-                message: format!("write failed: {e}"),
-                status: None,
-                connection_failed: false,
-            })?;
+            .map_err(|e| batch_error(format!("write failed: {e}")))?;
         Ok(Vec::new())
     }
 }

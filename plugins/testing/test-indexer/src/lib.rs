@@ -2,7 +2,7 @@
 //! retries and per-document failures.
 //!
 //! Config: `fail_validation`; `fail_ids` (refused one by one, status 400);
-//! `batch_failures` (the first that many `send-batch` calls fail as a whole)
+//! `batch_failures` (the first that many `index-batch` calls fail as a whole)
 //! with `batch_status` (default 503) or `connection_failed`; `record` (a file
 //! to append a JSON line to for each document indexed: `batch` number, `id`,
 //! `version` and `m` fields when present, and `at_ns`, the wall-clock time).
@@ -12,7 +12,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use weir_plugin::serde_json::{Value as Json, json};
 
-use weir_plugin::{BatchError, Document, DocumentFailure, Indexer, PluginError};
+use weir_plugin::{
+    BatchEntry, BatchError, BatchFormat, DocumentFailure, Indexer, PluginError, batch_error,
+};
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -31,8 +33,6 @@ struct Config {
 
 struct TestIndexer {
     config: Config,
-    /// Per document added: its id and what `record` writes about it.
-    batch: Vec<(String, String)>,
     sends: u32,
 }
 
@@ -40,11 +40,7 @@ impl Indexer for TestIndexer {
     type Config = Config;
 
     fn start(config: Config) -> Result<Self, String> {
-        Ok(Self {
-            config,
-            batch: Vec::new(),
-            sends: 0,
-        })
+        Ok(Self { config, sends: 0 })
     }
 
     fn validate_connection(&mut self) -> Result<(), PluginError> {
@@ -56,15 +52,26 @@ impl Indexer for TestIndexer {
         Ok(())
     }
 
-    fn add_document(&mut self, doc: &Document) -> Result<(), PluginError> {
-        let field = |name: &str| doc.get(name).map_or(Json::Null, |v| v.to_json());
-        let fields = json!({ "id": doc.id(), "version": field("version"), "m": field("m"), "n": field("n") });
-        self.batch.push((doc.id(), fields.to_string()));
-        Ok(())
+    fn batch_format(&self) -> BatchFormat {
+        BatchFormat {
+            fields: Some(vec!["version".into(), "m".into(), "n".into()]),
+            omit: vec!["run_id".into()],
+            ..weir_plugin::whole_json()
+        }
     }
 
-    fn send_batch(&mut self) -> Result<Vec<DocumentFailure>, BatchError> {
-        let ids = std::mem::take(&mut self.batch);
+    fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError> {
+        // Per document: its position, id and what `record` writes about it.
+        let ids = batch.into_iter().enumerate().map(|(index, entry)| {
+            let shaped: Json = entry
+                .json
+                .as_deref()
+                .and_then(|j| weir_plugin::serde_json::from_str(j).ok())
+                .unwrap_or(Json::Null);
+            let field = |name: &str| shaped.get(name).cloned().unwrap_or(Json::Null);
+            let fields = json!({ "id": entry.id, "version": field("version"), "m": field("m"), "n": field("n") });
+            (index, entry.id, fields.to_string())
+        });
         self.sends += 1;
         if self.sends <= self.config.batch_failures {
             return Err(BatchError {
@@ -79,18 +86,14 @@ impl Indexer for TestIndexer {
         }
         let (failed, indexed): (Vec<_>, Vec<_>) = ids
             .into_iter()
-            .partition(|(id, _)| self.config.fail_ids.contains(id));
+            .partition(|(_, id, _)| self.config.fail_ids.contains(id));
         if let Some(path) = &self.config.record {
-            let io_error = |e: std::io::Error| BatchError {
-                message: e.to_string(),
-                status: None,
-                connection_failed: false,
-            };
+            let io_error = |e: std::io::Error| batch_error(e.to_string());
             let at_ns = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
             let mut lines = String::new();
-            for (_, fields) in &indexed {
+            for (_, _, fields) in &indexed {
                 let open = fields.trim_end_matches('}');
                 lines.push_str(&format!(
                     "{open},\"batch\":{},\"at_ns\":{at_ns}}}\n",
@@ -106,10 +109,9 @@ impl Indexer for TestIndexer {
         }
         Ok(failed
             .into_iter()
-            .map(|(id, _)| DocumentFailure {
-                id,
-                message: "refused by the backend (configured)".into(),
+            .map(|(index, _, _)| DocumentFailure {
                 status: Some(400),
+                ..weir_plugin::failure(index, "refused by the backend (configured)")
             })
             .collect())
     }

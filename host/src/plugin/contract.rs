@@ -1,0 +1,133 @@
+//! Which versions of the plugin contract (`weir:plugin`, the WIT in `wit/`)
+//! this host runs, and the check that refuses a component built for another.
+//!
+//! The rule (also in the plugin author's guide): from 0.2.0 on, a released
+//! interface never changes. New functions come only in new interfaces or new
+//! worlds, published as a later 0.2.x; the host finds which ones a plugin
+//! uses from the names of its imports and exports, and keeps running
+//! plugins built for every 0.2.x it lists in [`SUPPORTED`]. A component that
+//! names any other version is refused before it runs, with a message naming
+//! the versions this host supports.
+
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// The package every contract interface belongs to.
+const PACKAGE: &str = "weir:plugin";
+
+/// Contract versions this host runs, oldest first.
+pub const SUPPORTED: &[&str] = &["0.2.0"];
+
+/// Check that `component` is built for a supported contract version and
+/// exports `api` (`weir:plugin/<api>`), the interface of plugin kind `kind`.
+pub(crate) fn check(
+    component: &Component,
+    engine: &Engine,
+    kind: &str,
+    api: &str,
+) -> Result<(), String> {
+    let ty = component.component_type();
+    let imports = ty.imports(engine).map(|(name, _)| name.to_owned());
+    let exports: Vec<String> = ty
+        .exports(engine)
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    for name in imports.chain(exports.iter().cloned()) {
+        let Some(version) = contract_version(&name) else {
+            continue;
+        };
+        if !SUPPORTED.contains(&version) {
+            return Err(format!(
+                "it is built for contract {PACKAGE}@{version} (it uses `{name}`), which this Weir does not run; \
+                 it runs {}: rebuild the plugin against one of them (see the plugin author's guide)",
+                supported_list()
+            ));
+        }
+    }
+    if exports
+        .iter()
+        .any(|n| contract_name(n).is_some_and(|rest| rest.split('@').next() == Some(api)))
+    {
+        return Ok(());
+    }
+    let found: Vec<&str> = exports
+        .iter()
+        .filter_map(|n| contract_name(n))
+        .filter_map(|rest| rest.split('@').next())
+        .collect();
+    Err(match found.as_slice() {
+        [] => format!(
+            "it exports no {PACKAGE} interface, so it is not a Weir plugin (a {kind} exports `{PACKAGE}/{api}`); \
+             exports: [{}]",
+            exports.join(", ")
+        ),
+        found => format!(
+            "it exports `{PACKAGE}/{}`, not `{PACKAGE}/{api}`: it is not a {kind} (check the plugin's kind in the config)",
+            found.join("`, `")
+        ),
+    })
+}
+
+/// The plugin kinds, by the contract interface each exports.
+const KINDS: [(&str, &str); 3] = [
+    ("stage", "stage-api"),
+    ("connector", "connector-api"),
+    ("indexer", "indexer-api"),
+];
+
+/// Which plugin kind `component` is, from the contract interface it exports.
+pub(crate) fn kind_of(component: &Component, engine: &Engine) -> Option<&'static str> {
+    let ty = component.component_type();
+    let exports: Vec<String> = ty
+        .exports(engine)
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    KINDS.iter().find_map(|(kind, api)| {
+        exports
+            .iter()
+            .filter_map(|n| contract_name(n))
+            .any(|rest| rest.split('@').next() == Some(*api))
+            .then_some(*kind)
+    })
+}
+
+/// `stage-api@0.2.0` for `weir:plugin/stage-api@0.2.0`; none for other names.
+fn contract_name(name: &str) -> Option<&str> {
+    name.strip_prefix(PACKAGE)?.strip_prefix('/')
+}
+
+/// The contract version in an import or export name such as
+/// `weir:plugin/stage-api@0.2.0`, if the name is the contract's.
+fn contract_version(name: &str) -> Option<&str> {
+    Some(
+        contract_name(name)?
+            .split_once('@')
+            .map_or("unversioned", |(_, v)| v),
+    )
+}
+
+/// The supported versions for messages: `weir:plugin@0.2.0`.
+pub fn supported_list() -> String {
+    SUPPORTED
+        .iter()
+        .map(|v| format!("{PACKAGE}@{v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contract_version;
+
+    #[test]
+    fn versions_are_read_from_contract_names_only() {
+        assert_eq!(
+            contract_version("weir:plugin/stage-api@0.2.0"),
+            Some("0.2.0")
+        );
+        assert_eq!(contract_version("weir:plugin/log@0.1.0"), Some("0.1.0"));
+        assert_eq!(contract_version("weir:plugin/log"), Some("unversioned"));
+        assert_eq!(contract_version("wasi:io/streams@0.2.6"), None);
+        assert_eq!(contract_version("weir:plugins/x@1.0.0"), None);
+    }
+}

@@ -1,0 +1,478 @@
+//! `weir new`: a plugin project in Rust, Python or JavaScript that builds
+//! with one command and passes `weir test` as generated.
+//!
+//! A project carries what it builds with: the contract (`wit/`) and the
+//! language's SDK (`.weir/`), copied from this Weir, so it builds anywhere
+//! the language's tools install from their registries.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+/// The plugin kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    Stage,
+    Connector,
+    Indexer,
+}
+
+/// The languages with an SDK.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    Rust,
+    Python,
+    Js,
+}
+
+/// The contract, vendored into every project.
+const WIT: [(&str, &str); 3] = [
+    ("wit/document.wit", include_str!("../../wit/document.wit")),
+    ("wit/types.wit", include_str!("../../wit/types.wit")),
+    ("wit/worlds.wit", include_str!("../../wit/worlds.wit")),
+];
+
+/// The Rust SDK, vendored as a path dependency (its bindings read `../../wit`).
+const RUST_SDK: [(&str, &str); 2] = [
+    (".weir/sdk-rust/src/lib.rs", include_str!("../../plugins/sdk/src/lib.rs")),
+    (
+        ".weir/sdk-rust/Cargo.toml",
+        r#"[package]
+name = "weir-plugin"
+version = "0.2.0"
+edition = "2024"
+publish = false
+
+[dependencies]
+wit-bindgen = "0.63"
+serde = { version = "1", features = ["derive"] }
+serde_json = { version = "1", features = ["preserve_order", "arbitrary_precision"] }
+serde_path_to_error = "0.1"
+"#,
+    ),
+];
+
+/// The Python SDK and its build script.
+const PYTHON_SDK: &[(&str, &str)] = &[
+    (".weir/build.sh", include_str!("../../plugins/sdk-python/build.sh")),
+    (
+        ".weir/requirements.txt",
+        include_str!("../../plugins/sdk-python/requirements.txt"),
+    ),
+    (
+        ".weir/weir/__init__.py",
+        include_str!("../../plugins/sdk-python/weir/__init__.py"),
+    ),
+];
+
+/// The JavaScript SDK, its pinned tools and its build script.
+const JS_SDK: &[(&str, &str)] = &[
+    (".weir/build.sh", include_str!("../../plugins/sdk-js/build.sh")),
+    (".weir/package.json", include_str!("../../plugins/sdk-js/package.json")),
+    (
+        ".weir/package-lock.json",
+        include_str!("../../plugins/sdk-js/package-lock.json"),
+    ),
+    (".weir/weir.js", include_str!("../../plugins/sdk-js/weir.js")),
+];
+
+/// Write a new project for a `kind` plugin in `lang` named `name` into
+/// `dir` (which must not exist or be empty); returns the files written.
+pub fn create(kind: Kind, lang: Lang, name: &str, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    check_name(name)?;
+    if dir.exists()
+        && std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read {}", dir.display()))?
+            .next()
+            .is_some()
+    {
+        anyhow::bail!("{} exists and is not empty: choose a new directory", dir.display());
+    }
+    let mut files: Vec<(String, String)> = WIT
+        .iter()
+        .map(|(path, text)| ((*path).to_owned(), (*text).to_owned()))
+        .collect();
+    let sdk: &[(&str, &str)] = match lang {
+        Lang::Rust => &RUST_SDK,
+        Lang::Python => PYTHON_SDK,
+        Lang::Js => JS_SDK,
+    };
+    files.extend(sdk.iter().map(|(p, t)| ((*p).to_owned(), (*t).to_owned())));
+    files.extend(template(kind, lang, name));
+    let mut written = Vec::new();
+    for (path, text) in files {
+        let path = dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        if path.extension().is_some_and(|e| e == "sh") {
+            make_executable(&path)?;
+        }
+        written.push(path);
+    }
+    Ok(written)
+}
+
+#[cfg(unix)]
+fn make_executable(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot make {} executable", path.display()))
+}
+
+#[cfg(not(unix))]
+fn make_executable(_path: &Path) -> anyhow::Result<()> {
+    Ok(())
+}
+
+/// A name is a package name in every language: lowercase ASCII letters,
+/// digits and `-`, starting with a letter.
+fn check_name(name: &str) -> anyhow::Result<()> {
+    let ok = name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "`{name}` is not a plugin name: use lowercase letters, digits and `-`, starting with a letter (e.g. `upper-title`)"
+        )
+    }
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Stage => "stage",
+        Kind::Connector => "connector",
+        Kind::Indexer => "indexer",
+    }
+}
+
+/// The project's own files: the plugin's source, its build script, a test
+/// (input, config, expected output) and a README.
+fn template(kind: Kind, lang: Lang, name: &str) -> Vec<(String, String)> {
+    let world = kind_name(kind);
+    let (source_path, source) = match (lang, kind) {
+        (Lang::Rust, Kind::Stage) => ("src/lib.rs", RUST_STAGE),
+        (Lang::Rust, Kind::Connector) => ("src/lib.rs", RUST_CONNECTOR),
+        (Lang::Rust, Kind::Indexer) => ("src/lib.rs", RUST_INDEXER),
+        (Lang::Python, Kind::Stage) => ("app.py", PYTHON_STAGE),
+        (Lang::Python, Kind::Connector) => ("app.py", PYTHON_CONNECTOR),
+        (Lang::Python, Kind::Indexer) => ("app.py", PYTHON_INDEXER),
+        (Lang::Js, Kind::Stage) => ("app.js", JS_STAGE),
+        (Lang::Js, Kind::Connector) => ("app.js", JS_CONNECTOR),
+        (Lang::Js, Kind::Indexer) => ("app.js", JS_INDEXER),
+    };
+    let build = match lang {
+        Lang::Rust => format!(
+            "cargo build --release --target wasm32-wasip2\ncp \"target/wasm32-wasip2/release/{}.wasm\" \"{name}.wasm\"",
+            name.replace('-', "_")
+        ),
+        Lang::Python | Lang::Js => {
+            format!("WEIR_WIT_DIR=\"$here/wit\" .weir/build.sh {world} . \"{name}.wasm\"")
+        }
+    };
+    let install = match lang {
+        Lang::Rust => "rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2\n",
+        Lang::Python | Lang::Js => "",
+    };
+    let (config, input, expected, test_args) = test_case(kind);
+    let test = format!(
+        "\"${{WEIR:-weir}}\" test \"{name}.wasm\" --config test/config.json{test_args} --expect test/expected.jsonl"
+    );
+    let mut files = vec![
+        (source_path.to_owned(), source.replace("{{name}}", name)),
+        (
+            "build.sh".to_owned(),
+            format!(
+                "#!/usr/bin/env bash\n# Build {name}.wasm; `./build.sh test` then checks it with `weir test`\n# (set WEIR to the weir binary when it is not on PATH).\nset -euo pipefail\nhere=\"$(cd \"$(dirname \"${{BASH_SOURCE[0]}}\")\" && pwd)\"\ncd \"$here\"\n{install}{build}\nif [ \"${{1:-}}\" = test ]; then\n    mkdir -p test/out\n    {test}\nfi\n"
+            ),
+        ),
+        ("test/config.json".to_owned(), config.to_owned()),
+        ("test/expected.jsonl".to_owned(), expected.to_owned()),
+        (
+            "README.md".to_owned(),
+            format!(
+                "# {name}\n\nA Weir {world} in {lang}.\n\n```sh\n./build.sh        # builds {name}.wasm\n./build.sh test   # builds, then runs it with `weir test` against test/expected.jsonl\n```\n\n`wit/` is the plugin contract and `.weir/` the {lang} SDK, copied from the Weir that made\nthis project; the plugin author's guide in Weir's repository explains both.\n",
+                lang = match lang {
+                    Lang::Rust => "Rust",
+                    Lang::Python => "Python",
+                    Lang::Js => "JavaScript",
+                }
+            ),
+        ),
+    ];
+    if !input.is_empty() {
+        files.push(("test/input.jsonl".to_owned(), input.to_owned()));
+    }
+    if lang == Lang::Rust {
+        files.push((
+            "Cargo.toml".to_owned(),
+            format!(
+                "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nweir-plugin = {{ path = \".weir/sdk-rust\" }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\n[workspace]\n\n[profile.release]\nopt-level = \"s\"\nlto = true\ncodegen-units = 1\nstrip = true\npanic = \"abort\"\n"
+            ),
+        ));
+        files.push((".gitignore".to_owned(), "/target\n*.wasm\ntest/out/\n".to_owned()));
+    } else {
+        files.push((".gitignore".to_owned(), "*.wasm\ntest/out/\n".to_owned()));
+    }
+    files
+}
+
+/// Per kind: the test's config, input, expected output and extra arguments.
+fn test_case(kind: Kind) -> (&'static str, &'static str, &'static str, &'static str) {
+    match kind {
+        Kind::Stage => (
+            "{ \"field\": \"title\" }\n",
+            "{\"id\": \"1\", \"title\": \"hello\"}\n{\"id\": \"2\"}\n",
+            "{\"document\": {\"id\": \"1\", \"title\": \"HELLO\"}}\n{\"document\": {\"id\": \"2\"}}\n",
+            " --input test/input.jsonl",
+        ),
+        Kind::Connector => (
+            "{ \"count\": 2 }\n",
+            "",
+            "{\"document\": {\"id\": \"doc-0\", \"run_id\": \"weir-test\", \"n\": 0}}\n{\"document\": {\"id\": \"doc-1\", \"run_id\": \"weir-test\", \"n\": 1}}\n",
+            "",
+        ),
+        Kind::Indexer => (
+            "{ \"path\": \"/out/documents.jsonl\" }\n",
+            "{\"id\": \"1\", \"title\": \"hello\"}\n{\"id\": \"2\"}\n",
+            "{\"event\": \"FINISH\", \"id\": \"1\"}\n{\"event\": \"FINISH\", \"id\": \"2\"}\n",
+            " --input test/input.jsonl --dir test/out:/out:rw",
+        ),
+    }
+}
+
+const RUST_STAGE: &str = r#"//! {{name}}: upper-cases the text of one field.
+
+use weir_plugin::{Document, PluginError, Stage, doc_error};
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// The field to upper-case.
+    field: String,
+}
+
+struct Upper(Config);
+
+impl Stage for Upper {
+    type Config = Config;
+
+    fn start(config: Config) -> Result<Self, String> {
+        Ok(Self(config))
+    }
+
+    fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
+        if let Some(text) = doc.get_string(&self.0.field) {
+            doc.set_string(&self.0.field, &text.to_uppercase()).map_err(doc_error)?;
+        }
+        Ok(Vec::new())
+    }
+}
+
+weir_plugin::export_stage!(Upper);
+"#;
+
+const RUST_CONNECTOR: &str = r#"//! {{name}}: publishes `count` numbered documents.
+
+use weir_plugin::{Connector, Document, PluginError, Publisher, Value, doc_error};
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// How many documents to publish.
+    count: u32,
+}
+
+struct Numbers(Config);
+
+impl Connector for Numbers {
+    type Config = Config;
+
+    fn pre_execute(config: Config, _run_id: &str) -> Result<Self, PluginError> {
+        Ok(Self(config))
+    }
+
+    fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
+        for n in 0..self.0.count {
+            let doc = Document::new(&format!("doc-{n}"));
+            doc.set("n", &Value::Integer(n.into())).map_err(doc_error)?;
+            publisher.publish(doc).map_err(PluginError::Fatal)?;
+        }
+        Ok(())
+    }
+}
+
+weir_plugin::export_connector!(Numbers);
+"#;
+
+const RUST_INDEXER: &str = r#"//! {{name}}: appends each document as a JSON line to a file.
+
+use std::fs::File;
+use std::io::Write;
+
+use weir_plugin::{BatchEntry, BatchError, DocumentFailure, Indexer, batch_error};
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// The file to write, in a directory granted to the plugin.
+    path: String,
+}
+
+struct Lines(File);
+
+impl Indexer for Lines {
+    type Config = Config;
+
+    fn start(config: Config) -> Result<Self, String> {
+        File::create(&config.path)
+            .map(Self)
+            .map_err(|e| format!("cannot create {}: {e}", config.path))
+    }
+
+    fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError> {
+        let mut text = String::new();
+        for entry in batch {
+            text.push_str(&entry.json.unwrap_or_default());
+            text.push('\n');
+        }
+        self.0
+            .write_all(text.as_bytes())
+            .map_err(|e| batch_error(format!("write failed: {e}")))?;
+        Ok(Vec::new())
+    }
+}
+
+weir_plugin::export_indexer!(Lines);
+"#;
+
+const PYTHON_STAGE: &str = r#""""{{name}}: upper-cases the text of one field."""
+import weir
+
+
+class Upper(weir.Stage):
+    def configure(self, config: weir.Config):
+        self.field = config.string("field")
+
+    def process(self, doc: weir.Document):
+        value = doc.get(self.field)
+        if isinstance(value, str):
+            doc.set(self.field, value.upper())
+
+
+StageApi = weir.export_stage(Upper)
+"#;
+
+const PYTHON_CONNECTOR: &str = r#""""{{name}}: publishes `count` numbered documents."""
+import weir
+
+
+class Numbers(weir.Connector):
+    def configure(self, config: weir.Config):
+        self.count = config.integer("count")
+
+    def execute(self, publisher):
+        for n in range(self.count):
+            publisher.publish(weir.Document(f"doc-{n}", {"n": n}))
+
+
+ConnectorApi = weir.export_connector(Numbers)
+"#;
+
+const PYTHON_INDEXER: &str = r#""""{{name}}: appends each document as a JSON line to a file."""
+import weir
+
+
+class Lines(weir.Indexer):
+    wants_json = True
+
+    def configure(self, config: weir.Config):
+        self.path = config.string("path")
+
+    def start(self):
+        self.file = open(self.path, "w", encoding="utf-8")
+
+    def index_batch(self, entries):
+        for entry in entries:
+            self.file.write(entry.json + "\n")
+        self.file.flush()
+
+    def close(self):
+        self.file.close()
+
+
+IndexerApi = weir.export_indexer(Lines)
+"#;
+
+const JS_STAGE: &str = r#"// {{name}}: upper-cases the text of one field.
+import * as weir from "weir";
+
+class Upper extends weir.Stage {
+  configure(config) {
+    this.field = config.string("field");
+  }
+
+  process(doc) {
+    const value = doc.get(this.field);
+    if (typeof value === "string") doc.set(this.field, value.toUpperCase());
+  }
+}
+
+export const stageApi = weir.exportStage(Upper);
+"#;
+
+const JS_CONNECTOR: &str = r#"// {{name}}: publishes `count` numbered documents.
+import * as weir from "weir";
+
+class Numbers extends weir.Connector {
+  configure(config) {
+    this.count = config.integer("count");
+  }
+
+  execute(publisher) {
+    for (let n = 0; n < this.count; n++) {
+      publisher.publish(weir.Document.create(`doc-${n}`, { n }));
+    }
+  }
+}
+
+export const connectorApi = weir.exportConnector(Numbers);
+"#;
+
+const JS_INDEXER: &str = r#"// {{name}}: appends each document as a JSON line to a file.
+import * as weir from "weir";
+
+class Lines extends weir.Indexer {
+  wantsJson = true;
+
+  configure(config) {
+    this.path = config.string("path");
+  }
+
+  indexBatch(entries) {
+    weir.appendFile(this.path, entries.map((e) => e.json + "\n").join(""));
+  }
+}
+
+export const indexerApi = weir.exportIndexer(Lines);
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::check_name;
+
+    #[test]
+    fn names_must_suit_every_language() {
+        assert!(check_name("upper-title").is_ok());
+        assert!(check_name("s3").is_ok());
+        for bad in ["", "Upper", "3d", "a_b", "a-", "a b", "../x"] {
+            assert!(check_name(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+}

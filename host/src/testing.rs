@@ -1,0 +1,410 @@
+//! Run one plugin in the sandbox on given documents and compare what it did
+//! with what was expected: `weir test`, and the same for plugin authors' own
+//! Rust tests.
+//!
+//! ```no_run
+//! use weir::testing::{PluginTest, read_jsonl};
+//!
+//! # fn main() -> anyhow::Result<()> {
+//! let transcript = PluginTest::new("target/wasm32-wasip2/release/my_stage.wasm")?
+//!     .config(serde_json::json!({ "field": "title" }))
+//!     .run(weir::testing::read_documents("tests/input.jsonl".as_ref())?)?;
+//! transcript.expect(&read_jsonl("tests/expected.jsonl".as_ref())?)?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A transcript is a list of JSON lines, in the order things happened:
+//!
+//! - `{"document": {...}}`: a document a stage passed on (children before
+//!   their parent, as a pipeline runs them) or a connector published;
+//! - `{"event": "CREATE", "id": ..., "parent": ...}`: a stage made a child;
+//! - `{"event": "DROP", "id": ...}`: a stage dropped a document;
+//! - `{"event": "FINISH", "id": ...}`: an indexer indexed a document;
+//! - `{"event": "FAIL", "id": ..., "error": ..., "message": ...}`: a stage or
+//!   indexer failed a document; `error` is `document`, `transient`, `batch`
+//!   or what stopped the plugin (`panic`, `deadline`, `memory_limit`, ...);
+//!   an indexer's failures add `status` when the backend gave one;
+//! - `{"event": "ERROR", "call": ..., "message": ...}`: a connector call failed.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde_json::{Map, Value, json};
+
+use crate::document::Document;
+use crate::plugin::{
+    ConfigIssue, DirGrant, PluginError, PluginRuntime, PluginSpec, PublishSink, RuntimeOptions,
+};
+
+/// The run id documents published by a tested connector carry.
+pub const TEST_RUN_ID: &str = "weir-test";
+
+/// One plugin, its settings and grants, ready to run on documents.
+#[derive(Debug, Clone)]
+pub struct PluginTest {
+    runtime: PluginRuntime,
+    spec: PluginSpec,
+    batch_size: usize,
+}
+
+/// Why a plugin test could not produce a transcript.
+#[derive(Debug, thiserror::Error)]
+pub enum TestError {
+    /// The plugin's `check-config` found problems with its settings.
+    #[error("the plugin's config is invalid:\n{}", issues.iter().map(|i| format!("  - {}: {}", if i.path.is_empty() { "(config)" } else { &i.path }, i.message)).collect::<Vec<_>>().join("\n"))]
+    Config { issues: Vec<ConfigIssue> },
+    /// The plugin could not be loaded, started or called.
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+impl PluginTest {
+    /// The plugin in `path`, with an empty config, no grants and default limits.
+    pub fn new(path: impl Into<PathBuf>) -> anyhow::Result<Self> {
+        Ok(Self::with_runtime(
+            PluginRuntime::new(RuntimeOptions::default())?,
+            path,
+        ))
+    }
+
+    /// As [`PluginTest::new`], sharing `runtime` (and its compiled components).
+    pub fn with_runtime(runtime: PluginRuntime, path: impl Into<PathBuf>) -> Self {
+        Self {
+            runtime,
+            spec: PluginSpec::new(path, json!({})),
+            batch_size: 100,
+        }
+    }
+
+    /// The plugin's settings.
+    pub fn config(mut self, config: Value) -> Self {
+        self.spec.config = config;
+        self
+    }
+
+    /// Let the plugin open host directory `host` as `guest`.
+    pub fn grant_dir(mut self, host: impl Into<PathBuf>, guest: &str, writable: bool) -> Self {
+        self.spec.grants.dirs.push(DirGrant {
+            host: host.into(),
+            guest: guest.to_owned(),
+            writable,
+        });
+        self
+    }
+
+    /// The whole spec, for grants and limits beyond the shortcuts.
+    pub fn spec_mut(&mut self) -> &mut PluginSpec {
+        &mut self.spec
+    }
+
+    /// Documents per indexer batch (default 100).
+    pub fn batch_size(mut self, size: usize) -> Self {
+        self.batch_size = size.max(1);
+        self
+    }
+
+    /// `stage`, `connector` or `indexer`.
+    pub fn kind(&self) -> anyhow::Result<&'static str> {
+        self.runtime.plugin_kind(&self.spec.path)
+    }
+
+    /// Check the config, then run the plugin on `input` (ignored by a
+    /// connector) and return what it did.
+    pub fn run(&self, input: Vec<Document>) -> Result<Transcript, TestError> {
+        let name = self
+            .spec
+            .path
+            .file_stem()
+            .map_or_else(|| "plugin".to_owned(), |s| s.to_string_lossy().into_owned());
+        let mut out = Transcript::default();
+        match self.kind()? {
+            "stage" => {
+                let plugin = self.runtime.load_stage(&name, &self.spec)?;
+                config_ok(plugin.check_config()?)?;
+                let mut stage = plugin.instantiate()?;
+                for mut doc in input {
+                    match stage.process(&mut doc) {
+                        Ok(children) => {
+                            for child in children {
+                                out.event("CREATE", child.id(), [("parent", json!(doc.id()))]);
+                                out.document(&child);
+                            }
+                            if doc.is_dropped() {
+                                out.event("DROP", doc.id(), []);
+                            } else {
+                                out.document(&doc);
+                            }
+                        }
+                        Err(e) if e.is_document_error() => out.failure(doc.id(), &e),
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                stage.stop()?;
+            }
+            "connector" => {
+                let plugin = self.runtime.load_connector(&name, &self.spec)?;
+                config_ok(plugin.check_config()?)?;
+                let mut connector = plugin.instantiate()?;
+                let (sink, published) = Collect::new();
+                let timeout = self.spec.limits.execute_timeout();
+                let mut result = connector
+                    .pre_execute(TEST_RUN_ID)
+                    .map_err(|e| ("pre-execute", e));
+                if result.is_ok() {
+                    result = connector
+                        .execute(TEST_RUN_ID, Box::new(sink), timeout)
+                        .map_err(|e| ("execute", e));
+                }
+                for doc in published
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .drain(..)
+                {
+                    out.document(&doc);
+                }
+                if result.is_ok() {
+                    result = connector.post_execute().map_err(|e| ("post-execute", e));
+                }
+                let closed = connector.close().map_err(|e| ("close", e));
+                for (call, e) in [result, closed].into_iter().filter_map(Result::err) {
+                    out.0
+                        .push(json!({ "event": "ERROR", "call": call, "message": e.to_string() }));
+                }
+            }
+            _ => {
+                let plugin = self.runtime.load_indexer(&name, &self.spec)?;
+                config_ok(plugin.check_config()?)?;
+                let mut indexer = plugin.instantiate()?;
+                indexer.validate_connection()?;
+                for batch in input.chunks(self.batch_size) {
+                    match indexer.send_batch(batch)? {
+                        Ok(failures) => {
+                            let mut failed: Vec<Option<_>> = vec![None; batch.len()];
+                            for f in failures {
+                                let index = f.index;
+                                failed[index] = Some(f);
+                            }
+                            for (doc, failure) in batch.iter().zip(failed) {
+                                match failure {
+                                    None => out.event("FINISH", doc.id(), []),
+                                    Some(f) => {
+                                        let mut fields = vec![
+                                            (
+                                                "error",
+                                                json!(if f.transient {
+                                                    "transient"
+                                                } else {
+                                                    "document"
+                                                }),
+                                            ),
+                                            ("message", json!(f.message)),
+                                        ];
+                                        if let Some(status) = f.status {
+                                            fields.push(("status", json!(status)));
+                                        }
+                                        out.event("FAIL", doc.id(), fields);
+                                    }
+                                }
+                            }
+                        }
+                        Err(failure) => {
+                            for doc in batch {
+                                let mut fields = vec![
+                                    ("error", json!("batch")),
+                                    ("message", json!(failure.message)),
+                                ];
+                                if let Some(status) = failure.status {
+                                    fields.push(("status", json!(status)));
+                                }
+                                out.event("FAIL", doc.id(), fields);
+                            }
+                        }
+                    }
+                }
+                indexer.close()?;
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn config_ok(issues: Vec<ConfigIssue>) -> Result<(), TestError> {
+    if issues.is_empty() {
+        Ok(())
+    } else {
+        Err(TestError::Config { issues })
+    }
+}
+
+/// What a plugin did, as JSON lines (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Transcript(pub Vec<Value>);
+
+impl Transcript {
+    fn document(&mut self, doc: &Document) {
+        self.0.push(json!({ "document": doc.to_json() }));
+    }
+
+    fn event<'a>(
+        &mut self,
+        kind: &str,
+        id: &str,
+        fields: impl IntoIterator<Item = (&'a str, Value)>,
+    ) {
+        let mut line = Map::new();
+        line.insert("event".into(), json!(kind));
+        line.insert("id".into(), json!(id));
+        for (key, value) in fields {
+            line.insert(key.into(), value);
+        }
+        self.0.push(Value::Object(line));
+    }
+
+    fn failure(&mut self, id: &str, error: &PluginError) {
+        let (kind, message) = match error {
+            PluginError::Document {
+                message, transient, ..
+            } => (
+                if *transient { "transient" } else { "document" },
+                message.clone(),
+            ),
+            PluginError::Trap { cause, .. } => (cause.kind(), cause.to_string()),
+            other => (other.kind(), other.to_string()),
+        };
+        self.event(
+            "FAIL",
+            id,
+            [("error", json!(kind)), ("message", json!(message))],
+        );
+    }
+
+    /// The documents, in order.
+    pub fn documents(&self) -> impl Iterator<Item = &Value> {
+        self.0.iter().filter_map(|line| line.get("document"))
+    }
+
+    /// The events, in order.
+    pub fn events(&self) -> impl Iterator<Item = &Value> {
+        self.0.iter().filter(|line| line.get("event").is_some())
+    }
+
+    /// The transcript as JSON lines.
+    pub fn to_jsonl(&self) -> String {
+        self.0.iter().map(|line| format!("{line}\n")).collect()
+    }
+
+    /// `Ok` when the transcript is `expected`, line for line (objects
+    /// compare regardless of key order, numbers by value: `1.0e-7` is
+    /// `1e-7`); else a report of the differences.
+    pub fn expect(&self, expected: &[Value]) -> Result<(), Mismatch> {
+        compare(expected, &self.0)
+    }
+}
+
+/// How a transcript differs from what was expected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{report}")]
+pub struct Mismatch {
+    /// One paragraph per differing line (at most 20), then a count.
+    pub report: String,
+}
+
+/// Compare two lists of JSON lines.
+pub fn compare(expected: &[Value], actual: &[Value]) -> Result<(), Mismatch> {
+    const SHOWN: usize = 20;
+    let mut differing = 0;
+    let mut report = String::new();
+    for line in 0..expected.len().max(actual.len()) {
+        let (e, a) = (expected.get(line), actual.get(line));
+        if let (Some(e), Some(a)) = (e, a)
+            && crate::document::same_json(e, a)
+        {
+            continue;
+        }
+        differing += 1;
+        if differing <= SHOWN {
+            let show =
+                |v: Option<&Value>| v.map_or_else(|| "(no line)".to_owned(), Value::to_string);
+            report.push_str(&format!(
+                "line {}:\n  expected: {}\n  actual:   {}\n",
+                line + 1,
+                show(e),
+                show(a)
+            ));
+        }
+    }
+    if differing == 0 {
+        return Ok(());
+    }
+    if differing > SHOWN {
+        report.push_str(&format!("... and {} more\n", differing - SHOWN));
+    }
+    report.push_str(&format!(
+        "{differing} of {} lines differ ({} expected, {} actual)",
+        expected.len().max(actual.len()),
+        expected.len(),
+        actual.len()
+    ));
+    Err(Mismatch { report })
+}
+
+/// The JSON values of a JSON-lines file (blank lines skipped).
+pub fn read_jsonl(path: &Path) -> anyhow::Result<Vec<Value>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(n, line)| {
+            serde_json::from_str(line)
+                .with_context(|| format!("{}:{}: not JSON", path.display(), n + 1))
+        })
+        .collect()
+}
+
+/// The documents of a JSON-lines file: one object with a string `id` per line.
+pub fn read_documents(path: &Path) -> anyhow::Result<Vec<Document>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(n, line)| {
+            Document::from_json_str(line)
+                .map_err(|e| anyhow::anyhow!("{}:{}: not a document: {e}", path.display(), n + 1))
+        })
+        .collect()
+}
+
+/// Most documents a tested connector may publish: the transcript is kept in
+/// memory.
+pub const MAX_PUBLISHED: usize = 1_000_000;
+
+/// A publisher sink that keeps what a connector publishes.
+struct Collect(std::sync::Arc<std::sync::Mutex<Vec<Document>>>);
+
+impl Collect {
+    fn new() -> (Self, std::sync::Arc<std::sync::Mutex<Vec<Document>>>) {
+        let docs = std::sync::Arc::default();
+        (Self(std::sync::Arc::clone(&docs)), docs)
+    }
+}
+
+impl PublishSink for Collect {
+    fn publish(&mut self, doc: Document, _deadline: std::time::Instant) -> Result<(), String> {
+        let mut docs = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if docs.len() >= MAX_PUBLISHED {
+            return Err(format!(
+                "a tested connector may publish at most {MAX_PUBLISHED} documents"
+            ));
+        }
+        docs.push(doc);
+        Ok(())
+    }
+}

@@ -1,0 +1,172 @@
+//! The conformance suite: the same stage, connector and indexer written in
+//! Rust, Python and JavaScript with each language's SDK
+//! (`plugins/conformance/`) produce identical documents, events and
+//! failures on the shared input, and match the expected output checked in
+//! beside it. `WEIR_BLESS=1` rewrites the expected files from the Rust
+//! plugins' output (review the diff before committing it).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use weir::testing::{PluginTest, TestError, Transcript, read_documents, read_jsonl};
+use weir_tests::{plugin, repo_root, runtime, sdk_component};
+
+const LANGS: [&str; 3] = ["rust", "python", "js"];
+
+fn conformance_dir() -> PathBuf {
+    repo_root().join("plugins").join("conformance")
+}
+
+/// The conformance plugin of `kind` in `lang`, built if needed.
+fn component(lang: &str, kind: &str) -> PathBuf {
+    match lang {
+        "rust" => plugin(&format!("conformance-{kind}")),
+        _ => sdk_component(lang, kind, &conformance_dir().join(lang).join(kind)),
+    }
+}
+
+fn input() -> Vec<weir::document::Document> {
+    read_documents(&conformance_dir().join("inputs").join("documents.jsonl")).expect("input")
+}
+
+/// Compare `transcript` of `lang` with the expected file `name`; with
+/// `WEIR_BLESS` set, the Rust transcript becomes the expected file.
+fn check(lang: &str, name: &str, transcript: &Transcript, problems: &mut Vec<String>) {
+    let path = conformance_dir()
+        .join("expected")
+        .join(format!("{name}.jsonl"));
+    if lang == "rust" && std::env::var_os("WEIR_BLESS").is_some() {
+        std::fs::write(&path, transcript.to_jsonl()).expect("bless");
+    }
+    let expected = read_jsonl(&path).expect("expected output");
+    if let Err(mismatch) = transcript.expect(&expected) {
+        problems.push(format!("{lang}, {name}:\n{mismatch}"));
+    }
+}
+
+fn stage_cases() -> Vec<(&'static str, Value)> {
+    let copy = |from: &str| json!({ "op": "copy", "from": from, "to": format!("{from}_copy") });
+    vec![
+        ("copy-title", copy("title")),
+        ("copy-negative", copy("v")),
+        ("copy-big", copy("big")),
+        ("copy-decimal", copy("dec")),
+        ("copy-float", copy("f")),
+        ("copy-negative-float", copy("neg_f")),
+        ("copy-exponent", copy("exp")),
+        ("copy-unicode", copy("u")),
+        ("copy-nested", copy("nested")),
+        ("copy-null", copy("nul")),
+        ("copy-multi", copy("multi")),
+        (
+            "rename",
+            json!({ "op": "rename", "from": "title", "to": "name" }),
+        ),
+        (
+            "split",
+            json!({ "op": "split", "field": "tags", "separator": ";" }),
+        ),
+        ("children", json!({ "op": "children", "field": "items" })),
+        (
+            "drop",
+            json!({ "op": "drop", "field": "status", "equals": "withdrawn" }),
+        ),
+        ("fail", json!({ "op": "fail" })),
+    ]
+}
+
+#[test]
+fn stages_do_the_same_in_every_language() {
+    let mut problems = Vec::new();
+    for lang in LANGS {
+        let path = component(lang, "stage");
+        for (name, config) in stage_cases() {
+            let transcript = PluginTest::with_runtime(runtime(), &path)
+                .config(config)
+                .run(input())
+                .unwrap_or_else(|e| panic!("{lang} stage, {name}: {e}"));
+            check(lang, &format!("stage-{name}"), &transcript, &mut problems);
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn connectors_publish_the_same_in_every_language() {
+    let mut problems = Vec::new();
+    for lang in LANGS {
+        let transcript = PluginTest::with_runtime(runtime(), component(lang, "connector"))
+            .config(json!({ "count": 3, "prefix": "gen" }))
+            .run(Vec::new())
+            .unwrap_or_else(|e| panic!("{lang} connector: {e}"));
+        check(lang, "connector", &transcript, &mut problems);
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn indexers_write_and_refuse_the_same_in_every_language() {
+    let mut problems = Vec::new();
+    for lang in LANGS {
+        let out = tempfile::tempdir().expect("tempdir");
+        let transcript = PluginTest::with_runtime(runtime(), component(lang, "indexer"))
+            .config(json!({ "path": "/out/indexed.jsonl" }))
+            .grant_dir(out.path(), "/out", true)
+            .batch_size(4)
+            .run(input())
+            .unwrap_or_else(|e| panic!("{lang} indexer: {e}"));
+        check(lang, "indexer", &transcript, &mut problems);
+        // What the backend received: the host's JSON, line for line.
+        let written = read_jsonl(&out.path().join("indexed.jsonl")).expect("indexed file");
+        check(lang, "indexer-file", &Transcript(written), &mut problems);
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every language names the offending setting, and reports all at once.
+#[test]
+fn config_problems_name_the_setting_in_every_language() {
+    let cases = [
+        (json!({ "op": "explode" }), "op"),
+        (json!({ "op": "copy", "to": "x" }), "from"),
+        (
+            json!({ "op": "drop", "field": "a", "equals": "b", "colour": 1 }),
+            "colour",
+        ),
+        (
+            json!({ "op": "split", "field": 3, "separator": ";" }),
+            "field",
+        ),
+    ];
+    for lang in LANGS {
+        let path = component(lang, "stage");
+        for (config, setting) in &cases {
+            match PluginTest::with_runtime(runtime(), &path)
+                .config(config.clone())
+                .run(input())
+            {
+                Err(TestError::Config { issues }) => assert!(
+                    issues
+                        .iter()
+                        .any(|i| i.path.contains(setting) || i.message.contains(setting)),
+                    "{lang}: {config} reported {issues:?}, naming no `{setting}`"
+                ),
+                other => panic!("{lang}: {config} was accepted: {other:?}"),
+            }
+        }
+    }
+}
+
+/// A plugin built for a contract this host does not run is refused by name.
+#[test]
+fn a_component_of_another_contract_version_is_refused_with_the_versions_supported() {
+    let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/contract-0.1.0-stage.wasm");
+    let err = runtime()
+        .load_stage("old", &weir::plugin::PluginSpec::new(&old, json!({})))
+        .expect_err("a 0.1.0 component loads");
+    let message = err.to_string();
+    assert!(
+        message.contains("weir:plugin@0.1.0") && message.contains("weir:plugin@0.2.0"),
+        "{message}"
+    );
+}
