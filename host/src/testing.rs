@@ -326,14 +326,20 @@ pub fn compare(expected: &[Value], actual: &[Value]) -> Result<(), Mismatch> {
         }
         differing += 1;
         if differing <= SHOWN {
-            let show =
-                |v: Option<&Value>| v.map_or_else(|| "(no line)".to_owned(), Value::to_string);
-            report.push_str(&format!(
-                "line {}:\n  expected: {}\n  actual:   {}\n",
-                line + 1,
-                show(e),
-                show(a)
-            ));
+            report.push_str(&format!("line {}:\n", line + 1));
+            match (e, a) {
+                (Some(e), Some(a)) => differences("", e, a, &mut report),
+                _ => {
+                    let show = |v: Option<&Value>| {
+                        v.map_or_else(|| "(no line)".to_owned(), Value::to_string)
+                    };
+                    report.push_str(&format!(
+                        "  expected: {}\n  actual:   {}\n",
+                        show(e),
+                        show(a)
+                    ));
+                }
+            }
         }
     }
     if differing == 0 {
@@ -349,6 +355,33 @@ pub fn compare(expected: &[Value], actual: &[Value]) -> Result<(), Mismatch> {
         actual.len()
     ));
     Err(Mismatch { report })
+}
+
+/// Report where `a` differs from `e`: by key inside objects present in
+/// both, whole values elsewhere.
+fn differences(path: &str, e: &Value, a: &Value, report: &mut String) {
+    if let (Value::Object(eo), Value::Object(ao)) = (e, a) {
+        let keys = eo.keys().chain(ao.keys().filter(|k| !eo.contains_key(*k)));
+        for key in keys {
+            let at = if path.is_empty() {
+                key.clone()
+            } else {
+                format!("{path}.{key}")
+            };
+            match (eo.get(key), ao.get(key)) {
+                (Some(ev), Some(av)) if crate::document::same_json(ev, av) => {}
+                (Some(ev), Some(av)) => differences(&at, ev, av, report),
+                (ev, av) => report.push_str(&format!(
+                    "  {at}: expected {}, actual {}\n",
+                    ev.map_or_else(|| "nothing".to_owned(), Value::to_string),
+                    av.map_or_else(|| "nothing".to_owned(), Value::to_string)
+                )),
+            }
+        }
+        return;
+    }
+    let at = if path.is_empty() { "line" } else { path };
+    report.push_str(&format!("  {at}: expected {e}, actual {a}\n"));
 }
 
 /// The JSON values of a JSON-lines file (blank lines skipped).

@@ -160,12 +160,12 @@ fn jsonl_indexer_writes_each_batch() {
     let plugin = runtime().load_indexer("jsonl", &s).expect("load");
     let mut indexer = plugin.instantiate().expect("instantiate");
     indexer.validate_connection().expect("validate");
-    let mut batch = vec![
+    let batch = vec![
         doc(json!({ "id": "1", "a": 1 })),
         doc(json!({ "id": "2", "b": [true] })),
     ];
     let failures = indexer
-        .send_batch(&mut batch)
+        .send_batch(&batch)
         .expect("plugin ok")
         .expect("batch ok");
     assert!(failures.is_empty());
@@ -174,9 +174,9 @@ fn jsonl_indexer_writes_each_batch() {
         "2",
         "documents come back to the host after the batch"
     );
-    let mut second = vec![doc(json!({ "id": "3" }))];
+    let second = vec![doc(json!({ "id": "3" }))];
     indexer
-        .send_batch(&mut second)
+        .send_batch(&second)
         .expect("plugin ok")
         .expect("batch ok");
     indexer.close().expect("close");
@@ -208,12 +208,12 @@ fn csv_indexer_writes_header_and_rows() {
         .expect("load")
         .instantiate()
         .expect("instantiate");
-    let mut batch = vec![
+    let batch = vec![
         doc(json!({ "id": "1", "title": "Weir, a host", "tags": ["a", "b"] })),
         doc(json!({ "id": "2" })),
     ];
     indexer
-        .send_batch(&mut batch)
+        .send_batch(&batch)
         .expect("plugin ok")
         .expect("batch ok");
     indexer.close().expect("close");
