@@ -124,6 +124,21 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         batch_size: usize,
     },
+    /// Make a new plugin project that builds with one command (`./build.sh`)
+    /// and passes `weir test` as generated (`./build.sh test`).
+    New {
+        /// The plugin kind.
+        #[arg(value_enum)]
+        kind: crate::scaffold::Kind,
+        /// The plugin's name: lowercase letters, digits and `-`.
+        name: String,
+        /// The language.
+        #[arg(long, value_enum, default_value_t = crate::scaffold::Lang::Rust)]
+        lang: crate::scaffold::Lang,
+        /// Where to create the project (default: ./<name>).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Check a config and every plugin's settings without running anything.
     Validate {
         /// The run configuration (TOML).
@@ -160,6 +175,22 @@ fn execute(command: Command) -> anyhow::Result<u8> {
             dirs,
             batch_size,
         } => test_plugin(plugin, input, config, expect, &dirs, batch_size),
+        Command::New {
+            kind,
+            name,
+            lang,
+            dir,
+        } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            let files = crate::scaffold::create(kind, lang, &name, &dir)?;
+            println!(
+                "created {} ({} files): cd {} && ./build.sh test",
+                dir.display(),
+                files.len(),
+                dir.display()
+            );
+            Ok(0)
+        }
         Command::Worker { config, pipeline } => serve(&config, pipeline, Role::Worker),
         Command::Indexer { config, pipeline } => serve(&config, pipeline, Role::Indexer),
         Command::WorkerIndexer { config, pipeline } => serve(&config, pipeline, Role::Pairs),

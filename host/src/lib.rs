@@ -47,6 +47,7 @@ pub mod event;
 pub mod messenger;
 pub mod plugin;
 pub mod run;
+pub mod scaffold;
 pub mod telemetry;
 pub mod testing;
 

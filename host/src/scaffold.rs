@@ -32,9 +32,20 @@ const WIT: [(&str, &str); 3] = [
     ("wit/worlds.wit", include_str!("../../wit/worlds.wit")),
 ];
 
+/// `(path in the project, text)` for each file of an SDK directory of the
+/// repository, vendored into `.weir/`.
+macro_rules! vendored {
+    ($dir:literal: $($file:literal),+ $(,)?) => {
+        &[$((concat!(".weir/", $file), include_str!(concat!("../../plugins/", $dir, "/", $file)))),+]
+    };
+}
+
 /// The Rust SDK, vendored as a path dependency (its bindings read `../../wit`).
-const RUST_SDK: [(&str, &str); 2] = [
-    (".weir/sdk-rust/src/lib.rs", include_str!("../../plugins/sdk/src/lib.rs")),
+const RUST_SDK: &[(&str, &str)] = &[
+    (
+        ".weir/sdk-rust/src/lib.rs",
+        include_str!("../../plugins/sdk/src/lib.rs"),
+    ),
     (
         ".weir/sdk-rust/Cargo.toml",
         r#"[package]
@@ -52,29 +63,21 @@ serde_path_to_error = "0.1"
     ),
 ];
 
-/// The Python SDK and its build script.
-const PYTHON_SDK: &[(&str, &str)] = &[
-    (".weir/build.sh", include_str!("../../plugins/sdk-python/build.sh")),
-    (
-        ".weir/requirements.txt",
-        include_str!("../../plugins/sdk-python/requirements.txt"),
-    ),
-    (
-        ".weir/weir/__init__.py",
-        include_str!("../../plugins/sdk-python/weir/__init__.py"),
-    ),
-];
+/// The Python SDK (`plugins/sdk-python`) and its build script.
+const PYTHON_SDK: &[(&str, &str)] = vendored!("sdk-python":
+    "build.sh", "requirements.txt", "README.md",
+    "weir/__init__.py", "weir/_codec.py", "weir/_config.py", "weir/_connector.py",
+    "weir/_document.py", "weir/_errors.py", "weir/_indexer.py", "weir/_indexing.py",
+    "weir/_log.py", "weir/_plugins.py", "weir/_runtime.py", "weir/_stage.py",
+);
 
-/// The JavaScript SDK, its pinned tools and its build script.
-const JS_SDK: &[(&str, &str)] = &[
-    (".weir/build.sh", include_str!("../../plugins/sdk-js/build.sh")),
-    (".weir/package.json", include_str!("../../plugins/sdk-js/package.json")),
-    (
-        ".weir/package-lock.json",
-        include_str!("../../plugins/sdk-js/package-lock.json"),
-    ),
-    (".weir/weir.js", include_str!("../../plugins/sdk-js/weir.js")),
-];
+/// The JavaScript SDK (`plugins/sdk-js`), its pinned tools and build script.
+const JS_SDK: &[(&str, &str)] = vendored!("sdk-js":
+    "build.sh", "package.json", "package-lock.json", "README.md",
+    "src/config.js", "src/connector.js", "src/document.js", "src/errors.js", "src/file.js",
+    "src/index.js", "src/indexer.js", "src/json.js", "src/log.js", "src/plugin.js",
+    "src/stage.js",
+);
 
 /// Write a new project for a `kind` plugin in `lang` named `name` into
 /// `dir` (which must not exist or be empty); returns the files written.
@@ -86,14 +89,17 @@ pub fn create(kind: Kind, lang: Lang, name: &str, dir: &Path) -> anyhow::Result<
             .next()
             .is_some()
     {
-        anyhow::bail!("{} exists and is not empty: choose a new directory", dir.display());
+        anyhow::bail!(
+            "{} exists and is not empty: choose a new directory",
+            dir.display()
+        );
     }
     let mut files: Vec<(String, String)> = WIT
         .iter()
         .map(|(path, text)| ((*path).to_owned(), (*text).to_owned()))
         .collect();
     let sdk: &[(&str, &str)] = match lang {
-        Lang::Rust => &RUST_SDK,
+        Lang::Rust => RUST_SDK,
         Lang::Python => PYTHON_SDK,
         Lang::Js => JS_SDK,
     };
@@ -169,7 +175,7 @@ fn template(kind: Kind, lang: Lang, name: &str) -> Vec<(String, String)> {
     };
     let build = match lang {
         Lang::Rust => format!(
-            "cargo build --release --target wasm32-wasip2\ncp \"target/wasm32-wasip2/release/{}.wasm\" \"{name}.wasm\"",
+            "cargo build --release --target wasm32-wasip2\ncp \"${{CARGO_TARGET_DIR:-target}}/wasm32-wasip2/release/{}.wasm\" \"{name}.wasm\"",
             name.replace('-', "_")
         ),
         Lang::Python | Lang::Js => {
@@ -177,7 +183,9 @@ fn template(kind: Kind, lang: Lang, name: &str) -> Vec<(String, String)> {
         }
     };
     let install = match lang {
-        Lang::Rust => "rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2\n",
+        Lang::Rust => {
+            "rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2\n"
+        }
         Lang::Python | Lang::Js => "",
     };
     let (config, input, expected, test_args) = test_case(kind);
@@ -216,7 +224,10 @@ fn template(kind: Kind, lang: Lang, name: &str) -> Vec<(String, String)> {
                 "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nweir-plugin = {{ path = \".weir/sdk-rust\" }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\n[workspace]\n\n[profile.release]\nopt-level = \"s\"\nlto = true\ncodegen-units = 1\nstrip = true\npanic = \"abort\"\n"
             ),
         ));
-        files.push((".gitignore".to_owned(), "/target\n*.wasm\ntest/out/\n".to_owned()));
+        files.push((
+            ".gitignore".to_owned(),
+            "/target\n*.wasm\ntest/out/\n".to_owned(),
+        ));
     } else {
         files.push((".gitignore".to_owned(), "*.wasm\ntest/out/\n".to_owned()));
     }
@@ -365,8 +376,6 @@ class Upper(weir.Stage):
         if isinstance(value, str):
             doc.set(self.field, value.upper())
 
-
-StageApi = weir.export_stage(Upper)
 "#;
 
 const PYTHON_CONNECTOR: &str = r#""""{{name}}: publishes `count` numbered documents."""
@@ -381,8 +390,6 @@ class Numbers(weir.Connector):
         for n in range(self.count):
             publisher.publish(weir.Document(f"doc-{n}", {"n": n}))
 
-
-ConnectorApi = weir.export_connector(Numbers)
 "#;
 
 const PYTHON_INDEXER: &str = r#""""{{name}}: appends each document as a JSON line to a file."""
@@ -405,15 +412,12 @@ class Lines(weir.Indexer):
 
     def close(self):
         self.file.close()
-
-
-IndexerApi = weir.export_indexer(Lines)
 "#;
 
 const JS_STAGE: &str = r#"// {{name}}: upper-cases the text of one field.
 import * as weir from "weir";
 
-class Upper extends weir.Stage {
+export default class Upper extends weir.Stage {
   configure(config) {
     this.field = config.string("field");
   }
@@ -423,16 +427,14 @@ class Upper extends weir.Stage {
     if (typeof value === "string") doc.set(this.field, value.toUpperCase());
   }
 }
-
-export const stageApi = weir.exportStage(Upper);
 "#;
 
 const JS_CONNECTOR: &str = r#"// {{name}}: publishes `count` numbered documents.
 import * as weir from "weir";
 
-class Numbers extends weir.Connector {
+export default class Numbers extends weir.Connector {
   configure(config) {
-    this.count = config.integer("count");
+    this.count = config.integer("count", { min: 0 });
   }
 
   execute(publisher) {
@@ -441,31 +443,67 @@ class Numbers extends weir.Connector {
     }
   }
 }
-
-export const connectorApi = weir.exportConnector(Numbers);
 "#;
 
 const JS_INDEXER: &str = r#"// {{name}}: appends each document as a JSON line to a file.
 import * as weir from "weir";
 
-class Lines extends weir.Indexer {
+export default class Lines extends weir.Indexer {
   wantsJson = true;
 
   configure(config) {
     this.path = config.string("path");
   }
 
+  start() {
+    this.file = weir.File.open(this.path, "w");
+  }
+
   indexBatch(entries) {
-    weir.appendFile(this.path, entries.map((e) => e.json + "\n").join(""));
+    for (const entry of entries) this.file.write(`${entry.json}\n`);
+    this.file.flush();
+  }
+
+  close() {
+    this.file?.close();
   }
 }
-
-export const indexerApi = weir.exportIndexer(Lines);
 "#;
 
 #[cfg(test)]
 mod tests {
-    use super::check_name;
+    use super::{JS_SDK, PYTHON_SDK, check_name};
+    use std::path::Path;
+
+    /// Every file of an SDK directory is vendored (nothing added and forgotten).
+    #[test]
+    fn projects_vendor_every_sdk_file() {
+        for (dir, vendored) in [("sdk-python", PYTHON_SDK), ("sdk-js", JS_SDK)] {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../plugins")
+                .join(dir);
+            let mut stack = vec![root.clone()];
+            while let Some(at) = stack.pop() {
+                for entry in std::fs::read_dir(&at).expect("sdk dir").flatten() {
+                    let path = entry.path();
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    if name.starts_with('.') || name == "node_modules" || name == "__pycache__" {
+                        continue;
+                    }
+                    if path.is_dir() {
+                        stack.push(path);
+                        continue;
+                    }
+                    let relative = path.strip_prefix(&root).expect("inside").to_string_lossy();
+                    let wanted = format!(".weir/{relative}");
+                    assert!(
+                        vendored.iter().any(|(p, _)| *p == wanted),
+                        "{dir}/{relative} is not vendored by `weir new`"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn names_must_suit_every_language() {

@@ -10,5 +10,6 @@ mod connector_indexer;
 mod kafka;
 mod local_run;
 mod sandbox;
+mod scaffold;
 mod stages;
 mod tenants;

@@ -296,6 +296,41 @@ macro_rules! debug {
     };
 }
 
+/// The parsed config, or a fatal error listing every problem (parse error,
+/// or the plugin's own checks): what `start` and `pre-execute` refuse.
+#[doc(hidden)]
+pub fn __checked_config<C: DeserializeOwned>(
+    config: &str,
+    check: fn(&C) -> Vec<ConfigIssue>,
+) -> Result<C, PluginError> {
+    let describe = |issues: &[ConfigIssue]| {
+        issues
+            .iter()
+            .map(|i| {
+                format!(
+                    "{}: {}",
+                    if i.path.is_empty() {
+                        "(config)"
+                    } else {
+                        &i.path
+                    },
+                    i.message
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let parsed = parse_config::<C>(config)
+        .map_err(|i| PluginError::Fatal(format!("invalid config: {}", describe(&[i]))))?;
+    match check(&parsed) {
+        issues if issues.is_empty() => Ok(parsed),
+        issues => Err(PluginError::Fatal(format!(
+            "invalid config: {}",
+            describe(&issues)
+        ))),
+    }
+}
+
 #[doc(hidden)]
 pub fn __not_started() -> PluginError {
     PluginError::Fatal("the host called the plugin before `start`".into())
@@ -315,8 +350,7 @@ macro_rules! export_stage {
                 $crate::check_config::<<$ty as $crate::Stage>::Config>(&config, <$ty as $crate::Stage>::check)
             }
             fn start(config: String) -> Result<(), $crate::PluginError> {
-                let config = $crate::parse_config(&config)
-                    .map_err(|i| $crate::PluginError::Fatal(format!("config {}: {}", i.path, i.message)))?;
+                let config = $crate::__checked_config(&config, <$ty as $crate::Stage>::check)?;
                 let stage = <$ty as $crate::Stage>::start(config).map_err($crate::PluginError::Fatal)?;
                 __WEIR_STAGE.with(|s| *s.borrow_mut() = Some(stage));
                 Ok(())
@@ -362,8 +396,7 @@ macro_rules! export_connector {
                 $crate::check_config::<<$ty as $crate::Connector>::Config>(&config, <$ty as $crate::Connector>::check)
             }
             fn pre_execute(config: String, run_id: String) -> Result<(), $crate::PluginError> {
-                let config = $crate::parse_config(&config)
-                    .map_err(|i| $crate::PluginError::Fatal(format!("config {}: {}", i.path, i.message)))?;
+                let config = $crate::__checked_config(&config, <$ty as $crate::Connector>::check)?;
                 let connector = <$ty as $crate::Connector>::pre_execute(config, &run_id)?;
                 __WEIR_CONNECTOR.with(|s| *s.borrow_mut() = Some(connector));
                 Ok(())
@@ -409,8 +442,7 @@ macro_rules! export_indexer {
                 $crate::check_config::<<$ty as $crate::Indexer>::Config>(&config, <$ty as $crate::Indexer>::check)
             }
             fn start(config: String) -> Result<$crate::BatchFormat, $crate::PluginError> {
-                let config = $crate::parse_config(&config)
-                    .map_err(|i| $crate::PluginError::Fatal(format!("config {}: {}", i.path, i.message)))?;
+                let config = $crate::__checked_config(&config, <$ty as $crate::Indexer>::check)?;
                 let indexer = <$ty as $crate::Indexer>::start(config).map_err($crate::PluginError::Fatal)?;
                 let format = $crate::Indexer::batch_format(&indexer);
                 __WEIR_INDEXER.with(|s| *s.borrow_mut() = Some(indexer));

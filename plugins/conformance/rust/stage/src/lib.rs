@@ -2,10 +2,33 @@
 //! `plugins/conformance/README.md`).
 
 use weir_plugin::serde_json::Value as Json;
-use weir_plugin::{Document, PluginError, Stage, UpdateMode, Value, doc_error};
+use weir_plugin::{ConfigIssue, Document, PluginError, Stage, UpdateMode, Value, doc_error, issue};
 
+/// The settings as written: an operation and the settings it reads. Flat,
+/// so that a parse error names the setting (serde loses the path inside an
+/// internally tagged enum).
 #[derive(serde::Deserialize)]
-#[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    op: OpName,
+    from: Option<String>,
+    to: Option<String>,
+    field: Option<String>,
+    separator: Option<String>,
+    equals: Option<String>,
+}
+
+#[derive(serde::Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum OpName {
+    Copy,
+    Rename,
+    Split,
+    Children,
+    Drop,
+    Fail,
+}
+
 enum Op {
     Copy { from: String, to: String },
     Rename { from: String, to: String },
@@ -15,6 +38,67 @@ enum Op {
     Fail,
 }
 
+impl Config {
+    /// The settings `op` reads, and those it does not.
+    fn wanted(&self) -> (&'static [&'static str], Vec<&'static str>) {
+        let wanted: &[&str] = match self.op {
+            OpName::Copy | OpName::Rename => &["from", "to"],
+            OpName::Split => &["field", "separator"],
+            OpName::Children => &["field"],
+            OpName::Drop => &["field", "equals"],
+            OpName::Fail => &[],
+        };
+        let present = [
+            ("from", self.from.is_some()),
+            ("to", self.to.is_some()),
+            ("field", self.field.is_some()),
+            ("separator", self.separator.is_some()),
+            ("equals", self.equals.is_some()),
+        ];
+        let unknown = present
+            .iter()
+            .filter(|(name, set)| *set && !wanted.contains(name))
+            .map(|(name, _)| *name)
+            .collect();
+        (wanted, unknown)
+    }
+
+    fn setting(&self, name: &str) -> String {
+        match name {
+            "from" => self.from.clone(),
+            "to" => self.to.clone(),
+            "field" => self.field.clone(),
+            "separator" => self.separator.clone(),
+            _ => self.equals.clone(),
+        }
+        .unwrap_or_default()
+    }
+
+    fn op(&self) -> Op {
+        let s = |name| self.setting(name);
+        match self.op {
+            OpName::Copy => Op::Copy {
+                from: s("from"),
+                to: s("to"),
+            },
+            OpName::Rename => Op::Rename {
+                from: s("from"),
+                to: s("to"),
+            },
+            OpName::Split => Op::Split {
+                field: s("field"),
+                separator: s("separator"),
+            },
+            OpName::Children => Op::Children { field: s("field") },
+            OpName::Drop => Op::Drop {
+                field: s("field"),
+                equals: s("equals"),
+            },
+            OpName::Fail => Op::Fail,
+        }
+    }
+}
+
 struct Conformance(Op);
 
 fn is_true(doc: &Document, name: &str) -> bool {
@@ -22,10 +106,22 @@ fn is_true(doc: &Document, name: &str) -> bool {
 }
 
 impl Stage for Conformance {
-    type Config = Op;
+    type Config = Config;
 
-    fn start(op: Op) -> Result<Self, String> {
-        Ok(Self(op))
+    fn check(config: &Config) -> Vec<ConfigIssue> {
+        let (wanted, unknown) = config.wanted();
+        let missing = wanted
+            .iter()
+            .filter(|name| config.setting(name).is_empty())
+            .map(|name| issue(*name, "missing: a string is required"));
+        let unknown = unknown
+            .into_iter()
+            .map(|name| issue(name, "unknown setting for this op"));
+        missing.chain(unknown).collect()
+    }
+
+    fn start(config: Config) -> Result<Self, String> {
+        Ok(Self(config.op()))
     }
 
     fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {

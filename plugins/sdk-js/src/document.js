@@ -1,0 +1,352 @@
+/**
+ * Documents: a JavaScript view of a document that lives in the host.
+ *
+ * Values go in and out as native JavaScript values (see `json.js` for
+ * numbers), through the host's `get-json`/`set-json`. A field holds one value,
+ * or several as an array (a multi-valued field).
+ */
+
+import { Document as HostDocument } from "weir:plugin/document@0.2.0";
+import { parseJson, toJsonText } from "./json.js";
+
+const MODES = ["overwrite", "append", "skip"];
+
+/** A document method the host refused; the message names the field. */
+export class FieldError extends Error {
+  name = "FieldError";
+
+  /**
+   * @param {string} message
+   * @param {"reserved-field"|"wrong-type"|"invalid-path"|"invalid-json"|"too-large"} kind
+   */
+  constructor(message, kind) {
+    super(message);
+    this.kind = kind;
+  }
+}
+
+const FIELD_ERRORS = {
+  "reserved-field": (m) => `\`${m}\` is a reserved field name`,
+  "wrong-type": (m) => `wrong type: ${m}`,
+  "invalid-path": (m) => `invalid path: ${m}`,
+  "invalid-json": (m) => `invalid JSON: ${m}`,
+  "too-large": (m) => `document too large: ${m}`,
+};
+
+/**
+ * Run a host call for `what` (e.g. "set `title`"), turning a host field error,
+ * or a value with no JSON form, into an error that names the field.
+ */
+function attempt(what, call) {
+  try {
+    return call();
+  } catch (e) {
+    const payload = e?.payload;
+    if (payload && FIELD_ERRORS[payload.tag]) {
+      throw new FieldError(`${what}: ${FIELD_ERRORS[payload.tag](payload.val)}`, payload.tag);
+    }
+    if (e instanceof TypeError) throw new TypeError(`${what}: ${e.message}`);
+    throw e;
+  }
+}
+
+/** Documents the plugin made during the current call and has not handed over. */
+const made = new Set();
+
+/**
+ * A document: an id, a run id, named fields, nested children.
+ *
+ * A document handed to a stage (`process(doc)`) is lent for the duration of
+ * that call only. Documents the plugin makes
+ * ({@link Document.create}, {@link Document#children}) are its own for the
+ * duration of the call that makes them, in which it hands them over: returns
+ * them from `process`, publishes them, or nests them with
+ * {@link Document#addChild}. Those it does not hand over are released when the
+ * call returns (the engine never collects them).
+ */
+export class Document {
+  #host;
+  #id;
+  /** Whether the document is lent to the plugin (by `process(doc)`) rather than its own. */
+  #lent = false;
+  /** Why the document can no longer be used, once it cannot. */
+  #gone;
+
+  /** @internal use {@link Document.create} */
+  constructor(host) {
+    if (!(host instanceof HostDocument)) {
+      throw new TypeError("make documents with weir.Document.create(id, fields)");
+    }
+    this.#host = host;
+  }
+
+  /**
+   * A new document.
+   * @param {string} id
+   * @param {object|string} [fields] its fields: an object, or JSON text of one
+   *   (the fast way; numbers are kept exactly). `id`, `run_id` and `_children` keys are left out.
+   * @returns {Document}
+   */
+  static create(id, fields) {
+    if (fields === undefined) return Document.#made(new HostDocument(id));
+    const text = typeof fields === "string" ? fields : toJsonText(fields);
+    return Document.#made(attempt(`create \`${id}\``, () => HostDocument.fromJsonWithId(id, text)));
+  }
+
+  /** The document's id. */
+  get id() {
+    this.#id ??= this.#use().id();
+    return this.#id;
+  }
+
+  /** The id of the run that published it, or undefined. */
+  get runId() {
+    return this.#use().runId() ?? undefined;
+  }
+
+  /** Whether `name` is present (with any value, even null). */
+  has(name) {
+    return this.#use().has(name);
+  }
+
+  /** The names of all fields, in order (`id`, `run_id`, `_children` excluded). */
+  fieldNames() {
+    return this.#use().fieldNames();
+  }
+
+  /** Whether `name` holds several values (an array), even one or none. */
+  isMultiValued(name) {
+    return this.#use().isMultiValued(name);
+  }
+
+  /**
+   * The first value of `name`: undefined when absent or an empty list, null for JSON null.
+   * @returns {any}
+   */
+  get(name) {
+    const text = this.#use().getJson(name);
+    if (text === undefined) return undefined;
+    const value = parseJson(text);
+    return Array.isArray(value) ? value[0] : value;
+  }
+
+  /**
+   * Every value of `name`: [] when absent, the list of a multi-valued field,
+   * else the one value in a list.
+   * @returns {any[]}
+   */
+  getAll(name) {
+    const text = this.#use().getJson(name);
+    if (text === undefined) return [];
+    const value = parseJson(text);
+    return Array.isArray(value) ? value : [value];
+  }
+
+  /**
+   * The first value of `name` as text, as the host renders it: strings as they
+   * are, numbers exactly as written, booleans, objects and arrays as JSON.
+   * Undefined when absent, empty or null.
+   * @returns {string | undefined}
+   */
+  getString(name) {
+    return this.#use().getString(name) ?? undefined;
+  }
+
+  /** Set `name` to `value` (an array makes the field multi-valued). */
+  set(name, value) {
+    const host = this.#use();
+    attempt(`set \`${name}\``, () => host.setJson(name, toJsonText(value)));
+  }
+
+  /** Make `name` multi-valued with exactly `values`. */
+  setAll(name, values) {
+    if (!Array.isArray(values)) throw new TypeError(`setAll \`${name}\`: values must be an array`);
+    this.set(name, values);
+  }
+
+  /** Append `value` to `name`, making it multi-valued (creating it if absent). */
+  add(name, value) {
+    const host = this.#use();
+    attempt(`add to \`${name}\``, () => {
+      const item = toJsonText(value);
+      const current = host.getJson(name);
+      const list =
+        current === undefined || current === "[]" ? `[${item}]`
+        : current.startsWith("[") ? `${current.slice(0, -1)},${item}]`
+        : `[${current},${item}]`;
+      host.setJson(name, list);
+    });
+  }
+
+  /** Remove `name`; true when it was present. */
+  remove(name) {
+    const host = this.#use();
+    return attempt(`remove \`${name}\``, () => host.remove(name));
+  }
+
+  /**
+   * Move `source`'s values to `target`; false when `source` was absent.
+   * @param {"overwrite"|"append"|"skip"} [mode] what to do when `target` exists:
+   *   replace it, append to it, or leave it and drop `source`
+   */
+  rename(source, target, mode = "overwrite") {
+    if (!MODES.includes(mode)) throw new TypeError(`rename: mode must be one of ${MODES.join(", ")}`);
+    const host = this.#use();
+    return attempt(`rename \`${source}\` to \`${target}\``, () => host.rename(source, target, mode));
+  }
+
+  /**
+   * The value at a nested `path` such as `a.b[2].c` (the whole field for a
+   * plain name), or undefined when a step is missing.
+   */
+  getPath(path) {
+    const [first, ...rest] = parsePath(path);
+    const text = this.#use().getJson(first);
+    let node = text === undefined ? undefined : parseJson(text);
+    for (const step of rest) {
+      const fits = typeof step === "number" ? Array.isArray(node) : node?.constructor === Object;
+      node = fits && Object.hasOwn(node, step) ? node[step] : undefined;
+      if (node === undefined) return undefined;
+    }
+    return node;
+  }
+
+  /** Set the value at `path`, creating objects (and growing arrays with nulls) along the way. */
+  setPath(path, value) {
+    const host = this.#use();
+    // The `json` case carries no number through the `value` variant.
+    attempt(`set path \`${path}\``, () => host.setPath(path, { tag: "json", val: toJsonText(value) }));
+  }
+
+  /** Remove the value at `path`; true when it was present. */
+  removePath(path) {
+    const host = this.#use();
+    return attempt(`remove path \`${path}\``, () => host.removePath(path));
+  }
+
+  /** Drop the document: later stages are skipped and it is not indexed. */
+  drop() {
+    this.#use().setDropped(true);
+  }
+
+  /** Skip the remaining stages; the document is still indexed. */
+  skipStages() {
+    this.#use().setSkipStages(true);
+  }
+
+  /** Nest `child` inside this document. The child is handed over: it cannot be used afterwards. */
+  addChild(child) {
+    const host = this.#use();
+    const childHost = Document.handOver(child, "nested with addChild()");
+    attempt(`add child to \`${this.id}\``, () => host.addChild(childHost));
+  }
+
+  /** Copies of the nested children, in order; they are the plugin's own (see {@link Document}). */
+  children() {
+    return this.#use().children().map((host) => Document.#made(host));
+  }
+
+  /** The whole document as JSON text: `id`, `run_id`, fields, `_children`. */
+  toJson() {
+    return this.#use().toJson();
+  }
+
+  /** The whole document as an object, like {@link Document#toJson} (numbers exact). */
+  toObject() {
+    return parseJson(this.toJson());
+  }
+
+  /**
+   * Replace every field and child with those of `whole`, an object (or JSON
+   * text) in the {@link Document#toObject} shape; its `id` and `run_id`, if
+   * present, must match.
+   */
+  load(whole) {
+    const host = this.#use();
+    attempt(`load \`${this.id}\``, () => host.loadJson(typeof whole === "string" ? whole : toJsonText(whole)));
+  }
+
+  static #made(host) {
+    const doc = new Document(host);
+    made.add(doc);
+    return doc;
+  }
+
+  #use() {
+    if (this.#gone) throw new Error(this.#gone);
+    return this.#host;
+  }
+
+  /**
+   * A document lent to `process()`: the returned function ends the loan.
+   * @internal used by the SDK around `process()`
+   */
+  static lend(host) {
+    const doc = new Document(host);
+    doc.#lent = true;
+    const end = () => {
+      doc.#gone =
+        `document \`${doc.id}\` was lent for the duration of process() only; ` +
+        "keep what you need (doc.toObject()) or make a new one with weir.Document.create()";
+      // Drop the borrow here rather than in the bindings, whose drop leaves the
+      // object registered for a second drop, should the engine ever collect it.
+      host[Symbol.dispose]();
+    };
+    return [doc, end];
+  }
+
+  /**
+   * The host document of `doc`, which the plugin hands over (`how`); it cannot be used afterwards.
+   * @internal used by the SDK for children, publishing and nesting
+   */
+  static handOver(doc, how) {
+    if (!(doc instanceof Document)) {
+      throw new TypeError(`expected a weir.Document, got ${doc?.constructor?.name ?? String(doc)}`);
+    }
+    const host = doc.#use();
+    if (doc.#lent) {
+      throw new TypeError(
+        `document \`${doc.id}\` is lent to process() and cannot be ${how}: ` +
+          "make a new one with weir.Document.create()",
+      );
+    }
+    doc.#gone = `document \`${doc.id}\` was ${how} and belongs to the host now`;
+    made.delete(doc);
+    return host;
+  }
+
+  /**
+   * Release the documents made during the call that is returning and not handed over.
+   * @internal used by the SDK after every call into the plugin
+   */
+  static releaseMade() {
+    for (const doc of made) {
+      doc.#gone =
+        `document \`${doc.id}\` was released when the call that made it returned; ` +
+        "return, publish or nest documents (addChild) in the call that makes them";
+      doc.#host[Symbol.dispose]();
+    }
+    made.clear();
+  }
+}
+
+/** Steps of a path `a.b[2].c`: keys (any characters but `.`, `[`, `]`) and indexes. */
+function parsePath(path) {
+  const steps = [];
+  const step = /([^.[\]]+)|\[(\d+)\]|(\.)/y;
+  let expectKey = true;
+  while (step.lastIndex < path.length || expectKey) {
+    const at = step.lastIndex;
+    const [, key, index, dot] = step.exec(path) ?? [];
+    if (key !== undefined && expectKey) {
+      steps.push(key);
+    } else if (index !== undefined && steps.length > 0) {
+      steps.push(Number(index));
+    } else if (dot === undefined || expectKey) {
+      const why = steps.length === 0 ? "it must start with a field name" : `malformed at character ${at}`;
+      throw new FieldError(`path \`${path}\`: invalid path: ${why}`, "invalid-path");
+    }
+    expectKey = dot !== undefined;
+  }
+  return steps;
+}

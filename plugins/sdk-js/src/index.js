@@ -1,0 +1,36 @@
+/**
+ * Write Weir plugins in JavaScript.
+ *
+ * A plugin is a module, `app.js`, whose default export is a class extending
+ * {@link Stage}, {@link Connector} or {@link Indexer}; `build.sh` makes it a
+ * WebAssembly component. `console.log` and friends go to the host's log.
+ * The SDK's modules are free of side effects (but for `log.js`), so the
+ * bundle keeps only what the plugin uses: an indexer, whose world has no
+ * document interface, must not use `Document`.
+ *
+ * ```js
+ * import * as weir from "weir";
+ *
+ * export default class Upper extends weir.Stage {
+ *   configure(config) {
+ *     this.field = config.string("field");
+ *     this.suffix = config.string("suffix", { default: "" });
+ *   }
+ *   process(doc) {
+ *     const value = doc.get(this.field);
+ *     if (typeof value === "string") doc.set(this.field, value.toUpperCase() + this.suffix);
+ *   }
+ * }
+ * ```
+ */
+
+import "./log.js";
+
+export { Config } from "./config.js";
+export { Document, FieldError } from "./document.js";
+export { BatchError, DocumentFailure, Failure, Fatal, Transient } from "./errors.js";
+export { File } from "./file.js";
+export { Decimal } from "./json.js";
+export { Connector, Publisher, exportConnector } from "./connector.js";
+export { Indexer, exportIndexer } from "./indexer.js";
+export { Stage, exportStage } from "./stage.js";

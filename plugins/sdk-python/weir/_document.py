@@ -1,0 +1,319 @@
+"""`weir.Document`: a document that lives in the host, read and written as Python values.
+
+Field values are Python values: None, bool, int (any size), float, str, list, dict
+and `decimal.Decimal` (a number a float cannot hold exactly as written). A field
+holding a list is multi-valued: `get` gives its first value, `get_all` every value.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Iterable
+
+from componentize_py_types import Err
+from wit_world.imports import document as wit
+
+from . import _codec
+from ._errors import FieldError
+
+_MODES = {
+    "overwrite": wit.UpdateMode.OVERWRITE,
+    "append": wit.UpdateMode.APPEND,
+    "skip": wit.UpdateMode.SKIP,
+}
+
+_REASONS = {
+    wit.FieldError_ReservedField: "reserved field",
+    wit.FieldError_WrongType: "wrong type",
+    wit.FieldError_InvalidPath: "invalid path",
+    wit.FieldError_InvalidJson: "invalid JSON",
+    wit.FieldError_TooLarge: "too large",
+}
+
+_S64 = range(-(2**63), 2**63)
+
+
+class _Revoked:
+    """Stands in for a handle that is no longer ours: any use raises `RuntimeError(message)`."""
+
+    __slots__ = ("_message",)
+
+    def __init__(self, message: str):
+        self._message = message
+
+    def __getattr__(self, name: str):
+        raise RuntimeError(self._message)
+
+
+class Document:
+    """A document: an id, a run id, named fields, nested children.
+
+    `weir.Document(id, fields)` makes a new one (a connector publishes it, a stage
+    returns it as a child). The document a stage's `process` receives is lent by
+    the host for that call only.
+    """
+
+    __slots__ = ("_handle", "_id", "_owned")
+
+    def __init__(self, id: str, fields: dict | None = None):
+        """A new document with `id` and, optionally, `fields` (a dict of field values)."""
+        _string(id, "a document id")
+        if fields is None:
+            handle = wit.Document(id)
+        else:
+            if not isinstance(fields, dict):
+                raise TypeError(f"fields must be a dict, not {type(fields).__name__}")
+            try:
+                handle = wit.Document.from_json_with_id(id, _encode(fields, f"document `{id}`"))
+            except Err as error:
+                raise _field_error(error, f"document `{id}`") from None
+        self._handle = handle
+        self._id = id
+        self._owned = True
+
+    @classmethod
+    def from_json(cls, text: str) -> Document:
+        """A new document from whole-document JSON: `{"id": ..., fields..., "_children": [...]}`."""
+        try:
+            handle = wit.Document.from_json(_string(text, "document JSON"))
+        except Err as error:
+            raise _field_error(error, "document JSON") from None
+        return cls._wrap(handle, owned=True)
+
+    @classmethod
+    def _wrap(cls, handle: wit.Document, owned: bool) -> Document:
+        document = cls.__new__(cls)
+        document._handle = handle
+        document._id = None
+        document._owned = owned
+        return document
+
+    def _revoke(self, why: str) -> None:
+        """Make every later use of this document raise: "document `<id>` <why>"."""
+        if type(self._handle) is not _Revoked:
+            self._handle = _Revoked(f"document `{self.id}` {why}")
+
+    def _end_loan(self) -> None:
+        """`process()`, which was lent this document, returns: later uses raise."""
+        self._revoke(
+            "was lent for the duration of process() only; keep what you need "
+            "(doc.to_dict()) or make a new one with weir.Document(...)"
+        )
+
+    def _give(self, how: str) -> wit.Document:
+        """Hand the document's handle to the host (`how`: "published", ...); the
+        document is unusable after."""
+        if type(self._handle) is _Revoked:
+            raise RuntimeError(self._handle._message)
+        if not self._owned:
+            raise ValueError(
+                f"document `{self.id}` is lent to process() and cannot be {how}: "
+                "make a new one with weir.Document(...)"
+            )
+        handle = self._handle
+        self._revoke(f"was {how} and belongs to the host now")
+        return handle
+
+    # Identity.
+
+    @property
+    def id(self) -> str:
+        """The document's id."""
+        if self._id is None:
+            self._id = self._handle.id()
+        return self._id
+
+    @property
+    def run_id(self) -> str | None:
+        """The id of the run that published it, if any."""
+        return self._handle.run_id()
+
+    # Fields.
+
+    def has(self, name: str) -> bool:
+        """Whether field `name` is present (even if null)."""
+        return self._handle.has(_string(name, "a field name"))
+
+    def field_names(self) -> list[str]:
+        """The names of all fields, in insertion order."""
+        return self._handle.field_names()
+
+    def is_multi_valued(self, name: str) -> bool:
+        """Whether `name` holds a list of values (even of one)."""
+        return self._handle.is_multi_valued(_string(name, "a field name"))
+
+    def get(self, name: str) -> Any:
+        """The first value of `name`, or None when absent (or empty)."""
+        text = self._handle.get_json(_string(name, "a field name"))
+        if text is None:
+            return None
+        value = _codec.loads(text)
+        if type(value) is list:
+            return value[0] if value else None
+        return value
+
+    def get_all(self, name: str) -> list:
+        """Every value of `name`: a list for any field, [] when absent."""
+        text = self._handle.get_json(_string(name, "a field name"))
+        if text is None:
+            return []
+        value = _codec.loads(text)
+        return value if type(value) is list else [value]
+
+    def get_string(self, name: str) -> str | None:
+        """The first value of `name` as text, rendered by the host: strings as they are,
+        numbers and booleans as in JSON (`true`), objects as JSON text. None when absent or null."""
+        return self._handle.get_string(_string(name, "a field name"))
+
+    def set(self, name: str, value: Any) -> None:
+        """Set `name` to `value` (a list makes the field multi-valued)."""
+        try:
+            self._handle.set_json(_string(name, "a field name"), _encode(value, f"field `{name}`"))
+        except Err as error:
+            raise _field_error(error, f"field `{name}`") from None
+
+    def set_all(self, name: str, values: Iterable) -> None:
+        """Make `name` multi-valued with exactly `values` (even one, or none)."""
+        self.set(name, list(values))
+
+    def add(self, name: str, value: Any) -> None:
+        """Append `value` to `name`, making it multi-valued (created if absent)."""
+        try:
+            self._handle.add(_string(name, "a field name"), _to_wit(value, f"field `{name}`"))
+        except Err as error:
+            raise _field_error(error, f"field `{name}`") from None
+
+    def remove(self, name: str) -> bool:
+        """Remove `name`; True when it was present."""
+        try:
+            return self._handle.remove(_string(name, "a field name"))
+        except Err as error:
+            raise _field_error(error, f"field `{name}`") from None
+
+    def rename(self, source: str, target: str, mode: str = "overwrite") -> bool:
+        """Move `source`'s values to `target`; False when `source` is absent.
+
+        `mode` says what happens when `target` exists: "overwrite" it, "append"
+        to it, or "skip" (keep it and drop `source`).
+        """
+        if mode not in _MODES:
+            raise ValueError(f"rename mode must be one of overwrite, append, skip, not {mode!r}")
+        try:
+            return self._handle.rename(_string(source, "a field name"), _string(target, "a field name"), _MODES[mode])
+        except Err as error:
+            raise _field_error(error, f"field `{source}` (renamed to `{target}`)") from None
+
+    # Nested values by path, `a.b[2].c`.
+
+    def get_path(self, path: str) -> Any:
+        """The value at `path`, or None when any step is missing."""
+        try:
+            value = self._handle.get_path(_string(path, "a path"))
+        except Err as error:
+            raise _field_error(error, f"path `{path}`") from None
+        return None if value is None else _from_wit(value)
+
+    def set_path(self, path: str, value: Any) -> None:
+        """Set the value at `path`, creating objects (and growing lists) on the way."""
+        try:
+            self._handle.set_path(_string(path, "a path"), _to_wit(value, f"path `{path}`"))
+        except Err as error:
+            raise _field_error(error, f"path `{path}`") from None
+
+    def remove_path(self, path: str) -> bool:
+        """Remove the value at `path`; True when it was present."""
+        try:
+            return self._handle.remove_path(_string(path, "a path"))
+        except Err as error:
+            raise _field_error(error, f"path `{path}`") from None
+
+    # Children nested inside the document (indexed as part of it).
+
+    def add_child(self, child: Document) -> None:
+        """Nest `child` (a new document) inside this one; `child` is unusable after."""
+        if not isinstance(child, Document):
+            raise TypeError(f"add_child() takes a weir.Document, not {type(child).__name__}")
+        child_id = child.id
+        try:
+            self._handle.add_child(child._give("nested with add_child()"))
+        except Err as error:
+            raise _field_error(error, f"child `{child_id}`") from None
+
+    def children(self) -> list[Document]:
+        """Copies of the nested children, in order."""
+        return [Document._wrap(handle, owned=True) for handle in self._handle.children()]
+
+    # Flow.
+
+    def drop(self) -> None:
+        """Drop the document: later stages are skipped and it is not indexed."""
+        self._handle.set_dropped(True)
+
+    def skip_stages(self) -> None:
+        """Skip the remaining stages; the document is still indexed."""
+        self._handle.set_skip_stages(True)
+
+    # Whole document.
+
+    def to_json(self) -> str:
+        """The whole document as JSON text: `id`, `run_id`, fields, `_children`."""
+        return self._handle.to_json()
+
+    def to_dict(self) -> dict:
+        """The whole document as a dict (the `to_json` shape)."""
+        return _codec.loads(self._handle.to_json())
+
+    def __repr__(self) -> str:
+        if type(self._handle) is _Revoked:
+            return f"<weir.Document (unusable) {self._handle._message}>"
+        return f"<weir.Document {self.id!r}>"
+
+
+def _string(value: Any, what: str) -> str:
+    """`value`, which goes to the host as a string: anything else is refused here (the
+    bindings would trap on it)."""
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"{what} must be a string, not {type(value).__name__}")
+
+
+def _encode(value: Any, subject: str) -> str:
+    try:
+        return _codec.dumps(value)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{subject}: {error}") from None
+
+
+def _to_wit(value: Any, subject: str) -> wit.Value:
+    """A Python value as a WIT `value` (lists, dicts, big integers and Decimals as JSON text)."""
+    kind = type(value)
+    if value is None:
+        return wit.Value_Null()
+    if kind is str and value.isascii():  # other text goes as JSON, checked to be valid Unicode
+        return wit.Value_Text(value)
+    if kind is bool:
+        return wit.Value_Boolean(value)
+    if kind is int and value in _S64:
+        return wit.Value_Integer(value)
+    if kind is float and value - value == 0:  # finite
+        return wit.Value_Float(value)
+    return wit.Value_Json(_encode(value, subject))
+
+
+def _from_wit(value: wit.Value) -> Any:
+    """A WIT `value` as a Python value."""
+    kind = type(value)
+    if kind is wit.Value_Null:
+        return None
+    if kind is wit.Value_Json:
+        return _codec.loads(value.value)
+    if kind is wit.Value_Number:
+        text = value.value
+        return Decimal(text) if any(c in text for c in ".eE") else int(text)
+    return value.value
+
+
+def _field_error(error: Err, subject: str) -> FieldError:
+    """The exception for the host's refusal `error` of an operation on `subject`."""
+    reason = error.value
+    return FieldError(f"{subject}: {_REASONS[type(reason)]}: {reason.value}")
