@@ -520,7 +520,7 @@ fn runtime_for(config: &Config) -> anyhow::Result<PluginRuntime> {
     });
     PluginRuntime::new(RuntimeOptions {
         cache_dir: config.runner.cache_dir.clone().or_else(default_cache_dir),
-        cache_max_mib: config.runner.cache_max_mib,
+        cache_max_bytes: config.runner.cache_max_mib.saturating_mul(1 << 20),
         pool,
         ..RuntimeOptions::default()
     })

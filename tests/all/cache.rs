@@ -47,10 +47,11 @@ fn a_component_is_compiled_once_and_reused_from_disk() {
         .expect("first load");
     let files = entries(cache.path());
     assert_eq!(files.len(), 1, "{files:?}");
-    let modified = std::fs::metadata(&files[0])
-        .expect("meta")
-        .modified()
-        .expect("mtime");
+    // A rewritten entry is a new file (written aside, renamed into place).
+    let inode = |path: &std::path::Path| {
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path).expect("meta"))
+    };
+    let written = inode(&files[0]);
 
     // A new runtime (a new process, in effect) loads the same entry.
     let stage = cached_runtime(cache.path())
@@ -62,13 +63,7 @@ fn a_component_is_compiled_once_and_reused_from_disk() {
         .process(&mut weir::document::Document::new("d"))
         .expect("process");
     assert_eq!(entries(cache.path()), files);
-    assert_eq!(
-        std::fs::metadata(&files[0])
-            .expect("meta")
-            .modified()
-            .expect("mtime"),
-        modified
-    );
+    assert_eq!(inode(&files[0]), written, "the entry was compiled again");
 
     // A different component gets its own entry.
     cached_runtime(cache.path())
@@ -188,4 +183,70 @@ fn a_key_cut_short_is_replaced() {
     noop_processes(&cached_runtime(cache.path()));
     assert_eq!(std::fs::read(&key).expect("key").len(), 32, "a whole key");
     assert_eq!(entries(cache.path()).len(), 1, "and the cache is used");
+}
+
+/// The cache stays within its size: past it, the least recently used
+/// entries go, never the one just written; a load marks its entry used.
+#[test]
+fn the_cache_keeps_the_recently_used_entries_within_its_size() {
+    use std::time::{Duration, SystemTime};
+    let cache = tempfile::tempdir().expect("tempdir");
+    let bounded = |max_bytes| {
+        PluginRuntime::new(RuntimeOptions {
+            cache_dir: Some(cache.path().to_owned()),
+            cache_max_bytes: max_bytes,
+            ..RuntimeOptions::default()
+        })
+        .expect("runtime")
+    };
+    let load = |runtime: &PluginRuntime, crate_name: &str| {
+        runtime
+            .load_stage(crate_name, &spec(crate_name, json!({})))
+            .expect("load");
+        entries(cache.path())
+    };
+    let roomy = bounded(u64::MAX);
+    let mut made = Vec::new();
+    for name in ["noop-stage", "copy-fields", "trim-whitespace"] {
+        let before = entries(cache.path());
+        let after = load(&roomy, name);
+        made.push(
+            after
+                .into_iter()
+                .find(|p| !before.contains(p))
+                .expect("a new entry"),
+        );
+    }
+    // Last used 300, 200 and 100 seconds ago, in that order.
+    for (entry, age) in made.iter().zip([300, 200, 100]) {
+        std::fs::File::options()
+            .append(true)
+            .open(entry)
+            .and_then(|f| f.set_modified(SystemTime::now() - Duration::from_secs(age)))
+            .expect("set mtime");
+    }
+    // The oldest is used again: a new runtime loads it from disk.
+    load(&bounded(u64::MAX), "noop-stage");
+    // A new entry in a cache with room for it and about one more: the
+    // least recently used (copy-fields, then trim-whitespace) go.
+    let size = |path: &std::path::Path| std::fs::metadata(path).expect("meta").len();
+    let room = made.iter().map(|p| size(p)).max().expect("entries") * 2 + 1;
+    let before = entries(cache.path());
+    let left = load(&bounded(room + size(&made[0])), "rename-fields");
+    let newest = left
+        .iter()
+        .find(|p| !before.contains(p))
+        .expect("the new entry");
+    assert!(
+        left.contains(&made[0]),
+        "the entry used last was removed: {left:?}"
+    );
+    assert!(
+        !left.contains(&made[1]),
+        "the least recently used entry stayed: {left:?}"
+    );
+    assert!(left.contains(newest));
+    // A cache of 0 bytes keeps only what was just written.
+    let left = load(&bounded(0), "concatenate");
+    assert_eq!(left.len(), 1, "{left:?}");
 }

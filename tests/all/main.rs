@@ -11,5 +11,6 @@ mod kafka;
 mod local_run;
 mod sandbox;
 mod scaffold;
+mod sdk;
 mod stages;
 mod tenants;

@@ -49,10 +49,10 @@ use host::PluginState;
 pub struct RuntimeOptions {
     /// Where precompiled components are kept; `None` compiles in memory only.
     pub cache_dir: Option<PathBuf>,
-    /// Most the cache directory may hold, in MiB; the least recently used
-    /// entries are removed past it (default 2048: ~60 Python or JavaScript
-    /// plugins, thousands of Rust ones).
-    pub cache_max_mib: u64,
+    /// Most the cache directory's entries may hold, in bytes; the least
+    /// recently used are removed past it (default 2 GiB: ~60 Python or
+    /// JavaScript plugins, thousands of Rust ones).
+    pub cache_max_bytes: u64,
     /// How often the epoch advances. Deadlines are enforced to about one tick.
     pub epoch_tick: Duration,
     /// Whether call deadlines are enforced at all (epoch interruption). Off
@@ -77,7 +77,7 @@ impl Default for RuntimeOptions {
     fn default() -> Self {
         Self {
             cache_dir: default_cache_dir(),
-            cache_max_mib: DEFAULT_CACHE_MAX_MIB,
+            cache_max_bytes: DEFAULT_CACHE_MAX_MIB << 20,
             epoch_tick: Duration::from_millis(5),
             deadlines: true,
             pool: None,
@@ -85,7 +85,7 @@ impl Default for RuntimeOptions {
     }
 }
 
-/// The default of [`RuntimeOptions::cache_max_mib`].
+/// The default size of the cache of compiled plugins (`runner.cache_max_mib`).
 pub const DEFAULT_CACHE_MAX_MIB: u64 = 2048;
 
 /// `$WEIR_CACHE_DIR`, else `$XDG_CACHE_HOME/weir`, else `~/.cache/weir`.
@@ -238,10 +238,7 @@ impl PluginRuntime {
 
         Ok(Self {
             inner: Arc::new(RuntimeInner {
-                cache: ComponentCache::new(
-                    options.cache_dir,
-                    options.cache_max_mib.saturating_mul(1 << 20),
-                ),
+                cache: ComponentCache::new(options.cache_dir, options.cache_max_bytes),
                 engine,
                 linker,
                 epoch_tick: options.epoch_tick,

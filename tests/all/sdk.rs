@@ -1,0 +1,71 @@
+//! What the Python and JavaScript SDKs promise a plugin author, beyond the
+//! conformance suite: one plugin object for the instance's life, ordinary
+//! exceptions as per-document errors with their message (the instance is not
+//! replaced), a clear error for a lent document used after its call, and
+//! logs in the host's log. `plugins/testing/sdk-behaviour/` holds the probe.
+
+use serde_json::json;
+use weir_tests::{doc, repo_root, runtime, sdk_component};
+
+fn probe(lang: &str) -> weir::plugin::StageInstance {
+    let src = repo_root().join("plugins/testing/sdk-behaviour").join(lang);
+    let path = sdk_component(lang, "stage", &src);
+    runtime()
+        .load_stage(
+            &format!("probe-{lang}"),
+            &weir::plugin::PluginSpec::new(path, json!({})),
+        )
+        .expect("load")
+        .instantiate()
+        .expect("instantiate")
+}
+
+fn check(lang: &str, exception: &str) {
+    let mut stage = probe(lang);
+    let mut run = |fields: serde_json::Value| {
+        let mut d = doc(fields);
+        let outcome = stage.process(&mut d);
+        (d, outcome)
+    };
+    // State on the plugin object lasts from call to call.
+    let (first, _) = run(json!({ "id": "1" }));
+    let (second, _) = run(json!({ "id": "2" }));
+    assert_eq!(first.get("calls"), Some(&json!(1)), "{lang}");
+    assert_eq!(second.get("calls"), Some(&json!(2)), "{lang}");
+
+    // An ordinary exception fails the document with its type and message.
+    let (_, raised) = run(json!({ "id": "3", "action": "raise" }));
+    let error = raised.expect_err("an exception fails the document");
+    assert!(
+        matches!(&error, weir::plugin::PluginError::Document { message, transient: false, .. }
+            if message == &format!("{exception}: bad value in 3")),
+        "{lang}: {error}"
+    );
+
+    // A lent document kept and used in a later call: a clear error.
+    let (_, kept) = run(json!({ "id": "4", "action": "keep" }));
+    assert!(kept.is_ok(), "{lang}: {kept:?}");
+    let (_, used) = run(json!({ "id": "5", "action": "use-kept" }));
+    let message = used.expect_err("a stale document fails").to_string();
+    assert!(
+        message.contains("document `4`") && message.contains("lent"),
+        "{lang}: {message}"
+    );
+
+    // Logging works and goes through the host (a plugin call, not a trap).
+    let (logged, outcome) = run(json!({ "id": "6", "action": "log" }));
+    assert!(outcome.is_ok(), "{lang}: {outcome:?}");
+    // The same object served every call: nothing was restarted.
+    assert_eq!(logged.get("calls"), Some(&json!(6)), "{lang}");
+    assert_eq!(stage.restarts(), 0, "{lang}: the instance was replaced");
+}
+
+#[test]
+fn the_python_sdk_keeps_state_and_turns_exceptions_into_document_errors() {
+    check("python", "ValueError");
+}
+
+#[test]
+fn the_js_sdk_keeps_state_and_turns_exceptions_into_document_errors() {
+    check("js", "RangeError");
+}
