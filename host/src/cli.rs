@@ -23,6 +23,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// Exit code when the configuration is invalid (clap also uses 2 for usage errors).
 const EXIT_INVALID_CONFIG: u8 = 2;
 
+/// `weir test`: the plugin could not be loaded, started or called (a fatal error).
+const EXIT_PLUGIN_FAILED: u8 = 4;
+
 /// Parse `args` (program name first) and run the command; returns the exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
     let cli = match Cli::try_parse_from(args) {
@@ -103,7 +106,9 @@ enum Command {
     /// indexer gets them in batches and prints FINISH or FAIL per document;
     /// a connector runs once and prints what it publishes. Output is JSON
     /// lines. With --expect, the output is compared with that file instead:
-    /// exit 0 when they match, 1 with the differences when not.
+    /// exit 0 when they match, 1 with the differences when not; 2 when the
+    /// plugin's config is invalid, 4 when the plugin cannot be loaded or
+    /// fails fatally.
     Test {
         /// The plugin component (.wasm); its kind is read from its exports.
         plugin: PathBuf,
@@ -265,7 +270,10 @@ fn test_plugin(
             eprintln!("{}: {e}", plugin.display());
             return Ok(EXIT_INVALID_CONFIG);
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => {
+            eprintln!("{}: the plugin could not run: {e}", plugin.display());
+            return Ok(EXIT_PLUGIN_FAILED);
+        }
     };
     let Some(expect) = expect else {
         print!("{}", transcript.to_jsonl());

@@ -991,18 +991,23 @@ fn human_bytes(bytes: usize) -> String {
 /// Whether two JSON number texts denote the same decimal number
 /// (`1.50` and `1.5e0` do; `0.1` and `0.1000000000000000055` do not).
 pub fn same_number(a: &str, b: &str) -> bool {
-    decimal_parts(a) == decimal_parts(b)
+    match (decimal_parts(a), decimal_parts(b)) {
+        (Some(x), Some(y)) => x == y,
+        // An exponent beyond i64: equal only as the same text.
+        _ => a == b,
+    }
 }
 
 /// A number's sign, significant digits (no leading or trailing zeros) and
-/// the power of ten of its first digit; zero is `(false, "", 0)`.
-fn decimal_parts(text: &str) -> (bool, String, i64) {
+/// the power of ten of its first digit; zero is `(false, "", 0)`. `None`
+/// when the exponent does not fit an i64.
+fn decimal_parts(text: &str) -> Option<(bool, String, i128)> {
     let (negative, rest) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, text),
     };
     let (mantissa, exponent) = match rest.find(['e', 'E']) {
-        Some(at) => (&rest[..at], rest[at + 1..].parse::<i64>().unwrap_or(0)),
+        Some(at) => (&rest[..at], i128::from(rest[at + 1..].parse::<i64>().ok()?)),
         None => (rest, 0),
     };
     let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
@@ -1010,10 +1015,10 @@ fn decimal_parts(text: &str) -> (bool, String, i64) {
     let leading = digits.len() - digits.trim_start_matches('0').len();
     let significant = digits.trim_matches('0');
     if significant.is_empty() {
-        return (false, String::new(), 0);
+        return Some((false, String::new(), 0));
     }
-    let position = exponent.saturating_add(whole.len() as i64 - leading as i64);
-    (negative, significant.to_owned(), position)
+    let position = exponent + whole.len() as i128 - leading as i128;
+    Some((negative, significant.to_owned(), position))
 }
 
 /// Whether two JSON values are equal, numbers by their decimal value
@@ -1221,6 +1226,14 @@ fn parse_error(e: serde_json::Error) -> FieldError {
 /// on the way never passes the limit, whatever the text.
 pub fn parse_value_within(text: &str, max_bytes: usize) -> Result<Value, FieldError> {
     use serde::de::DeserializeSeed;
+    // Text far longer than the limit (whitespace aside, JSON text is about
+    // as long as what it builds) is refused before it is read at all.
+    if text.len() > max_bytes.saturating_mul(4).saturating_add(1 << 10) {
+        return Err(FieldError::TooLarge(format!(
+            "{OVER_BUDGET}: {} bytes of JSON text for a limit of {max_bytes} bytes (limits.max_document_mib)",
+            text.len()
+        )));
+    }
     let mut reader = serde_json::Deserializer::from_str(text);
     let budget = ParseBudget::new(max_bytes);
     budget
@@ -1522,6 +1535,11 @@ mod tests {
         assert!(same_number("0", "-0.0"));
         assert!(!same_number("0.1", "0.1000000000000000055"));
         assert!(!same_number("-1", "1"));
+        assert!(!same_number("1e99999999999999999999", "1"));
+        assert!(!same_number(
+            "1e9223372036854775807",
+            "10e9223372036854775807"
+        ));
         assert!(same_json(
             &serde_json::json!({ "a": [1.0, { "b": 2 }] }),
             &serde_json::from_str(r#"{"a":[1,{"b":2.00}]}"#).expect("json")

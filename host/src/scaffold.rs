@@ -136,6 +136,59 @@ fn make_executable(_path: &Path) -> anyhow::Result<()> {
 /// A name is a package name in every language: lowercase ASCII letters,
 /// digits and `-`, starting with a letter.
 fn check_name(name: &str) -> anyhow::Result<()> {
+    // Names cargo or the SDKs refuse or take for their own.
+    const TAKEN: &[&str] = &[
+        "weir",
+        "weir-plugin",
+        "test",
+        "core",
+        "std",
+        "alloc",
+        "proc-macro",
+        "as",
+        "async",
+        "await",
+        "break",
+        "const",
+        "continue",
+        "crate",
+        "dyn",
+        "else",
+        "enum",
+        "extern",
+        "false",
+        "fn",
+        "for",
+        "if",
+        "impl",
+        "in",
+        "let",
+        "loop",
+        "match",
+        "mod",
+        "move",
+        "mut",
+        "pub",
+        "ref",
+        "return",
+        "self",
+        "static",
+        "struct",
+        "super",
+        "trait",
+        "true",
+        "type",
+        "unsafe",
+        "use",
+        "where",
+        "while",
+        "yield",
+    ];
+    if TAKEN.contains(&name) {
+        anyhow::bail!(
+            "`{name}` is taken (a Rust keyword, a standard crate or Weir's own): choose another name"
+        );
+    }
     let ok = name.starts_with(|c: char| c.is_ascii_lowercase())
         && name
             .chars()
@@ -166,12 +219,12 @@ fn template(kind: Kind, lang: Lang, name: &str) -> Vec<(String, String)> {
         (Lang::Rust, Kind::Stage) => ("src/lib.rs", RUST_STAGE),
         (Lang::Rust, Kind::Connector) => ("src/lib.rs", RUST_CONNECTOR),
         (Lang::Rust, Kind::Indexer) => ("src/lib.rs", RUST_INDEXER),
-        (Lang::Python, Kind::Stage) => ("app.py", PYTHON_STAGE),
-        (Lang::Python, Kind::Connector) => ("app.py", PYTHON_CONNECTOR),
-        (Lang::Python, Kind::Indexer) => ("app.py", PYTHON_INDEXER),
-        (Lang::Js, Kind::Stage) => ("app.js", JS_STAGE),
-        (Lang::Js, Kind::Connector) => ("app.js", JS_CONNECTOR),
-        (Lang::Js, Kind::Indexer) => ("app.js", JS_INDEXER),
+        (Lang::Python, Kind::Stage) => ("src/app.py", PYTHON_STAGE),
+        (Lang::Python, Kind::Connector) => ("src/app.py", PYTHON_CONNECTOR),
+        (Lang::Python, Kind::Indexer) => ("src/app.py", PYTHON_INDEXER),
+        (Lang::Js, Kind::Stage) => ("src/app.js", JS_STAGE),
+        (Lang::Js, Kind::Connector) => ("src/app.js", JS_CONNECTOR),
+        (Lang::Js, Kind::Indexer) => ("src/app.js", JS_INDEXER),
     };
     let build = match lang {
         Lang::Rust => format!(
@@ -179,7 +232,7 @@ fn template(kind: Kind, lang: Lang, name: &str) -> Vec<(String, String)> {
             name.replace('-', "_")
         ),
         Lang::Python | Lang::Js => {
-            format!("WEIR_WIT_DIR=\"$here/wit\" .weir/build.sh {world} . \"{name}.wasm\"")
+            format!("WEIR_WIT_DIR=\"$here/wit\" .weir/build.sh {world} src \"{name}.wasm\"")
         }
     };
     let install = match lang {
@@ -509,7 +562,18 @@ mod tests {
     fn names_must_suit_every_language() {
         assert!(check_name("upper-title").is_ok());
         assert!(check_name("s3").is_ok());
-        for bad in ["", "Upper", "3d", "a_b", "a-", "a b", "../x"] {
+        for bad in [
+            "",
+            "Upper",
+            "3d",
+            "a_b",
+            "a-",
+            "a b",
+            "../x",
+            "test",
+            "weir-plugin",
+            "fn",
+        ] {
             assert!(check_name(bad).is_err(), "{bad:?} accepted");
         }
     }

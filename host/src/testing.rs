@@ -180,7 +180,16 @@ impl PluginTest {
                 let mut indexer = plugin.instantiate()?;
                 indexer.validate_connection()?;
                 for batch in input.chunks(self.batch_size) {
-                    match indexer.send_batch(batch)? {
+                    let sent = match indexer.send_batch(batch) {
+                        Ok(sent) => sent,
+                        // A trap or a malformed answer fails the batch, as in a run.
+                        Err(e) if e.is_document_error() => {
+                            batch.iter().for_each(|doc| out.failure(doc.id(), &e));
+                            continue;
+                        }
+                        Err(e) => return Err(e.into()),
+                    };
+                    match sent {
                         Ok(failures) => {
                             let mut failed: Vec<Option<_>> = vec![None; batch.len()];
                             for f in failures {
@@ -386,28 +395,30 @@ fn differences(path: &str, e: &Value, a: &Value, report: &mut String) {
 
 /// The JSON values of a JSON-lines file (blank lines skipped).
 pub fn read_jsonl(path: &Path) -> anyhow::Result<Vec<Value>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(n, line)| {
-            serde_json::from_str(line)
-                .with_context(|| format!("{}:{}: not JSON", path.display(), n + 1))
-        })
-        .collect()
+    parse_lines(path, |line| {
+        serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))
+    })
 }
 
 /// The documents of a JSON-lines file: one object with a string `id` per line.
 pub fn read_documents(path: &Path) -> anyhow::Result<Vec<Document>> {
+    parse_lines(path, |line| {
+        Document::from_json_str(line).map_err(|e| format!("not a document: {e}"))
+    })
+}
+
+/// Each non-blank line of `path` through `parse`; errors name file and line.
+fn parse_lines<T>(
+    path: &Path,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> anyhow::Result<Vec<T>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     text.lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
         .map(|(n, line)| {
-            Document::from_json_str(line)
-                .map_err(|e| anyhow::anyhow!("{}:{}: not a document: {e}", path.display(), n + 1))
+            parse(line).map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), n + 1))
         })
         .collect()
 }

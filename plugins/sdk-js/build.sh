@@ -58,28 +58,9 @@ keep=${WEIR_BUILD_CACHE_KEEP:-20}
 [[ $keep =~ ^[0-9]+$ ]] || die "WEIR_BUILD_CACHE_KEEP must be a number, not \`$keep\`"
 
 if command -v sha256sum >/dev/null; then sha256=(sha256sum); else sha256=(shasum -a 256); fi
-# Hashes of the files under the current directory but hidden entries and *.wasm, in a stable order.
-hash_files() {
-    find . -name '.?*' -prune -o -type f ! -name '*.wasm' -print0 | LC_ALL=C sort -z | xargs -0 "${sha256[@]}"
-}
-key=$(
-    {
-        echo "world $world"
-        (cd "$src" && hash_files)
-        (cd "$sdk" && "${sha256[@]}" build.sh package.json package-lock.json src/*.js)
-        (cd "$wit" && hash_files)
-    } | "${sha256[@]}" | cut -c1-64
-)
-
-mkdir -p "$(dirname "$out")" "$cache"
-if [[ -f $cache/$key.wasm ]]; then
-    cp "$cache/$key.wasm" "$out"
-    touch "$cache/$key.wasm"
-    echo "build.sh: reused $out from the build cache ($world, $key)"
-    exit 0
-fi
-
 tools_root=${WEIR_TOOLS_DIR:-$HOME/.cache/weir/tools}
+mkdir -p "$tools_root"
+tools_root=$(cd "$tools_root" && pwd) # build steps run in other directories
 tools=$tools_root/js-$("${sha256[@]}" <"$sdk/package-lock.json" | cut -c1-16)
 bin=$tools/node_modules/.bin
 work=$(mktemp -d)
@@ -88,7 +69,6 @@ if [[ ! -x $bin/componentize-js ]]; then
     command -v npm >/dev/null || die "npm is not installed: it is needed once, to install the build tools"
     echo "build.sh: installing the JavaScript build tools into $tools" >&2
     rm -rf "$tools" # an incomplete copy: installs are staged, then moved in place
-    mkdir -p "$tools_root"
     staging=$(mktemp -d "$tools_root/.js-staging.XXXXXX")
     trap 'rm -rf "$work" "$staging"' EXIT
     cp "$sdk/package.json" "$sdk/package-lock.json" "$staging/"
@@ -125,13 +105,32 @@ printf 'import Plugin from "./app.js";\nimport { %s } from "weir";\nexport const
         --alias:weir="$sdk/src/index.js" --external:'weir:plugin/*' --external:'wasi:*' \
         --sourcefile=weir-entry.js --outfile="$work/plugin.js" --log-level=warning) ||
     die "bundling $src/app.js failed"
+# The cache key covers what the component is made of: the bundle (app.js, all it
+# imports and the SDK), the world and its WIT, and the tools.
+key=$(
+    {
+        echo "world $world"
+        (cd "$work" && find wit -type f -print0 | LC_ALL=C sort -z | xargs -0 "${sha256[@]}")
+        "${sha256[@]}" <"$work/plugin.js"
+        (cd "$sdk" && "${sha256[@]}" build.sh package-lock.json)
+    } | "${sha256[@]}" | cut -c1-64
+)
+mkdir -p "$(dirname "$out")" "$cache"
+# Reuse an entry only whole; `touch -c` never brings back one just evicted.
+if [[ -s $cache/$key.wasm ]] && cp "$cache/$key.wasm" "$out" 2>/dev/null; then
+    touch -c "$cache/$key.wasm"
+    echo "build.sh: reused $out from the build cache ($world, $key)"
+    exit 0
+fi
+
 (cd "$work" && "$bin/componentize-js" plugin.js --wit wit --world-name "$world" \
     --disable http fetch-event --out plugin.wasm) ||
     die "making the component failed (an exception while app.js loads fails the build too)"
 
 cp "$work/plugin.wasm" "$cache/.$key.$$" && mv "$cache/.$key.$$" "$cache/$key.wasm"
 cp "$work/plugin.wasm" "$out"
-ls -1t "$cache"/*.wasm | tail -n +$((keep + 1)) | while IFS= read -r old; do
-    rm -f "$old"
+# Evict the least recently used entries: only this cache's own (64 hex digits).
+ls -1t "$cache" | grep -E '^[0-9a-f]{64}\.wasm$' | tail -n +$((keep + 1)) | while IFS= read -r old; do
+    rm -f "$cache/$old"
 done
 echo "build.sh: built $out ($world, $((SECONDS - start)) s, $(($(wc -c <"$out") / 1024)) KiB)"

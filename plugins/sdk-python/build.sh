@@ -53,7 +53,9 @@ wit=$(cd "$wit" && pwd)
 cache=${WEIR_BUILD_CACHE:-$HOME/.cache/weir/builds}
 keep=${WEIR_BUILD_CACHE_KEEP:-20}
 [[ $keep =~ ^[0-9]+$ ]] || die "WEIR_BUILD_CACHE_KEEP must be a number, not \`$keep\`"
-tools=${WEIR_TOOLS_DIR:-$HOME/.cache/weir/tools}/python-$version
+tools_root=${WEIR_TOOLS_DIR:-$HOME/.cache/weir/tools}
+mkdir -p "$tools_root"
+tools=$(cd "$tools_root" && pwd)/python-$version # build steps run in other directories
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/weir-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -112,9 +114,9 @@ PY
 
 mkdir -p "$(dirname "$out")"
 cached=$cache/$hash.wasm
-if [[ -f $cached ]]; then
-    cp "$cached" "$out"
-    touch "$cached"
+# Reuse an entry only whole; `touch -c` never brings back one just evicted.
+if [[ -s $cached ]] && cp "$cached" "$out" 2>/dev/null; then
+    touch -c "$cached"
     echo "build.sh: reused $out from the build cache (${hash:0:12})"
     exit 0
 fi
@@ -153,7 +155,7 @@ elapsed=$(($(date +%s) - started))
 mkdir -p "$cache"
 cp "$work/out.wasm" "$cache/.$hash.$$.tmp"
 mv -f "$cache/.$hash.$$.tmp" "$cached"
-cp "$cached" "$out"
+cp "$work/out.wasm" "$out"
 
 # Keep the most recently used builds.
 ls -t "$cache" | { grep -E '^[0-9a-f]{64}\.wasm$' || true; } | tail -n +$((keep + 1)) | while read -r stale; do

@@ -374,6 +374,12 @@ pub(crate) fn from_wit(value: Value, max_bytes: usize) -> Result<Json, document:
             .map(Json::Number)
             .ok_or_else(|| document::FieldError::WrongType(format!("{f} is not a JSON number")))?,
         Value::Text(s) => Json::String(s),
+        Value::Number(text) if text.len() > max_bytes => {
+            return Err(document::FieldError::TooLarge(format!(
+                "a number of {} digits is larger than a document may be ({max_bytes} bytes)",
+                text.len()
+            )));
+        }
         Value::Number(text) => Json::Number(serde_json::from_str(&text).map_err(|_| {
             document::FieldError::WrongType(format!("`{}` is not a JSON number", clip(&text, 64)))
         })?),
@@ -388,8 +394,9 @@ fn number_to_wit(n: &serde_json::Number) -> Value {
     let integral = !text.contains(['.', 'e', 'E']);
     if integral {
         return match text.parse::<i64>() {
-            Ok(i) => Value::Integer(i),
-            Err(_) => Value::Number(text.to_owned()),
+            // `-0` is not the integer 0 as written.
+            Ok(i) if i != 0 || !text.starts_with('-') => Value::Integer(i),
+            _ => Value::Number(text.to_owned()),
         };
     }
     match text.parse::<f64>() {
@@ -776,6 +783,7 @@ mod tests {
             "-99999999999999999999",
             "0.12345678901234567890123",
             "1e400",
+            "-0",
         ] {
             let Value::Number(text) = to_wit(&number(exact)) else {
                 panic!("{exact} was not handed over as its text");

@@ -61,12 +61,9 @@ world!(
         .weir_plugin_indexer_api()
         .call_start(store, config)
         .await?
-        .map(|f| BatchFormat {
-            json: f.json,
-            fields: f.fields,
-            omit: f.omit,
-            pick: f.pick,
-        }))
+        .and_then(
+            |f| BatchFormat::checked(f.json, f.fields, f.omit, f.pick).map_err(GuestError::Fatal)
+        ))
 );
 
 /// A plugin kind's two public types: the loaded plugin (cloned into each
@@ -398,6 +395,42 @@ pub struct BatchFailure {
     pub connection_failed: bool,
 }
 
+/// Most names a batch format may list in each of `fields`, `omit` and `pick`.
+pub const MAX_FORMAT_NAMES: usize = 1024;
+
+impl BatchFormat {
+    /// The format an indexer's `start` answered, with each list's repeats
+    /// dropped (first kept) and at most [`MAX_FORMAT_NAMES`] names in each:
+    /// what the host renders per document is bounded by the documents.
+    fn checked(
+        json: bool,
+        fields: Option<Vec<String>>,
+        omit: Vec<String>,
+        pick: Vec<String>,
+    ) -> Result<Self, String> {
+        let unique = |what: &str, names: Vec<String>| {
+            let mut seen = std::collections::HashSet::new();
+            let names: Vec<String> = names
+                .into_iter()
+                .filter(|n| seen.insert(n.clone()))
+                .collect();
+            if names.len() > MAX_FORMAT_NAMES {
+                return Err(format!(
+                    "its batch format lists {} names in `{what}`, more than the {MAX_FORMAT_NAMES} allowed",
+                    names.len()
+                ));
+            }
+            Ok(names)
+        };
+        Ok(Self {
+            json,
+            fields: fields.map(|f| unique("fields", f)).transpose()?,
+            omit: unique("omit", omit)?,
+            pick: unique("pick", pick)?,
+        })
+    }
+}
+
 /// `doc` as the backend asked for it.
 fn batch_entry(doc: &Document, format: &BatchFormat) -> BatchEntry {
     BatchEntry {
@@ -509,5 +542,24 @@ impl IndexerInstance {
             b.weir_plugin_indexer_api().call_close(store).await
         });
         flatten(&self.inner.loaded().name, r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BatchFormat, MAX_FORMAT_NAMES};
+
+    #[test]
+    fn a_batch_format_is_deduplicated_and_bounded() {
+        let names = |n: usize| (0..n).map(|i| format!("f{}", i % 3)).collect::<Vec<_>>();
+        let format = BatchFormat::checked(true, Some(names(10)), names(5), names(4)).expect("ok");
+        assert_eq!(
+            format.fields.as_deref(),
+            Some(&["f0".to_owned(), "f1".into(), "f2".into()][..])
+        );
+        assert_eq!(format.pick, ["f0", "f1", "f2"]);
+        let many: Vec<String> = (0..=MAX_FORMAT_NAMES).map(|i| format!("f{i}")).collect();
+        let error = BatchFormat::checked(false, None, Vec::new(), many).expect_err("too many");
+        assert!(error.contains("`pick`"), "{error}");
     }
 }

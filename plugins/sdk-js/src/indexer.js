@@ -1,6 +1,6 @@
 /** Indexers, and their export as the WIT `indexer-api`. */
 
-import { BatchError, DocumentFailure, describe } from "./errors.js";
+import { BatchError, DocumentFailure, Transient, describe } from "./errors.js";
 import { Instance, err, lifecycle, ok } from "./plugin.js";
 
 /**
@@ -18,7 +18,7 @@ import { Instance, err, lifecycle, ok } from "./plugin.js";
  */
 export class Indexer {
   /** Whether each entry carries the document as JSON text (`entry.json`). */
-  wantsJson = false;
+  wantsJson = true;
 
   /**
    * With `wantsJson`: undefined for the whole document (`id`, `run_id`, every
@@ -89,7 +89,8 @@ function indexBatch(plugin, pick, hostEntries) {
     const failures = plugin.indexBatch(entries) ?? [];
     return ok(failures.map((failure) => checked(failure, entries.length)));
   } catch (e) {
-    const { status, connectionFailed = false } = e instanceof BatchError ? e : {};
+    // `weir.Transient` is retried like a lost connection (as in the Python SDK).
+    const { status, connectionFailed = e instanceof Transient } = e instanceof BatchError ? e : {};
     return err({ message: describe(e), status, connectionFailed });
   }
 }

@@ -20,8 +20,11 @@ import { Instance, err, exported, lifecycle, ok } from "./plugin.js";
  * ```
  */
 export class Stage {
-  /** Read the settings (see {@link Config}); called before any document. */
+  /** Read the settings (see {@link Config}); also called alone to check them, so acquire nothing here. */
   configure(_config) {}
+
+  /** Acquire what the stage needs (files, connections), once per instance, after `configure`. */
+  start() {}
 
   /** Release what `configure` acquired, when the worker shuts down. */
   stop() {}
@@ -35,7 +38,7 @@ export function exportStage(Plugin) {
   const instance = new Instance(Plugin, Stage, "process(doc)");
   const calls = {
     checkConfig: (text) => instance.checkConfig(text),
-    start: (text) => instance.begin(text, () => {}),
+    start: (text) => instance.begin(text, () => instance.plugin.start()),
     processDocument: (host) => processDocument(instance.plugin, host),
     stop: () => lifecycle(() => instance.plugin?.stop()),
   };

@@ -229,7 +229,10 @@ impl Value {
             Value::Null => return None,
             Value::Boolean(b) => b.to_string(),
             Value::Integer(i) => i.to_string(),
-            Value::Float(f) => f.to_string(),
+            // As the host renders it (`1.0`, `1e-7`).
+            Value::Float(f) => {
+                serde_json::Number::from_f64(*f).map_or_else(|| f.to_string(), |n| n.to_string())
+            }
             Value::Text(s) | Value::Number(s) | Value::Json(s) => s.clone(),
         })
     }
