@@ -170,3 +170,59 @@ fn a_component_of_another_contract_version_is_refused_with_the_versions_supporte
         "{message}"
     );
 }
+
+/// Plugins of the three languages in one local run: a Python connector, a
+/// JavaScript stage, a Rust stage and a Python indexer, two worker threads
+/// (an instance of each stage per thread).
+#[test]
+fn a_pipeline_mixing_the_three_languages_runs_end_to_end() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let toml = format!(
+        r#"
+        [worker]
+        threads = 2
+        [[connectors]]
+        name = "gen"
+        pipeline = "p"
+        plugin = {{ path = {connector:?}, config = {{ count = 40 }} }}
+        [[pipelines]]
+        name = "p"
+        [[pipelines.stages]]
+        name = "copy-js"
+        plugin = {{ path = {js_stage:?}, config = {{ op = "copy", from = "big", to = "big_copy" }} }}
+        [[pipelines.stages]]
+        name = "split-rust"
+        plugin = {{ path = {rust_stage:?}, config = {{ op = "split", field = "text", separator = "-" }} }}
+        [pipelines.indexer]
+        batch_size = 7
+        batch_timeout = "20ms"
+        plugin = {{ path = {indexer:?}, config = {{ path = "/out/docs.jsonl" }}, grants = {{ dirs = [{{ host = {out:?}, guest = "/out", writable = true }}] }} }}
+        "#,
+        connector = component("python", "connector"),
+        js_stage = component("js", "stage"),
+        rust_stage = component("rust", "stage"),
+        indexer = component("python", "indexer"),
+        out = out.path(),
+    );
+    let result = weir::run::Runner::new(
+        weir_tests::config(&toml, out.path()),
+        runtime(),
+        std::sync::Arc::new(weir::messenger::LocalMessengers {
+            capacity: 100,
+            max_bytes: 64 << 20,
+        }),
+    )
+    .run()
+    .expect("valid config");
+    assert_eq!(result.status(), weir::run::RunStatus::Success, "{result:?}");
+    let lines = read_jsonl(&out.path().join("docs.jsonl")).expect("indexed");
+    assert_eq!(lines.len(), 40);
+    for line in &lines {
+        let n = line["n"].as_u64().expect("n");
+        let big: Value =
+            serde_json::from_str(&(18_446_744_073_709_551_616_u128 + u128::from(n)).to_string())
+                .expect("number");
+        assert!(weir::document::same_json(&line["big_copy"], &big), "{line}");
+        assert_eq!(line["text"], json!(["ünï", "😀", n.to_string()]), "{line}");
+    }
+}
