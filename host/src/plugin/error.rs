@@ -59,17 +59,6 @@ impl PluginError {
         matches!(self, Self::Document { .. } | Self::Trap { .. })
     }
 
-    /// Whether the plugin said a later try may succeed.
-    pub fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            Self::Document {
-                transient: true,
-                ..
-            }
-        )
-    }
-
     /// A short, bounded label for metrics (never a message or an id).
     pub fn kind(&self) -> &'static str {
         match self {
