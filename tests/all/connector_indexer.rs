@@ -240,3 +240,40 @@ fn an_indexer_without_a_writable_grant_fails_to_start() {
         "{err}"
     );
 }
+
+#[test]
+fn generator_connector_publishes_numbered_documents_with_shared_fields() {
+    use weir::testing::{PluginTest, TestError};
+    let path = weir_tests::plugin("generator-connector");
+    let transcript = PluginTest::with_runtime(runtime(), &path)
+        .config(json!({ "count": 3, "start": 7, "id_prefix": "g", "fields": { "kind": "test" }, "pad": 4 }))
+        .run(Vec::new())
+        .expect("runs");
+    let docs: Vec<_> = transcript.documents().cloned().collect();
+    assert_eq!(
+        docs,
+        (7..10)
+            .map(|n| json!({ "id": format!("g{n}"), "run_id": "weir-test", "n": n, "kind": "test", "body": "xxxx" }))
+            .collect::<Vec<_>>()
+    );
+    match PluginTest::with_runtime(runtime(), &path)
+        .config(json!({ "count": 1, "fields": { "id": "x" }, "pad": 1_000_000_000, "colour": 1 }))
+        .run(Vec::new())
+    {
+        Err(TestError::Config { issues }) => {
+            let all = format!("{issues:?}");
+            assert!(all.contains("colour"), "{all}");
+        }
+        other => panic!("a bad config was accepted: {other:?}"),
+    }
+    match PluginTest::with_runtime(runtime(), &path)
+        .config(json!({ "count": 1, "fields": { "id": "x" }, "pad": 1_000_000_000 }))
+        .run(Vec::new())
+    {
+        Err(TestError::Config { issues }) => {
+            let paths: Vec<&str> = issues.iter().map(|i| i.path.as_str()).collect();
+            assert_eq!(paths, ["pad", "fields.id"], "{issues:?}");
+        }
+        other => panic!("a bad config was accepted: {other:?}"),
+    }
+}

@@ -1,0 +1,87 @@
+//! generator-connector: publishes `count` generated documents, for measuring
+//! pipelines and trying stages without a source (Lucille's SequenceConnector).
+//!
+//! ```toml
+//! [connectors.plugin.config]
+//! count = 1_000_000
+//! id_prefix = "doc-"            # ids are <id_prefix><n>, n from `start` (default 0)
+//! fields = { kind = "test" }    # added to every document (default none)
+//! pad = 700                     # a `body` field of that many characters (default none)
+//! ```
+//! Every document also gets `n`, its number.
+
+use weir_plugin::serde_json::{Map, Value as Json};
+use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, doc_error, issue};
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    count: u64,
+    #[serde(default = "default_prefix")]
+    id_prefix: String,
+    #[serde(default)]
+    start: u64,
+    #[serde(default)]
+    fields: Map<String, Json>,
+    pad: Option<usize>,
+}
+
+fn default_prefix() -> String {
+    "doc-".into()
+}
+
+/// Largest `pad`: a document stays well within the default document limit.
+const MAX_PAD: usize = 8 << 20;
+
+struct Generator {
+    config: Config,
+    /// The fields every document shares, as JSON text without its braces:
+    /// rendered once, then each document's JSON is `{"n":<n>,<shared>}`.
+    shared: String,
+}
+
+impl Connector for Generator {
+    type Config = Config;
+
+    fn check(config: &Config) -> Vec<ConfigIssue> {
+        let mut issues = Vec::new();
+        if config.pad.is_some_and(|pad| pad > MAX_PAD) {
+            issues.push(issue("pad", format!("at most {MAX_PAD} characters")));
+        }
+        for reserved in ["id", "run_id", "_children", "n"] {
+            if config.fields.contains_key(reserved) {
+                issues.push(issue(
+                    format!("fields.{reserved}"),
+                    "is set by the connector; choose another name",
+                ));
+            }
+        }
+        if config.start.checked_add(config.count).is_none() {
+            issues.push(issue("count", "start + count must fit in 64 bits"));
+        }
+        issues
+    }
+
+    fn pre_execute(config: Config, _run_id: &str) -> Result<Self, PluginError> {
+        let mut shared = config.fields.clone();
+        if let Some(pad) = config.pad {
+            shared.insert("body".into(), Json::String("x".repeat(pad)));
+        }
+        let shared = Json::Object(shared).to_string();
+        let shared = shared[1..shared.len() - 1].to_owned();
+        Ok(Self { config, shared })
+    }
+
+    fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
+        let separator = if self.shared.is_empty() { "" } else { "," };
+        for n in self.config.start..self.config.start + self.config.count {
+            let fields = format!("{{\"n\":{n}{separator}{}}}", self.shared);
+            let id = format!("{}{n}", self.config.id_prefix);
+            let doc = Document::from_json_with_id(&id, &fields).map_err(doc_error)?;
+            publisher.publish(doc).map_err(PluginError::Fatal)?;
+        }
+        Ok(())
+    }
+}
+
+weir_plugin::export_connector!(Generator);
