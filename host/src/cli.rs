@@ -632,4 +632,19 @@ fn print_summary(result: &RunResult) {
             outcome
         );
     }
+    if !result.stages.is_empty() {
+        println!();
+        println!(
+            "{:<20} {:<16} {:>10} {:>9} {:>8} {:>12} {:>10}",
+            "stage", "pipeline", "documents", "children", "failed", "mean/doc", "time"
+        );
+        for s in &result.stages {
+            let nanos = s.time.as_nanos() / u128::from(s.documents.max(1));
+            let mean = std::time::Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+            println!(
+                "{:<20} {:<16} {:>10} {:>9} {:>8} {:>12.2?} {:>10.2?}",
+                s.stage, s.pipeline, s.documents, s.children, s.failed, mean, s.time
+            );
+        }
+    }
 }

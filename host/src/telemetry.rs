@@ -6,6 +6,7 @@
 //! are bounded: pipeline, connector, stage, plugin, outcome; never a document id.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 /// Documents published by connectors. Labels: connector.
@@ -43,6 +44,32 @@ pub struct RunStats {
     pub pipeline_nanos: AtomicU64,
     /// Nanoseconds spent sending batches, summed.
     pub index_nanos: AtomicU64,
+    /// Per stage of each pipeline, in the order first seen.
+    stages: std::sync::Mutex<Vec<(Arc<str>, Arc<str>, Arc<StageStats>)>>,
+}
+
+/// What one stage of a pipeline did in this process, over all its instances.
+#[derive(Debug, Default)]
+pub struct StageStats {
+    /// Documents (children included) it was called with.
+    pub documents: AtomicU64,
+    /// Children it made.
+    pub children: AtomicU64,
+    /// Documents it failed (its own errors and traps).
+    pub failed: AtomicU64,
+    /// Nanoseconds in its calls, summed.
+    pub nanos: AtomicU64,
+}
+
+/// A stage's figures at the end of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageSummary {
+    pub pipeline: String,
+    pub stage: String,
+    pub documents: u64,
+    pub children: u64,
+    pub failed: u64,
+    pub time: Duration,
 }
 
 /// A point-in-time copy of [`RunStats`].
@@ -69,6 +96,38 @@ impl RunStats {
             pipeline_nanos: get(&self.pipeline_nanos),
             index_nanos: get(&self.index_nanos),
         }
+    }
+
+    /// The figures of `stage` in `pipeline`, shared by all its instances.
+    pub fn stage(&self, pipeline: &str, stage: &str) -> Arc<StageStats> {
+        let mut stages = self.stages.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((.., stats)) = stages
+            .iter()
+            .find(|(p, s, _)| &**p == pipeline && &**s == stage)
+        {
+            return Arc::clone(stats);
+        }
+        let stats = Arc::new(StageStats::default());
+        stages.push((pipeline.into(), stage.into(), Arc::clone(&stats)));
+        stats
+    }
+
+    /// Every stage's figures so far.
+    pub fn stage_summaries(&self) -> Vec<StageSummary> {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        self.stages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(pipeline, stage, stats)| StageSummary {
+                pipeline: pipeline.to_string(),
+                stage: stage.to_string(),
+                documents: get(&stats.documents),
+                children: get(&stats.children),
+                failed: get(&stats.failed),
+                time: Duration::from_nanos(get(&stats.nanos)),
+            })
+            .collect()
     }
 
     pub(crate) fn add(counter: &AtomicU64, n: u64) {

@@ -394,6 +394,15 @@ fn children_and_drops_are_accounted_and_indexed() {
         (c.published, c.created, c.succeeded, c.dropped, c.failed),
         (3, 2, 3, 2, 0)
     );
+    // The summary's stage table: `split` saw the 3 published documents and
+    // made 2 children; `drafts` saw those 3 and the 2 children.
+    let stages: Vec<_> = result
+        .stages
+        .iter()
+        .map(|s| (s.stage.as_str(), s.documents, s.children, s.failed))
+        .collect();
+    assert_eq!(stages, [("split", 3, 2, 0), ("drafts", 5, 0, 0)]);
+    assert!(result.stages.iter().all(|s| !s.time.is_zero()));
 
     let events = recording.events();
     let position = |id: &str, kind: EventKind| {

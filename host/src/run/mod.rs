@@ -112,6 +112,8 @@ pub struct ConnectorResult {
 pub struct RunResult {
     pub run_id: String,
     pub connectors: Vec<ConnectorResult>,
+    /// What each stage did (in this process: local mode), for tuning.
+    pub stages: Vec<crate::telemetry::StageSummary>,
     pub elapsed: Duration,
 }
 
@@ -397,6 +399,7 @@ impl Runner {
         let result = RunResult {
             run_id: run_id.to_owned(),
             connectors: results,
+            stages: self.stats.stage_summaries(),
             elapsed: start.elapsed(),
         };
         tracing::info!(status = ?result.status(), elapsed = ?result.elapsed, "run ended");
@@ -712,7 +715,10 @@ fn spawn_workers<'scope>(
     workers
         .into_iter()
         .enumerate()
-        .map(|(i, (stages, messenger))| {
+        .map(|(i, (mut stages, messenger))| {
+            for slot in &mut stages {
+                slot.stats = stats.stage(pipeline, &slot.name);
+            }
             let worker = Worker {
                 pipeline: Arc::clone(pipeline),
                 stages,

@@ -9,7 +9,7 @@ use crate::document::Document;
 use crate::event::{Event, EventKind};
 use crate::messenger::{Failure, MessengerError, Polled, WorkerMessenger};
 use crate::plugin::StageInstance;
-use crate::telemetry::{self, RunStats};
+use crate::telemetry::{self, RunStats, StageStats};
 
 /// How long a poll waits before the worker checks for an abort.
 const POLL: Duration = Duration::from_millis(50);
@@ -18,6 +18,8 @@ const POLL: Duration = Duration::from_millis(50);
 pub(crate) struct StageSlot {
     pub(crate) name: Arc<str>,
     pub(crate) instance: StageInstance,
+    /// Its figures for the run summary, shared with its other instances.
+    pub(crate) stats: Arc<StageStats>,
     seconds: metrics::Histogram,
     created: metrics::Counter,
     restarts: metrics::Counter,
@@ -34,6 +36,7 @@ impl StageSlot {
             seconds: metrics::histogram!(telemetry::STAGE_SECONDS, &labels),
             created: metrics::counter!(telemetry::DOCS_CREATED, &labels),
             restarts: metrics::counter!(telemetry::INSTANCE_RESTARTS, "plugin" => name.to_owned()),
+            stats: Arc::default(),
             instance,
         }
     }
@@ -179,7 +182,14 @@ fn run_pipeline(
         let start = Instant::now();
         let restarts_before = stage.instance.restarts();
         let result = stage.instance.process(&mut doc);
-        stage.seconds.record(start.elapsed());
+        let elapsed = start.elapsed();
+        stage.seconds.record(elapsed);
+        RunStats::add(&stage.stats.documents, 1);
+        RunStats::add_time(&stage.stats.nanos, elapsed);
+        match &result {
+            Ok(children) => RunStats::add(&stage.stats.children, children.len() as u64),
+            Err(_) => RunStats::add(&stage.stats.failed, 1),
+        }
         let restarts = stage.instance.restarts() - restarts_before;
         if restarts > 0 {
             stage.restarts.increment(restarts);
