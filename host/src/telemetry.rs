@@ -45,8 +45,11 @@ pub struct RunStats {
     /// Nanoseconds spent sending batches, summed.
     pub index_nanos: AtomicU64,
     /// Per stage of each pipeline, in the order first seen.
-    stages: std::sync::Mutex<Vec<(Arc<str>, Arc<str>, Arc<StageStats>)>>,
+    stages: std::sync::Mutex<Vec<StageEntry>>,
 }
+
+/// A pipeline, one of its stages, and the stage's figures.
+type StageEntry = (Arc<str>, Arc<str>, Arc<StageStats>);
 
 /// What one stage of a pipeline did in this process, over all its instances.
 #[derive(Debug, Default)]
