@@ -7,7 +7,7 @@ use std::sync::Arc;
 use weir::event::EventKind;
 use weir::messenger::recording::{Recording, RecordingMessengers};
 use weir::run::{RunResult, RunStatus, Runner};
-use weir_tests::{config, runtime};
+use weir_tests::{config, runtime, with_plugins};
 
 /// Run `toml` (with `@plugin` placeholders) with a recording messenger.
 fn run(toml: &str) -> (RunResult, Arc<Recording>) {
@@ -739,4 +739,70 @@ fn the_versions_of_an_id_are_indexed_in_order_with_several_workers() {
     for id in ids {
         assert_eq!(versions[id], [1, 2], "{id} indexed out of order");
     }
+}
+
+/// One config for many runs: an included file holds the pipeline, the
+/// connector's settings come from `${VAR}`s with defaults.
+#[test]
+fn includes_and_variables_make_one_config_serve_many_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("pipeline.toml"),
+        with_plugins(
+            r#"
+            [worker]
+            threads = 1
+            [[pipelines]]
+            name = "p"
+            stages = [{ name = "copy", plugin = { path = @copy-fields, config = { mappings = [{ source = "kind", target = "kind_copy" }] } } }]
+            [pipelines.indexer]
+            plugin = { path = @test-indexer, config = {} }
+            "#,
+        ),
+    )
+    .expect("write");
+    let main = with_plugins(
+        r#"
+        include = ["pipeline.toml"]
+        [[connectors]]
+        name = "gen"
+        pipeline = "p"
+        plugin = { path = @generator-connector, config = { count = 3, id_prefix = "${PREFIX:-doc-}", fields = { kind = "${KIND}" } } }
+        "#,
+    );
+    let parse = |env: &[(&str, &str)]| {
+        weir::config::Config::parse(
+            &main,
+            dir.path(),
+            env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        )
+    };
+    let errors = parse(&[]).expect_err("KIND is not set").to_string();
+    assert!(
+        errors.contains("connectors[0].plugin.config.fields.kind")
+            && errors.contains("KIND is not set"),
+        "{errors}"
+    );
+    let config = parse(&[("KIND", "book"), ("PREFIX", "b-")]).expect("valid");
+    let messengers = RecordingMessengers::new(16);
+    let recording = messengers.recording();
+    let result = Runner::new(config, runtime(), Arc::new(messengers))
+        .run()
+        .expect("valid");
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    let mut indexed: Vec<(String, Option<serde_json::Value>)> = recording
+        .sent_for_indexing()
+        .iter()
+        .map(|d| (d.id().to_owned(), d.get("kind_copy").cloned()))
+        .collect();
+    indexed.sort_by(|a, b| a.0.cmp(&b.0));
+    let book = Some(serde_json::json!("book"));
+    assert_eq!(
+        indexed,
+        [
+            ("b-0".into(), book.clone()),
+            ("b-1".into(), book.clone()),
+            ("b-2".into(), book)
+        ]
+    );
 }

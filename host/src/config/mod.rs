@@ -24,7 +24,9 @@
 //! Relative paths (plugin files, granted directories) are relative to the
 //! config file. Any setting outside `connectors` and `pipelines` can be
 //! overridden from the environment: `WEIR__WORKER__THREADS=8` sets
-//! `worker.threads` (sections and keys joined with `__`).
+//! `worker.threads` (sections and keys joined with `__`). A config may
+//! `include` others and use `${VAR}` / `${VAR:-default}` in its strings
+//! (see `config/vars.rs`), so one config serves many runs.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -34,6 +36,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::plugin::PluginSpec;
+
+mod vars;
 
 /// The prefix of environment overrides.
 pub const ENV_PREFIX: &str = "WEIR__";
@@ -532,27 +536,42 @@ impl Config {
     /// against the file's directory. Checks only the file's own shape; see
     /// [`Config::check`] and the runner's validation for the rest.
     pub fn load(path: &Path) -> Result<Self, ConfigErrors> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            ConfigErrors(vec![error(
-                "",
-                format!("cannot read {}: {e}", path.display()),
-            )])
-        })?;
+        let table = vars::load_file(path).map_err(|e| ConfigErrors(vec![error("", e)]))?;
         let base = path.parent().unwrap_or(Path::new("."));
-        Self::parse(&text, base, std::env::vars())
+        Self::from_table(table, base, std::env::vars())
     }
 
-    /// Parse TOML `text`, with overrides from `env` (pairs such as
-    /// `("WEIR__WORKER__THREADS", "8")`), resolving paths against `base`.
+    /// Parse TOML `text`, with its includes relative to `base`, variables
+    /// and overrides from `env` (pairs such as `("WEIR__WORKER__THREADS",
+    /// "8")` or `("HOST", "search.local")`), resolving paths against `base`.
     pub fn parse(
         text: &str,
         base: &Path,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self, ConfigErrors> {
-        let mut table: toml::Table = text
+        let table: toml::Table = text
             .parse()
             .map_err(|e: toml::de::Error| ConfigErrors(vec![error("", e.to_string())]))?;
-        let mut errors = Vec::new();
+        let table = vars::with_includes(table, base)
+            .map_err(|e| ConfigErrors(vec![error("include", e)]))?;
+        Self::from_table(table, base, env)
+    }
+
+    fn from_table(
+        mut table: toml::Table,
+        base: &Path,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigErrors> {
+        let env: Vec<(String, String)> = env.into_iter().collect();
+        let lookup = |name: &str| {
+            env.iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        };
+        let mut errors: Vec<ConfigError> = vars::substitute(&mut table, &lookup)
+            .into_iter()
+            .map(|(path, message)| error(path, message))
+            .collect();
         for (key, value) in env {
             if let Some(path) = key.strip_prefix(ENV_PREFIX)
                 && let Err(message) = apply_override(&mut table, path, &value)
