@@ -7,7 +7,12 @@
 //! - `native`: one thread, serde_json and the host's `Document`, no WASM;
 //! - `weir`: `weir run` machinery: file-connector -> trim-whitespace ->
 //!   copy-fields -> split-field-values -> jsonl-indexer, every one a
-//!   sandboxed component.
+//!   sandboxed component;
+//! - the same two with CSV output (`csv-indexer`; natively, rows written by
+//!   hand as the csv crate writes them).
+//!
+//! Each reports documents per second and CPU time (user + system, all
+//! threads) per document.
 //!
 //! Each phase runs in a child process so its peak RSS is its own; weir runs
 //! twice, at 1/10 and all of the documents, to show memory is flat in the
@@ -59,8 +64,8 @@ fn generate(path: &Path, n: usize) {
     out.flush().expect("flush");
 }
 
-/// The same work as the WASM pipeline, natively.
-fn native(input: &Path, output: &Path) -> usize {
+/// The same work as the WASM pipeline, natively; `csv`: CSV output.
+fn native(input: &Path, output: &Path, csv: bool) -> usize {
     let reader = BufReader::new(std::fs::File::open(input).expect("open input"));
     let mut out = BufWriter::new(std::fs::File::create(output).expect("create output"));
     let mut count = 0;
@@ -84,16 +89,37 @@ fn native(input: &Path, output: &Path) -> usize {
             })
             .unwrap_or_default();
         doc.set_all("tags", tags).expect("set");
-        serde_json::to_writer(&mut out, &doc.to_json()).expect("write");
-        out.write_all(b"\n").expect("write");
+        if csv {
+            let mut row = Vec::with_capacity(256);
+            for (i, column) in CSV_COLUMNS.iter().enumerate() {
+                if i > 0 {
+                    row.push(b',');
+                }
+                let text = match *column {
+                    "id" => doc.id().to_owned(),
+                    field => doc
+                        .get_all(field)
+                        .filter_map(weir::document::value_as_text)
+                        .collect::<Vec<_>>()
+                        .join("|"),
+                };
+                csv_field(&mut row, &text);
+            }
+            row.push(b'\n');
+            out.write_all(&row).expect("write");
+        } else {
+            serde_json::to_writer(&mut out, &doc.to_json()).expect("write");
+            out.write_all(b"\n").expect("write");
+        }
         count += 1;
     }
     out.flush().expect("flush");
     count
 }
 
-/// Validate (compiling the components), then time only the run.
-fn weir_run(dir: &Path, threads: usize) -> (usize, f64) {
+/// Validate (compiling the components), then time only the run: documents,
+/// wall seconds, CPU seconds. `csv`: the CSV indexer instead of JSONL.
+fn weir_run(dir: &Path, threads: usize, csv: bool) -> (usize, f64, f64) {
     let dist = weir_tests::plugins_dir();
     let plugin = |name: &str| format!("{:?}", dist.join(name).display().to_string());
     let toml = format!(
@@ -102,7 +128,7 @@ fn weir_run(dir: &Path, threads: usize) -> (usize, f64) {
         threads = {threads}
         [indexer]
         batch_size = 500
-        plugin = {{ path = {jsonl}, config = {{ path = "/work/weir.jsonl" }}, grants = {{ dirs = [{{ host = {dir:?}, guest = "/work", writable = true }}] }} }}
+        plugin = {{ path = {indexer}, config = {indexer_config}, grants = {{ dirs = [{{ host = {dir:?}, guest = "/work", writable = true }}] }} }}
         [[connectors]]
         name = "bench"
         pipeline = "p"
@@ -116,7 +142,16 @@ fn weir_run(dir: &Path, threads: usize) -> (usize, f64) {
         ]
         "#,
         dir = dir.display().to_string(),
-        jsonl = plugin("jsonl_indexer.wasm"),
+        indexer = plugin(if csv {
+            "csv_indexer.wasm"
+        } else {
+            "jsonl_indexer.wasm"
+        }),
+        indexer_config = if csv {
+            format!("{{ path = \"/work/weir.csv\", columns = {CSV_COLUMNS:?} }}")
+        } else {
+            "{ path = \"/work/weir.jsonl\" }".to_owned()
+        },
         files = plugin("file_connector.wasm"),
         trim = plugin("trim_whitespace.wasm"),
         copy = plugin("copy_fields.wasm"),
@@ -134,11 +169,35 @@ fn weir_run(dir: &Path, threads: usize) -> (usize, f64) {
     });
     let runner = Runner::new(config, runtime, messengers);
     let plugins = runner.validate().expect("valid config");
-    let start = Instant::now();
+    let (start, cpu) = (Instant::now(), process_cpu_seconds());
     let result = runner.run_validated(&plugins, "bench");
-    let seconds = start.elapsed().as_secs_f64();
+    let (seconds, cpu) = (start.elapsed().as_secs_f64(), process_cpu_seconds() - cpu);
     assert_eq!(result.status(), RunStatus::Success, "{result:?}");
-    (result.connectors[0].succeeded as usize, seconds)
+    (result.connectors[0].succeeded as usize, seconds, cpu)
+}
+
+/// The CSV output's columns (`tags` multi-valued, joined with `|`).
+const CSV_COLUMNS: [&str; 6] = ["id", "title", "title_copy", "author", "year", "tags"];
+
+/// One CSV field, quoted when it must be (as the csv crate writes it).
+fn csv_field(out: &mut Vec<u8>, text: &str) {
+    if text.contains([',', '"', '\n', '\r']) {
+        out.push(b'"');
+        out.extend_from_slice(text.replace('"', "\"\"").as_bytes());
+        out.push(b'"');
+    } else {
+        out.extend_from_slice(text.as_bytes());
+    }
+}
+
+/// CPU time (user + system) this process has used, in seconds.
+fn process_cpu_seconds() -> f64 {
+    // SAFETY: an all-zero rusage is valid, and getrusage only writes it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid out-pointer for RUSAGE_SELF.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 fn peak_rss_kib() -> u64 {
@@ -153,23 +212,30 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// Child process: run one phase on `dir` and print `docs seconds peak_kib`.
+/// Child process: run one phase on `dir` and print `docs seconds cpu peak_kib`.
 fn child(phase: &str, dir: &Path, threads: usize) {
-    let (docs, seconds) = match phase {
-        "native" => {
-            let start = Instant::now();
-            let docs = native(&dir.join("input.jsonl"), &dir.join("native.jsonl"));
-            (docs, start.elapsed().as_secs_f64())
+    let (docs, seconds, cpu) = match phase {
+        "native" | "native-csv" => {
+            let (start, cpu) = (Instant::now(), process_cpu_seconds());
+            let csv = phase == "native-csv";
+            let docs = native(&dir.join("input.jsonl"), &dir.join("native.out"), csv);
+            (
+                docs,
+                start.elapsed().as_secs_f64(),
+                process_cpu_seconds() - cpu,
+            )
         }
-        "weir" => weir_run(dir, threads),
+        "weir" => weir_run(dir, threads, false),
+        "weir-csv" => weir_run(dir, threads, true),
         other => panic!("unknown phase {other}"),
     };
-    println!("{docs} {seconds} {}", peak_rss_kib());
+    println!("{docs} {seconds} {cpu} {}", peak_rss_kib());
 }
 
 struct Measured {
     docs: usize,
     seconds: f64,
+    cpu: f64,
     peak_mib: f64,
 }
 
@@ -192,10 +258,12 @@ fn measure(phase: &str, dir: &Path, threads: usize) -> Measured {
     let mut next = || parts.next().expect("field").to_owned();
     let docs = next().parse().expect("docs");
     let seconds = next().parse().expect("seconds");
+    let cpu = next().parse().expect("cpu");
     let peak_kib: f64 = next().parse().expect("kib");
     Measured {
         docs,
         seconds,
+        cpu,
         peak_mib: peak_kib / 1024.0,
     }
 }
@@ -258,41 +326,58 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(3)
         .max(1);
-    let (mut natives, mut weirs) = (Vec::new(), Vec::new());
+    let phases = ["native", "weir", "native-csv", "weir-csv"];
+    let mut runs: Vec<Vec<Measured>> = phases.iter().map(|_| Vec::new()).collect();
     for _ in 0..rounds {
-        natives.push(measure("native", dir.path(), threads));
-        weirs.push(measure("weir", dir.path(), threads));
+        for (phase, measured) in phases.iter().zip(&mut runs) {
+            measured.push(measure(phase, dir.path(), threads));
+        }
     }
     let weir_small = measure("weir", small_dir.path(), threads);
-    let native = median(natives);
-    let weir = median(weirs);
-    assert_eq!(native.docs, n);
-    assert_eq!(weir.docs, n);
+    let [native, weir, native_csv, weir_csv] = runs
+        .into_iter()
+        .map(median)
+        .collect::<Vec<_>>()
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("four phases"));
+    for m in [&native, &weir, &native_csv, &weir_csv] {
+        assert_eq!(m.docs, n);
+    }
     assert_eq!(weir_small.docs, n / 10);
 
     let rate = |m: &Measured| m.docs as f64 / m.seconds;
+    let cpu_us = |m: &Measured| m.cpu * 1e6 / m.docs as f64;
     println!(
-        "\nlocal pipeline: file -> trim -> copy -> split -> jsonl (median of {rounds} rounds)"
+        "\nlocal pipeline: file -> trim -> copy -> split -> jsonl or csv (median of {rounds} rounds)"
     );
     println!(
-        "{:<28} {:>12} {:>10} {:>14}",
-        "", "docs/s", "seconds", "peak RSS MiB"
+        "{:<28} {:>12} {:>10} {:>14} {:>14}",
+        "", "docs/s", "seconds", "CPU us/doc", "peak RSS MiB"
     );
     for (name, m) in [
-        ("native Rust (1 thread)", &native),
-        (&format!("weir, {} docs", n / 10)[..], &weir_small),
-        (&format!("weir, {n} docs")[..], &weir),
+        ("native Rust, JSONL (1 thread)", &native),
+        (&format!("weir, JSONL, {} docs", n / 10)[..], &weir_small),
+        (&format!("weir, JSONL, {n} docs")[..], &weir),
+        ("native Rust, CSV (1 thread)", &native_csv),
+        (&format!("weir, CSV, {n} docs")[..], &weir_csv),
     ] {
         println!(
-            "{name:<28} {:>12.0} {:>10.2} {:>14.1}",
+            "{name:<28} {:>12.0} {:>10.2} {:>14.2} {:>14.1}",
             rate(m),
             m.seconds,
+            cpu_us(m),
             m.peak_mib
         );
     }
     println!(
-        "weir / native rate:          {:>11.2}",
-        rate(&weir) / rate(&native)
+        "weir / native rate:          JSONL {:.2}, CSV {:.2}",
+        rate(&weir) / rate(&native),
+        rate(&weir_csv) / rate(&native_csv)
+    );
+    println!(
+        "weir / native CPU per doc:   JSONL {:.2}, CSV {:.2}",
+        cpu_us(&weir) / cpu_us(&native),
+        cpu_us(&weir_csv) / cpu_us(&native_csv)
     );
     println!(
         "weir peak RSS, {n} / {} docs: {:.2}x",
