@@ -109,6 +109,20 @@ pub fn spec(crate_name: &str, config: Value) -> PluginSpec {
     PluginSpec::new(plugin(crate_name), config)
 }
 
+/// A document of about 1 KB, like the ones the end-to-end benchmark uses.
+pub fn sample_document(id: &str) -> Document {
+    doc(serde_json::json!({
+        "id": id,
+        "title": "The quick brown fox jumps over the lazy dog",
+        "author": "Anonymous",
+        "year": 2026,
+        "tags": ["fox", "dog", "classic", "pangram"],
+        "body": "x".repeat(700),
+        "rating": 4.5,
+        "published": true,
+    }))
+}
+
 /// A document from JSON (must have an `id`).
 pub fn doc(json: Value) -> Document {
     Document::from_json(json).expect("test document JSON")

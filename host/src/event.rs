@@ -77,16 +77,11 @@ impl Event {
 
     /// Say why; at most [`MAX_MESSAGE_BYTES`] of it travels.
     pub fn with_message(mut self, message: impl Into<String>) -> Self {
-        let mut message = message.into();
-        if message.len() > MAX_MESSAGE_BYTES {
-            let mut end = MAX_MESSAGE_BYTES;
-            while !message.is_char_boundary(end) {
-                end -= 1;
-            }
-            message.truncate(end);
-            message.push_str("...");
-        }
-        self.message = Some(message);
+        let message = message.into();
+        self.message = Some(match crate::cut_at(&message, MAX_MESSAGE_BYTES) {
+            Some(kept) => format!("{kept}..."),
+            None => message,
+        });
         self
     }
 }

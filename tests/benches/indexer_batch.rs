@@ -18,25 +18,14 @@ mod measure;
 
 use serde_json::json;
 use weir::document::Document;
-use weir_tests::{doc, runtime, spec};
+use weir_tests::{runtime, spec};
 
 const BATCH: usize = 500;
 const ROUNDS: usize = 40;
 
 fn batch() -> Vec<Document> {
     (0..BATCH)
-        .map(|i| {
-            doc(json!({
-                "id": format!("doc-{i}"),
-                "title": "The quick brown fox jumps over the lazy dog",
-                "author": "Anonymous",
-                "year": 2026,
-                "tags": ["fox", "dog", "classic", "pangram"],
-                "body": "x".repeat(700),
-                "rating": 4.5,
-                "published": true,
-            }))
-        })
+        .map(|i| weir_tests::sample_document(&format!("doc-{i}")))
         .collect()
 }
 

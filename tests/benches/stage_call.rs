@@ -12,20 +12,10 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group};
 use serde_json::json;
 use weir::document::Document;
-use weir_tests::{doc, runtime, spec};
+use weir_tests::{runtime, spec};
 
-/// A document of about 1 KB, like the ones the end-to-end benchmark uses.
 fn sample() -> Document {
-    doc(json!({
-        "id": "bench-1",
-        "title": "The quick brown fox jumps over the lazy dog",
-        "author": "Anonymous",
-        "year": 2026,
-        "tags": ["fox", "dog", "classic", "pangram"],
-        "body": "x".repeat(700),
-        "rating": 4.5,
-        "published": true,
-    }))
+    weir_tests::sample_document("bench-1")
 }
 
 fn stage_calls(c: &mut Criterion) {

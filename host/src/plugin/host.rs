@@ -259,17 +259,11 @@ impl GuestOutput {
 
 /// A log line cut to [`MAX_LINE_BYTES`] (on a character boundary), saying
 /// how much was cut: one call must not write megabytes to the log.
-fn clip_line(mut line: String) -> String {
-    if line.len() > MAX_LINE_BYTES {
-        let total = line.len();
-        let mut end = MAX_LINE_BYTES;
-        while !line.is_char_boundary(end) {
-            end -= 1;
-        }
-        line.truncate(end);
-        line.push_str(&format!("... ({} more bytes cut)", total - end));
+fn clip_line(line: String) -> String {
+    match crate::cut_at(&line, MAX_LINE_BYTES) {
+        Some(kept) => format!("{kept}... ({} more bytes cut)", line.len() - kept.len()),
+        None => line,
     }
-    line
 }
 
 impl OutputState {
@@ -381,7 +375,10 @@ pub(crate) fn from_wit(value: Value, max_bytes: usize) -> Result<Json, document:
             )));
         }
         Value::Number(text) => Json::Number(serde_json::from_str(&text).map_err(|_| {
-            document::FieldError::WrongType(format!("`{}` is not a JSON number", clip(&text, 64)))
+            document::FieldError::WrongType(format!(
+                "`{}` is not a JSON number",
+                crate::cut_at(&text, 64).map_or_else(|| text.clone(), |kept| format!("{kept}..."))
+            ))
         })?),
         Value::Json(text) => document::parse_value_within(&text, max_bytes)?,
     })
@@ -402,14 +399,6 @@ fn number_to_wit(n: &serde_json::Number) -> Value {
     match text.parse::<f64>() {
         Ok(f) if f.is_finite() && document::same_number(text, &f.to_string()) => Value::Float(f),
         _ => Value::Number(text.to_owned()),
-    }
-}
-
-/// At most `max` characters of `text`, marked when cut.
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}...", &text[..at]),
-        None => text.to_owned(),
     }
 }
 

@@ -404,8 +404,8 @@ impl<W: World> Instance<W> {
     }
 
     /// What the live instance's `start` answered (instantiating it if needed).
-    pub(crate) fn started(&mut self) -> Result<W::Started, PluginError> {
-        Ok(self.live()?.started.clone())
+    pub(crate) fn started(&mut self) -> Result<&W::Started, PluginError> {
+        Ok(&self.live()?.started)
     }
 
     fn live(&mut self) -> Result<&mut Live<W>, PluginError> {

@@ -473,7 +473,7 @@ impl IndexerInstance {
 
     /// How the backend wants its batches.
     pub fn batch_format(&mut self) -> Result<BatchFormat, PluginError> {
-        self.inner.started()
+        self.inner.started().cloned()
     }
 
     /// Send `docs` to the backend as one batch, in one call, each prepared
@@ -488,8 +488,8 @@ impl IndexerInstance {
         docs: &[Document],
     ) -> Result<Result<Vec<DocumentFailure>, BatchFailure>, PluginError> {
         let timeout = self.inner.loaded().spec.limits.call_timeout();
-        let format = self.batch_format()?;
-        let entries: Vec<BatchEntry> = docs.iter().map(|d| batch_entry(d, &format)).collect();
+        let format = self.inner.started()?;
+        let entries: Vec<BatchEntry> = docs.iter().map(|d| batch_entry(d, format)).collect();
         let count = docs.len();
         let sent = self.inner.call(timeout, async |b, store| {
             b.weir_plugin_indexer_api()
