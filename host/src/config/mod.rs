@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::plugin::PluginSpec;
 
+mod shape;
 mod vars;
 
 /// The prefix of environment overrides.
@@ -582,9 +583,17 @@ impl Config {
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
         }
-        let mut config: Config = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| ConfigErrors(vec![error("", e.to_string().trim())]))?;
+        let mut config: Config = match toml::Value::Table(table.clone()).try_into() {
+            Ok(config) => config,
+            Err(e) => {
+                // serde stops at the first problem: list them all.
+                let mut errors = shape::problems(&table);
+                if errors.is_empty() {
+                    errors.push(error("", e.message().trim()));
+                }
+                return Err(ConfigErrors(errors));
+            }
+        };
         config.resolve_paths(base);
         config.apply_tenant_limits();
         Ok(config)
