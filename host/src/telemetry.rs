@@ -35,15 +35,15 @@ pub const INSTANCE_RESTARTS: &str = "weir_plugin_instance_restarts_total";
 /// Live counts for one run, read by the progress bar and throughput logs.
 #[derive(Debug, Default)]
 pub struct RunStats {
-    pub published: AtomicU64,
-    pub processed: AtomicU64,
-    pub indexed: AtomicU64,
-    pub failed: AtomicU64,
-    pub dropped: AtomicU64,
+    pub published: Padded,
+    pub processed: Padded,
+    pub indexed: Padded,
+    pub failed: Padded,
+    pub dropped: Padded,
     /// Nanoseconds spent in pipelines, summed over documents.
-    pub pipeline_nanos: AtomicU64,
+    pub pipeline_nanos: Padded,
     /// Nanoseconds spent sending batches, summed.
-    pub index_nanos: AtomicU64,
+    pub index_nanos: Padded,
     /// Per stage of each pipeline, in the order first seen.
     stages: std::sync::Mutex<Vec<StageEntry>>,
 }
@@ -51,8 +51,25 @@ pub struct RunStats {
 /// A pipeline, one of its stages, and the stage's figures.
 type StageEntry = (Arc<str>, Arc<str>, Arc<StageStats>);
 
-/// What one stage of a pipeline did in this process, over all its instances.
+/// A counter alone on its cache line: threads counting different things
+/// (the connector publishing, workers processing, the indexer indexing)
+/// never slow each other down by sharing one.
 #[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct Padded(AtomicU64);
+
+impl std::ops::Deref for Padded {
+    type Target = AtomicU64;
+
+    fn deref(&self) -> &AtomicU64 {
+        &self.0
+    }
+}
+
+/// What one instance of a stage did: each worker counts its own, on cache
+/// lines of its own, and the summary adds them up.
+#[derive(Debug, Default)]
+#[repr(align(128))]
 pub struct StageStats {
     /// Documents (children included) it was called with.
     pub documents: AtomicU64,
@@ -101,36 +118,50 @@ impl RunStats {
         }
     }
 
-    /// The figures of `stage` in `pipeline`, shared by all its instances.
+    /// Figures for one more instance of `stage` in `pipeline`.
     pub fn stage(&self, pipeline: &str, stage: &str) -> Arc<StageStats> {
-        let mut stages = self.stages.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((.., stats)) = stages
-            .iter()
-            .find(|(p, s, _)| &**p == pipeline && &**s == stage)
-        {
-            return Arc::clone(stats);
-        }
         let stats = Arc::new(StageStats::default());
-        stages.push((pipeline.into(), stage.into(), Arc::clone(&stats)));
+        self.stages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((pipeline.into(), stage.into(), Arc::clone(&stats)));
         stats
     }
 
     /// Every stage's figures so far.
     pub fn stage_summaries(&self) -> Vec<StageSummary> {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        self.stages
+        let mut summaries: Vec<StageSummary> = Vec::new();
+        for (pipeline, stage, stats) in self
+            .stages
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .map(|(pipeline, stage, stats)| StageSummary {
-                pipeline: pipeline.to_string(),
-                stage: stage.to_string(),
-                documents: get(&stats.documents),
-                children: get(&stats.children),
-                failed: get(&stats.failed),
-                time: Duration::from_nanos(get(&stats.nanos)),
-            })
-            .collect()
+        {
+            let i = match summaries
+                .iter()
+                .position(|s| s.pipeline == **pipeline && s.stage == **stage)
+            {
+                Some(i) => i,
+                None => {
+                    summaries.push(StageSummary {
+                        pipeline: pipeline.to_string(),
+                        stage: stage.to_string(),
+                        documents: 0,
+                        children: 0,
+                        failed: 0,
+                        time: Duration::ZERO,
+                    });
+                    summaries.len() - 1
+                }
+            };
+            let summary = &mut summaries[i];
+            summary.documents += get(&stats.documents);
+            summary.children += get(&stats.children);
+            summary.failed += get(&stats.failed);
+            summary.time += Duration::from_nanos(get(&stats.nanos));
+        }
+        summaries
     }
 
     pub(crate) fn add(counter: &AtomicU64, n: u64) {

@@ -17,6 +17,7 @@
 //! the source queue and see [`Polled::Closed`]; when every worker is gone, the
 //! indexer drains the destination queue and sees it too.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -39,6 +40,9 @@ struct QueueBytes {
     /// Bytes queued, and whether the receiving side is gone.
     state: Mutex<(usize, bool)>,
     freed: Condvar,
+    /// Senders waiting on `freed`: with none, a release wakes nobody (a
+    /// notify is a system call even when nobody waits).
+    waiters: std::sync::atomic::AtomicUsize,
 }
 
 /// Whether a document may be queued.
@@ -55,6 +59,7 @@ impl QueueBytes {
             max: max.max(1),
             state: Mutex::new((0, false)),
             freed: Condvar::new(),
+            waiters: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -76,11 +81,13 @@ impl QueueBytes {
             if left.is_zero() {
                 return Room::Full;
             }
+            self.waiters.fetch_add(1, Ordering::SeqCst);
             state = self
                 .freed
                 .wait_timeout(state, left)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
+            self.waiters.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
@@ -88,7 +95,10 @@ impl QueueBytes {
     fn release(&self, bytes: usize) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.0 = state.0.saturating_sub(bytes);
-        self.freed.notify_all();
+        // A waiter registers under the lock held here, so none is missed.
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            self.freed.notify_all();
+        }
     }
 
     /// The receiving side is gone: nobody will free anything.
@@ -203,6 +213,14 @@ fn received(polled: Polled<Document>, bytes: &QueueBytes) -> Polled<Document> {
 }
 
 fn poll<T>(rx: &Receiver<T>, timeout: Duration) -> Polled<T> {
+    if timeout.is_zero() {
+        // No deadline to compute: no clock read.
+        return match rx.try_recv() {
+            Ok(item) => Polled::Item(item),
+            Err(crossbeam_channel::TryRecvError::Empty) => Polled::Idle,
+            Err(crossbeam_channel::TryRecvError::Disconnected) => Polled::Closed,
+        };
+    }
     match rx.recv_timeout(timeout) {
         Ok(item) => Polled::Item(item),
         Err(RecvTimeoutError::Timeout) => Polled::Idle,

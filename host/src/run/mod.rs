@@ -36,6 +36,9 @@ use worker::{StageSlot, Worker};
 /// completion is noticed, not throughput: events queue up meanwhile.
 const EVENT_POLL: Duration = Duration::from_millis(10);
 
+/// Events counted under one lock of the accounting.
+const EVENT_CHUNK: usize = 256;
+
 /// How the error of a connector stopped by an [`Interrupt`] begins.
 const INTERRUPTED: &str = "interrupted";
 
@@ -634,6 +637,7 @@ impl Runner {
             }));
             let mut executed: Option<Result<(), String>> = None;
             let mut watch = watch::Watch::new(&self.config.runner, &c.pipeline, &self.stats);
+            let mut events = Vec::with_capacity(EVENT_CHUNK);
             loop {
                 // Drain what is there, then sleep: waiting on the queue instead
                 // would wake this thread once per event.
@@ -641,8 +645,12 @@ impl Runner {
                 loop {
                     match publisher.poll_event(Duration::ZERO) {
                         Ok(Polled::Item(event)) => {
-                            accounting.apply(&event);
-                            drained += 1;
+                            events.push(event);
+                            if events.len() == EVENT_CHUNK {
+                                drained += events.len();
+                                accounting.apply_all(&events);
+                                events.clear();
+                            }
                         }
                         Ok(Polled::Idle | Polled::Closed) => break,
                         Err(e) => {
@@ -651,6 +659,9 @@ impl Runner {
                         }
                     }
                 }
+                drained += events.len();
+                accounting.apply_all(&events);
+                events.clear();
                 if drained == 0 {
                     thread::sleep(EVENT_POLL);
                 } else {

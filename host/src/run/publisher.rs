@@ -50,7 +50,8 @@ impl Abort {
 pub(crate) struct Accounting {
     run_id: String,
     counts: Mutex<Counts>,
-    pub(crate) published: AtomicU64,
+    /// Counted by the connector's thread, the rest by the runner's.
+    pub(crate) published: crate::telemetry::Padded,
     pub(crate) created: AtomicU64,
     pub(crate) succeeded: AtomicU64,
     pub(crate) failed: AtomicU64,
@@ -132,7 +133,18 @@ impl Accounting {
 
     /// Count an event.
     pub(crate) fn apply(&self, event: &Event) {
+        self.apply_locked(&mut self.lock(), event);
+    }
+
+    /// Count events, in order, under one lock.
+    pub(crate) fn apply_all(&self, events: &[Event]) {
         let mut counts = self.lock();
+        for event in events {
+            self.apply_locked(&mut counts, event);
+        }
+    }
+
+    fn apply_locked(&self, counts: &mut Counts, event: &Event) {
         if event.run_id.as_deref() != Some(self.run_id.as_str()) {
             if counts.foreign == 0 {
                 tracing::warn!(
@@ -155,7 +167,7 @@ impl Accounting {
                 .push(event.clone());
             return;
         }
-        self.count(&mut counts, event);
+        self.count(counts, event);
         if event.kind == EventKind::Create
             && let Some(attempt) = event.attempt
         {
@@ -169,7 +181,7 @@ impl Accounting {
                     counts.waiting.insert(attempt, still);
                 }
                 for event in &ready {
-                    self.count(&mut counts, event);
+                    self.count(counts, event);
                 }
             }
         }

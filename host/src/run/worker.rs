@@ -42,6 +42,50 @@ impl StageSlot {
     }
 }
 
+/// Documents processed and their time, counted here and added to the run's
+/// figures every [`LocalCount::EVERY`] documents, when the worker is idle,
+/// and when it stops: workers never contend for the shared counters.
+struct LocalCount {
+    stats: Arc<RunStats>,
+    documents: u64,
+    nanos: u64,
+}
+
+impl LocalCount {
+    const EVERY: u64 = 64;
+
+    fn new(stats: &Arc<RunStats>) -> Self {
+        Self {
+            stats: Arc::clone(stats),
+            documents: 0,
+            nanos: 0,
+        }
+    }
+
+    fn add(&mut self, elapsed: Duration) {
+        self.documents += 1;
+        self.nanos = self
+            .nanos
+            .saturating_add(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
+        if self.documents >= Self::EVERY {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.documents > 0 {
+            RunStats::add(&self.stats.processed, std::mem::take(&mut self.documents));
+            RunStats::add(&self.stats.pipeline_nanos, std::mem::take(&mut self.nanos));
+        }
+    }
+}
+
+impl Drop for LocalCount {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
 /// What became of one document (or one of its children).
 enum Outcome {
     Created(Event),
@@ -78,6 +122,7 @@ impl Worker {
         let processed =
             metrics::counter!(telemetry::DOCS_PROCESSED, "pipeline" => self.pipeline.to_string());
         let latency = metrics::histogram!(telemetry::PIPELINE_SECONDS, "pipeline" => self.pipeline.to_string());
+        let mut counted = LocalCount::new(&self.stats);
         loop {
             if self.abort.is_set() {
                 return Ok(());
@@ -88,7 +133,10 @@ impl Worker {
                 .map_err(messenger_error)?
             {
                 Polled::Item(doc) => doc,
-                Polled::Idle => continue,
+                Polled::Idle => {
+                    counted.flush();
+                    continue;
+                }
                 Polled::Closed => return Ok(()),
             };
             let span = tracing::debug_span!("document", run_id = doc.run_id(), doc_id = doc.id());
@@ -98,8 +146,7 @@ impl Worker {
             let elapsed = start.elapsed();
             latency.record(elapsed);
             processed.increment(1);
-            RunStats::add_time(&self.stats.pipeline_nanos, elapsed);
-            RunStats::add(&self.stats.processed, 1);
+            counted.add(elapsed);
             for outcome in outcomes {
                 self.send(outcome).map_err(messenger_error)?;
             }
