@@ -16,7 +16,10 @@
 //!
 //! Each phase runs in a child process so its peak RSS is its own; weir runs
 //! twice, at 1/10 and all of the documents, to show memory is flat in the
-//! number of documents.
+//! number of documents. The CSV phases run once more beside a process
+//! spinning on every core, to show how wall time holds up on a busy machine
+//! (wall / CPU), and Weir's CSV figures are set against Lucille's, measured
+//! on the same workload for issue 13.
 //!
 //! `cargo bench -p weir-tests --bench local_pipeline` (WEIR_BENCH_DOCS sets
 //! the count, default 1,000,000; WEIR_BENCH_THREADS the worker threads;
@@ -302,6 +305,9 @@ fn main() {
         child(&phase, &PathBuf::from(dir), threads);
         return;
     }
+    if let Some(threads) = arg("--hog") {
+        hog(threads.parse().expect("hog threads"));
+    }
     if args.iter().any(|a| a == "--list") {
         return; // `cargo bench -- --list` / `cargo test --benches`
     }
@@ -334,6 +340,21 @@ fn main() {
         }
     }
     let weir_small = measure("weir", small_dir.path(), threads);
+    // The same on a busy machine: a process spinning on every core beside it.
+    let busy: Vec<Measured> = {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let mut spinner = Command::new(std::env::current_exe().expect("exe"))
+            .args(["--hog", &cores.to_string()])
+            .spawn()
+            .expect("start the CPU hog");
+        let measured = ["native-csv", "weir-csv"]
+            .iter()
+            .map(|phase| measure(phase, dir.path(), threads))
+            .collect();
+        spinner.kill().expect("stop the CPU hog");
+        spinner.wait().expect("reap the CPU hog");
+        measured
+    };
     let [native, weir, native_csv, weir_csv] = runs
         .into_iter()
         .map(median)
@@ -384,4 +405,49 @@ fn main() {
         n / 10,
         weir.peak_mib / weir_small.peak_mib
     );
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    println!("\nbusy machine: CSV, one round beside a process spinning on all {cores} cores");
+    println!(
+        "{:<28} {:>12} {:>10} {:>14} {:>14}",
+        "", "docs/s", "seconds", "CPU us/doc", "wall / CPU"
+    );
+    for (name, quiet, busy) in [
+        ("native Rust, CSV", &native_csv, &busy[0]),
+        ("weir, CSV", &weir_csv, &busy[1]),
+    ] {
+        for (when, m) in [("quiet", quiet), ("busy", busy)] {
+            println!(
+                "{:<28} {:>12.0} {:>10.2} {:>14.2} {:>14.2}",
+                format!("{name}, {when}"),
+                rate(m),
+                m.seconds,
+                cpu_us(m),
+                m.seconds / m.cpu
+            );
+        }
+    }
+    // Lucille 0.11.1 on Java 25, measured on this kind of machine on the same
+    // CSV workload (issue 13): a reference, not measured in this run.
+    let (lucille_rate, lucille_cpu_us) = (40_000.0, 13.0);
+    println!(
+        "\nweir CSV against Lucille's reference ({lucille_rate:.0} docs/s, {lucille_cpu_us:.0} us CPU/doc): \
+         {:.2}x the rate, {:.2}x the CPU per document",
+        rate(&weir_csv) / lucille_rate,
+        cpu_us(&weir_csv) / lucille_cpu_us
+    );
+}
+
+/// Spin on `threads` threads until killed: the busy-machine rounds.
+fn hog(threads: usize) -> ! {
+    for _ in 1..threads {
+        std::thread::spawn(spin);
+    }
+    spin()
+}
+
+fn spin() -> ! {
+    let mut x = 0u64;
+    loop {
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+    }
 }
