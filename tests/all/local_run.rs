@@ -806,3 +806,69 @@ fn includes_and_variables_make_one_config_serve_many_runs() {
         ]
     );
 }
+
+/// `indexer.instances = 3`: three jsonl-indexer instances, each writing its
+/// own file; every id lands in exactly one, its versions in order.
+#[test]
+fn several_indexer_instances_share_the_ids_and_keep_each_ids_order() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let ids: Vec<String> = (0..60).map(|i| format!("id-{i}")).collect();
+    let docs: Vec<String> = [1, 2, 3]
+        .iter()
+        .flat_map(|version| {
+            ids.iter()
+                .map(move |id| format!(r#"{{ id = "{id}", version = {version} }}"#))
+        })
+        .collect();
+    let config = |path: &str| {
+        format!(
+            r#"
+            [worker]
+            threads = 2
+            [indexer]
+            instances = 3
+            batch_size = 7
+            plugin = {{ path = @jsonl-indexer, config = {{ path = "{path}" }}, grants = {{ dirs = [{{ host = {out:?}, guest = "/out", writable = true }}] }} }}
+            [[connectors]]
+            name = "versions"
+            pipeline = "p"
+            plugin = {{ path = @test-connector, config = {{ docs = [{docs}] }} }}
+            [[pipelines]]
+            name = "p"
+            "#,
+            out = out.path().display().to_string(),
+            docs = docs.join(", ")
+        )
+    };
+
+    let (result, _) = run(&config("/out/part-{instance}.jsonl"));
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    assert_eq!(result.connectors[0].succeeded, 180);
+    let mut owner: std::collections::HashMap<String, (usize, Vec<u64>)> = Default::default();
+    for part in 0..3 {
+        let text = std::fs::read_to_string(out.path().join(format!("part-{part}.jsonl")))
+            .expect("every instance writes its file");
+        assert!(!text.is_empty(), "part {part} got no documents");
+        for line in text.lines() {
+            let doc: serde_json::Value = serde_json::from_str(line).expect("json");
+            let id = doc["id"].as_str().expect("id").to_owned();
+            let (file, versions) = owner.entry(id.clone()).or_insert((part, Vec::new()));
+            assert_eq!(*file, part, "{id} was indexed by two instances");
+            versions.push(doc["version"].as_u64().expect("version"));
+        }
+    }
+    assert_eq!(owner.len(), 60);
+    for (id, (_, versions)) in &owner {
+        assert_eq!(versions, &[1, 2, 3], "{id} indexed out of order");
+    }
+
+    // One file for three instances would interleave: refused at start.
+    let (result, _) = run(&config("/out/all.jsonl"));
+    assert_eq!(result.status(), RunStatus::Failure);
+    let error = result.connectors[0].error.as_deref().expect("failed");
+    assert!(
+        error.contains("would be written by all 3 indexer instances")
+            && error.contains("{instance}"),
+        "{error}"
+    );
+}

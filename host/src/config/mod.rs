@@ -415,6 +415,14 @@ pub struct StageConfig {
 pub struct IndexerConfig {
     /// The indexer backend component.
     pub plugin: PluginSpec,
+    /// Indexer instances, each on a thread of its own with its own batches,
+    /// for a backend that takes writes from several clients (a file indexer
+    /// then writes one file per instance: `{instance}` in its path). Each id
+    /// goes to one instance, so its versions stay in order. Where the indexer
+    /// runs in the run's process (local mode); in Kafka mode, run more
+    /// indexer processes. Default 1, at most 64.
+    #[serde(default = "IndexerConfig::default_instances")]
+    pub instances: usize,
     /// Most documents in one batch. Default 100.
     #[serde(default = "IndexerConfig::default_batch_size")]
     pub batch_size: usize,
@@ -451,6 +459,12 @@ pub struct IndexerConfig {
 }
 
 impl IndexerConfig {
+    /// The most indexer instances one pipeline may have.
+    pub const MAX_INSTANCES: usize = 64;
+
+    fn default_instances() -> usize {
+        1
+    }
     fn default_batch_size() -> usize {
         100
     }
@@ -477,6 +491,7 @@ impl IndexerConfig {
     pub fn new(plugin: PluginSpec) -> Self {
         Self {
             plugin,
+            instances: Self::default_instances(),
             batch_size: Self::default_batch_size(),
             batch_timeout: Self::default_batch_timeout(),
             batch_max_bytes: Self::default_batch_max_bytes(),
@@ -780,6 +795,13 @@ impl Config {
                     .map(|i| (format!("pipelines.{}.indexer", p.name), i))
             }));
         for (location, indexer) in indexers {
+            counts.push((format!("{location}.instances"), indexer.instances));
+            if indexer.instances > IndexerConfig::MAX_INSTANCES {
+                errors.push(error(
+                    format!("{location}.instances"),
+                    format!("must be at most {}", IndexerConfig::MAX_INSTANCES),
+                ));
+            }
             counts.push((format!("{location}.batch_size"), indexer.batch_size));
             counts.push((
                 format!("{location}.batch_max_bytes"),

@@ -124,76 +124,102 @@ impl Drop for SourceReceiver {
 pub struct LocalMessenger {
     capacity: usize,
     max_bytes: usize,
-    dest: (Sender<Document>, Receiver<Document>),
     events: (Sender<Event>, Receiver<Event>),
-    dest_bytes: Arc<QueueBytes>,
 }
 
 impl LocalMessenger {
     /// Queues holding at most `capacity` documents and `max_bytes` of them:
     /// the source (shared out among the workers' queues) and the
-    /// destination. Events are not bounded: a worker must never block on
-    /// reporting, or a full event queue could stall the publisher that
-    /// drains it.
+    /// destination (shared out among the indexers'). Events are not
+    /// bounded: a worker must never block on reporting, or a full event
+    /// queue could stall the publisher that drains it.
     pub fn new(capacity: usize, max_bytes: usize) -> Self {
         Self {
             capacity: capacity.max(1),
             max_bytes,
-            dest: bounded(capacity.max(1)),
             events: unbounded(),
-            dest_bytes: QueueBytes::new(max_bytes),
         }
     }
 
     /// Hand out the ends: a publisher, `workers` workers each with a source
-    /// queue of its own, and the indexer. A document goes to the worker its
-    /// id hashes to, as a Kafka record goes to its key's partition, so the
-    /// versions of one id are processed, and indexed, in the order they
-    /// were published. The queues close when the ends are dropped.
-    pub fn into_parts(self, workers: usize) -> LocalParts {
-        let queues = workers.max(1);
-        let capacity = self.capacity.div_ceil(queues);
-        let max_bytes = (self.max_bytes / queues).max(1);
-        let mut sources = Vec::with_capacity(queues);
-        let mut ends = Vec::with_capacity(workers);
-        for _ in 0..queues {
-            let (tx, rx) = bounded(capacity);
-            let bytes = QueueBytes::new(max_bytes);
-            sources.push(SourceQueue {
-                tx,
-                bytes: Arc::clone(&bytes),
-            });
-            ends.push(LocalWorkerMessenger {
-                source: rx,
-                source_bytes: Arc::clone(&bytes),
-                _receiver: SourceReceiver(bytes),
-                dest: self.dest.0.clone(),
-                dest_bytes: Arc::clone(&self.dest_bytes),
+    /// queue of its own, and `indexers` indexers each with a destination
+    /// queue of its own. A document goes to the worker, and then the
+    /// indexer, its id hashes to, as a Kafka record goes to its key's
+    /// partition, so the versions of one id are processed, and indexed, in
+    /// the order they were published. The queues close when the ends are
+    /// dropped.
+    pub fn into_parts(self, workers: usize, indexers: usize) -> LocalParts {
+        let (sources, receivers) = self.queues(workers);
+        let (dests, dest_receivers) = self.queues(indexers);
+        let route = foldhash::fast::FixedState::with_seed(0);
+        let dests: Arc<[Queue]> = dests.into();
+        let workers = receivers
+            .into_iter()
+            .take(workers)
+            .map(|(source, source_bytes)| LocalWorkerMessenger {
+                source,
+                _receiver: SourceReceiver(Arc::clone(&source_bytes)),
+                source_bytes,
+                dests: Arc::clone(&dests),
+                route: route.clone(),
                 events: self.events.0.clone(),
-            });
-        }
-        ends.truncate(workers);
+            })
+            .collect();
+        let indexers = dest_receivers
+            .into_iter()
+            .take(indexers)
+            .map(|(dest, dest_bytes)| LocalIndexerMessenger {
+                dest,
+                dest_bytes,
+                events: self.events.0.clone(),
+            })
+            .collect();
         LocalParts {
             publisher: LocalPublisherMessenger {
                 sources: sources.into(),
-                route: foldhash::fast::FixedState::with_seed(0),
+                route,
                 events: self.events.1.clone(),
             },
-            workers: ends,
-            indexer: LocalIndexerMessenger {
-                dest: self.dest.1,
-                dest_bytes: self.dest_bytes,
-                events: self.events.0,
-            },
+            workers,
+            indexers,
         }
+    }
+
+    /// `n` queues (at least one) sharing this messenger's bounds.
+    fn queues(&self, n: usize) -> (Vec<Queue>, Vec<QueueEnd>) {
+        let n = n.max(1);
+        let capacity = self.capacity.div_ceil(n);
+        let max_bytes = (self.max_bytes / n).max(1);
+        (0..n)
+            .map(|_| {
+                let (tx, rx) = bounded(capacity);
+                let bytes = QueueBytes::new(max_bytes);
+                (
+                    Queue {
+                        tx,
+                        bytes: Arc::clone(&bytes),
+                    },
+                    (rx, bytes),
+                )
+            })
+            .unzip()
     }
 }
 
-/// One worker's source queue, as the publisher sees it.
+/// A queue, as its receiver sees it.
+type QueueEnd = (Receiver<Document>, Arc<QueueBytes>);
+
+/// A queue, as its senders see it.
 #[derive(Debug)]
-struct SourceQueue {
+struct Queue {
     tx: Sender<Document>,
     bytes: Arc<QueueBytes>,
+}
+
+/// The queue of `queues` that `id` goes to: the same one for the whole run.
+fn route<'a>(queues: &'a [Queue], hasher: &foldhash::fast::FixedState, id: &str) -> &'a Queue {
+    use std::hash::BuildHasher;
+    &queues[(hasher.hash_one(id) % queues.len() as u64) as usize]
 }
 
 /// The ends of one local pipeline.
@@ -201,7 +227,7 @@ struct SourceQueue {
 pub struct LocalParts {
     pub publisher: LocalPublisherMessenger,
     pub workers: Vec<LocalWorkerMessenger>,
-    pub indexer: LocalIndexerMessenger,
+    pub indexers: Vec<LocalIndexerMessenger>,
 }
 
 /// A document off a queue, its bytes given back.
@@ -230,7 +256,7 @@ fn poll<T>(rx: &Receiver<T>, timeout: Duration) -> Polled<T> {
 
 #[derive(Debug, Clone)]
 pub struct LocalPublisherMessenger {
-    sources: Arc<[SourceQueue]>,
+    sources: Arc<[Queue]>,
     /// Which worker an id goes to: the same one for the whole run.
     route: foldhash::fast::FixedState,
     events: Receiver<Event>,
@@ -242,9 +268,7 @@ impl PublisherMessenger for LocalPublisherMessenger {
         doc: Document,
         timeout: Duration,
     ) -> Result<Option<Document>, MessengerError> {
-        use std::hash::BuildHasher;
-        let worker = self.route.hash_one(doc.id()) % self.sources.len() as u64;
-        let source = &self.sources[worker as usize];
+        let source = route(&self.sources, &self.route, doc.id());
         let bytes = doc.approx_json_bytes();
         match source.bytes.reserve(bytes, timeout) {
             Room::Granted => {}
@@ -271,8 +295,9 @@ pub struct LocalWorkerMessenger {
     source: Receiver<Document>,
     source_bytes: Arc<QueueBytes>,
     _receiver: SourceReceiver,
-    dest: Sender<Document>,
-    dest_bytes: Arc<QueueBytes>,
+    /// The indexers' queues, and which one an id goes to.
+    dests: Arc<[Queue]>,
+    route: foldhash::fast::FixedState,
     events: Sender<Event>,
 }
 
@@ -287,14 +312,15 @@ impl WorkerMessenger for LocalWorkerMessenger {
     fn send_for_indexing(&mut self, doc: Document) -> Result<(), MessengerError> {
         let closed = MessengerError::Closed("indexing");
         let bytes = doc.approx_json_bytes();
+        let dest = route(&self.dests, &self.route, doc.id());
         loop {
-            match self.dest_bytes.reserve(bytes, SEND_WAIT) {
+            match dest.bytes.reserve(bytes, SEND_WAIT) {
                 Room::Granted => break,
                 Room::Full => {}
                 Room::Closed => return Err(closed),
             }
         }
-        self.dest.send(doc).map_err(|_| closed)
+        dest.tx.send(doc).map_err(|_| closed)
     }
 
     fn send_failed(&mut self, _doc: Document, _failure: &Failure) -> Result<(), MessengerError> {
@@ -357,11 +383,11 @@ mod tests {
 
     #[test]
     fn documents_flow_and_queues_close_in_order() {
-        let parts = LocalMessenger::new(2, 1 << 20).into_parts(1);
+        let parts = LocalMessenger::new(2, 1 << 20).into_parts(1, 1);
         let (publisher, mut worker, mut indexer) = (
             parts.publisher,
             parts.workers.into_iter().next().expect("worker"),
-            parts.indexer,
+            parts.indexers.into_iter().next().expect("indexer"),
         );
         assert_eq!(
             publisher.send_for_processing(Document::new("a"), T),
@@ -392,7 +418,7 @@ mod tests {
 
     #[test]
     fn a_full_queue_applies_backpressure() {
-        let parts = LocalMessenger::new(1, 1 << 20).into_parts(1);
+        let parts = LocalMessenger::new(1, 1 << 20).into_parts(1, 1);
         assert_eq!(
             parts.publisher.send_for_processing(Document::new("1"), T),
             Ok(None)
@@ -406,7 +432,7 @@ mod tests {
 
     #[test]
     fn queued_bytes_are_bounded_but_a_large_document_goes_alone() {
-        let parts = LocalMessenger::new(100, 4096).into_parts(1);
+        let parts = LocalMessenger::new(100, 4096).into_parts(1, 1);
         let doc = |id: &str, size: usize| {
             let mut d = Document::new(id);
             d.set("body", serde_json::json!("x".repeat(size)))
@@ -445,7 +471,7 @@ mod tests {
 
     #[test]
     fn a_publisher_waiting_for_room_stops_when_the_workers_are_gone() {
-        let parts = LocalMessenger::new(100, 4096).into_parts(2);
+        let parts = LocalMessenger::new(100, 4096).into_parts(2, 1);
         let mut big = Document::new("big");
         big.set("body", serde_json::json!("x".repeat(10_000)))
             .expect("set");
@@ -462,13 +488,13 @@ mod tests {
 
     #[test]
     fn a_worker_waiting_for_room_stops_when_the_indexer_is_gone() {
-        let parts = LocalMessenger::new(100, 4096).into_parts(1);
+        let parts = LocalMessenger::new(100, 4096).into_parts(1, 1);
         let mut worker = parts.workers.into_iter().next().expect("worker");
         let mut big = Document::new("big");
         big.set("body", serde_json::json!("x".repeat(10_000)))
             .expect("set");
         worker.send_for_indexing(big.clone()).expect("alone");
-        drop(parts.indexer);
+        drop(parts.indexers);
         assert_eq!(
             worker.send_for_indexing(big),
             Err(MessengerError::Closed("indexing"))
@@ -476,8 +502,40 @@ mod tests {
     }
 
     #[test]
+    fn the_versions_of_an_id_go_to_one_indexer() {
+        let parts = LocalMessenger::new(1000, 1 << 20).into_parts(2, 3);
+        let mut workers = parts.workers.into_iter();
+        let (mut a, mut b) = (workers.next().expect("a"), workers.next().expect("b"));
+        for version in 0..3u64 {
+            for id in 0..30 {
+                let mut d = Document::new(format!("id-{id}"));
+                d.set("version", serde_json::json!(version)).expect("set");
+                // Either worker: routing to indexers depends on the id alone.
+                let worker = if (id + version) % 2 == 0 {
+                    &mut a
+                } else {
+                    &mut b
+                };
+                worker.send_for_indexing(d).expect("send");
+            }
+        }
+        drop((a, b));
+        let mut owners = std::collections::HashMap::new();
+        for (i, mut indexer) in parts.indexers.into_iter().enumerate() {
+            let mut got = 0;
+            while let Ok(Polled::Item(d)) = indexer.poll_doc_to_index(T) {
+                let owner = owners.entry(d.id().to_owned()).or_insert(i);
+                assert_eq!(*owner, i, "{} went to two indexers", d.id());
+                got += 1;
+            }
+            assert!(got > 0, "indexer {i} got nothing");
+        }
+        assert_eq!(owners.len(), 30);
+    }
+
+    #[test]
     fn the_versions_of_an_id_go_to_one_worker() {
-        let parts = LocalMessenger::new(1000, 1 << 20).into_parts(4);
+        let parts = LocalMessenger::new(1000, 1 << 20).into_parts(4, 1);
         for version in 0..3 {
             for id in 0..40 {
                 let mut d = Document::new(format!("id-{id}"));

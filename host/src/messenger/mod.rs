@@ -153,18 +153,20 @@ pub trait IndexerMessenger: Send {
 }
 
 /// The ends of one pipeline's messengers, as the runner wires them. Where
-/// workers and the indexer are separate processes (Kafka mode), the runner
+/// workers and indexers are separate processes (Kafka mode), the runner
 /// gets only the publisher end.
 pub struct MessengerParts {
     pub publisher: Box<dyn PublisherMessenger>,
     pub workers: Vec<Box<dyn WorkerMessenger>>,
-    pub indexer: Option<Box<dyn IndexerMessenger>>,
+    /// One end per indexer instance; each id goes to one of them.
+    pub indexers: Vec<Box<dyn IndexerMessenger>>,
 }
 
 impl std::fmt::Debug for MessengerParts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MessengerParts")
             .field("workers", &self.workers.len())
+            .field("indexers", &self.indexers.len())
             .finish_non_exhaustive()
     }
 }
@@ -172,11 +174,14 @@ impl std::fmt::Debug for MessengerParts {
 /// Makes the messengers for one connector's pipeline. Local mode uses
 /// [`LocalMessengers`]; tests use [`recording`]; Kafka mode its own.
 pub trait MessengerFactory: Send + Sync {
-    /// Messengers for `pipeline` in run `run_id`, with `workers` worker ends.
+    /// Messengers for `pipeline` in run `run_id`, with `workers` worker
+    /// ends and up to `indexers` indexer ends (none where indexers are other
+    /// processes).
     fn create(
         &self,
         pipeline: &str,
         workers: usize,
+        indexers: usize,
         run_id: &str,
     ) -> Result<MessengerParts, MessengerError>;
     /// Run `run_id` ended: release what it alone used (e.g. its event topics).
@@ -197,9 +202,11 @@ impl MessengerFactory for LocalMessengers {
         &self,
         _pipeline: &str,
         workers: usize,
+        indexers: usize,
         _run_id: &str,
     ) -> Result<MessengerParts, MessengerError> {
-        let local = local::LocalMessenger::new(self.capacity, self.max_bytes).into_parts(workers);
+        let local =
+            local::LocalMessenger::new(self.capacity, self.max_bytes).into_parts(workers, indexers);
         Ok(MessengerParts {
             publisher: Box::new(local.publisher),
             workers: local
@@ -207,7 +214,11 @@ impl MessengerFactory for LocalMessengers {
                 .into_iter()
                 .map(|w| Box::new(w) as Box<dyn WorkerMessenger>)
                 .collect(),
-            indexer: Some(Box::new(local.indexer)),
+            indexers: local
+                .indexers
+                .into_iter()
+                .map(|i| Box::new(i) as Box<dyn IndexerMessenger>)
+                .collect(),
         })
     }
 }

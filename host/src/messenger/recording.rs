@@ -77,9 +77,10 @@ impl MessengerFactory for RecordingMessengers {
         &self,
         _pipeline: &str,
         workers: usize,
+        indexers: usize,
         _run_id: &str,
     ) -> Result<MessengerParts, MessengerError> {
-        let local = LocalMessenger::new(self.capacity, usize::MAX).into_parts(workers);
+        let local = LocalMessenger::new(self.capacity, usize::MAX).into_parts(workers, indexers);
         Ok(MessengerParts {
             publisher: Box::new(Recorder {
                 inner: local.publisher,
@@ -95,10 +96,16 @@ impl MessengerFactory for RecordingMessengers {
                     }) as Box<dyn WorkerMessenger>
                 })
                 .collect(),
-            indexer: Some(Box::new(Recorder {
-                inner: local.indexer,
-                recording: Arc::clone(&self.recording),
-            })),
+            indexers: local
+                .indexers
+                .into_iter()
+                .map(|i| {
+                    Box::new(Recorder {
+                        inner: i,
+                        recording: Arc::clone(&self.recording),
+                    }) as Box<dyn IndexerMessenger>
+                })
+                .collect(),
         })
     }
 }

@@ -27,6 +27,7 @@ use super::spec::{HttpAllow, InstancePolicy, PluginSpec};
 use crate::document::Document;
 
 /// A compiled plugin with its name and spec, shared by all its instances.
+#[derive(Clone)]
 pub(crate) struct Loaded {
     runtime: Arc<RuntimeInner>,
     pub(crate) name: Arc<str>,
@@ -300,6 +301,23 @@ impl<W: World> Clone for Prepared<W> {
 }
 
 impl<W: World> Prepared<W> {
+    /// The same plugin, its instances given `vars` in their environment
+    /// besides what its grants give.
+    pub(crate) fn with_env(&self, vars: &[(&str, String)]) -> Self {
+        let mut loaded = (*self.loaded).clone();
+        for (name, value) in vars {
+            loaded
+                .spec
+                .grants
+                .env
+                .insert((*name).to_owned(), value.clone());
+        }
+        Self {
+            loaded: Arc::new(loaded),
+            pre: self.pre.clone(),
+        }
+    }
+
     pub(crate) fn new(loaded: Loaded) -> Result<Self, PluginError> {
         let pre = W::pre(loaded.instance_pre(W::KIND, W::API)?).map_err(|e| {
             loaded.instantiate_error(format!(

@@ -458,6 +458,26 @@ impl IndexerPlugin {
             inner: Instance::start(self.prepared.clone(), true)?,
         })
     }
+
+    /// A started instance, number `index` of the `count` serving one
+    /// pipeline: the guest reads them from `WEIR_INDEXER_INSTANCE` and
+    /// `WEIR_INDEXER_INSTANCES` (and writes, say, a file of its own).
+    pub fn instantiate_numbered(
+        &self,
+        index: usize,
+        count: usize,
+    ) -> Result<IndexerInstance, PluginError> {
+        if count <= 1 {
+            return self.instantiate();
+        }
+        let prepared = self.prepared.with_env(&[
+            ("WEIR_INDEXER_INSTANCE", index.to_string()),
+            ("WEIR_INDEXER_INSTANCES", count.to_string()),
+        ]);
+        Ok(IndexerInstance {
+            inner: Instance::start(prepared, true)?,
+        })
+    }
 }
 
 impl IndexerInstance {

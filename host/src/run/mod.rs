@@ -460,13 +460,17 @@ impl Runner {
         accounting: &Arc<Accounting>,
     ) -> Result<(), String> {
         let threads = self.config.worker.threads;
+        let instances = self
+            .config
+            .indexer_for(&c.pipeline)
+            .map_or(1, |(_, indexer)| indexer.instances);
         let MessengerParts {
             publisher,
             workers: worker_messengers,
-            indexer: indexer_messenger,
+            indexers: indexer_messengers,
         } = self
             .messengers
-            .create(&c.pipeline, threads, run_id)
+            .create(&c.pipeline, threads, instances, run_id)
             .map_err(|e| {
                 format!(
                     "cannot set up messengers for pipeline `{}`: {e}",
@@ -474,15 +478,17 @@ impl Runner {
                 )
             })?;
         let publisher: Arc<dyn PublisherMessenger> = Arc::from(publisher);
-        let remote = worker_messengers.is_empty() && indexer_messenger.is_none();
+        let remote = worker_messengers.is_empty() && indexer_messengers.is_empty();
         tracing::debug!("messengers ready");
 
-        // The indexer first (where it runs in this process): no document is
-        // processed if it cannot connect.
-        let indexer = match indexer_messenger {
-            Some(messenger) => Some((self.start_indexer(plugins, &c.pipeline)?, messenger)),
-            None => None,
-        };
+        // Indexers first (where they run in this process): no document is
+        // processed if one cannot connect.
+        let count = indexer_messengers.len();
+        let mut indexers = Vec::with_capacity(count);
+        for (index, messenger) in indexer_messengers.into_iter().enumerate() {
+            let started = self.start_indexer(plugins, &c.pipeline, (index, count))?;
+            indexers.push((started, messenger));
+        }
         // Then every worker's stages: a stage that cannot start stops the run.
         let mut workers = Vec::with_capacity(worker_messengers.len());
         for messenger in worker_messengers {
@@ -499,16 +505,26 @@ impl Runner {
         let abort = Abort::default();
         let pipeline: Arc<str> = Arc::from(c.pipeline.as_str());
         thread::scope(|scope| {
-            let indexer_thread = indexer.map(|(started, messenger)| {
-                let indexer_loop = started.into_loop(
-                    Arc::clone(&pipeline),
-                    messenger,
-                    Arc::clone(&self.stats),
-                    abort.clone(),
-                    abort.clone(),
-                );
-                spawn_in_span(scope, "weir-indexer", move || indexer_loop.run())
-            });
+            let several = indexers.len() > 1;
+            let indexer_threads: Vec<_> = indexers
+                .into_iter()
+                .enumerate()
+                .map(|(i, (started, messenger))| {
+                    let indexer_loop = started.into_loop(
+                        Arc::clone(&pipeline),
+                        messenger,
+                        Arc::clone(&self.stats),
+                        abort.clone(),
+                        abort.clone(),
+                    );
+                    let name = if several {
+                        format!("weir-indexer-{i}")
+                    } else {
+                        "weir-indexer".to_owned()
+                    };
+                    spawn_in_span(scope, &name, move || indexer_loop.run())
+                })
+                .collect();
             let worker_threads = spawn_workers(scope, &pipeline, workers, &self.stats, &abort);
 
             let run = ConnectorRun {
@@ -534,8 +550,10 @@ impl Runner {
                     abort.trigger("a worker thread panicked");
                 }
             }
-            if indexer_thread.is_some_and(|t| t.join().is_err()) {
-                abort.trigger("the indexer thread panicked");
+            for handle in indexer_threads {
+                if handle.join().is_err() {
+                    abort.trigger("an indexer thread panicked");
+                }
             }
             if let Some(events) = events {
                 while let Ok(Polled::Item(event)) = events.poll_event(Duration::ZERO) {
@@ -551,6 +569,7 @@ impl Runner {
         &self,
         plugins: &LoadedPlugins,
         pipeline: &str,
+        (index, count): (usize, usize),
     ) -> Result<StartedIndexer, String> {
         let (location, config) = self
             .config
@@ -561,7 +580,7 @@ impl Runner {
             .get(&location)
             .ok_or_else(|| format!("indexer `{location}` was not loaded"))?;
         let mut instance = plugin
-            .instantiate()
+            .instantiate_numbered(index, count)
             .map_err(|e| format!("the indexer could not start: {e}"))?;
         if let Err(e) = instance.validate_connection() {
             if let Err(close) = instance.close() {

@@ -69,7 +69,7 @@ impl Runner {
         messenger: Box<dyn IndexerMessenger>,
         shutdown: &Shutdown,
     ) -> Result<(), String> {
-        let started = self.start_indexer(plugins, pipeline)?;
+        let started = self.start_indexer(plugins, pipeline, (0, 1))?;
         let indexer = started.into_loop(
             Arc::from(pipeline),
             messenger,
@@ -96,7 +96,7 @@ impl Runner {
         let mut indexers = Vec::with_capacity(pairs.len());
         for (worker, indexer) in pairs {
             workers.push((start_stages(plugins, pipeline)?, worker));
-            indexers.push((self.start_indexer(plugins, pipeline)?, indexer));
+            indexers.push((self.start_indexer(plugins, pipeline, (0, 1))?, indexer));
         }
         let pipeline: Arc<str> = Arc::from(pipeline);
         // Indexers stop on their own fatal errors only: on shutdown they

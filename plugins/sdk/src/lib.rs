@@ -136,6 +136,31 @@ pub trait Indexer: Sized + 'static {
     }
 }
 
+/// Which of a pipeline's indexer instances this is (`indexer.instances`):
+/// `(index, count)`, index from 0. The host routes each id to one instance,
+/// so instances never share a document; they may share a backend that
+/// takes writes from many clients, not a file.
+pub fn indexer_instance() -> (usize, usize) {
+    let read = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
+    let count = read("WEIR_INDEXER_INSTANCES").unwrap_or(1usize).max(1);
+    (read("WEIR_INDEXER_INSTANCE").unwrap_or(0usize), count)
+}
+
+/// A file path for this indexer instance: `{instance}` in `template` becomes
+/// its index. Several instances writing one file would interleave and
+/// truncate each other's output, so with more than one, `template` must
+/// hold `{instance}`.
+pub fn instance_path(template: &str) -> Result<String, String> {
+    let (index, count) = indexer_instance();
+    if count > 1 && !template.contains("{instance}") {
+        return Err(format!(
+            "path `{template}` would be written by all {count} indexer instances (indexer.instances): \
+             put `{{instance}}` in it, e.g. `out-{{instance}}.jsonl`"
+        ));
+    }
+    Ok(template.replace("{instance}", &index.to_string()))
+}
+
 /// Batches of whole documents as JSON text.
 pub fn whole_json() -> BatchFormat {
     BatchFormat {

@@ -88,6 +88,7 @@ impl MessengerFactory for KafkaMessengers {
         &self,
         pipeline: &str,
         _workers: usize,
+        _indexers: usize,
         run_id: &str,
     ) -> Result<MessengerParts, MessengerError> {
         let mut topics = KafkaTopics::new(self.config.clone(), pipeline);
@@ -103,7 +104,7 @@ impl MessengerFactory for KafkaMessengers {
         Ok(MessengerParts {
             publisher: Box::new(publisher),
             workers: Vec::new(),
-            indexer: None,
+            indexers: Vec::new(),
         })
     }
 

@@ -7,7 +7,8 @@
 //! ```
 //! Column `id` is the document id; `run_id` its run id; any other column is
 //! the field's values as text, joined with `multi_value_separator` (`|`).
-//! A header row is written when the file is created.
+//! A header row is written when the file is created. With several indexer
+//! instances (`indexer.instances`), `path` holds `{instance}`: each writes its own file.
 
 use std::fs::{File, OpenOptions};
 
@@ -51,14 +52,15 @@ impl Indexer for CsvIndexer {
     }
 
     fn start(config: Config) -> Result<Self, String> {
-        let exists = std::fs::metadata(&config.path).is_ok_and(|m| m.len() > 0);
+        let path = weir_plugin::instance_path(&config.path)?;
+        let exists = std::fs::metadata(&path).is_ok_and(|m| m.len() > 0);
         let file = OpenOptions::new()
             .create(true)
             .write(true)
             .append(config.append)
             .truncate(!config.append)
-            .open(&config.path)
-            .map_err(|e| format!("cannot open {}: {e}", config.path))?;
+            .open(&path)
+            .map_err(|e| format!("cannot open {path}: {e}"))?;
         let mut writer = csv::Writer::from_writer(file);
         if !(config.append && exists) {
             writer

@@ -6,8 +6,10 @@
 //! [indexer.config]
 //! path = "/out/documents.jsonl"
 //! ```
-//! The file is truncated at start unless `append`. A batch is written and
-//! flushed as a whole, so a line is never half written when a send returns.
+//! The file is truncated at start unless `append`. With several indexer
+//! instances (`indexer.instances`), `path` holds `{instance}`: each writes
+//! its own file. A batch is written and flushed as a whole, so a line is
+//! never half written when a send returns.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -32,13 +34,14 @@ impl Indexer for JsonlIndexer {
     type Config = Config;
 
     fn start(config: Config) -> Result<Self, String> {
+        let path = weir_plugin::instance_path(&config.path)?;
         let file = OpenOptions::new()
             .create(true)
             .write(true)
             .append(config.append)
             .truncate(!config.append)
-            .open(&config.path)
-            .map_err(|e| format!("cannot open {}: {e}", config.path))?;
+            .open(&path)
+            .map_err(|e| format!("cannot open {path}: {e}"))?;
         Ok(Self {
             file,
             buffer: Vec::new(),
