@@ -69,6 +69,15 @@ impl Runner {
         messenger: Box<dyn IndexerMessenger>,
         shutdown: &Shutdown,
     ) -> Result<(), String> {
+        if let Some((location, config)) = self.config().indexer_for(pipeline)
+            && config.instances > 1
+        {
+            tracing::warn!(
+                "{location}.instances = {} applies where the indexer runs in the run's process; \
+                 a `weir indexer` process runs one instance (run more processes to index in parallel)",
+                config.instances
+            );
+        }
         let started = self.start_indexer(plugins, pipeline, (0, 1))?;
         let indexer = started.into_loop(
             Arc::from(pipeline),
@@ -92,11 +101,17 @@ impl Runner {
         pairs: Vec<(Box<dyn WorkerMessenger>, Box<dyn IndexerMessenger>)>,
         shutdown: &Shutdown,
     ) -> Result<(), String> {
-        let mut workers = Vec::with_capacity(pairs.len());
-        let mut indexers = Vec::with_capacity(pairs.len());
-        for (worker, indexer) in pairs {
+        let count = pairs.len();
+        let mut workers = Vec::with_capacity(count);
+        let mut indexers = Vec::with_capacity(count);
+        // Each pair's indexer is an instance of its own (a file indexer
+        // writes a file per pair).
+        for (index, (worker, indexer)) in pairs.into_iter().enumerate() {
             workers.push((start_stages(plugins, pipeline)?, worker));
-            indexers.push((self.start_indexer(plugins, pipeline, (0, 1))?, indexer));
+            indexers.push((
+                self.start_indexer(plugins, pipeline, (index, count))?,
+                indexer,
+            ));
         }
         let pipeline: Arc<str> = Arc::from(pipeline);
         // Indexers stop on their own fatal errors only: on shutdown they
