@@ -1070,6 +1070,25 @@ mod tests {
     }
 
     #[test]
+    fn every_shape_error_is_reported_at_once_with_its_path() {
+        let text = MINIMAL.replace(
+            "[indexer]",
+            "[indexer]\nbatch_sise = 5\ninstances = \"two\"",
+        ) + "\n[worker]\nthreads = -1\n[runner]\nlog_interval = \"often\"\n";
+        let err = parse(&text, &[]).expect_err("four problems");
+        let text = err.to_string();
+        assert!(text.starts_with("4 configuration errors:"), "{text}");
+        for path in [
+            "indexer.batch_sise: unknown key",
+            "indexer.instances: invalid type: string \"two\"",
+            "worker.threads: invalid value: integer `-1`",
+            "runner.log_interval: ",
+        ] {
+            assert!(text.contains(path), "{path:?} missing from {text}");
+        }
+    }
+
+    #[test]
     fn check_reports_every_structural_error() {
         let text = MINIMAL.replace("pipeline = \"p\"", "pipeline = \"nope\"")
             + "\n[worker]\nthreads = 0\n[[pipelines]]\nname = \"p\"\n";
