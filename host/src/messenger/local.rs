@@ -66,7 +66,8 @@ impl QueueBytes {
     /// Room for `bytes`, waiting up to `timeout`: granted when they fit, or
     /// when the queue is empty (a large document goes alone).
     fn reserve(&self, bytes: usize, timeout: Duration) -> Room {
-        let deadline = Instant::now() + timeout;
+        // The clock is read only when there is a wait.
+        let mut deadline = None;
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             let (held, closed) = *state;
@@ -77,6 +78,7 @@ impl QueueBytes {
                 state.0 = held.saturating_add(bytes);
                 return Room::Granted;
             }
+            let deadline = *deadline.get_or_insert_with(|| Instant::now() + timeout);
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Room::Full;
@@ -239,13 +241,12 @@ fn received(polled: Polled<Document>, bytes: &QueueBytes) -> Polled<Document> {
 }
 
 fn poll<T>(rx: &Receiver<T>, timeout: Duration) -> Polled<T> {
-    if timeout.is_zero() {
-        // No deadline to compute: no clock read.
-        return match rx.try_recv() {
-            Ok(item) => Polled::Item(item),
-            Err(crossbeam_channel::TryRecvError::Empty) => Polled::Idle,
-            Err(crossbeam_channel::TryRecvError::Disconnected) => Polled::Closed,
-        };
+    // What is there already is taken without computing a deadline (a clock read).
+    match rx.try_recv() {
+        Ok(item) => return Polled::Item(item),
+        Err(crossbeam_channel::TryRecvError::Disconnected) => return Polled::Closed,
+        Err(crossbeam_channel::TryRecvError::Empty) if timeout.is_zero() => return Polled::Idle,
+        Err(crossbeam_channel::TryRecvError::Empty) => {}
     }
     match rx.recv_timeout(timeout) {
         Ok(item) => Polled::Item(item),
@@ -275,6 +276,13 @@ impl PublisherMessenger for LocalPublisherMessenger {
             Room::Full => return Ok(Some(doc)),
             Room::Closed => return Err(MessengerError::Closed("processing")),
         }
+        let doc = match source.tx.try_send(doc) {
+            Ok(()) => return Ok(None),
+            Err(crossbeam_channel::TrySendError::Full(doc)) => doc,
+            Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
+                return Err(MessengerError::Closed("processing"));
+            }
+        };
         match source.tx.send_timeout(doc, timeout) {
             Ok(()) => Ok(None),
             Err(SendTimeoutError::Timeout(doc)) => {

@@ -222,6 +222,7 @@ impl Loaded {
     fn run<R>(
         &self,
         store: &mut Store<PluginState>,
+        cancel: &super::Cancel,
         timeout: Duration,
         call: impl AsyncFnOnce(&mut Store<PluginState>) -> wasmtime::Result<R>,
     ) -> Result<R, TrapCause> {
@@ -230,10 +231,9 @@ impl Loaded {
         store.data_mut().http_policy.deadline = Some(deadline);
         store.data_mut().interrupt_at =
             Some(deadline + INTERRUPT_SLACK_TICKS * self.runtime.epoch_tick);
-        let cancel = store.data().cancel.clone();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             self.runtime
-                .block_on_until(deadline, &cancel, call(&mut *store))
+                .block_on_until(deadline, cancel, call(&mut *store))
         }));
         store.data_mut().http_policy.deadline = None;
         store.data_mut().interrupt_at = None;
@@ -336,9 +336,11 @@ impl<W: World> Prepared<W> {
     fn instantiate(&self, start: bool) -> Result<Live<W>, PluginError> {
         let loaded = &*self.loaded;
         let mut store = loaded.new_store()?;
+        // Kept beside the store: a call borrows the store whole.
+        let cancel = store.data().cancel.clone();
         let timeout = loaded.spec.limits.call_timeout();
         let bindings = loaded
-            .run(&mut store, timeout, async |store| {
+            .run(&mut store, &cancel, timeout, async |store| {
                 W::instantiate(&self.pre, store).await
             })
             .map_err(|cause| {
@@ -347,13 +349,14 @@ impl<W: World> Prepared<W> {
         if start {
             let config = &loaded.config_json;
             let started = loaded
-                .run(&mut store, timeout, async |store| {
+                .run(&mut store, &cancel, timeout, async |store| {
                     bindings.start(store, config).await
                 })
                 .map_err(|cause| loaded.instantiate_error(format!("start trapped: {cause}")))?;
             return match started {
                 Ok(started) => Ok(Live {
                     store,
+                    cancel,
                     bindings,
                     started,
                 }),
@@ -369,6 +372,7 @@ impl<W: World> Prepared<W> {
         }
         Ok(Live {
             store,
+            cancel,
             bindings,
             started: W::Started::default(),
         })
@@ -378,6 +382,8 @@ impl<W: World> Prepared<W> {
 /// A live instance: a store and the bindings instantiated in it.
 pub(crate) struct Live<W: World> {
     pub(crate) store: Store<PluginState>,
+    /// The store's [`super::Cancel`].
+    cancel: super::Cancel,
     pub(crate) bindings: W,
     /// What the kind's `start` answered.
     pub(crate) started: W::Started,
@@ -428,7 +434,16 @@ impl<W: World> Instance<W> {
 
     fn live(&mut self) -> Result<&mut Live<W>, PluginError> {
         if self.live.is_none() {
-            self.live = Some(self.prepared.instantiate(self.start)?);
+            let live = self.prepared.instantiate(self.start)?;
+            // Lines its start-up wrote count toward the rate, not toward
+            // the first call.
+            live.store
+                .data()
+                .logs
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take_counts();
+            self.live = Some(live);
         }
         Ok(self.live.as_mut().expect("just filled"))
     }
@@ -454,15 +469,11 @@ impl<W: World> Instance<W> {
         docs: &mut [Document],
         f: impl AsyncFnOnce(&W, &mut Store<PluginState>, Vec<Resource<Document>>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
-        let loaded = Arc::clone(&self.prepared.loaded);
-        let live = self.live()?;
+        self.live()?;
+        let loaded = &*self.prepared.loaded;
+        let live = self.live.as_mut().expect("made live above");
         let state = live.store.data_mut();
         state.budget.start_call();
-        state
-            .logs
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take_counts();
         // Room for the lent documents beside those the plugin may hold.
         state
             .docs
@@ -482,7 +493,7 @@ impl<W: World> Instance<W> {
             .map(|own| Resource::new_borrow(own.rep()))
             .collect();
         let bindings = &live.bindings;
-        let result = loaded.run(&mut live.store, timeout, async |store| {
+        let result = loaded.run(&mut live.store, &live.cancel, timeout, async |store| {
             f(bindings, store, borrows).await
         });
         let state = live.store.data_mut();
@@ -492,8 +503,8 @@ impl<W: World> Instance<W> {
                 *doc = back;
             }
         }
-        // Lines written before this call (by a restart's `start`) count
-        // toward the limit, not toward this call.
+        // Lines written during this call (those of a restart's `start` were
+        // taken when it was made live).
         let log_lines = state
             .logs
             .lock()

@@ -275,6 +275,9 @@ impl PublishSink for Publish {
         // Pending before sending: a fast FINISH must never precede it.
         self.accounting.published(&id);
         let mut doc = doc;
+        // The first try waits for nothing (and reads no clock); later ones
+        // wait for room, up to the deadline.
+        let mut wait = Duration::ZERO;
         loop {
             if let Some(reason) = self.abort.reason() {
                 self.accounting.unpublished(&id);
@@ -284,18 +287,7 @@ impl PublishSink for Publish {
                 self.accounting.unpublished(&id);
                 return Err("the run was interrupted".into());
             }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                self.accounting.unpublished(&id);
-                return Err(
-                    "the connector's execute deadline passed while waiting for room in the pipeline"
-                        .into(),
-                );
-            }
-            match self
-                .messenger
-                .send_for_processing(doc, PUBLISH_WAIT.min(left))
-            {
+            match self.messenger.send_for_processing(doc, wait) {
                 Ok(None) => break,
                 Ok(Some(back)) => doc = back,
                 Err(MessengerError::Refused(reason)) => {
@@ -311,6 +303,15 @@ impl PublishSink for Publish {
                     return Err(e.to_string());
                 }
             }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                self.accounting.unpublished(&id);
+                return Err(
+                    "the connector's execute deadline passed while waiting for room in the pipeline"
+                        .into(),
+                );
+            }
+            wait = PUBLISH_WAIT.min(left);
         }
         self.accounting.published.fetch_add(1, Ordering::Relaxed);
         RunStats::add(&self.stats.published, 1);

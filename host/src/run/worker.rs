@@ -123,6 +123,8 @@ impl Worker {
             metrics::counter!(telemetry::DOCS_PROCESSED, "pipeline" => self.pipeline.to_string());
         let latency = metrics::histogram!(telemetry::PIPELINE_SECONDS, "pipeline" => self.pipeline.to_string());
         let mut counted = LocalCount::new(&self.stats);
+        // Reused from document to document.
+        let mut outcomes = Vec::new();
         loop {
             if self.abort.is_set() {
                 return Ok(());
@@ -142,12 +144,12 @@ impl Worker {
             let span = tracing::debug_span!("document", run_id = doc.run_id(), doc_id = doc.id());
             let _entered = span.enter();
             let start = Instant::now();
-            let (outcomes, fatal) = self.process(doc);
+            let fatal = self.process(doc, &mut outcomes);
             let elapsed = start.elapsed();
             latency.record(elapsed);
             processed.increment(1);
             counted.add(elapsed);
-            for outcome in outcomes {
+            for outcome in outcomes.drain(..) {
                 self.send(outcome).map_err(messenger_error)?;
             }
             // A document whose outputs or events could not be handed on
@@ -162,16 +164,14 @@ impl Worker {
         }
     }
 
-    /// What became of `doc` and its children, and whether the run must
-    /// stop. A panic in host code fails the document (never the worker), so
-    /// every document gets a terminal event.
-    fn process(&mut self, doc: Document) -> (Vec<Outcome>, Option<String>) {
+    /// What became of `doc` and its children (into `outcomes`), and whether
+    /// the run must stop. A panic in host code fails the document (never the
+    /// worker), so every document gets a terminal event.
+    fn process(&mut self, doc: Document, outcomes: &mut Vec<Outcome>) -> Option<String> {
         let (id, run_id) = (doc.id().to_owned(), doc.run_id().map(str::to_owned));
         let stages = &mut self.stages;
         let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut outcomes = Vec::new();
-            let fatal = run_pipeline(stages, doc, 0, &mut outcomes);
-            (outcomes, fatal)
+            run_pipeline(stages, doc, 0, outcomes)
         }));
         processed.unwrap_or_else(|panic| {
             let message = format!(
@@ -186,7 +186,11 @@ impl Worker {
                 message,
                 attempts: 1,
             };
-            (vec![Outcome::Failed(stub, failure)], None)
+            // What the stages made before the panic goes nowhere: the
+            // document fails whole.
+            outcomes.clear();
+            outcomes.push(Outcome::Failed(stub, failure));
+            None
         })
     }
 
