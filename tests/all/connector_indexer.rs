@@ -88,6 +88,60 @@ fn file_connector_stops_on_a_bad_line_naming_file_and_line() {
     );
 }
 
+/// Ids in every shape a line may give them: read the same way, whether the
+/// connector takes the id from the start of the line or reads it in full.
+#[test]
+fn file_connector_finds_ids_in_any_shape_of_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lines = [
+        r#"{"id":"lead","n":1}"#,
+        r#"  { "id" : "spaced" , "n": 2 }"#,
+        r#"{"n":3,"id":"later"}"#,
+        r#"{"id":42,"n":4}"#,
+        r#"{"id":"esc\"aped","n":5}"#,
+        r#"{"id":"first","n":6,"id":"second"}"#,
+        r#"{"id":"","n":7}"#,
+        r#"{"identity":"x","n":8}"#,
+    ];
+    std::fs::write(dir.path().join("ids.jsonl"), lines.join("\r\n") + "\n").expect("write");
+    let (result, docs) = run_connector(json!({ "paths": ["/data/ids.jsonl"] }), dir.path());
+    result.expect("execute");
+    let ids: Vec<&str> = docs.iter().map(Document::id).collect();
+    assert_eq!(
+        ids,
+        [
+            "lead",
+            "spaced",
+            "later",
+            "42",
+            "esc\"aped",
+            "first",
+            "ids.jsonl-7",
+            "ids.jsonl-8"
+        ]
+    );
+    let n: Vec<i64> = docs
+        .iter()
+        .map(|d| d.get("n").and_then(|v| v.as_i64()).expect("n"))
+        .collect();
+    assert_eq!(n, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert!(
+        docs.iter().all(|d| d.get("id").is_none()),
+        "the id is not a field"
+    );
+
+    // A line broken after a leading id still stops the run at that line.
+    std::fs::write(
+        dir.path().join("broken.jsonl"),
+        "{\"id\":\"ok\"}\n{\"id\":\"b\", \"x\": }\n",
+    )
+    .expect("write");
+    let (result, docs) = run_connector(json!({ "paths": ["/data/broken.jsonl"] }), dir.path());
+    let err = result.expect_err("broken line");
+    assert!(err.to_string().contains("/data/broken.jsonl:2"), "{err}");
+    assert_eq!(docs.len(), 1);
+}
+
 #[test]
 fn file_connector_without_a_grant_cannot_read() {
     let plugin = runtime()

@@ -109,6 +109,19 @@ impl<'de> serde::de::Visitor<'de> for FindKey<'_> {
     }
 }
 
+/// The id of a line that begins `{"<id field>": "<string without escapes>"`
+/// (`id_key` is the field name quoted), read without scanning the rest: the
+/// usual shape of JSONL exports. `None` for any other shape, which is then
+/// read in full. Like [`FindKey`], the first occurrence of the key wins.
+fn leading_id<'a>(line: &'a str, id_key: &str) -> Option<&'a str> {
+    let rest = line.trim_start().strip_prefix('{')?.trim_start();
+    let rest = rest.strip_prefix(id_key)?.trim_start();
+    let rest = rest.strip_prefix(':')?.trim_start();
+    let rest = rest.strip_prefix('"')?;
+    let end = rest.find(['"', '\\'])?;
+    (rest.as_bytes()[end] == b'"' && end > 0).then(|| &rest[..end])
+}
+
 impl FileConnector {
     fn fallback_id(path: &str, line: usize) -> String {
         let name = Path::new(path)
@@ -138,13 +151,27 @@ impl FileConnector {
     fn read_jsonl(&self, publisher: &Publisher, path: &str) -> Result<(), PluginError> {
         let file = File::open(path).map_err(|e| fatal(path, 0, e))?;
         // Large reads: each one is a host call (and a thread hop) in the sandbox.
-        for (i, line) in BufReader::with_capacity(1 << 20, file).lines().enumerate() {
-            let line_no = i + 1;
-            let line = line.map_err(|e| fatal(path, line_no, e))?;
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let mut line = String::new();
+        let id_key = format!("\"{}\"", self.config.id_field);
+        for line_no in 1.. {
+            line.clear();
+            if reader
+                .read_line(&mut line)
+                .map_err(|e| fatal(path, line_no, e))?
+                == 0
+            {
+                break;
+            }
             if line.trim().is_empty() {
                 continue;
             }
-            // Only the id is read here; the host parses the whole line once.
+            // Only the id is read here; the host parses the whole line once
+            // (and says where it is broken, if it is).
+            if let Some(id) = leading_id(&line, &id_key) {
+                self.publish(publisher, path, line_no, Some(id.to_owned()), &line)?;
+                continue;
+            }
             let mut de = serde_json::Deserializer::from_str(&line);
             let id =
                 serde::de::DeserializeSeed::deserialize(FindKey(&self.config.id_field), &mut de)
