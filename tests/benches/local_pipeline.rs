@@ -122,7 +122,7 @@ fn native(input: &Path, output: &Path, csv: bool) -> usize {
 
 /// Validate (compiling the components), then time only the run: documents,
 /// wall seconds, CPU seconds. `csv`: the CSV indexer instead of JSONL.
-fn weir_run(dir: &Path, threads: usize, csv: bool) -> (usize, f64, f64) {
+fn weir_run(dir: &Path, threads: usize, csv: bool) -> (usize, f64, f64, String) {
     let dist = weir_tests::plugins_dir();
     let plugin = |name: &str| format!("{:?}", dist.join(name).display().to_string());
     let toml = format!(
@@ -176,7 +176,22 @@ fn weir_run(dir: &Path, threads: usize, csv: bool) -> (usize, f64, f64) {
     let result = runner.run_validated(&plugins, "bench");
     let (seconds, cpu) = (start.elapsed().as_secs_f64(), process_cpu_seconds() - cpu);
     assert_eq!(result.status(), RunStatus::Success, "{result:?}");
-    (result.connectors[0].succeeded as usize, seconds, cpu)
+    // Each stage's mean time per document, in its calls (the run summary's).
+    let stages = result
+        .stages
+        .iter()
+        .map(|s| {
+            let us = s.time.as_secs_f64() * 1e6 / s.documents.max(1) as f64;
+            format!("{}={us:.2}", s.stage)
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    (
+        result.connectors[0].succeeded as usize,
+        seconds,
+        cpu,
+        stages,
+    )
 }
 
 /// The CSV output's columns (`tags` multi-valued, joined with `|`).
@@ -217,7 +232,7 @@ fn peak_rss_kib() -> u64 {
 
 /// Child process: run one phase on `dir` and print `docs seconds cpu peak_kib`.
 fn child(phase: &str, dir: &Path, threads: usize) {
-    let (docs, seconds, cpu) = match phase {
+    let (docs, seconds, cpu, stages) = match phase {
         "native" | "native-csv" => {
             let (start, cpu) = (Instant::now(), process_cpu_seconds());
             let csv = phase == "native-csv";
@@ -226,13 +241,14 @@ fn child(phase: &str, dir: &Path, threads: usize) {
                 docs,
                 start.elapsed().as_secs_f64(),
                 process_cpu_seconds() - cpu,
+                String::new(),
             )
         }
         "weir" => weir_run(dir, threads, false),
         "weir-csv" => weir_run(dir, threads, true),
         other => panic!("unknown phase {other}"),
     };
-    println!("{docs} {seconds} {cpu} {}", peak_rss_kib());
+    println!("{docs} {seconds} {cpu} {} {stages}", peak_rss_kib());
 }
 
 struct Measured {
@@ -240,6 +256,8 @@ struct Measured {
     seconds: f64,
     cpu: f64,
     peak_mib: f64,
+    /// `stage=mean µs` per stage, for Weir.
+    stages: String,
 }
 
 fn measure(phase: &str, dir: &Path, threads: usize) -> Measured {
@@ -268,6 +286,7 @@ fn measure(phase: &str, dir: &Path, threads: usize) -> Measured {
         seconds,
         cpu,
         peak_mib: peak_kib / 1024.0,
+        stages: parts.collect::<Vec<_>>().join(" "),
     }
 }
 
@@ -390,6 +409,10 @@ fn main() {
             m.peak_mib
         );
     }
+    println!(
+        "weir time in each stage, us per document: JSONL {}; CSV {}",
+        weir.stages, weir_csv.stages
+    );
     println!(
         "weir / native rate:          JSONL {:.2}, CSV {:.2}",
         rate(&weir) / rate(&native),
