@@ -4,6 +4,7 @@
 //! config = { fields = ["title", "body"] }   # empty or absent: every field
 //! ```
 
+use weir_plugin::serde_json;
 use weir_plugin::{Document, PluginError, Stage, Value, doc_error};
 
 #[derive(serde::Deserialize)]
@@ -29,23 +30,35 @@ impl Stage for TrimWhitespace {
             self.0.fields.clone()
         };
         for name in fields {
+            // One call tells a single text value (the usual case) from the rest.
+            let Some(json) = doc.get_json(&name) else {
+                continue;
+            };
+            if json.starts_with('"') {
+                let text: String = serde_json::from_str(&json)
+                    .map_err(|e| PluginError::Document(format!("`{name}`: {e}")))?;
+                let trimmed = text.trim();
+                if trimmed.len() != text.len() {
+                    doc.set_string(&name, trimmed).map_err(doc_error)?;
+                }
+                continue;
+            }
+            // Numbers, booleans, null and objects hold no text to trim.
+            if !json.starts_with('[') {
+                continue;
+            }
             let values = doc.get_all(&name);
             let needs_trim = values
                 .iter()
                 .any(|v| matches!(v, Value::Text(t) if t.trim().len() != t.len()));
-            if !needs_trim {
-                continue;
-            }
-            let trimmed: Vec<Value> = values
-                .into_iter()
-                .map(|v| match v {
-                    Value::Text(t) => Value::Text(t.trim().to_owned()),
-                    other => other,
-                })
-                .collect();
-            if !doc.is_multi_valued(&name) && trimmed.len() == 1 {
-                doc.set(&name, &trimmed[0]).map_err(doc_error)?;
-            } else {
+            if needs_trim {
+                let trimmed: Vec<Value> = values
+                    .into_iter()
+                    .map(|v| match v {
+                        Value::Text(t) => Value::Text(t.trim().to_owned()),
+                        other => other,
+                    })
+                    .collect();
                 doc.set_all(&name, &trimmed).map_err(doc_error)?;
             }
         }
