@@ -436,7 +436,7 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
     .context("cannot start heartbeats")?;
     let threads = runner.config().worker.threads;
     if role != Role::Indexer {
-        warn_about_partitions(&topics, threads);
+        warn_about_partitions(&topics.source(), &topics, threads, "worker threads");
     }
     let result = match role {
         Role::Worker => {
@@ -455,6 +455,14 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
                 .config()
                 .indexer_for(&pipeline)
                 .map_or(1, |(_, i)| i.batch_size);
+            if let Some((location, indexer)) = runner.config().indexer_for(&pipeline)
+                && indexer.instances > 1
+            {
+                tracing::warn!(
+                    "{location}.instances = {} is not used by worker-indexer pairs: each of the {threads} pairs (worker.threads) has one indexer instance",
+                    indexer.instances
+                );
+            }
             let pairs = KafkaWorkerMessenger::for_pairs(&topics, threads, capacity)
                 .context("cannot connect to Kafka")?
                 .into_iter()
@@ -469,10 +477,24 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
             runner.serve_pairs(&plugins, &pipeline, pairs, &shutdown)
         }
         Role::Indexer => {
-            let messenger =
-                KafkaIndexerMessenger::new(topics.clone()).context("cannot connect to Kafka")?;
-            tracing::info!(pipeline = %pipeline, topic = %topics.dest(), "indexer serving");
-            runner.serve_indexer(&plugins, &pipeline, Box::new(messenger), &shutdown)
+            // `indexer.instances` consumers of the destination topic, each
+            // with an indexer instance of its own.
+            let instances = runner
+                .config()
+                .indexer_for(&pipeline)
+                .map_or(1, |(_, i)| i.instances);
+            if instances > 1 {
+                warn_about_partitions(&topics.dest(), &topics, instances, "indexer instances");
+            }
+            let messengers = (0..instances)
+                .map(|_| {
+                    KafkaIndexerMessenger::new(topics.clone())
+                        .map(|m| Box::new(m) as Box<dyn IndexerMessenger>)
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .context("cannot connect to Kafka")?;
+            tracing::info!(pipeline = %pipeline, instances, topic = %topics.dest(), "indexer serving");
+            runner.serve_indexers(&plugins, &pipeline, messengers, &shutdown)
         }
     };
     match result {
@@ -487,23 +509,22 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
     }
 }
 
-/// Warn when the source topic cannot keep every worker thread busy.
-fn warn_about_partitions(topics: &KafkaTopics, threads: usize) {
-    let source = topics.source();
-    match topics.partitions(&source) {
-        Ok(Some(n)) if n < threads => tracing::warn!(
-            topic = %source,
+/// Warn when `topic` has too few partitions to keep `consumers` (`what`) busy.
+fn warn_about_partitions(topic: &str, topics: &KafkaTopics, consumers: usize, what: &str) {
+    match topics.partitions(topic) {
+        Ok(Some(n)) if n < consumers => tracing::warn!(
+            topic,
             partitions = n,
-            threads,
-            "the source topic has fewer partitions than worker threads: {} threads will sit idle",
-            threads - n
+            consumers,
+            "the topic has fewer partitions than {what}: {} will sit idle",
+            consumers - n
         ),
         Ok(None) => tracing::warn!(
-            topic = %source,
-            "the source topic does not exist yet; if the broker creates it, it gets the broker's default partition count"
+            topic,
+            "the topic does not exist yet; if the broker creates it, it gets the broker's default partition count"
         ),
         Ok(Some(_)) => {}
-        Err(e) => tracing::warn!(error = %e, "cannot read the source topic's partitions"),
+        Err(e) => tracing::warn!(topic, error = %e, "cannot read the topic's partitions"),
     }
 }
 

@@ -250,11 +250,27 @@ fn kafka_mode_indexes_every_document_in_per_id_order() {
     for i in 0..3 {
         cluster.start_worker(i);
     }
-    for i in 0..2 {
-        cluster.start_indexer(i);
-    }
+    cluster.start_indexer(0);
+    // The second indexer process runs two instances: three consumers in all.
+    let second = cluster.process(
+        "indexer-1",
+        &["indexer"],
+        &[
+            (
+                "WEIR__INDEXER__PLUGIN__CONFIG__RECORD",
+                "/out/indexer-1.jsonl".to_owned(),
+            ),
+            ("WEIR__INDEXER__INSTANCES", "2".to_owned()),
+        ],
+    );
+    put(&mut cluster.indexers, 1, second);
     let mut run = cluster.start_run();
     let duplicates = cluster.finish(&mut run, IDS, "e2e");
+    assert!(
+        cluster.log("indexer-1").contains("instances=2"),
+        "{}",
+        cluster.log("indexer-1")
+    );
     println!("e2e: {} documents, {duplicates} indexed twice", IDS * 3);
 }
 

@@ -418,9 +418,10 @@ pub struct IndexerConfig {
     /// Indexer instances, each on a thread of its own with its own batches,
     /// for a backend that takes writes from several clients (a file indexer
     /// then writes one file per instance: `{instance}` in its path). Each id
-    /// goes to one instance, so its versions stay in order. Where the indexer
-    /// runs in the run's process (local mode); in Kafka mode, run more
-    /// indexer processes. Default 1, at most 64.
+    /// goes to one instance, so its versions stay in order. In local mode,
+    /// per run; in Kafka mode, per `weir indexer` process (each instance a
+    /// consumer of the destination topic); Hybrid pairs have one each.
+    /// Default 1, at most 64.
     #[serde(default = "IndexerConfig::default_instances")]
     pub instances: usize,
     /// Most documents in one batch. Default 100.

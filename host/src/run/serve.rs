@@ -61,32 +61,43 @@ impl Runner {
         shutdown.outcome()
     }
 
-    /// Run the indexer of `pipeline` until `shutdown` or a fatal error.
-    pub fn serve_indexer(
+    /// Run one indexer instance per messenger for `pipeline` (each a
+    /// consumer of the destination topic, numbered for the plugin) until
+    /// `shutdown`, or until one hits a fatal error (then all stop).
+    pub fn serve_indexers(
         &self,
         plugins: &LoadedPlugins,
         pipeline: &str,
-        messenger: Box<dyn IndexerMessenger>,
+        messengers: Vec<Box<dyn IndexerMessenger>>,
         shutdown: &Shutdown,
     ) -> Result<(), String> {
-        if let Some((location, config)) = self.config().indexer_for(pipeline)
-            && config.instances > 1
-        {
-            tracing::warn!(
-                "{location}.instances = {} applies where the indexer runs in the run's process; \
-                 a `weir indexer` process runs one instance (run more processes to index in parallel)",
-                config.instances
-            );
+        let count = messengers.len();
+        let mut indexers = Vec::with_capacity(count);
+        for (index, messenger) in messengers.into_iter().enumerate() {
+            let started = self.start_indexer(plugins, pipeline, (index, count))?;
+            indexers.push(started.into_loop(
+                Arc::from(pipeline),
+                messenger,
+                self.stats(),
+                shutdown.0.clone(),
+                shutdown.0.clone(),
+            ));
         }
-        let started = self.start_indexer(plugins, pipeline, (0, 1))?;
-        let indexer = started.into_loop(
-            Arc::from(pipeline),
-            messenger,
-            self.stats(),
-            shutdown.0.clone(),
-            shutdown.0.clone(),
-        );
-        indexer.run();
+        thread::scope(|scope| {
+            let handles: Vec<_> = indexers
+                .into_iter()
+                .enumerate()
+                .map(|(i, indexer)| {
+                    let name = format!("weir-indexer-{i}");
+                    spawn_in_span(scope, &name, move || indexer.run())
+                })
+                .collect();
+            for handle in handles {
+                if handle.join().is_err() {
+                    shutdown.0.trigger("an indexer thread panicked");
+                }
+            }
+        });
         shutdown.outcome()
     }
 
