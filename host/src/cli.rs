@@ -653,6 +653,21 @@ fn print_summary(result: &RunResult) {
             outcome
         );
     }
+    let cpu = result.cpu;
+    if !cpu.workers.is_zero() || !cpu.indexers.is_zero() {
+        let documents: u64 = result.connectors.iter().map(|c| c.published).sum();
+        let per_doc = |d: std::time::Duration| d.as_secs_f64() * 1e6 / documents.max(1) as f64;
+        println!();
+        println!(
+            "CPU in this process: connectors {:.2?} ({:.1} us/doc), workers {:.2?} ({:.1} us/doc), indexers {:.2?} ({:.1} us/doc)",
+            cpu.connectors,
+            per_doc(cpu.connectors),
+            cpu.workers,
+            per_doc(cpu.workers),
+            cpu.indexers,
+            per_doc(cpu.indexers)
+        );
+    }
     if !result.stages.is_empty() {
         println!();
         println!(

@@ -44,8 +44,59 @@ pub struct RunStats {
     pub pipeline_nanos: Padded,
     /// Nanoseconds spent sending batches, summed.
     pub index_nanos: Padded,
+    /// CPU time of the threads that ran connectors, workers and indexers
+    /// in this process, in nanoseconds, added as each thread ends.
+    pub connector_cpu_nanos: Padded,
+    pub worker_cpu_nanos: Padded,
+    pub indexer_cpu_nanos: Padded,
     /// Per stage of each pipeline, in the order first seen.
     stages: std::sync::Mutex<Vec<StageEntry>>,
+}
+
+/// CPU time spent by each kind of thread of a run, in this process: where
+/// a pipeline's time goes, for tuning (which one to give more threads).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuSummary {
+    pub connectors: Duration,
+    pub workers: Duration,
+    pub indexers: Duration,
+}
+
+/// CPU time the calling thread has used so far.
+pub fn thread_cpu() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid out-pointer for this clock.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(
+        u64::try_from(now.tv_sec).unwrap_or(0),
+        u32::try_from(now.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// Adds the CPU time its thread uses from now until it is dropped to a counter.
+pub(crate) struct ThreadCpu<'a> {
+    counter: &'a AtomicU64,
+    start: Duration,
+}
+
+impl<'a> ThreadCpu<'a> {
+    pub(crate) fn count_into(counter: &'a AtomicU64) -> Self {
+        Self {
+            counter,
+            start: thread_cpu(),
+        }
+    }
+}
+
+impl Drop for ThreadCpu<'_> {
+    fn drop(&mut self) {
+        RunStats::add_time(self.counter, thread_cpu().saturating_sub(self.start));
+    }
 }
 
 /// A pipeline, one of its stages, and the stage's figures.
@@ -115,6 +166,16 @@ impl RunStats {
             dropped: get(&self.dropped),
             pipeline_nanos: get(&self.pipeline_nanos),
             index_nanos: get(&self.index_nanos),
+        }
+    }
+
+    /// The CPU time of each kind of thread so far.
+    pub fn cpu(&self) -> CpuSummary {
+        let get = |a: &AtomicU64| Duration::from_nanos(a.load(Ordering::Relaxed));
+        CpuSummary {
+            connectors: get(&self.connector_cpu_nanos),
+            workers: get(&self.worker_cpu_nanos),
+            indexers: get(&self.indexer_cpu_nanos),
         }
     }
 

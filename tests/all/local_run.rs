@@ -403,6 +403,12 @@ fn children_and_drops_are_accounted_and_indexed() {
         .collect();
     assert_eq!(stages, [("split", 3, 2, 0), ("drafts", 5, 0, 0)]);
     assert!(result.stages.iter().all(|s| !s.time.is_zero()));
+    // And the CPU time of each kind of thread.
+    let cpu = result.cpu;
+    assert!(
+        !cpu.connectors.is_zero() && !cpu.workers.is_zero() && !cpu.indexers.is_zero(),
+        "{cpu:?}"
+    );
 
     let events = recording.events();
     let position = |id: &str, kind: EventKind| {

@@ -186,11 +186,20 @@ fn weir_run(dir: &Path, threads: usize, csv: bool) -> (usize, f64, f64, String) 
         })
         .collect::<Vec<_>>()
         .join(" ");
+    // Each kind of thread's CPU time per document.
+    let docs = result.connectors[0].succeeded;
+    let per_doc = |d: std::time::Duration| d.as_secs_f64() * 1e6 / docs.max(1) as f64;
+    let threads = format!(
+        "connector={:.2} workers={:.2} indexer={:.2}",
+        per_doc(result.cpu.connectors),
+        per_doc(result.cpu.workers),
+        per_doc(result.cpu.indexers)
+    );
     (
         result.connectors[0].succeeded as usize,
         seconds,
         cpu,
-        stages,
+        format!("{stages} | {threads}"),
     )
 }
 
@@ -410,7 +419,7 @@ fn main() {
         );
     }
     println!(
-        "weir time in each stage, us per document: JSONL {}; CSV {}",
+        "weir per document, us: time in each stage's calls | CPU of each kind of thread:\n  JSONL {}\n  CSV   {}",
         weir.stages, weir_csv.stages
     );
     println!(

@@ -47,6 +47,8 @@ pub(crate) struct IndexerLoop {
 impl IndexerLoop {
     /// Index until the queue closes or the run aborts.
     pub(crate) fn run(mut self) {
+        let stats = Arc::clone(&self.stats);
+        let _cpu = crate::telemetry::ThreadCpu::count_into(&stats.indexer_cpu_nanos);
         let result = self.work();
         if let Err(e) = self.instance.close() {
             tracing::warn!(plugin = %self.plugin, error = %e, "indexer close failed");

@@ -117,6 +117,8 @@ pub struct RunResult {
     pub connectors: Vec<ConnectorResult>,
     /// What each stage did (in this process: local mode), for tuning.
     pub stages: Vec<crate::telemetry::StageSummary>,
+    /// CPU time of the connector, worker and indexer threads in this process.
+    pub cpu: crate::telemetry::CpuSummary,
     pub elapsed: Duration,
 }
 
@@ -403,6 +405,7 @@ impl Runner {
             run_id: run_id.to_owned(),
             connectors: results,
             stages: self.stats.stage_summaries(),
+            cpu: self.stats.cpu(),
             elapsed: start.elapsed(),
         };
         tracing::info!(status = ?result.status(), elapsed = ?result.elapsed, "run ended");
@@ -651,7 +654,9 @@ impl Runner {
             .execute_timeout()
             .min(timeout + Duration::from_secs(1));
         thread::scope(|scope| {
+            let stats = &self.stats;
             let mut execution = Some(spawn_in_span(scope, "weir-connector", move || {
+                let _cpu = crate::telemetry::ThreadCpu::count_into(&stats.connector_cpu_nanos);
                 connector.execute(run_id, Box::new(sink), execute_timeout)
             }));
             let mut executed: Option<Result<(), String>> = None;

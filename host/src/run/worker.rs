@@ -105,6 +105,8 @@ pub(crate) struct Worker {
 impl Worker {
     /// Work until the source closes or the run aborts; a fatal error aborts it.
     pub(crate) fn run(mut self) {
+        let stats = Arc::clone(&self.stats);
+        let _cpu = telemetry::ThreadCpu::count_into(&stats.worker_cpu_nanos);
         let result = self.work();
         for stage in &mut self.stages {
             if let Err(e) = stage.instance.stop() {
