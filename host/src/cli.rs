@@ -668,7 +668,7 @@ fn print_summary(result: &RunResult) {
             per_doc(cpu.indexers)
         );
     }
-    if !result.stages.is_empty() {
+    if !result.stages.is_empty() || cpu.indexed > 0 {
         println!();
         println!(
             "{:<20} {:<16} {:>10} {:>9} {:>8} {:>12} {:>10}",
@@ -682,5 +682,13 @@ fn print_summary(result: &RunResult) {
                 s.stage, s.pipeline, s.documents, s.children, s.failed, mean, s.time
             );
         }
+    }
+    if cpu.indexed > 0 {
+        let nanos = cpu.index_time.as_nanos() / u128::from(cpu.indexed);
+        let mean = std::time::Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+        println!(
+            "{:<20} {:<16} {:>10} {:>9} {:>8} {:>12.2?} {:>10.2?}",
+            "(indexer batches)", "", cpu.indexed, "", "", mean, cpu.index_time
+        );
     }
 }

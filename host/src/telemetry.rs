@@ -60,6 +60,11 @@ pub struct CpuSummary {
     pub connectors: Duration,
     pub workers: Duration,
     pub indexers: Duration,
+    /// Documents indexed in this process, and the time their batches took
+    /// in the indexer plugin (retries included): the indexer's row of the
+    /// summary beside the stages'.
+    pub indexed: u64,
+    pub index_time: Duration,
 }
 
 /// CPU time the calling thread has used so far.
@@ -176,6 +181,8 @@ impl RunStats {
             connectors: get(&self.connector_cpu_nanos),
             workers: get(&self.worker_cpu_nanos),
             indexers: get(&self.indexer_cpu_nanos),
+            indexed: self.indexed.load(Ordering::Relaxed),
+            index_time: get(&self.index_nanos),
         }
     }
 

@@ -409,6 +409,8 @@ fn children_and_drops_are_accounted_and_indexed() {
         !cpu.connectors.is_zero() && !cpu.workers.is_zero() && !cpu.indexers.is_zero(),
         "{cpu:?}"
     );
+    assert_eq!(cpu.indexed, 3, "the indexer's row: the 3 documents indexed");
+    assert!(!cpu.index_time.is_zero());
 
     let events = recording.events();
     let position = |id: &str, kind: EventKind| {
