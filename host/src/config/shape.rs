@@ -14,7 +14,8 @@ use super::{ConfigError, ConnectorConfig, PipelineConfig, StageConfig, TenantCon
 /// More than any real config has; a bound on the retries.
 const MAX_PROBLEMS: usize = 100;
 
-/// The shape problems in a whole config table, in the order of the file.
+/// The shape problems in a whole config table, section by section (in key
+/// order within each).
 pub(super) fn problems(table: &toml::Table) -> Vec<ConfigError> {
     let mut errors = Vec::new();
     let mut top = table.clone();
@@ -55,18 +56,19 @@ pub(super) fn problems(table: &toml::Table) -> Vec<ConfigError> {
 
 /// Deserialize `value` as `T` again and again, taking out each problem found.
 fn check<T: DeserializeOwned>(mut value: toml::Value, base: &str, errors: &mut Vec<ConfigError>) {
-    let mut removed: Vec<String> = Vec::new();
+    // What was taken out for its type or shape: a key it leaves missing is
+    // already reported.
+    let mut removed: Vec<Vec<Step>> = Vec::new();
     for _ in 0..MAX_PROBLEMS {
         let Err(e) = serde_path_to_error::deserialize::<_, T>(value.clone()) else {
             return;
         };
-        let at = e.path().to_string();
-        let at = if at == "." { String::new() } else { at };
+        let at = steps(e.path());
         let message = e.inner().message().trim().to_owned();
         if let Some(key) = quoted(&message, "unknown field `") {
             // The path already ends with the unknown key.
             errors.push(error(
-                join(base, &at),
+                location(base, &at),
                 format!("unknown key `{key}`{}", expected(&message)),
             ));
             if !remove(&mut value, &at) {
@@ -74,21 +76,75 @@ fn check<T: DeserializeOwned>(mut value: toml::Value, base: &str, errors: &mut V
             }
             continue;
         }
-        if let Some(key) = quoted(&message, "missing field `") {
-            // Taken out here for its type: already reported.
-            if !removed.contains(&join(&at, key)) {
-                errors.push(error(join(base, &at), format!("missing key `{key}`")));
-            }
-            return;
+        let problem = if let Some(key) = quoted(&message, "missing field `") {
+            let mut missing = at.clone();
+            missing.push(Step::Key(key.to_owned()));
+            (!removed.contains(&missing)).then(|| format!("missing key `{key}`"))
+        } else {
+            Some(message)
+        };
+        if let Some(problem) = problem {
+            errors.push(error(location(base, &at), problem));
         }
-        errors.push(error(join(base, &at), message));
-        // A bad item of an array goes with its array: indices stay as written.
-        let owner = at.rfind('[').map_or(at.as_str(), |i| &at[..i]).to_owned();
+        // Take out what holds the problem (a missing key's table, a bad
+        // value), and with it any array it is an item of: indices stay as
+        // written. Nothing left to take out: this unit is done.
+        let mut owner = at;
+        while matches!(owner.last(), Some(Step::Index(_))) {
+            owner.pop();
+        }
         if owner.is_empty() || !remove(&mut value, &owner) {
             return;
         }
         removed.push(owner);
     }
+}
+
+/// One step of a path into a config: a key or an array index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// The steps of a path serde reports, taken from its segments (a key may
+/// hold dots or brackets, so its text is no guide).
+fn steps(path: &serde_path_to_error::Path) -> Vec<Step> {
+    path.iter()
+        .filter_map(|segment| match segment {
+            serde_path_to_error::Segment::Map { key } => Some(Step::Key(key.clone())),
+            serde_path_to_error::Segment::Seq { index } => Some(Step::Index(*index)),
+            serde_path_to_error::Segment::Enum { .. } | serde_path_to_error::Segment::Unknown => {
+                None
+            }
+        })
+        .collect()
+}
+
+/// `base` and `steps` as a location: `pipelines[0].stages[1].plugin`, a key
+/// that needs it quoted (`grants.env."A.B"`).
+fn location(base: &str, steps: &[Step]) -> String {
+    let mut out = base.to_owned();
+    for step in steps {
+        match step {
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
+            Step::Key(key) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                let plain = !key.is_empty()
+                    && key
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                if plain {
+                    out.push_str(key);
+                } else {
+                    out.push_str(&format!("{key:?}"));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The name in `message` after `prefix`, up to its closing backtick.
@@ -105,37 +161,15 @@ fn expected(message: &str) -> String {
         .unwrap_or_default()
 }
 
-fn join(base: &str, key: &str) -> String {
-    match (base.is_empty(), key.is_empty() || key.starts_with('[')) {
-        (true, _) => key.to_owned(),
-        (false, true) => format!("{base}{key}"),
-        (false, false) => format!("{base}.{key}"),
-    }
-}
-
-/// Take out the value at `path` (dotted keys, `[i]` indices); whether it was there.
-fn remove(value: &mut toml::Value, path: &str) -> bool {
-    let mut steps: Vec<Step> = Vec::new();
-    for part in path.split('.') {
-        let (key, mut rest) = part.split_at(part.find('[').unwrap_or(part.len()));
-        if !key.is_empty() {
-            steps.push(Step::Key(key));
-        }
-        while let Some(close) = rest.find(']') {
-            match rest[1..close].parse() {
-                Ok(i) => steps.push(Step::Index(i)),
-                Err(_) => return false,
-            }
-            rest = &rest[close + 1..];
-        }
-    }
-    let Some((last, parents)) = steps.split_last() else {
+/// Take out the value at `steps` (its last step a key); whether it was there.
+fn remove(value: &mut toml::Value, steps: &[Step]) -> bool {
+    let Some((Step::Key(last), parents)) = steps.split_last() else {
         return false;
     };
     let mut at = value;
     for step in parents {
         let next = match (step, at) {
-            (Step::Key(k), toml::Value::Table(t)) => t.get_mut(*k),
+            (Step::Key(k), toml::Value::Table(t)) => t.get_mut(k),
             (Step::Index(i), toml::Value::Array(a)) => a.get_mut(*i),
             _ => None,
         };
@@ -144,15 +178,10 @@ fn remove(value: &mut toml::Value, path: &str) -> bool {
             None => return false,
         }
     }
-    match (last, at) {
-        (Step::Key(k), toml::Value::Table(t)) => t.remove(*k).is_some(),
+    match at {
+        toml::Value::Table(t) => t.remove(last).is_some(),
         _ => false,
     }
-}
-
-enum Step<'a> {
-    Key(&'a str),
-    Index(usize),
 }
 
 #[cfg(test)]
@@ -226,6 +255,63 @@ mod tests {
             found[0].starts_with("connectors[0].plugin.grants.http[1]: invalid type: integer `5`"),
             "{found:#?}"
         );
+    }
+
+    #[test]
+    fn a_missing_key_hides_nothing_after_it() {
+        let found = problems_in(
+            r#"
+            [indexer]
+            plugin = "i.wasm"
+            [worker]
+            threads = "four"
+            [[connectors]]
+            name = "c"
+            pipeline = "p"
+            plugin = { path = "c.wasm", grants = { dirs = [{ host = "d" }] }, limits = { fuel = 1 } }
+            "#,
+        );
+        for w in [
+            "indexer.plugin: invalid type: string \"i.wasm\"",
+            "worker.threads: invalid type: string \"four\"",
+            "connectors[0].plugin.grants.dirs[0]: missing key `guest`",
+            "connectors[0].plugin.limits.fuel: unknown key `fuel`",
+        ] {
+            assert!(
+                found.iter().any(|f| f.starts_with(w)),
+                "{w:?} not in {found:#?}"
+            );
+        }
+        assert_eq!(found.len(), 4, "{found:#?}");
+    }
+
+    #[test]
+    fn keys_with_dots_and_brackets_are_found_and_quoted() {
+        let found = problems_in(
+            r#"
+            "a[0]]" = 1
+            "b.c" = 2
+            [worker]
+            threads = "x"
+            [[connectors]]
+            name = "c"
+            pipeline = "p"
+            plugin = { path = "c.wasm", grants = { env = { "A.B" = 5 } }, instance = "never" }
+            "#,
+        );
+        for w in [
+            "\"a[0]]\": unknown key",
+            "\"b.c\": unknown key",
+            "worker.threads: invalid type",
+            "connectors[0].plugin.grants.env.\"A.B\": invalid type: integer `5`",
+            "connectors[0].plugin.instance: unknown variant `never`",
+        ] {
+            assert!(
+                found.iter().any(|f| f.starts_with(w)),
+                "{w:?} not in {found:#?}"
+            );
+        }
+        assert_eq!(found.len(), 5, "{found:#?}");
     }
 
     #[test]

@@ -89,13 +89,19 @@ impl Runner {
                 .enumerate()
                 .map(|(i, indexer)| {
                     let name = format!("weir-indexer-{i}");
-                    spawn_in_span(scope, &name, move || indexer.run())
+                    spawn_in_span(scope, &name, move || {
+                        // A panic stops the others now, not when they are joined.
+                        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            indexer.run();
+                        }));
+                        if ran.is_err() {
+                            shutdown.0.trigger("an indexer thread panicked");
+                        }
+                    })
                 })
                 .collect();
             for handle in handles {
-                if handle.join().is_err() {
-                    shutdown.0.trigger("an indexer thread panicked");
-                }
+                let _ = handle.join();
             }
         });
         shutdown.outcome()

@@ -43,32 +43,38 @@ impl StageSlot {
 }
 
 /// Documents processed and their time, counted here and added to the run's
-/// figures every [`LocalCount::EVERY`] documents, when the worker is idle,
-/// and when it stops: workers never contend for the shared counters.
+/// figures every [`LocalCount::EVERY`] documents or [`LocalCount::AGE`] of
+/// time, when the worker is idle, and when it stops: workers never contend
+/// for the shared counters, and slow documents still show as progress.
 struct LocalCount {
     stats: Arc<RunStats>,
     documents: u64,
     nanos: u64,
+    flushed: Instant,
 }
 
 impl LocalCount {
     const EVERY: u64 = 64;
+    const AGE: Duration = Duration::from_secs(1);
 
     fn new(stats: &Arc<RunStats>) -> Self {
         Self {
             stats: Arc::clone(stats),
             documents: 0,
             nanos: 0,
+            flushed: Instant::now(),
         }
     }
 
-    fn add(&mut self, elapsed: Duration) {
+    /// One more document, which took `elapsed` and ended at `now`.
+    fn add(&mut self, elapsed: Duration, now: Instant) {
         self.documents += 1;
         self.nanos = self
             .nanos
             .saturating_add(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
-        if self.documents >= Self::EVERY {
+        if self.documents >= Self::EVERY || now.duration_since(self.flushed) >= Self::AGE {
             self.flush();
+            self.flushed = now;
         }
     }
 
@@ -147,10 +153,11 @@ impl Worker {
             let _entered = span.enter();
             let start = Instant::now();
             let fatal = self.process(doc, &mut outcomes);
-            let elapsed = start.elapsed();
+            let now = Instant::now();
+            let elapsed = now.duration_since(start);
             latency.record(elapsed);
             processed.increment(1);
-            counted.add(elapsed);
+            counted.add(elapsed, now);
             for outcome in outcomes.drain(..) {
                 self.send(outcome).map_err(messenger_error)?;
             }
