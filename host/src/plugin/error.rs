@@ -80,6 +80,10 @@ pub enum TrapCause {
     /// The call ran past its deadline and was interrupted.
     #[error("exceeded its call deadline of {0:?} and was interrupted")]
     Deadline(Duration),
+    /// A connector's `execute` ran past its own deadline
+    /// (`limits.execute_timeout`) and was interrupted.
+    #[error("exceeded its execute deadline of {0:?} (limits.execute_timeout) and was interrupted")]
+    ExecuteDeadline(Duration),
     /// The instance tried to grow its linear memory past its cap (which
     /// the documents it holds in the host share).
     #[error(
@@ -107,7 +111,7 @@ pub enum TrapCause {
 impl TrapCause {
     pub fn kind(&self) -> &'static str {
         match self {
-            Self::Deadline(_) => "deadline",
+            Self::Deadline(_) | Self::ExecuteDeadline(_) => "deadline",
             Self::MemoryLimit { .. } => "memory_limit",
             Self::Panic(_) => "panic",
             Self::Limit(_) => "limit",

@@ -9,7 +9,7 @@ use super::bindings::indexer::exports::weir::plugin::indexer_api::BatchEntry;
 use super::bindings::indexer::{Indexer, IndexerPre};
 use super::bindings::stage::{Stage, StagePre};
 use super::bindings::{ConfigIssue, GuestError};
-use super::error::PluginError;
+use super::error::{PluginError, TrapCause};
 use super::host::{PluginState, PublishSink, Publisher};
 use super::instance::{Instance, Loaded, Prepared, World};
 use crate::document::Document;
@@ -342,7 +342,17 @@ impl ConnectorInstance {
         if let Ok(cancel) = self.canceller() {
             cancel.reset();
         }
-        result
+        // Its deadline is the execute limit's, not a call's: name that one.
+        result.map_err(|e| match e {
+            PluginError::Trap {
+                plugin,
+                cause: TrapCause::Deadline(limit),
+            } => PluginError::Trap {
+                plugin,
+                cause: TrapCause::ExecuteDeadline(limit),
+            },
+            other => other,
+        })
     }
 
     pub fn post_execute(&mut self) -> Result<(), PluginError> {
