@@ -675,20 +675,34 @@ fn print_summary(result: &RunResult) {
             "stage", "pipeline", "documents", "children", "failed", "mean/doc", "time"
         );
         for s in &result.stages {
-            let nanos = s.time.as_nanos() / u128::from(s.documents.max(1));
-            let mean = std::time::Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
             println!(
                 "{:<20} {:<16} {:>10} {:>9} {:>8} {:>12.2?} {:>10.2?}",
-                s.stage, s.pipeline, s.documents, s.children, s.failed, mean, s.time
+                s.stage,
+                s.pipeline,
+                s.documents,
+                s.children,
+                s.failed,
+                mean(s.time, s.documents),
+                s.time
             );
         }
     }
     if cpu.indexed > 0 {
-        let nanos = cpu.index_time.as_nanos() / u128::from(cpu.indexed);
-        let mean = std::time::Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
         println!(
             "{:<20} {:<16} {:>10} {:>9} {:>8} {:>12.2?} {:>10.2?}",
-            "(indexer batches)", "", cpu.indexed, "", "", mean, cpu.index_time
+            "(indexer batches)",
+            "",
+            cpu.indexed,
+            "",
+            "",
+            mean(cpu.index_time, cpu.indexed),
+            cpu.index_time
         );
     }
+}
+
+/// `total` over `count` documents (at least one).
+fn mean(total: std::time::Duration, count: u64) -> std::time::Duration {
+    let nanos = total.as_nanos() / u128::from(count.max(1));
+    std::time::Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
 }
