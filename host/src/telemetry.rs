@@ -29,6 +29,9 @@ pub const PIPELINE_SECONDS: &str = "weir_pipeline_seconds";
 pub const INDEX_SECONDS_PER_DOC: &str = "weir_index_seconds_per_doc";
 /// Batch retries. Labels: pipeline.
 pub const BATCH_RETRIES: &str = "weir_batch_retries_total";
+/// Documents sent again after the backend refused them for now (a
+/// transient failure or a retryable status). Labels: pipeline.
+pub const DOCUMENT_RETRIES: &str = "weir_document_retries_total";
 /// Plugin instances replaced after a trap. Labels: plugin.
 pub const INSTANCE_RESTARTS: &str = "weir_plugin_instance_restarts_total";
 

@@ -347,6 +347,103 @@ fn per_document_bulk_failures_fail_only_those_documents() {
     assert_eq!(failed, ["doc-1", "doc-1", "doc-4"]);
 }
 
+/// A run of `docs` into the test indexer with `indexer_config`, recording
+/// what it indexed: the result, the events and the recorded `(id, version)`s.
+fn run_recorded(
+    docs: &str,
+    indexer_config: &str,
+) -> (RunResult, Arc<Recording>, Vec<(String, i64)>) {
+    let out = tempfile::tempdir().expect("tempdir");
+    let toml = format!(
+        r#"
+        [worker]
+        threads = 2
+        [indexer]
+        batch_size = 10
+        batch_timeout = "50ms"
+        retry_backoff = "1ms"
+        max_retries = 2
+        plugin = {{ path = @test-indexer, config = {{ record = "/out/indexed.jsonl", {indexer_config} }}, grants = {{ dirs = [{{ host = {out:?}, guest = "/out", writable = true }}] }} }}
+        [[connectors]]
+        name = "c"
+        pipeline = "p"
+        plugin = {{ path = @test-connector, config = {{ docs = {docs} }} }}
+        [[pipelines]]
+        name = "p"
+        "#,
+        out = out.path().display().to_string()
+    );
+    let (result, recording) = run(&toml);
+    let text = std::fs::read_to_string(out.path().join("indexed.jsonl")).unwrap_or_default();
+    let indexed = text
+        .lines()
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).expect("record line");
+            let id = v["id"].as_str().expect("id").to_owned();
+            (id, v["version"].as_i64().unwrap_or(0))
+        })
+        .collect();
+    (result, recording, indexed)
+}
+
+#[test]
+fn a_document_refused_for_now_is_sent_again_and_its_later_version_still_wins() {
+    // `a` version 1 is refused once with 429; version 2 of `a` follows it in
+    // the same batch and is taken the first time.
+    let (result, recording, indexed) = run_recorded(
+        r#"[{ id = "a", version = 1 }, { id = "b", version = 1 }, { id = "a", version = 2 }]"#,
+        r#"flaky_ids = ["a"]"#,
+    );
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    assert_eq!(
+        (result.connectors[0].succeeded, result.connectors[0].failed),
+        (3, 0)
+    );
+    assert_eq!(count(&recording, EventKind::Fail), 0);
+    let versions_of_a: Vec<i64> = indexed
+        .iter()
+        .filter(|(id, _)| id == "a")
+        .map(|(_, v)| *v)
+        .collect();
+    assert!(
+        versions_of_a.contains(&1),
+        "version 1 was indexed on a retry: {indexed:?}"
+    );
+    assert_eq!(
+        versions_of_a.last(),
+        Some(&2),
+        "the later version is indexed last: {indexed:?}"
+    );
+}
+
+#[test]
+fn a_document_refused_for_now_too_often_fails_with_its_status_and_attempts() {
+    let (result, recording, indexed) = run_recorded(
+        r#"[{ id = "a", version = 1 }, { id = "b", version = 1 }]"#,
+        r#"flaky_ids = ["a"], flaky_times = 100"#,
+    );
+    assert_eq!(result.status(), RunStatus::PartialSuccess, "{result:?}");
+    assert_eq!(
+        (result.connectors[0].succeeded, result.connectors[0].failed),
+        (1, 1)
+    );
+    let (doc, failure) = recording.failed().into_iter().next().expect("a failure");
+    assert_eq!(doc.id(), "a");
+    assert_eq!(
+        failure.attempts, 3,
+        "the first send and max_retries = 2 more"
+    );
+    assert!(
+        failure.message.contains("status 429") && failure.message.contains("3 attempts"),
+        "{failure:?}"
+    );
+    assert_eq!(
+        indexed,
+        [("b".to_owned(), 1)],
+        "b was sent once, not again with a"
+    );
+}
+
 #[test]
 fn a_connector_timeout_fails_the_run() {
     let toml = setup("{ count = 2, hang = true }", "", "{}").replace(

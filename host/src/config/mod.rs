@@ -438,7 +438,10 @@ pub struct IndexerConfig {
     /// Default 10 MiB.
     #[serde(default = "IndexerConfig::default_batch_max_bytes")]
     pub batch_max_bytes: usize,
-    /// Retries of a batch that failed with a retryable status. Default 3.
+    /// Retries of a batch that failed with a retryable status, and of each
+    /// document the backend refused for now (transient, or a retryable
+    /// status): it is sent again, with backoff, together with any later
+    /// versions of its id in the batch. Default 3.
     #[serde(default = "IndexerConfig::default_max_retries")]
     pub max_retries: u32,
     /// First retry delay; doubled each attempt, with jitter. Default 100 ms.

@@ -19,11 +19,29 @@ const POLL: Duration = Duration::from_millis(50);
 
 /// What became of a batch.
 enum BatchOutcome {
-    /// Sent; these documents were refused.
-    Sent(Vec<DocumentFailure>),
-    /// The whole batch failed, after `attempts` tries.
-    Failed { message: String, attempts: u32 },
+    /// Sent; these documents failed (each position at most once).
+    Sent(Vec<Refusal>),
     /// Left undone: the process stops while the batch was being retried.
+    Abandoned,
+}
+
+/// A document of a batch that failed for good.
+struct Refusal {
+    /// Its position in the batch.
+    index: usize,
+    message: String,
+    attempts: u32,
+}
+
+/// What one send of some of a batch's documents came to.
+enum Sent {
+    /// The backend answered; these positions (in what was sent) were refused.
+    Answered(Vec<DocumentFailure>),
+    /// The whole send failed for good, after `attempts` tries.
+    Failed {
+        message: String,
+        attempts: u32,
+    },
     Abandoned,
 }
 
@@ -117,7 +135,7 @@ impl IndexerLoop {
                 .map_err(|e| format!("indexer messenger failed: {e}"));
         }
         let start = Instant::now();
-        let outcome = self.send_with_retries(&mut docs)?;
+        let outcome = self.send_with_retries(&docs)?;
         if let BatchOutcome::Abandoned = outcome {
             self.abandoned = true;
             tracing::warn!(
@@ -135,61 +153,31 @@ impl IndexerLoop {
     }
 
     fn report(&mut self, docs: Vec<Document>, outcome: BatchOutcome) -> Result<(), MessengerError> {
-        let (refused, batch_failure) = match outcome {
-            BatchOutcome::Sent(failures) => (
-                failures
-                    .into_iter()
-                    .map(|f| (f.index, f))
-                    .collect::<HashMap<_, _>>(),
-                None,
-            ),
-            BatchOutcome::Failed { message, attempts } => {
-                (HashMap::new(), Some((message, attempts)))
-            }
+        let mut refused = match outcome {
+            BatchOutcome::Sent(refused) => refused
+                .into_iter()
+                .map(|r| (r.index, r))
+                .collect::<HashMap<_, _>>(),
             BatchOutcome::Abandoned => return Ok(()),
         };
         let mut finished = 0u64;
         let mut completed = Vec::with_capacity(docs.len());
         for (index, doc) in docs.into_iter().enumerate() {
-            let failure = match (&batch_failure, refused.get(&index)) {
-                (Some((message, attempts)), _) => Some(Failure {
-                    plugin: self.plugin.to_string(),
-                    message: message.clone(),
-                    attempts: *attempts,
-                }),
-                (None, Some(refusal)) => Some(Failure {
-                    plugin: self.plugin.to_string(),
-                    message: format!(
-                        "{}{}{}",
-                        refusal.message,
-                        refusal
-                            .status
-                            .map(|s| format!(" (status {s})"))
-                            .unwrap_or_default(),
-                        if refusal.transient
-                            || refusal
-                                .status
-                                .is_some_and(|s| self.config.retryable_statuses.contains(&s))
-                        {
-                            " (transient)"
-                        } else {
-                            ""
-                        }
-                    ),
-                    attempts: 1,
-                }),
-                (None, None) => None,
-            };
-            match failure {
+            match refused.remove(&index) {
                 None => {
                     finished += 1;
                     self.messenger
                         .send_event(Event::new(&doc, EventKind::Finish))?;
                     completed.push(doc);
                 }
-                Some(failure) => {
+                Some(refusal) => {
                     RunStats::add(&self.stats.failed, 1);
-                    tracing::warn!(doc_id = doc.id(), message = %failure.message, "document failed in the indexer");
+                    tracing::warn!(doc_id = doc.id(), message = %refusal.message, "document failed in the indexer");
+                    let failure = Failure {
+                        plugin: self.plugin.to_string(),
+                        message: refusal.message,
+                        attempts: refusal.attempts,
+                    };
                     let event =
                         Event::new(&doc, EventKind::Fail).with_message(failure.message.clone());
                     self.messenger.send_failed(doc.clone(), &failure)?;
@@ -204,11 +192,13 @@ impl IndexerLoop {
         self.messenger.batch_complete(&completed)
     }
 
+    /// Whether a backend status is one the config retries.
+    fn retryable_status(&self, status: Option<u16>) -> bool {
+        status.is_some_and(|s| self.config.retryable_statuses.contains(&s))
+    }
+
     fn retryable(&self, failure: &BatchFailure) -> bool {
-        failure.connection_failed
-            || failure
-                .status
-                .is_some_and(|s| self.config.retryable_statuses.contains(&s))
+        failure.connection_failed || self.retryable_status(failure.status)
     }
 
     /// Exponential backoff with jitter: between half and all of
@@ -234,12 +224,115 @@ impl IndexerLoop {
         }
     }
 
-    fn send_with_retries(&mut self, docs: &mut [Document]) -> Result<BatchOutcome, String> {
+    fn stopping(&self) -> bool {
+        self.abort.is_set() || self.stop_retrying.is_set()
+    }
+
+    /// Send `docs`, then send again, with backoff, the documents the backend
+    /// refused in a way worth retrying (transient, or a retryable status),
+    /// up to `max_retries` times each. A retried document takes with it the
+    /// later documents of the batch with its id, so the last version sent
+    /// is still the last indexed; each document's outcome is its last send's.
+    fn send_with_retries(&mut self, docs: &[Document]) -> Result<BatchOutcome, String> {
+        let mut refused: HashMap<usize, Refusal> = HashMap::new();
+        // Positions to send, in batch order, and how often each was sent.
+        let mut pending: Vec<usize> = (0..docs.len()).collect();
+        let mut attempts = vec![0u32; docs.len()];
+        loop {
+            let sent = if pending.len() == docs.len() {
+                self.send_retrying_batch(docs)?
+            } else {
+                let subset: Vec<Document> = pending.iter().map(|&i| docs[i].clone()).collect();
+                self.send_retrying_batch(&subset)?
+            };
+            for &i in &pending {
+                attempts[i] += 1;
+                refused.remove(&i);
+            }
+            let failures = match sent {
+                Sent::Abandoned => return Ok(BatchOutcome::Abandoned),
+                Sent::Failed {
+                    message,
+                    attempts: tries,
+                } => {
+                    for &index in &pending {
+                        let attempts = attempts[index] - 1 + tries;
+                        let message = message.clone();
+                        refused.insert(
+                            index,
+                            Refusal {
+                                index,
+                                message,
+                                attempts,
+                            },
+                        );
+                    }
+                    break;
+                }
+                Sent::Answered(failures) => failures,
+            };
+            let mut retry = Vec::new();
+            for failure in failures {
+                let index = pending[failure.index];
+                let worth = failure.transient || self.retryable_status(failure.status);
+                if worth && attempts[index] <= self.config.max_retries {
+                    retry.push(index);
+                }
+                let mut message = failure.message;
+                if let Some(status) = failure.status {
+                    message.push_str(&format!(" (status {status})"));
+                }
+                if worth {
+                    message.push_str(&format!(
+                        " (transient; {} attempt{})",
+                        attempts[index],
+                        if attempts[index] == 1 { "" } else { "s" }
+                    ));
+                }
+                let attempts = attempts[index];
+                refused.insert(
+                    index,
+                    Refusal {
+                        index,
+                        message,
+                        attempts,
+                    },
+                );
+            }
+            if retry.is_empty() {
+                break;
+            }
+            if self.stopping() {
+                // Left for the next owner of these documents, as a batch.
+                return Ok(BatchOutcome::Abandoned);
+            }
+            pending = with_later_versions(docs, &pending, &retry);
+            metrics::counter!(telemetry::DOCUMENT_RETRIES, "pipeline" => self.pipeline.to_string())
+                .increment(retry.len() as u64);
+            tracing::debug!(
+                plugin = %self.plugin,
+                refused = retry.len(),
+                resend = pending.len(),
+                "retrying documents the backend refused for now"
+            );
+            self.pause(self.backoff(retry.iter().map(|&i| attempts[i]).max().unwrap_or(1)));
+            if self.stopping() {
+                return Ok(BatchOutcome::Abandoned);
+            }
+        }
+        let mut refused: Vec<Refusal> = refused.into_values().collect();
+        refused.sort_by_key(|r| r.index);
+        Ok(BatchOutcome::Sent(refused))
+    }
+
+    /// Send `docs` as one batch, retrying a whole-batch failure worth
+    /// retrying with backoff.
+    fn send_retrying_batch(&mut self, docs: &[Document]) -> Result<Sent, String> {
         let mut attempts = 0u32;
         loop {
             attempts += 1;
             match self.instance.send_batch(docs) {
-                Ok(Ok(failures)) => return Ok(BatchOutcome::Sent(failures)),
+                Ok(Ok(failures)) => return Ok(Sent::Answered(failures)),
                 Ok(Err(failure)) => {
                     let retry = self.retryable(&failure) && attempts <= self.config.max_retries;
                     tracing::warn!(
@@ -250,14 +343,14 @@ impl IndexerLoop {
                         retry,
                         "batch failed: {}", failure.message
                     );
-                    if retry && (self.abort.is_set() || self.stop_retrying.is_set()) {
-                        return Ok(BatchOutcome::Abandoned);
+                    if retry && self.stopping() {
+                        return Ok(Sent::Abandoned);
                     }
                     if retry {
                         metrics::counter!(telemetry::BATCH_RETRIES, "pipeline" => self.pipeline.to_string()).increment(1);
                         self.pause(self.backoff(attempts));
-                        if self.abort.is_set() || self.stop_retrying.is_set() {
-                            return Ok(BatchOutcome::Abandoned);
+                        if self.stopping() {
+                            return Ok(Sent::Abandoned);
                         }
                         continue;
                     }
@@ -265,7 +358,7 @@ impl IndexerLoop {
                         .status
                         .map(|s| format!(" (status {s})"))
                         .unwrap_or_default();
-                    return Ok(BatchOutcome::Failed {
+                    return Ok(Sent::Failed {
                         message: format!(
                             "batch failed after {attempts} attempt{}: {}{status}",
                             if attempts == 1 { "" } else { "s" },
@@ -275,7 +368,7 @@ impl IndexerLoop {
                     });
                 }
                 Err(e) if e.is_document_error() => {
-                    return Ok(BatchOutcome::Failed {
+                    return Ok(Sent::Failed {
                         message: e.to_string(),
                         attempts,
                     });
@@ -283,5 +376,47 @@ impl IndexerLoop {
                 Err(e) => return Err(e.to_string()),
             }
         }
+    }
+}
+
+/// The positions to send again: those in `retry`, and after each, every
+/// later position of `sent` holding a document with the same id (a later
+/// version must land after the earlier one it follows), in batch order.
+fn with_later_versions(docs: &[Document], sent: &[usize], retry: &[usize]) -> Vec<usize> {
+    let retried: std::collections::HashSet<usize> = retry.iter().copied().collect();
+    let mut first_retry: HashMap<&str, usize> = HashMap::new();
+    for &i in retry {
+        let first = first_retry.entry(docs[i].id()).or_insert(i);
+        *first = (*first).min(i);
+    }
+    sent.iter()
+        .copied()
+        .filter(|&i| {
+            retried.contains(&i)
+                || first_retry
+                    .get(docs[i].id())
+                    .is_some_and(|&first| first < i)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retried_document_takes_its_later_versions_but_not_earlier_ones() {
+        let docs: Vec<Document> = ["a", "b", "a", "c", "b", "a"]
+            .into_iter()
+            .map(Document::new)
+            .collect();
+        let all: Vec<usize> = (0..docs.len()).collect();
+        // `a` at 2 refused: `a` at 5 goes again, `a` at 0 (earlier) does not.
+        assert_eq!(with_later_versions(&docs, &all, &[2]), [2, 5]);
+        assert_eq!(with_later_versions(&docs, &all, &[4, 0]), [0, 2, 4, 5]);
+        assert_eq!(with_later_versions(&docs, &all, &[3]), [3]);
+        // Within a resend, positions it did not send stay out.
+        assert_eq!(with_later_versions(&docs, &[2, 3, 5], &[3]), [3]);
+        assert_eq!(with_later_versions(&docs, &[0, 5], &[0]), [0, 5]);
     }
 }

@@ -2,6 +2,8 @@
 //! retries and per-document failures.
 //!
 //! Config: `fail_validation`; `fail_ids` (refused one by one, status 400);
+//! `flaky_ids` (refused with status 429 the first `flaky_times` times each,
+//! default 1, then indexed);
 //! `batch_failures` (the first that many `index-batch` calls fail as a whole)
 //! with `batch_status` (default 503) or `connection_failed`; `record` (a file
 //! to append a JSON line to for each document indexed: `batch` number, `id`,
@@ -24,6 +26,10 @@ struct Config {
     #[serde(default)]
     fail_ids: Vec<String>,
     #[serde(default)]
+    flaky_ids: Vec<String>,
+    #[serde(default = "one")]
+    flaky_times: u32,
+    #[serde(default)]
     batch_failures: u32,
     batch_status: Option<u16>,
     #[serde(default)]
@@ -31,16 +37,26 @@ struct Config {
     record: Option<String>,
 }
 
+fn one() -> u32 {
+    1
+}
+
 struct TestIndexer {
     config: Config,
     sends: u32,
+    /// How often each flaky id was refused so far.
+    flaky_refusals: std::collections::HashMap<String, u32>,
 }
 
 impl Indexer for TestIndexer {
     type Config = Config;
 
     fn start(config: Config) -> Result<Self, String> {
-        Ok(Self { config, sends: 0 })
+        Ok(Self {
+            config,
+            sends: 0,
+            flaky_refusals: Default::default(),
+        })
     }
 
     fn validate_connection(&mut self) -> Result<(), PluginError> {
@@ -84,8 +100,21 @@ impl Indexer for TestIndexer {
                 connection_failed: self.config.connection_failed,
             });
         }
+        let mut flaky = Vec::new();
         let (failed, indexed): (Vec<_>, Vec<_>) = ids
             .into_iter()
+            .filter(|(index, id, _)| {
+                if !self.config.flaky_ids.contains(id) {
+                    return true;
+                }
+                let refusals = self.flaky_refusals.entry(id.clone()).or_default();
+                if *refusals >= self.config.flaky_times {
+                    return true;
+                }
+                *refusals += 1;
+                flaky.push(*index);
+                false
+            })
             .partition(|(_, id, _)| self.config.fail_ids.contains(id));
         if let Some(path) = &self.config.record {
             let io_error = |e: std::io::Error| batch_error(e.to_string());
@@ -107,13 +136,15 @@ impl Indexer for TestIndexer {
                 .and_then(|mut file| file.write_all(lines.as_bytes()))
                 .map_err(io_error)?;
         }
-        Ok(failed
-            .into_iter()
-            .map(|(index, _, _)| DocumentFailure {
-                status: Some(400),
-                ..weir_plugin::failure(index, "refused by the backend (configured)")
-            })
-            .collect())
+        let refused = failed.into_iter().map(|(index, _, _)| DocumentFailure {
+            status: Some(400),
+            ..weir_plugin::failure(index, "refused by the backend (configured)")
+        });
+        let busy = flaky.into_iter().map(|index| DocumentFailure {
+            status: Some(429),
+            ..weir_plugin::failure(index, "too many requests (configured)")
+        });
+        Ok(refused.chain(busy).collect())
     }
 }
 
