@@ -181,6 +181,98 @@ pub fn kafka_bootstrap() -> &'static str {
     })
 }
 
+/// A search server the tests use: the URL in `url_env` when set (CI starts
+/// the servers and sets it), else the one `tests/search/<script>` starts on
+/// loopback (here, once per process, when it is not running). Tests that
+/// need one fail, never skip, when there is none.
+fn search_server(
+    cell: &'static OnceLock<String>,
+    url_env: &str,
+    script: &str,
+    port_env: &str,
+    port: &str,
+    path: &str,
+) -> &'static str {
+    cell.get_or_init(|| {
+        if let Ok(url) = std::env::var(url_env) {
+            return url.trim_end_matches('/').to_owned();
+        }
+        let script = repo_root().join("tests").join("search").join(script);
+        let status = Command::new("bash")
+            .arg(&script)
+            .arg("start")
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        assert!(status.success(), "{} start failed", script.display());
+        let port = std::env::var(port_env).unwrap_or_else(|_| port.into());
+        format!("http://127.0.0.1:{port}{path}")
+    })
+}
+
+/// OpenSearch's URL: `WEIR_OPENSEARCH_URL`, or `tests/search/opensearch.sh`'s.
+pub fn opensearch_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    search_server(
+        &URL,
+        "WEIR_OPENSEARCH_URL",
+        "opensearch.sh",
+        "WEIR_OPENSEARCH_PORT",
+        "19200",
+        "",
+    )
+}
+
+/// Solr's base URL (with `/solr`): `WEIR_SOLR_URL`, or `tests/search/solr.sh`'s.
+pub fn solr_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    search_server(
+        &URL,
+        "WEIR_SOLR_URL",
+        "solr.sh",
+        "WEIR_SOLR_PORT",
+        "18983",
+        "/solr",
+    )
+}
+
+/// `host:port` of an `http://host:port/...` URL, for `grants.http`.
+pub fn authority(url: &str) -> &str {
+    let rest = url
+        .trim_start_matches("http://")
+        .trim_start_matches("https://");
+    rest.split('/').next().unwrap_or(rest)
+}
+
+/// Send `method url` with an optional JSON body; the status and the body
+/// parsed as JSON (null when it is not JSON). Any status is an answer.
+pub fn http_json(method: &str, url: &str, body: Option<&str>) -> (u16, Value) {
+    static AGENT: OnceLock<ureq::Agent> = OnceLock::new();
+    let agent = AGENT.get_or_init(|| {
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .build()
+            .into()
+    });
+    let request = ureq::http::Request::builder()
+        .method(method)
+        .uri(url)
+        .header("content-type", "application/json")
+        .body(body.unwrap_or_default().to_owned())
+        .expect("request");
+    let mut response = agent
+        .run(request)
+        .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    let status = response.status().as_u16();
+    let text = response
+        .body_mut()
+        .with_config()
+        .limit(256 << 20)
+        .read_to_string()
+        .unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
 /// A child process that is killed (SIGKILL) when dropped.
 #[derive(Debug)]
 pub struct Proc {

@@ -12,5 +12,6 @@ mod local_run;
 mod sandbox;
 mod scaffold;
 mod sdk;
+mod search;
 mod stages;
 mod tenants;

@@ -28,6 +28,11 @@
 //! ```
 
 #[doc(hidden)]
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "http")]
+pub mod search;
+
 pub mod bindings {
     pub mod stage {
         wit_bindgen::generate!({

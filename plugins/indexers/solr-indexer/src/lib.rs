@@ -1,0 +1,306 @@
+//! solr-indexer: index into Apache Solr through its JSON update handler.
+//!
+//! ```toml
+//! [indexer]
+//! plugin = { path = "plugins/dist/solr_indexer.wasm", config = { url = "http://localhost:8983/solr", collection = "books", commit_within_ms = 1000 }, grants = { http = ["localhost:8983"] } }
+//! ```
+//!
+//! Settings:
+//! - `url`: Solr's base URL, with `/solr`; `collection`: the core or
+//!   collection written to.
+//! - `commit_within_ms`: Solr commits the changes within that long;
+//!   `commit_on_close`: an explicit commit when the indexer closes (the
+//!   end of a local run). Without either, Solr's own autocommit decides.
+//! - `deletion_field` and `deletion_value` (default `"true"`): a document
+//!   whose field holds that value is deleted by id, not indexed.
+//! - `children`: `nested` (default) sends nested children inside their
+//!   parent under `children_field` (default `_childDocuments_`, Solr's
+//!   anonymous child documents); `separate` sends each as a document of its
+//!   own after its parent, with `parent_field` (default `parent_id`).
+//! - `omit`: more fields left out of what is indexed (`run_id` always is).
+//! - `auth`: `{ username_env, password_env }`: names of granted environment
+//!   variables holding the basic auth credentials.
+//! - `timeout_secs`: per request (default 60).
+//!
+//! Solr stops a request at its first bad document, so when a batch of
+//! several is refused with 400, each is sent again alone: the documents
+//! Solr refuses fail with its message, the others are indexed.
+
+use std::time::Duration;
+
+use weir_plugin::http::{AuthConfig, HttpError, Request, Response, Url};
+use weir_plugin::search::{self, Children};
+use weir_plugin::{
+    BatchEntry, BatchError, BatchFormat, ConfigIssue, DocumentFailure, Indexer, PluginError,
+    batch_error, issue,
+};
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    url: String,
+    collection: String,
+    commit_within_ms: Option<u64>,
+    #[serde(default)]
+    commit_on_close: bool,
+    deletion_field: Option<String>,
+    #[serde(default = "default_deletion_value")]
+    deletion_value: String,
+    #[serde(default)]
+    children: Children,
+    #[serde(default = "default_children_field")]
+    children_field: String,
+    #[serde(default = "default_parent_field")]
+    parent_field: String,
+    #[serde(default)]
+    omit: Vec<String>,
+    #[serde(default)]
+    auth: AuthConfig,
+    #[serde(default = "default_timeout")]
+    timeout_secs: u64,
+}
+
+fn default_deletion_value() -> String {
+    "true".into()
+}
+fn default_children_field() -> String {
+    "_childDocuments_".into()
+}
+fn default_parent_field() -> String {
+    "parent_id".into()
+}
+fn default_timeout() -> u64 {
+    60
+}
+
+struct Solr {
+    config: Config,
+    update: Url,
+    commit: Url,
+    ping: Url,
+    auth: Option<String>,
+}
+
+/// One command of an update request: its JSON (`"add": {...}` or
+/// `"delete": {...}`, without braces around).
+fn commands(config: &Config, entry: &BatchEntry) -> Result<Vec<String>, String> {
+    let quoted = |s: &str| serde_json::Value::from(s).to_string();
+    if config.deletion_field.is_some()
+        && search::marked(entry.picked.first(), &config.deletion_value)
+    {
+        return Ok(vec![format!("\"delete\":{{\"id\":{}}}", quoted(&entry.id))]);
+    }
+    let json = entry.json.as_deref().ok_or("the host sent no JSON")?;
+    let shaped = search::shape(
+        json,
+        &entry.id,
+        config.children,
+        &config.children_field,
+        &config.parent_field,
+    )?;
+    let mut out = vec![format!("\"add\":{{\"doc\":{}}}", shaped.parent)];
+    out.extend(
+        shaped
+            .separate
+            .iter()
+            .map(|(_, _, child)| format!("\"add\":{{\"doc\":{child}}}")),
+    );
+    Ok(out)
+}
+
+/// Solr's error message in a response body, or the body's start.
+fn solr_message(response: &Response) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_slice(&response.body).ok();
+    parsed
+        .as_ref()
+        .and_then(|v| v.pointer("/error/msg"))
+        .and_then(|m| m.as_str())
+        .map(str::to_owned)
+        .unwrap_or_else(|| response.text().chars().take(300).collect())
+}
+
+impl Solr {
+    fn request(&self, request: Request) -> Request {
+        let request = request.timeout(Duration::from_secs(self.config.timeout_secs));
+        match &self.auth {
+            Some(auth) => request.header("authorization", auth),
+            None => request,
+        }
+    }
+
+    /// Send the commands as one update request.
+    fn send(&self, commands: &[&String]) -> Result<Response, BatchError> {
+        let mut body =
+            String::with_capacity(commands.iter().map(|c| c.len() + 1).sum::<usize>() + 2);
+        body.push('{');
+        for (i, command) in commands.iter().enumerate() {
+            if i > 0 {
+                body.push(',');
+            }
+            body.push_str(command);
+        }
+        body.push('}');
+        let request = Request::post(&self.update)
+            .header("content-type", "application/json")
+            .body(body);
+        match self.request(request).send() {
+            Ok(response) => Ok(response),
+            Err(e @ HttpError::Unreachable(_)) => Err(e.into()),
+            Err(e) => Err(batch_error(e.to_string())),
+        }
+    }
+}
+
+/// A response other than 400 that is not a success, as a batch error.
+fn refused(response: &Response) -> BatchError {
+    BatchError {
+        message: format!("update refused: {}", solr_message(response)),
+        status: Some(response.status),
+        connection_failed: false,
+    }
+}
+
+impl Indexer for Solr {
+    type Config = Config;
+
+    fn check(config: &Config) -> Vec<ConfigIssue> {
+        let mut issues = Vec::new();
+        if let Err(e) = Url::parse(&config.url) {
+            issues.push(issue("url", e));
+        }
+        if config.collection.is_empty() || config.collection.contains(['/', '?', '#']) {
+            issues.push(issue("collection", "must be a core or collection name"));
+        }
+        if let Some(problem) = config.auth.problems() {
+            issues.push(issue("auth", problem));
+        }
+        if config.auth.api_key_env.is_some() {
+            issues.push(issue(
+                "auth.api_key_env",
+                "Solr takes basic auth: username_env and password_env",
+            ));
+        }
+        if config.timeout_secs == 0 {
+            issues.push(issue("timeout_secs", "must be at least 1"));
+        }
+        issues
+    }
+
+    fn start(config: Config) -> Result<Self, String> {
+        let core = Url::parse(&config.url)?.join(&config.collection);
+        let mut update = core.join("update?wt=json");
+        if let Some(ms) = config.commit_within_ms {
+            update.path.push_str(&format!("&commitWithin={ms}"));
+        }
+        Ok(Solr {
+            auth: config.auth.header()?,
+            commit: core.join("update?wt=json&commit=true"),
+            ping: core.join("admin/ping?wt=json"),
+            update,
+            config,
+        })
+    }
+
+    fn batch_format(&self) -> BatchFormat {
+        let mut omit = vec!["run_id".to_owned()];
+        omit.extend(self.config.omit.iter().cloned());
+        BatchFormat {
+            json: true,
+            fields: None,
+            omit,
+            pick: self.config.deletion_field.iter().cloned().collect(),
+        }
+    }
+
+    fn validate_connection(&mut self) -> Result<(), PluginError> {
+        let response = self
+            .request(Request::get(&self.ping))
+            .send()
+            .map_err(|e| PluginError::Fatal(format!("cannot reach Solr: {e}")))?;
+        match response.status {
+            200..=299 => Ok(()),
+            401 | 403 => Err(PluginError::Fatal(format!(
+                "Solr at {} refused the credentials (status {}): check `auth` and the granted environment",
+                self.ping, response.status
+            ))),
+            404 => Err(PluginError::Fatal(format!(
+                "Solr has no core or collection `{}` ({} answered 404)",
+                self.config.collection, self.ping
+            ))),
+            status => Err(PluginError::Fatal(format!(
+                "Solr at {} answered status {status}: {}",
+                self.ping,
+                solr_message(&response)
+            ))),
+        }
+    }
+
+    fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError> {
+        let mut failures = Vec::new();
+        // Each entry's commands, or none when it failed to shape.
+        let mut per_entry: Vec<(usize, Vec<String>)> = Vec::with_capacity(batch.len());
+        for (index, entry) in batch.iter().enumerate() {
+            match commands(&self.config, entry) {
+                Ok(commands) => per_entry.push((index, commands)),
+                Err(message) => failures.push(weir_plugin::failure(index, message)),
+            }
+        }
+        if per_entry.is_empty() {
+            return Ok(failures);
+        }
+        let all: Vec<&String> = per_entry.iter().flat_map(|(_, c)| c).collect();
+        let response = self.send(&all)?;
+        if response.ok() {
+            return Ok(failures);
+        }
+        if response.status != 400 {
+            return Err(refused(&response));
+        }
+        if per_entry.len() == 1 {
+            failures.push(DocumentFailure {
+                status: Some(400),
+                ..weir_plugin::failure(per_entry[0].0, solr_message(&response))
+            });
+            return Ok(failures);
+        }
+        // Solr stopped at a bad document: find which, one by one, in order.
+        for (index, commands) in &per_entry {
+            let response = self.send(&commands.iter().collect::<Vec<_>>())?;
+            match response.status {
+                200..=299 => {}
+                400 => failures.push(DocumentFailure {
+                    status: Some(400),
+                    ..weir_plugin::failure(*index, solr_message(&response))
+                }),
+                _ => return Err(refused(&response)),
+            }
+        }
+        failures.sort_by_key(|f| f.index);
+        Ok(failures)
+    }
+
+    fn close(&mut self) -> Result<(), PluginError> {
+        if !self.config.commit_on_close {
+            return Ok(());
+        }
+        let response = self
+            .request(
+                Request::post(&self.commit)
+                    .header("content-type", "application/json")
+                    .body("{}"),
+            )
+            .send()
+            .map_err(|e| PluginError::Document(format!("commit failed: {e}")))?;
+        if response.ok() {
+            Ok(())
+        } else {
+            Err(PluginError::Document(format!(
+                "commit refused (status {}): {}",
+                response.status,
+                solr_message(&response)
+            )))
+        }
+    }
+}
+
+weir_plugin::export_indexer!(Solr);

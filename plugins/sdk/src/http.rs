@@ -1,0 +1,377 @@
+//! Outgoing HTTP for plugins (`wasi:http`), blocking, one request at a time.
+//!
+//! The host lets a plugin reach only the hosts its `grants.http` lists, and
+//! caps each request's time at what is left of the call's deadline.
+//!
+//! ```ignore
+//! let response = weir_plugin::http::Request::post("http://localhost:9200/_bulk")?
+//!     .header("content-type", "application/x-ndjson")
+//!     .body(lines)
+//!     .send()?;
+//! ```
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use wasip2::http::outgoing_handler;
+use wasip2::http::types::{
+    ErrorCode, Fields, IncomingBody, Method, OutgoingBody, OutgoingRequest, RequestOptions, Scheme,
+};
+
+/// Why a request got no response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HttpError {
+    /// The server could not be reached (refused, unknown host, timed out,
+    /// connection lost): worth trying again later.
+    Unreachable(String),
+    /// Anything else: a URL the plugin built wrong, a host it was not
+    /// granted, a protocol error.
+    Failed(String),
+}
+
+impl std::fmt::Display for HttpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HttpError::Unreachable(m) | HttpError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for HttpError {}
+
+/// An HTTP(S) URL taken apart the way `wasi:http` wants it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Url {
+    pub https: bool,
+    /// `host` or `host:port`.
+    pub authority: String,
+    /// Path and query, starting with `/`.
+    pub path: String,
+}
+
+impl Url {
+    /// Parse `http://host[:port][/path][?query]` or `https://...`.
+    pub fn parse(url: &str) -> Result<Url, String> {
+        let (https, rest) = if let Some(rest) = url.strip_prefix("https://") {
+            (true, rest)
+        } else if let Some(rest) = url.strip_prefix("http://") {
+            (false, rest)
+        } else {
+            return Err(format!("`{url}` is not an http:// or https:// URL"));
+        };
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, path) = rest.split_at(end);
+        if authority.is_empty() || authority.contains('@') {
+            return Err(format!(
+                "`{url}` has no host, or credentials in it (give them through environment variables)"
+            ));
+        }
+        let path = match path {
+            "" => "/".to_owned(),
+            p if p.starts_with('?') => format!("/{p}"),
+            p => p.to_owned(),
+        };
+        Ok(Url {
+            https,
+            authority: authority.to_owned(),
+            path,
+        })
+    }
+
+    /// This URL with `path` appended to its own path (one `/` between).
+    pub fn join(&self, path: &str) -> Url {
+        let base = self.path.trim_end_matches('/');
+        Url {
+            path: format!("{base}/{}", path.trim_start_matches('/')),
+            ..self.clone()
+        }
+    }
+}
+
+impl std::fmt::Display for Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scheme = if self.https { "https" } else { "http" };
+        write!(f, "{scheme}://{}{}", self.authority, self.path)
+    }
+}
+
+/// A request to send.
+#[derive(Debug, Clone)]
+pub struct Request {
+    method: Method,
+    url: Url,
+    headers: Vec<(String, Vec<u8>)>,
+    body: Vec<u8>,
+    timeout: Option<Duration>,
+}
+
+/// A response, its body read whole.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The body as text (invalid UTF-8 replaced).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// Whether the status is 2xx.
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+impl Request {
+    pub fn new(method: &str, url: &Url) -> Request {
+        let method = match method {
+            "GET" => Method::Get,
+            "POST" => Method::Post,
+            "PUT" => Method::Put,
+            "DELETE" => Method::Delete,
+            "HEAD" => Method::Head,
+            other => Method::Other(other.to_owned()),
+        };
+        Request {
+            method,
+            url: url.clone(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            timeout: None,
+        }
+    }
+
+    pub fn get(url: &Url) -> Request {
+        Request::new("GET", url)
+    }
+
+    pub fn post(url: &Url) -> Request {
+        Request::new("POST", url)
+    }
+
+    pub fn header(mut self, name: &str, value: impl AsRef<[u8]>) -> Request {
+        self.headers
+            .push((name.to_owned(), value.as_ref().to_vec()));
+        self
+    }
+
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Request {
+        self.body = body.into();
+        self
+    }
+
+    /// Give up on connecting, on the first byte and between bytes after
+    /// this long (the host's call deadline applies anyway).
+    pub fn timeout(mut self, timeout: Duration) -> Request {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Send it and read the whole response.
+    pub fn send(self) -> Result<Response, HttpError> {
+        let failed = |what: &str| HttpError::Failed(format!("{what} refused for {}", self.url));
+        let fields = Fields::new();
+        for (name, value) in &self.headers {
+            fields
+                .append(name, value)
+                .map_err(|e| HttpError::Failed(format!("header `{name}`: {e:?}")))?;
+        }
+        let request = OutgoingRequest::new(fields);
+        request
+            .set_method(&self.method)
+            .map_err(|()| failed("method"))?;
+        let scheme = if self.url.https {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        };
+        request
+            .set_scheme(Some(&scheme))
+            .map_err(|()| failed("scheme"))?;
+        request
+            .set_authority(Some(&self.url.authority))
+            .map_err(|()| failed("authority"))?;
+        request
+            .set_path_with_query(Some(&self.url.path))
+            .map_err(|()| failed("path"))?;
+        let options = self.timeout.map(|t| {
+            let options = RequestOptions::new();
+            let nanos = u64::try_from(t.as_nanos()).unwrap_or(u64::MAX);
+            // Unsupported options are ignored: the host's deadline holds.
+            let _ = options.set_connect_timeout(Some(nanos));
+            let _ = options.set_first_byte_timeout(Some(nanos));
+            let _ = options.set_between_bytes_timeout(Some(nanos));
+            options
+        });
+        let body = request.body().map_err(|()| failed("body"))?;
+        // Handed over first, so the host reads the body as it is written.
+        let pending =
+            outgoing_handler::handle(request, options).map_err(|e| error(&self.url, e))?;
+        {
+            let mut stream = body.write().map_err(|()| failed("body stream"))?;
+            if let Err(e) = stream
+                .write_all(&self.body)
+                .and_then(|()| Write::flush(&mut stream))
+            {
+                drop(stream);
+                // The write failed because the request did: say why.
+                pending.subscribe().block();
+                return match pending.get() {
+                    Some(Ok(Err(code))) => Err(error(&self.url, code)),
+                    _ => Err(HttpError::Failed(format!(
+                        "sending the body to {} failed: {e}",
+                        self.url
+                    ))),
+                };
+            }
+        }
+        OutgoingBody::finish(body, None).map_err(|e| error(&self.url, e))?;
+        pending.subscribe().block();
+        let response = match pending.get() {
+            Some(Ok(Ok(response))) => response,
+            Some(Ok(Err(code))) => return Err(error(&self.url, code)),
+            Some(Err(())) | None => {
+                return Err(HttpError::Failed(format!("no response from {}", self.url)));
+            }
+        };
+        let status = response.status();
+        let incoming = response
+            .consume()
+            .map_err(|()| HttpError::Failed("response body taken twice".into()))?;
+        let mut body = Vec::new();
+        {
+            let mut stream = incoming
+                .stream()
+                .map_err(|()| HttpError::Failed("response body stream taken twice".into()))?;
+            stream.read_to_end(&mut body).map_err(|e| {
+                HttpError::Unreachable(format!("reading the response of {} failed: {e}", self.url))
+            })?;
+        }
+        let _trailers = IncomingBody::finish(incoming);
+        Ok(Response { status, body })
+    }
+}
+
+/// A `wasi:http` error code as an [`HttpError`].
+fn error(url: &Url, code: ErrorCode) -> HttpError {
+    let message = format!("{url}: {code:?}");
+    match code {
+        ErrorCode::DnsTimeout
+        | ErrorCode::DnsError(_)
+        | ErrorCode::DestinationNotFound
+        | ErrorCode::DestinationUnavailable
+        | ErrorCode::DestinationIpUnroutable
+        | ErrorCode::ConnectionRefused
+        | ErrorCode::ConnectionTerminated
+        | ErrorCode::ConnectionTimeout
+        | ErrorCode::ConnectionReadTimeout
+        | ErrorCode::ConnectionWriteTimeout
+        | ErrorCode::ConnectionLimitReached
+        | ErrorCode::HttpResponseTimeout => HttpError::Unreachable(message),
+        ErrorCode::HttpRequestDenied => HttpError::Failed(format!(
+            "{url}: refused by the host: add `{}` to the plugin's grants.http",
+            url.authority
+        )),
+        _ => HttpError::Failed(message),
+    }
+}
+
+impl From<HttpError> for crate::BatchError {
+    /// An unreachable server is a batch the host retries
+    /// (`connection-failed`); any other error fails the batch.
+    fn from(e: HttpError) -> crate::BatchError {
+        crate::BatchError {
+            connection_failed: matches!(e, HttpError::Unreachable(_)),
+            message: e.to_string(),
+            status: None,
+        }
+    }
+}
+
+/// Credentials for a backend, read from environment variables the plugin
+/// was granted (`grants.env`), never from its config.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Variable holding the user name for basic auth (with `password_env`).
+    pub username_env: Option<String>,
+    /// Variable holding the password for basic auth.
+    pub password_env: Option<String>,
+    /// Variable holding an API key, sent as `Authorization: ApiKey <key>`.
+    pub api_key_env: Option<String>,
+}
+
+impl AuthConfig {
+    /// What is wrong with the combination of settings, if anything.
+    pub fn problems(&self) -> Option<String> {
+        match (&self.username_env, &self.password_env, &self.api_key_env) {
+            (Some(_), None, _) | (None, Some(_), _) => {
+                Some("username_env and password_env go together".into())
+            }
+            (Some(_), Some(_), Some(_)) => {
+                Some("give basic auth (username_env, password_env) or api_key_env, not both".into())
+            }
+            _ => None,
+        }
+    }
+
+    /// The `Authorization` header value, if any, read from the environment.
+    pub fn header(&self) -> Result<Option<String>, String> {
+        let var = |name: &String| {
+            std::env::var(name).map_err(|_| {
+                format!("environment variable `{name}` is not set: grant it with grants.env = {{ {name} = \"${{...}}\" }}")
+            })
+        };
+        if let Some(problem) = self.problems() {
+            return Err(problem);
+        }
+        if let (Some(user), Some(password)) = (&self.username_env, &self.password_env) {
+            return Ok(Some(basic_auth(&var(user)?, &var(password)?)));
+        }
+        if let Some(key) = &self.api_key_env {
+            return Ok(Some(format!("ApiKey {}", var(key)?)));
+        }
+        Ok(None)
+    }
+}
+
+/// The value of an `Authorization: Basic` header.
+pub fn basic_auth(user: &str, password: &str) -> String {
+    use base64::Engine as _;
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!("Basic {token}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_split_into_scheme_authority_and_path() {
+        let u = Url::parse("https://search.example:9200").expect("url");
+        assert_eq!(
+            (u.https, u.authority.as_str(), u.path.as_str()),
+            (true, "search.example:9200", "/")
+        );
+        assert_eq!(
+            u.join("_bulk").to_string(),
+            "https://search.example:9200/_bulk"
+        );
+        let u = Url::parse("http://h/solr/").expect("url");
+        assert_eq!(u.join("/books/update").path, "/solr/books/update");
+        assert_eq!(Url::parse("http://h?x=1").expect("url").path, "/?x=1");
+        assert!(Url::parse("ftp://h").is_err());
+        assert!(Url::parse("http://user:pw@h").is_err());
+        assert!(Url::parse("http:///x").is_err());
+    }
+
+    #[test]
+    fn basic_auth_is_base64_of_user_colon_password() {
+        assert_eq!(
+            basic_auth("Aladdin", "open sesame"),
+            "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
+        );
+    }
+}

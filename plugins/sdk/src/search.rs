@@ -1,0 +1,155 @@
+//! What indexers for search engines share: how nested children are sent.
+
+use serde_json::{Map, Value as Json};
+
+/// How a backend gets a document's nested children (`_children` in the
+/// host's JSON), the `children` setting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Children {
+    /// Inside their parent, under the backend's field for them.
+    #[default]
+    Nested,
+    /// Each as a document of its own, after its parent, naming it.
+    Separate,
+}
+
+/// A document's JSON shaped for a backend: the parent, and with
+/// [`Children::Separate`] its children (grandchildren too) as
+/// `(id, parent id, JSON)`, depth first in order.
+#[derive(Debug, Default, PartialEq)]
+pub struct Shaped {
+    pub parent: String,
+    pub separate: Vec<(String, String, String)>,
+}
+
+/// Shape `json` (a document as the host renders it): nested children move
+/// to `children_field`; separate ones come out whole, each with
+/// `parent_field` set to its parent's id. A document without children is
+/// passed through unparsed.
+pub fn shape(
+    json: &str,
+    id: &str,
+    children: Children,
+    children_field: &str,
+    parent_field: &str,
+) -> Result<Shaped, String> {
+    // A key is always a quoted string: `"_children":` cannot occur inside
+    // a string value, where quotes are escaped.
+    if !json.contains("\"_children\":") {
+        return Ok(Shaped {
+            parent: json.to_owned(),
+            separate: Vec::new(),
+        });
+    }
+    let mut doc: Map<String, Json> =
+        serde_json::from_str(json).map_err(|e| format!("the host sent bad JSON: {e}"))?;
+    match children {
+        Children::Nested => {
+            if children_field != "_children" {
+                rename_children(&mut doc, children_field);
+            }
+            Ok(Shaped {
+                parent: Json::Object(doc).to_string(),
+                separate: Vec::new(),
+            })
+        }
+        Children::Separate => {
+            let mut separate = Vec::new();
+            flatten(&mut doc, id, parent_field, &mut separate)?;
+            Ok(Shaped {
+                parent: Json::Object(doc).to_string(),
+                separate,
+            })
+        }
+    }
+}
+
+/// Move `_children` to `field`, in this document and its descendants.
+fn rename_children(doc: &mut Map<String, Json>, field: &str) {
+    if let Some(mut children) = doc.remove("_children") {
+        if let Json::Array(list) = &mut children {
+            for child in list {
+                if let Json::Object(child) = child {
+                    rename_children(child, field);
+                }
+            }
+        }
+        doc.insert(field.to_owned(), children);
+    }
+}
+
+fn flatten(
+    doc: &mut Map<String, Json>,
+    id: &str,
+    parent_field: &str,
+    out: &mut Vec<(String, String, String)>,
+) -> Result<(), String> {
+    let Some(Json::Array(children)) = doc.remove("_children") else {
+        return Ok(());
+    };
+    for child in children {
+        let Json::Object(mut child) = child else {
+            return Err(format!("a child of `{id}` is not an object"));
+        };
+        let child_id = match child.get("id") {
+            Some(Json::String(child_id)) => child_id.clone(),
+            _ => return Err(format!("a child of `{id}` has no string id")),
+        };
+        let mut grandchildren = Vec::new();
+        flatten(&mut child, &child_id, parent_field, &mut grandchildren)?;
+        child.insert(parent_field.to_owned(), Json::String(id.to_owned()));
+        out.push((child_id, id.to_owned(), Json::Object(child).to_string()));
+        out.extend(grandchildren);
+    }
+    Ok(())
+}
+
+/// Whether a document is marked for deletion: one of the values of its
+/// deletion field (as `batch-entry.picked` gives them) is `value`.
+pub fn marked(values: Option<&Vec<String>>, value: &str) -> bool {
+    values.is_some_and(|values| values.iter().any(|v| v == value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOC: &str = r#"{"id":"p","t":"say \"_children\": no","_children":[{"id":"c1","_children":[{"id":"g"}]},{"id":"c2"}]}"#;
+
+    #[test]
+    fn a_document_without_children_passes_unparsed() {
+        let json = r#"{"id":"p","t":"a \"_children\": b"}"#;
+        let shaped = shape(json, "p", Children::Separate, "kids", "parent").expect("shape");
+        assert_eq!(shaped.parent, json);
+        assert!(shaped.separate.is_empty());
+    }
+
+    #[test]
+    fn nested_children_move_to_the_backends_field_at_every_level() {
+        let shaped = shape(DOC, "p", Children::Nested, "kids", "parent").expect("shape");
+        assert_eq!(
+            shaped.parent,
+            r#"{"id":"p","t":"say \"_children\": no","kids":[{"id":"c1","kids":[{"id":"g"}]},{"id":"c2"}]}"#
+        );
+    }
+
+    #[test]
+    fn separate_children_come_out_depth_first_naming_their_parent() {
+        let shaped = shape(DOC, "p", Children::Separate, "kids", "parent").expect("shape");
+        assert_eq!(shaped.parent, r#"{"id":"p","t":"say \"_children\": no"}"#);
+        let ids: Vec<_> = shaped
+            .separate
+            .iter()
+            .map(|(id, parent, _)| (id.as_str(), parent.as_str()))
+            .collect();
+        assert_eq!(ids, [("c1", "p"), ("g", "c1"), ("c2", "p")]);
+        assert_eq!(shaped.separate[1].2, r#"{"id":"g","parent":"c1"}"#);
+    }
+
+    #[test]
+    fn a_child_without_an_id_is_an_error() {
+        let json = r#"{"id":"p","_children":[{"x":1}]}"#;
+        assert!(shape(json, "p", Children::Separate, "k", "parent").is_err());
+    }
+}
