@@ -117,7 +117,7 @@ fn direct(input: &Path, index: &str) -> usize {
     docs
 }
 
-fn weir(dir: &Path, index: &str) -> usize {
+fn weir(dir: &Path, index: &str) -> (usize, f64, f64) {
     let dist = weir_tests::plugins_dir();
     let plugin = |name: &str| format!("{:?}", dist.join(name).display().to_string());
     let url = opensearch_url();
@@ -149,10 +149,35 @@ fn weir(dir: &Path, index: &str) -> usize {
         max_bytes: config.publisher.queue_max_bytes(),
     });
     let runner = Runner::new(config, runtime, messengers);
+    // Validation compiles the components (or loads them from the cache):
+    // start-up, not indexing, so it is not timed.
     let plugins = runner.validate().expect("valid config");
+    let (start, cpu) = (Instant::now(), process_cpu_seconds());
     let result = runner.run_validated(&plugins, "bench");
+    let timed = (start.elapsed().as_secs_f64(), process_cpu_seconds() - cpu);
     assert_eq!(result.status(), RunStatus::Success, "{result:?}");
-    result.connectors[0].succeeded as usize
+    (result.connectors[0].succeeded as usize, timed.0, timed.1)
+}
+
+/// CPU time (user + system) this process has used, in seconds.
+fn process_cpu_seconds() -> f64 {
+    // SAFETY: an all-zero rusage is valid, and getrusage only writes it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid out-pointer for RUSAGE_SELF.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// The direct loader, timed: documents, wall and CPU seconds.
+fn direct_timed(input: &Path, index: &str) -> (usize, f64, f64) {
+    let (start, cpu) = (Instant::now(), process_cpu_seconds());
+    let docs = direct(input, index);
+    (
+        docs,
+        start.elapsed().as_secs_f64(),
+        process_cpu_seconds() - cpu,
+    )
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -173,40 +198,51 @@ fn main() {
         "OpenSearch at {}; {n} documents, bulk requests of {BATCH}",
         opensearch_url()
     );
-    let (mut direct_rates, mut weir_rates) = (Vec::new(), Vec::new());
+    // (docs/s, CPU µs per document) per round, per phase.
+    let (mut direct_runs, mut weir_runs) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         for phase in ["direct", "weir"] {
             let index = format!("bench-{phase}");
             fresh_index(&index);
-            let start = Instant::now();
-            let docs = match phase {
-                "direct" => direct(&input, &index),
+            let (docs, seconds, cpu) = match phase {
+                "direct" => direct_timed(&input, &index),
                 _ => weir(dir.path(), &index),
             };
-            let seconds = start.elapsed().as_secs_f64();
             assert_eq!(docs, n, "{phase} sent every document");
             assert_eq!(
                 count(&index),
                 n as u64,
                 "{phase}: the cluster holds every document"
             );
-            let rate = docs as f64 / seconds;
-            println!("round {round}: {phase:<6} {rate:>9.0} docs/s ({seconds:.2} s)");
+            let (rate, cpu_us) = (docs as f64 / seconds, cpu * 1e6 / docs as f64);
+            println!(
+                "round {round}: {phase:<6} {rate:>9.0} docs/s ({seconds:.2} s), {cpu_us:.1} us CPU per document in this process"
+            );
             if phase == "direct" {
-                direct_rates.push(rate);
+                direct_runs.push((rate, cpu_us));
             } else {
-                weir_rates.push(rate);
+                weir_runs.push((rate, cpu_us));
             }
             http_json("DELETE", &format!("{}/{index}", opensearch_url()), None);
         }
     }
-    let (direct_rate, weir_rate) = (median(direct_rates), median(weir_rates));
+    let (direct_rate, weir_rate) = (
+        median(direct_runs.iter().map(|r| r.0).collect()),
+        median(weir_runs.iter().map(|r| r.0).collect()),
+    );
+    let (direct_cpu, weir_cpu) = (
+        median(direct_runs.iter().map(|r| r.1).collect()),
+        median(weir_runs.iter().map(|r| r.1).collect()),
+    );
     println!();
-    println!("file -> trim -> OpenSearch, median of {rounds} rounds:");
-    println!("  direct bulk loader (native) {direct_rate:>9.0} docs/s");
-    println!("  weir                        {weir_rate:>9.0} docs/s");
     println!(
-        "  weir / direct               {:>9.2}",
+        "file -> trim -> OpenSearch, median of {rounds} rounds (the cluster's own CPU not included):"
+    );
+    println!("                              docs/s   CPU us/doc");
+    println!("  direct bulk loader (native) {direct_rate:>9.0} {direct_cpu:>10.1}");
+    println!("  weir                        {weir_rate:>9.0} {weir_cpu:>10.1}");
+    println!(
+        "  weir / direct rate          {:>9.2}",
         weir_rate / direct_rate
     );
 }

@@ -209,13 +209,14 @@ impl Request {
         // Handed over first, so the host reads the body as it is written.
         let pending =
             outgoing_handler::handle(request, options).map_err(|e| error(&self.url, e))?;
-        {
+        if !self.body.is_empty() {
             let mut stream = body.write().map_err(|()| failed("body stream"))?;
-            if let Err(e) = stream
+            let written = stream
                 .write_all(&self.body)
-                .and_then(|()| Write::flush(&mut stream))
-            {
-                drop(stream);
+                .and_then(|()| Write::flush(&mut stream));
+            // The stream goes before the body is finished.
+            drop(stream);
+            if let Err(e) = written {
                 // The write failed because the request did: say why.
                 pending.subscribe().block();
                 return match pending.get() {
@@ -365,6 +366,30 @@ mod tests {
         assert!(Url::parse("ftp://h").is_err());
         assert!(Url::parse("http://user:pw@h").is_err());
         assert!(Url::parse("http:///x").is_err());
+    }
+
+    #[test]
+    fn credentials_come_from_the_environment_and_go_together() {
+        let basic = |user: &str, password: &str| AuthConfig {
+            username_env: Some(user.into()),
+            password_env: Some(password.into()),
+            api_key_env: None,
+        };
+        // PATH and HOME are set wherever the tests run.
+        let header = basic("HOME", "PATH").header().expect("header");
+        assert!(header.is_some_and(|h| h.starts_with("Basic ")));
+        let missing = basic("HOME", "WEIR_TEST_NO_SUCH_VARIABLE").header();
+        assert!(
+            missing.is_err_and(
+                |e| e.contains("WEIR_TEST_NO_SUCH_VARIABLE") && e.contains("grants.env")
+            )
+        );
+        let half = AuthConfig {
+            password_env: None,
+            ..basic("HOME", "PATH")
+        };
+        assert!(half.problems().is_some());
+        assert_eq!(AuthConfig::default().header(), Ok(None));
     }
 
     #[test]

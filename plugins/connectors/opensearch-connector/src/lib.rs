@@ -15,8 +15,12 @@
 //! `query` (a query DSL object, default `match_all`); `page_size`
 //! (default 1,000); `keep_alive` (how long the point in time lives between
 //! pages, default `2m`); `flavor`: `opensearch` (default) or
-//! `elasticsearch`, whose point-in-time APIs differ; `auth` and
-//! `timeout_secs` as for the OpenSearch indexer.
+//! `elasticsearch`, whose point-in-time APIs differ; `sort`: the order to
+//! page in, which must be total (unique per document): by default `_id` on
+//! OpenSearch (2.x has no `_shard_doc`; sorting on `_id` loads it into
+//! memory on the nodes, so give a unique field with doc values on large
+//! indices, e.g. `[{ uid = "asc" }]`) and `_shard_doc` on Elasticsearch;
+//! `auth` and `timeout_secs` as for the OpenSearch indexer.
 //!
 //! Each hit becomes a document with the hit's `_id` as its id and its
 //! `_source` as its fields.
@@ -41,6 +45,7 @@ struct Config {
     keep_alive: String,
     #[serde(default)]
     flavor: Flavor,
+    sort: Option<Json>,
     #[serde(default)]
     auth: AuthConfig,
     #[serde(default = "default_timeout")]
@@ -109,6 +114,15 @@ fn transient(status: u16) -> bool {
 }
 
 impl Reader {
+    /// A total order, so that `search_after` visits every document once.
+    fn sort(&self) -> Json {
+        match (&self.config.sort, self.config.flavor) {
+            (Some(sort), _) => sort.clone(),
+            (None, Flavor::Opensearch) => serde_json::json!([{ "_id": "asc" }]),
+            (None, Flavor::Elasticsearch) => serde_json::json!([{ "_shard_doc": "asc" }]),
+        }
+    }
+
     fn call(&self, method: &str, url: &Url, body: Option<String>) -> Result<Response, PluginError> {
         let mut request =
             Request::new(method, url).timeout(Duration::from_secs(self.config.timeout_secs));
@@ -199,6 +213,12 @@ impl Connector for Reader {
                 "must be a query DSL object, e.g. { match_all = {} }",
             ));
         }
+        if config.sort.as_ref().is_some_and(|s| !s.is_array()) {
+            issues.push(issue(
+                "sort",
+                "must be an array of sort clauses, e.g. [{ uid = \"asc\" }]",
+            ));
+        }
         if !(1..=10_000).contains(&config.page_size) {
             issues.push(issue("page_size", "must be 1 to 10,000"));
         }
@@ -226,8 +246,7 @@ impl Connector for Reader {
                 "size": self.config.page_size,
                 "query": self.config.query,
                 "pit": { "id": self.pit, "keep_alive": self.config.keep_alive },
-                // The point in time's own order: every document once.
-                "sort": [{ "_shard_doc": "asc" }],
+                "sort": self.sort(),
                 "track_total_hits": false,
             });
             if let Some(after) = &after {

@@ -14,9 +14,15 @@
 //! - `deletion_field` and `deletion_value` (default `"true"`): a document
 //!   whose field holds that value is deleted by id, not indexed.
 //! - `children`: `nested` (default) sends nested children inside their
-//!   parent under `children_field` (default `_childDocuments_`, Solr's
-//!   anonymous child documents); `separate` sends each as a document of its
-//!   own after its parent, with `parent_field` (default `parent_id`).
+//!   parent as Solr child documents labelled `children_field` (default
+//!   `children`; the schema needs `_nest_path_` for labelled children, and
+//!   `[child]` returns them under that label; `_childDocuments_` makes them
+//!   anonymous); `separate` sends each as a document of its own after its
+//!   parent, with `parent_field` (default `parent_id`).
+//!
+//! Solr reads a JSON object value whose key is a field as a labelled child
+//! document: with a catch-all `*` field, any object-valued field of a
+//! document becomes a child. Flatten such fields in a stage first.
 //! - `omit`: more fields left out of what is indexed (`run_id` always is).
 //! - `auth`: `{ username_env, password_env }`: names of granted environment
 //!   variables holding the basic auth credentials.
@@ -64,7 +70,7 @@ fn default_deletion_value() -> String {
     "true".into()
 }
 fn default_children_field() -> String {
-    "_childDocuments_".into()
+    "children".into()
 }
 fn default_parent_field() -> String {
     "parent_id".into()
