@@ -133,6 +133,31 @@ fn opensearch_indexes_updates_and_deletes_with_versions() {
 }
 
 #[test]
+fn opensearch_takes_each_documents_index_and_routing_from_its_fields() {
+    let (first, second) = (unique("first"), unique("second"));
+    let shared = format!(r#"{{ id = "a", target = "{second}", shard_key = "k1", secret = "s" }}"#);
+    let (result, recording) = run(
+        &docs(&format!(r#"[{{ id = "a", shard_key = "k1" }}, {shared}]"#)),
+        &opensearch_indexer(
+            &first,
+            r#"index_field = "target", routing_field = "shard_key", omit = ["secret"]"#,
+        ),
+        "",
+    );
+    assert_success(&result, &recording);
+    // Without `target`, the default index; with it, the one it names.
+    assert_eq!((os_count(&first), os_count(&second)), (1, 1));
+    let (status, answer) = os("GET", &format!("{second}/_doc/a?routing=k1"), None);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["_routing"], "k1", "{answer}");
+    let source = &answer["_source"];
+    assert!(
+        source.get("target").is_none() && source.get("secret").is_none(),
+        "the index field and omitted fields are not indexed: {source}"
+    );
+}
+
+#[test]
 fn opensearch_keeps_the_newer_version_when_an_older_one_comes_late() {
     let index = unique("late");
     let (result, recording) = run(
