@@ -73,6 +73,23 @@ enum Command {
         #[arg(long)]
         no_progress: bool,
     },
+    /// Send the documents of a dead-letter file through their pipelines again,
+    /// as a new local run (the same stages and indexer, per the config).
+    ///
+    /// Documents that fail again go to the new run's dead-letter file.
+    Replay {
+        /// The run configuration (TOML).
+        config: PathBuf,
+        /// The dead-letter file a local run wrote (`[dead_letters] path`).
+        dead_letters: PathBuf,
+        /// Send every document through this pipeline instead of the one it
+        /// failed in.
+        #[arg(long)]
+        pipeline: Option<String>,
+        /// Do not draw a progress bar.
+        #[arg(long)]
+        no_progress: bool,
+    },
     /// Kafka mode: process documents of a pipeline's source topic until stopped
     /// (SIGINT/SIGTERM), with `worker.threads` workers in the pipeline's consumer group.
     Worker {
@@ -225,6 +242,47 @@ fn execute(command: Command) -> anyhow::Result<u8> {
             let progress = Progress::start(&runner, no_progress);
             let result = runner.run_validated(&plugins, &new_run_id());
             progress.finish();
+            print_summary(&result);
+            Ok(result.status().exit_code())
+        }
+        Command::Replay {
+            config,
+            dead_letters,
+            pipeline,
+            no_progress,
+        } => {
+            let letters =
+                crate::run::read_dead_letters(&dead_letters).map_err(anyhow::Error::msg)?;
+            let Some(runner) = prepare(&config)? else {
+                return Ok(EXIT_INVALID_CONFIG);
+            };
+            let plugins = match runner.validate() {
+                Ok(plugins) => plugins,
+                Err(errors) => return Ok(report_invalid(&config, &errors)),
+            };
+            let interrupt = runner.interrupter();
+            on_signal(move || {
+                if !interrupt.trigger() {
+                    eprintln!("interrupted again: stopping at once");
+                    std::process::exit(i32::from(RunStatus::Interrupted.exit_code()));
+                }
+            })?;
+            eprintln!(
+                "replaying {} dead letter{} from {}",
+                letters.len(),
+                if letters.len() == 1 { "" } else { "s" },
+                dead_letters.display()
+            );
+            let progress = Progress::start(&runner, no_progress);
+            let result = runner.replay(&plugins, &new_run_id(), letters, pipeline.as_deref());
+            progress.finish();
+            let result = match result {
+                Ok(result) => result,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(EXIT_INVALID_CONFIG);
+                }
+            };
             print_summary(&result);
             Ok(result.status().exit_code())
         }
@@ -671,17 +729,18 @@ fn print_summary(result: &RunResult) {
     if !result.stages.is_empty() || cpu.indexed > 0 {
         println!();
         println!(
-            "{:<20} {:<16} {:>10} {:>9} {:>8} {:>12} {:>10}",
-            "stage", "pipeline", "documents", "children", "failed", "mean/doc", "time"
+            "{:<20} {:<16} {:>10} {:>9} {:>8} {:>8} {:>12} {:>10}",
+            "stage", "pipeline", "documents", "children", "failed", "retries", "mean/doc", "time"
         );
         for s in &result.stages {
             println!(
-                "{:<20} {:<16} {:>10} {:>9} {:>8} {:>12.2?} {:>10.2?}",
+                "{:<20} {:<16} {:>10} {:>9} {:>8} {:>8} {:>12.2?} {:>10.2?}",
                 s.stage,
                 s.pipeline,
                 s.documents,
                 s.children,
                 s.failed,
+                s.retries,
                 mean(s.time, s.documents),
                 s.time
             );
@@ -689,10 +748,11 @@ fn print_summary(result: &RunResult) {
     }
     if cpu.indexed > 0 {
         println!(
-            "{:<20} {:<16} {:>10} {:>9} {:>8} {:>12.2?} {:>10.2?}",
+            "{:<20} {:<16} {:>10} {:>9} {:>8} {:>8} {:>12.2?} {:>10.2?}",
             "(indexer batches)",
             "",
             cpu.indexed,
+            "",
             "",
             "",
             mean(cpu.index_time, cpu.indexed),

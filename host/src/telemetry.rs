@@ -136,6 +136,8 @@ pub struct StageStats {
     pub children: AtomicU64,
     /// Documents it failed (its own errors and traps).
     pub failed: AtomicU64,
+    /// Calls made again after a failure that may pass later.
+    pub retries: AtomicU64,
     /// Nanoseconds in its calls, summed.
     pub nanos: AtomicU64,
 }
@@ -148,6 +150,8 @@ pub struct StageSummary {
     pub documents: u64,
     pub children: u64,
     pub failed: u64,
+    /// Calls made again (the worker's retry policy).
+    pub retries: u64,
     pub time: Duration,
 }
 
@@ -221,6 +225,7 @@ impl RunStats {
                         documents: 0,
                         children: 0,
                         failed: 0,
+                        retries: 0,
                         time: Duration::ZERO,
                     });
                     summaries.len() - 1
@@ -228,6 +233,7 @@ impl RunStats {
             };
             let summary = &mut summaries[i];
             summary.documents += get(&stats.documents);
+            summary.retries += get(&stats.retries);
             summary.children += get(&stats.children);
             summary.failed += get(&stats.failed);
             summary.time += Duration::from_nanos(get(&stats.nanos));

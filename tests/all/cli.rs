@@ -174,3 +174,36 @@ fn every_example_config_is_valid() {
     }
     assert!(checked >= 2, "local.toml and kafka.toml at least");
 }
+
+#[test]
+fn replay_sends_a_runs_dead_letters_through_the_pipeline_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let docs = r#"{ docs = [{ id = "x", action = "fail" }, { id = "y", action = "ok" }] }"#;
+    let failing = write_config(dir.path(), &RUN.replace("CONNECTOR", docs));
+    assert_eq!(weir(&["run", "--no-progress", &failing]), 3);
+    let letters: Vec<_> = std::fs::read_dir(dir.path().join("dead-letters"))
+        .expect("the run kept its dead letters")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    let file = letters[0].to_str().expect("utf-8").to_owned();
+    let records = weir::run::read_dead_letters(&letters[0]).expect("records");
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].id, "x");
+
+    // The stage that failed `x` is fixed (here: `x` no longer asks to fail).
+    let text = std::fs::read_to_string(&file)
+        .expect("read")
+        .replace(r#""action":"fail""#, r#""action":"ok""#);
+    std::fs::write(&file, text).expect("write");
+    assert_eq!(weir(&["replay", "--no-progress", &failing, &file]), 0);
+
+    // A pipeline the config does not have, or a file that is not dead letters.
+    assert_eq!(weir(&["replay", "--pipeline", "nope", &failing, &file]), 2);
+    let other = dir.path().join("other.jsonl");
+    std::fs::write(&other, "{\"id\": \"x\"}\n").expect("write");
+    assert_eq!(
+        weir(&["replay", &failing, other.to_str().expect("utf-8")]),
+        1
+    );
+}

@@ -7,6 +7,7 @@ mod cache;
 mod cli;
 mod conformance;
 mod connector_indexer;
+mod failures;
 mod kafka;
 mod local_run;
 mod sandbox;

@@ -2,7 +2,6 @@
 //! started from Maven Central jars by `tests/search/*.sh` (once per test
 //! process, shared by these tests; each test writes its own index or core).
 
-use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -38,13 +37,11 @@ fn run(connector: &str, indexer: &str, indexer_settings: &str) -> (RunResult, Ar
     );
     let messengers = RecordingMessengers::new(64);
     let recording = messengers.recording();
-    let result = Runner::new(
-        config(&toml, Path::new(".")),
-        runtime(),
-        Arc::new(messengers),
-    )
-    .run()
-    .unwrap_or_else(|e| panic!("config should be valid: {e}"));
+    // Dead letters, if any, go under the config's folder.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let result = Runner::new(config(&toml, dir.path()), runtime(), Arc::new(messengers))
+        .run()
+        .unwrap_or_else(|e| panic!("config should be valid: {e}"));
     (result, recording)
 }
 

@@ -64,6 +64,10 @@ pub struct Config {
     /// The indexer pipelines feed, unless a pipeline names its own.
     #[serde(default)]
     pub indexer: Option<IndexerConfig>,
+    /// Where a local run keeps the documents that failed (Kafka and Hybrid
+    /// modes put them on `<pipeline>_fail`).
+    #[serde(default)]
+    pub dead_letters: DeadLetterConfig,
     /// How Kafka mode reaches the cluster (`weir run --mode kafka`,
     /// `weir worker`, `weir indexer`).
     #[serde(default)]
@@ -72,6 +76,43 @@ pub struct Config {
     /// plugins (stages, the connectors that feed them, their own indexers).
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
+}
+
+/// `[dead_letters]`
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeadLetterConfig {
+    /// Whether failed documents are kept at all. Default true.
+    #[serde(default = "DeadLetterConfig::default_enabled")]
+    pub enabled: bool,
+    /// The JSON-lines file, relative to the config; `{run_id}` becomes the
+    /// run's id. Made when the first document fails. Default
+    /// `dead-letters/{run_id}.jsonl`.
+    #[serde(default = "DeadLetterConfig::default_path")]
+    pub path: PathBuf,
+}
+
+impl DeadLetterConfig {
+    fn default_enabled() -> bool {
+        true
+    }
+    fn default_path() -> PathBuf {
+        PathBuf::from("dead-letters/{run_id}.jsonl")
+    }
+
+    /// The file for run `run_id`.
+    pub fn path_for(&self, run_id: &str) -> PathBuf {
+        PathBuf::from(self.path.to_string_lossy().replace("{run_id}", run_id))
+    }
+}
+
+impl Default for DeadLetterConfig {
+    fn default() -> Self {
+        Self {
+            enabled: Self::default_enabled(),
+            path: Self::default_path(),
+        }
+    }
 }
 
 /// `[[tenants]]`
@@ -359,11 +400,43 @@ pub struct WorkerConfig {
     /// Default: the number of CPUs.
     #[serde(default = "WorkerConfig::default_threads")]
     pub threads: usize,
+    /// Retries of a stage call that failed in a way that may pass later: the
+    /// stage said `transient` (or, with `retry_traps`, it trapped or ran out
+    /// of time). The same call is made again, on the document as the stage
+    /// left it, after a backoff; the worker's other documents wait, so an
+    /// id's versions stay in order. Default 3.
+    #[serde(default = "WorkerConfig::default_max_retries")]
+    pub max_retries: u32,
+    /// First retry delay; doubled each attempt, with jitter. Default 100 ms.
+    #[serde(
+        default = "WorkerConfig::default_retry_backoff",
+        with = "humantime_serde"
+    )]
+    pub retry_backoff: Duration,
+    /// Longest retry delay. Default 10 s.
+    #[serde(
+        default = "WorkerConfig::default_retry_max_backoff",
+        with = "humantime_serde"
+    )]
+    pub retry_max_backoff: Duration,
+    /// Also retry a call that trapped (a panic, a limit) or ran past its
+    /// deadline, on a fresh instance. Default false: those fail the document.
+    #[serde(default)]
+    pub retry_traps: bool,
 }
 
 impl WorkerConfig {
     fn default_threads() -> usize {
         std::thread::available_parallelism().map_or(1, usize::from)
+    }
+    fn default_max_retries() -> u32 {
+        3
+    }
+    fn default_retry_backoff() -> Duration {
+        Duration::from_millis(100)
+    }
+    fn default_retry_max_backoff() -> Duration {
+        Duration::from_secs(10)
     }
 }
 
@@ -371,6 +444,10 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         Self {
             threads: Self::default_threads(),
+            max_retries: Self::default_max_retries(),
+            retry_backoff: Self::default_retry_backoff(),
+            retry_max_backoff: Self::default_retry_max_backoff(),
+            retry_traps: false,
         }
     }
 }
@@ -668,6 +745,7 @@ impl Config {
         if let Some(dir) = &mut self.runner.cache_dir {
             resolve(dir);
         }
+        resolve(&mut self.dead_letters.path);
         for spec in self.plugins_mut() {
             resolve(&mut spec.path);
             for dir in &mut spec.grants.dirs {

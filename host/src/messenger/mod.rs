@@ -186,6 +186,11 @@ pub trait MessengerFactory: Send + Sync {
     ) -> Result<MessengerParts, MessengerError>;
     /// Run `run_id` ended: release what it alone used (e.g. its event topics).
     fn run_ended(&self, _run_id: &str) {}
+    /// Whether the messengers keep failed documents themselves (a
+    /// dead-letter topic); otherwise the runner keeps them in a file.
+    fn keeps_dead_letters(&self) -> bool {
+        false
+    }
 }
 
 /// In-memory queues of a given capacity.

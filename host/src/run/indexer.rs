@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::publisher::Abort;
+use super::retry::{self, Backoff};
 use crate::config::IndexerConfig;
 use crate::document::Document;
 use crate::event::{Event, EventKind};
@@ -60,6 +61,8 @@ pub(crate) struct IndexerLoop {
     /// A batch was left undone: nothing after it may be indexed (its
     /// completion would commit the undone batch too), so the loop ends.
     pub(crate) abandoned: bool,
+    /// Where failed documents go besides the messenger (local mode).
+    pub(crate) dead_letters: Option<Arc<super::dead_letters::DeadLetterFile>>,
 }
 
 impl IndexerLoop {
@@ -180,6 +183,11 @@ impl IndexerLoop {
                     };
                     let event =
                         Event::new(&doc, EventKind::Fail).with_message(failure.message.clone());
+                    if let Some(letters) = &self.dead_letters {
+                        letters
+                            .write(&self.pipeline, &doc, &failure)
+                            .map_err(MessengerError::Transport)?;
+                    }
                     self.messenger.send_failed(doc.clone(), &failure)?;
                     self.messenger.send_event(event)?;
                     completed.push(doc);
@@ -201,27 +209,18 @@ impl IndexerLoop {
         failure.connection_failed || self.retryable_status(failure.status)
     }
 
-    /// Exponential backoff with jitter: between half and all of
-    /// `retry_backoff * 2^(attempt-1)`, capped at `retry_max_backoff`.
     fn backoff(&self, attempt: u32) -> Duration {
-        let full = self
-            .config
-            .retry_backoff
-            .saturating_mul(1u32 << attempt.saturating_sub(1).min(20))
-            .min(self.config.retry_max_backoff);
-        full.mul_f64(0.5 + fastrand::f64() / 2.0)
+        Backoff {
+            max_retries: self.config.max_retries,
+            first: self.config.retry_backoff,
+            max: self.config.retry_max_backoff,
+        }
+        .delay(attempt)
     }
 
     /// Sleep `duration`, waking early when the run aborts or the process stops.
     fn pause(&self, duration: Duration) {
-        let until = Instant::now() + duration;
-        while !self.abort.is_set() && !self.stop_retrying.is_set() {
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return;
-            }
-            std::thread::sleep(left.min(POLL));
-        }
+        retry::pause(duration, || self.stopping());
     }
 
     fn stopping(&self) -> bool {
@@ -283,11 +282,8 @@ impl IndexerLoop {
                     message.push_str(&format!(" (status {status})"));
                 }
                 if worth {
-                    message.push_str(&format!(
-                        " (transient; {} attempt{})",
-                        attempts[index],
-                        if attempts[index] == 1 { "" } else { "s" }
-                    ));
+                    let tries = retry::attempts_text(attempts[index]);
+                    message.push_str(&format!(" (transient; {tries})"));
                 }
                 let attempts = attempts[index];
                 refused.insert(
@@ -360,8 +356,8 @@ impl IndexerLoop {
                         .unwrap_or_default();
                     return Ok(Sent::Failed {
                         message: format!(
-                            "batch failed after {attempts} attempt{}: {}{status}",
-                            if attempts == 1 { "" } else { "s" },
+                            "batch failed after {}: {}{status}",
+                            retry::attempts_text(attempts),
                             failure.message
                         ),
                         attempts,

@@ -7,11 +7,17 @@
 //! cannot start, a connector lifecycle error, a fatal plugin error, a
 //! timeout) stop the run, and later connectors do not start.
 
+mod dead_letters;
 mod indexer;
 mod publisher;
+mod replay;
+mod retry;
 mod serve;
 mod watch;
 mod worker;
+
+use dead_letters::DeadLetterFile;
+pub use dead_letters::{DeadLetter, read_dead_letters};
 
 pub use serve::Shutdown;
 
@@ -21,6 +27,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, ConfigError, ConfigErrors, ConnectorConfig};
+use crate::document::Document;
 use crate::messenger::{MessengerFactory, MessengerParts, Polled, PublisherMessenger};
 use crate::plugin::{
     ConnectorInstance, ConnectorPlugin, IndexerPlugin, PluginError, PluginRuntime, PluginSpec,
@@ -193,8 +200,23 @@ impl StartedIndexer {
             abort,
             stop_retrying,
             abandoned: false,
+            dead_letters: None,
         }
     }
+}
+
+/// Where a connector run's documents come from.
+pub(crate) enum Source {
+    /// The config entry's connector plugin.
+    Plugin,
+    /// Documents read back (`weir replay`).
+    Documents(Vec<Document>),
+}
+
+/// A [`Source`], ready.
+enum Started {
+    Plugin(Box<ConnectorInstance>),
+    Documents(Vec<Document>),
 }
 
 /// What one connector's lifecycle steps share.
@@ -365,13 +387,52 @@ impl Runner {
 
     /// Run every connector in order with already validated plugins.
     pub fn run_validated(&self, plugins: &LoadedPlugins, run_id: &str) -> RunResult {
+        let sources = self
+            .config
+            .connectors
+            .iter()
+            .map(|c| (c.clone(), Source::Plugin))
+            .collect();
+        self.run_sources(plugins, run_id, sources)
+    }
+
+    /// Send dead letters through their pipelines again, as run `run_id`:
+    /// one source per pipeline, in the order the pipelines first appear
+    /// (`pipeline` sends every letter through that one instead).
+    pub fn replay(
+        &self,
+        plugins: &LoadedPlugins,
+        run_id: &str,
+        letters: Vec<DeadLetter>,
+        pipeline: Option<&str>,
+    ) -> Result<RunResult, String> {
+        let sources = replay::sources(&self.config, letters, pipeline)?;
+        Ok(self.run_sources(plugins, run_id, sources))
+    }
+
+    fn run_sources(
+        &self,
+        plugins: &LoadedPlugins,
+        run_id: &str,
+        sources: Vec<(ConnectorConfig, Source)>,
+    ) -> RunResult {
         let span = tracing::info_span!("run", run_id);
         let _entered = span.enter();
         let start = Instant::now();
-        tracing::info!(connectors = self.config.connectors.len(), "run started");
+        tracing::info!(connectors = sources.len(), "run started");
         let mut results = Vec::new();
         let mut failed = false;
-        for connector in &self.config.connectors {
+        // Where this process runs workers or indexers and its messengers keep
+        // no failed documents (local mode), they go to a file.
+        let dead_letters = (self.config.dead_letters.enabled
+            && !self.messengers.keeps_dead_letters())
+        .then(|| {
+            Arc::new(DeadLetterFile::new(
+                self.config.dead_letters.path_for(run_id),
+            ))
+        });
+        for (connector, source) in sources {
+            let connector = &connector;
             if failed || self.interrupt.is_set() {
                 results.push(ConnectorResult {
                     name: connector.name.clone(),
@@ -389,7 +450,8 @@ impl Runner {
                 });
                 continue;
             }
-            let result = self.run_connector(connector, plugins, run_id);
+            let result =
+                self.run_connector(connector, source, plugins, run_id, dead_letters.as_ref());
             if let Some(error) = &result.error {
                 if result.interrupted {
                     tracing::warn!(connector = %connector.name, %error, "the run was interrupted");
@@ -409,20 +471,29 @@ impl Runner {
             elapsed: start.elapsed(),
         };
         tracing::info!(status = ?result.status(), elapsed = ?result.elapsed, "run ended");
+        if let Some(letters) =
+            dead_letters.filter(|_| result.connectors.iter().any(|c| c.failed > 0))
+        {
+            tracing::info!(path = %letters.path().display(), "the failed documents are in the dead-letter file: `weir replay` sends them again");
+        }
         result
     }
 
     fn run_connector(
         &self,
         c: &ConnectorConfig,
+        source: Source,
         plugins: &LoadedPlugins,
         run_id: &str,
+        dead_letters: Option<&Arc<DeadLetterFile>>,
     ) -> ConnectorResult {
         let span = tracing::info_span!("connector", connector = %c.name, pipeline = %c.pipeline);
         let _entered = span.enter();
         let start = Instant::now();
         let accounting = Arc::new(Accounting::new(run_id));
-        let error = self.drive_connector(c, plugins, run_id, &accounting).err();
+        let error = self
+            .drive_connector(c, source, plugins, run_id, &accounting, dead_letters)
+            .err();
         let settled = accounting.settle();
         if settled.duplicates > 0 {
             tracing::info!(
@@ -455,12 +526,15 @@ impl Runner {
 
     /// Start the indexer and workers, run the connector's lifecycle, wait for
     /// its documents, and shut the pipeline down. `Err` is why it failed.
+    #[allow(clippy::too_many_arguments)]
     fn drive_connector(
         &self,
         c: &ConnectorConfig,
+        source: Source,
         plugins: &LoadedPlugins,
         run_id: &str,
         accounting: &Arc<Accounting>,
+        dead_letters: Option<&Arc<DeadLetterFile>>,
     ) -> Result<(), String> {
         let threads = self.config.worker.threads;
         let instances = self
@@ -498,12 +572,17 @@ impl Runner {
             workers.push((start_stages(plugins, &c.pipeline)?, messenger));
         }
 
-        let mut connector = plugins
-            .connectors
-            .get(&c.name)
-            .ok_or_else(|| format!("connector `{}` was not loaded", c.name))?
-            .instantiate()
-            .map_err(|e| format!("the connector could not start: {e}"))?;
+        let mut source = match source {
+            Source::Plugin => Started::Plugin(Box::new(
+                plugins
+                    .connectors
+                    .get(&c.name)
+                    .ok_or_else(|| format!("connector `{}` was not loaded", c.name))?
+                    .instantiate()
+                    .map_err(|e| format!("the connector could not start: {e}"))?,
+            )),
+            Source::Documents(docs) => Started::Documents(docs),
+        };
 
         let abort = Abort::default();
         let pipeline: Arc<str> = Arc::from(c.pipeline.as_str());
@@ -513,13 +592,14 @@ impl Runner {
                 .into_iter()
                 .enumerate()
                 .map(|(i, (started, messenger))| {
-                    let indexer_loop = started.into_loop(
+                    let mut indexer_loop = started.into_loop(
                         Arc::clone(&pipeline),
                         messenger,
                         Arc::clone(&self.stats),
                         abort.clone(),
                         abort.clone(),
                     );
+                    indexer_loop.dead_letters = dead_letters.cloned();
                     let name = if several {
                         format!("weir-indexer-{i}")
                     } else {
@@ -528,7 +608,15 @@ impl Runner {
                     spawn_in_span(scope, &name, move || indexer_loop.run())
                 })
                 .collect();
-            let worker_threads = spawn_workers(scope, &pipeline, workers, &self.stats, &abort);
+            let worker_threads = spawn_workers(
+                scope,
+                &pipeline,
+                workers,
+                &self.stats,
+                &abort,
+                worker::StageRetry::new(&self.config.worker),
+                dead_letters,
+            );
 
             let run = ConnectorRun {
                 config: c,
@@ -538,7 +626,7 @@ impl Runner {
                 abort: &abort,
                 remote,
             };
-            let outcome = self.connector_lifecycle(&run, &mut connector);
+            let outcome = self.connector_lifecycle(&run, &mut source);
             if let Err(reason) = &outcome {
                 abort.trigger(reason.clone());
             }
@@ -598,16 +686,39 @@ impl Runner {
         })
     }
 
-    /// pre-execute, execute (while counting events), post-execute, close.
+    /// pre-execute, execute (while counting events), post-execute, close;
+    /// documents read back are only published.
     fn connector_lifecycle(
         &self,
         run: &ConnectorRun<'_>,
-        connector: &mut ConnectorInstance,
+        source: &mut Started,
     ) -> Result<(), String> {
+        let connector = match source {
+            Started::Plugin(connector) => connector,
+            Started::Documents(docs) => {
+                let cancel = crate::plugin::Cancel::default();
+                let docs = std::mem::take(docs);
+                let run_id = run.run_id;
+                let stop = cancel.clone();
+                return self.execute_and_wait(run, &cancel, move |sink, timeout| {
+                    replay::publish(docs, run_id, sink, timeout, &stop)
+                });
+            }
+        };
         let result = connector
             .pre_execute(run.run_id)
             .map_err(|e| format!("pre-execute failed: {e}"))
-            .and_then(|()| self.execute_and_wait(run, connector))
+            .and_then(|()| {
+                let cancel = connector
+                    .canceller()
+                    .map_err(|e| format!("the connector could not start: {e}"))?;
+                let run_id = run.run_id;
+                self.execute_and_wait(run, &cancel, |sink, timeout| {
+                    connector
+                        .execute(run_id, sink, timeout)
+                        .map_err(|e| format!("execute failed: {e}"))
+                })
+            })
             .and_then(|()| {
                 connector
                     .post_execute()
@@ -619,15 +730,16 @@ impl Runner {
 
     /// Run `execute` on its own thread and count events until every published
     /// document is done, the connector fails, the run aborts, stalls or is
-    /// interrupted, or time runs out.
+    /// interrupted (`cancel` then stops it), or time runs out.
     fn execute_and_wait(
         &self,
         run: &ConnectorRun<'_>,
-        connector: &mut ConnectorInstance,
+        cancel: &crate::plugin::Cancel,
+        execute: impl FnOnce(Box<dyn crate::plugin::PublishSink>, Duration) -> Result<(), String> + Send,
     ) -> Result<(), String> {
         let ConnectorRun {
             config: c,
-            run_id,
+            run_id: _,
             publisher,
             accounting,
             abort,
@@ -635,9 +747,6 @@ impl Runner {
         } = *run;
         let timeout = self.config.runner.connector_timeout;
         tracing::debug!("connector executing");
-        let cancel = connector
-            .canceller()
-            .map_err(|e| format!("the connector could not start: {e}"))?;
         let sink = Publish {
             messenger: Arc::clone(publisher),
             accounting: Arc::clone(accounting),
@@ -657,7 +766,7 @@ impl Runner {
             let stats = &self.stats;
             let mut execution = Some(spawn_in_span(scope, "weir-connector", move || {
                 let _cpu = crate::telemetry::ThreadCpu::count_into(&stats.connector_cpu_nanos);
-                connector.execute(run_id, Box::new(sink), execute_timeout)
+                execute(Box::new(sink), execute_timeout)
             }));
             let mut executed: Option<Result<(), String>> = None;
             let mut watch = watch::Watch::new(&self.config.runner, &c.pipeline, &self.stats);
@@ -696,7 +805,7 @@ impl Runner {
                 }
                 if let Some(handle) = execution.take_if(|h| h.is_finished()) {
                     executed = Some(match handle.join() {
-                        Ok(result) => result.map_err(|e| format!("execute failed: {e}")),
+                        Ok(result) => result,
                         Err(_) => Err("the connector thread panicked".into()),
                     });
                 }
@@ -712,7 +821,7 @@ impl Runner {
                 }
                 if self.interrupt.is_set() {
                     // The connector stops; what is in flight gets the grace period.
-                    if watch.interrupted(&cancel, accounting.pending()) {
+                    if watch.interrupted(cancel, accounting.pending()) {
                         let pending = watch::pending_suffix(accounting);
                         return Err(format!("{INTERRUPTED}{pending}"));
                     }
@@ -746,6 +855,8 @@ fn spawn_workers<'scope>(
     workers: Vec<(Vec<StageSlot>, Box<dyn crate::messenger::WorkerMessenger>)>,
     stats: &Arc<RunStats>,
     abort: &Abort,
+    retry: worker::StageRetry,
+    dead_letters: Option<&Arc<DeadLetterFile>>,
 ) -> Vec<thread::ScopedJoinHandle<'scope, ()>> {
     workers
         .into_iter()
@@ -760,6 +871,8 @@ fn spawn_workers<'scope>(
                 messenger,
                 stats: Arc::clone(stats),
                 abort: abort.clone(),
+                retry,
+                dead_letters: dead_letters.cloned(),
             };
             spawn_in_span(scope, &format!("weir-worker-{i}"), move || worker.run())
         })

@@ -51,7 +51,15 @@ impl Runner {
         }
         let pipeline: Arc<str> = Arc::from(pipeline);
         thread::scope(|scope| {
-            let handles = spawn_workers(scope, &pipeline, workers, &self.stats(), &shutdown.0);
+            let handles = spawn_workers(
+                scope,
+                &pipeline,
+                workers,
+                &self.stats(),
+                &shutdown.0,
+                super::worker::StageRetry::new(&self.config.worker),
+                None,
+            );
             for handle in handles {
                 if handle.join().is_err() {
                     shutdown.0.trigger("a worker thread panicked");
@@ -155,7 +163,15 @@ impl Runner {
                     })
                 })
                 .collect();
-            let handles = spawn_workers(scope, &pipeline, workers, &self.stats(), &shutdown.0);
+            let handles = spawn_workers(
+                scope,
+                &pipeline,
+                workers,
+                &self.stats(),
+                &shutdown.0,
+                super::worker::StageRetry::new(&self.config.worker),
+                None,
+            );
             for handle in handles {
                 if handle.join().is_err() {
                     shutdown.0.trigger("a worker thread panicked");

@@ -4,11 +4,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::dead_letters::DeadLetterFile;
 use super::publisher::Abort;
+use super::retry::{self, Backoff};
+use crate::config::WorkerConfig;
 use crate::document::Document;
 use crate::event::{Event, EventKind};
 use crate::messenger::{Failure, MessengerError, Polled, WorkerMessenger};
-use crate::plugin::StageInstance;
+use crate::plugin::{PluginError, StageInstance, TrapCause};
 use crate::telemetry::{self, RunStats, StageStats};
 
 /// How long a poll waits before the worker checks for an abort.
@@ -100,12 +103,47 @@ enum Outcome {
     Failed(Document, Failure),
 }
 
+/// Which failed stage calls are made again, and when.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StageRetry {
+    backoff: Backoff,
+    traps: bool,
+}
+
+impl StageRetry {
+    pub(crate) fn new(config: &WorkerConfig) -> Self {
+        Self {
+            backoff: Backoff {
+                max_retries: config.max_retries,
+                first: config.retry_backoff,
+                max: config.retry_max_backoff,
+            },
+            traps: config.retry_traps,
+        }
+    }
+
+    /// Whether a call that failed with `error` after `attempts` goes again.
+    fn again(&self, error: &PluginError, attempts: u32) -> bool {
+        attempts <= self.backoff.max_retries
+            && match error {
+                PluginError::Document { transient, .. } => *transient,
+                PluginError::Trap { cause, .. } => {
+                    self.traps && !matches!(cause, TrapCause::Cancelled | TrapCause::HostPanic(_))
+                }
+                _ => false,
+            }
+    }
+}
+
 pub(crate) struct Worker {
     pub(crate) pipeline: Arc<str>,
     pub(crate) stages: Vec<StageSlot>,
     pub(crate) messenger: Box<dyn WorkerMessenger>,
     pub(crate) stats: Arc<RunStats>,
     pub(crate) abort: Abort,
+    pub(crate) retry: StageRetry,
+    /// Where failed documents go besides the messenger (local mode).
+    pub(crate) dead_letters: Option<Arc<DeadLetterFile>>,
 }
 
 impl Worker {
@@ -178,9 +216,13 @@ impl Worker {
     /// worker), so every document gets a terminal event.
     fn process(&mut self, doc: Document, outcomes: &mut Vec<Outcome>) -> Option<String> {
         let (id, run_id) = (doc.id().to_owned(), doc.run_id().map(str::to_owned));
-        let stages = &mut self.stages;
+        let pipeline = Pipeline {
+            stages: &mut self.stages,
+            retry: self.retry,
+            abort: &self.abort,
+        };
         let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_pipeline(stages, doc, 0, outcomes)
+            pipeline.run(doc, 0, outcomes)
         }));
         processed.unwrap_or_else(|panic| {
             let message = format!(
@@ -217,6 +259,11 @@ impl Worker {
                 RunStats::add(&self.stats.failed, 1);
                 tracing::warn!(doc_id = doc.id(), plugin = %failure.plugin, message = %failure.message, "document failed in the pipeline");
                 let event = Event::new(&doc, EventKind::Fail).with_message(failure.message.clone());
+                if let Some(letters) = &self.dead_letters {
+                    letters
+                        .write(&self.pipeline, &doc, &failure)
+                        .map_err(MessengerError::Transport)?;
+                }
                 self.messenger.send_failed(doc, &failure)?;
                 self.messenger.send_event(event)
             }
@@ -224,27 +271,92 @@ impl Worker {
     }
 }
 
-/// Run `doc` through `stages[from..]`, appending what became of it and of the
-/// children it made. Children are run through the stages after the one that
-/// made them, and go on ahead of their parent. Returns a reason when the run
-/// must stop (a fatal plugin error).
-fn run_pipeline(
-    stages: &mut [StageSlot],
-    mut doc: Document,
-    from: usize,
-    out: &mut Vec<Outcome>,
-) -> Option<String> {
-    for i in from..stages.len() {
-        if doc.is_dropped() || doc.skips_stages() {
-            break;
+/// A worker's stages, with what it needs to retry a call.
+struct Pipeline<'a> {
+    stages: &'a mut [StageSlot],
+    retry: StageRetry,
+    abort: &'a Abort,
+}
+
+impl Pipeline<'_> {
+    /// Run `doc` through `stages[from..]`, appending what became of it and
+    /// of the children it made. Children are run through the stages after
+    /// the one that made them, and go on ahead of their parent. Returns a
+    /// reason when the run must stop (a fatal plugin error).
+    fn run(mut self, doc: Document, from: usize, out: &mut Vec<Outcome>) -> Option<String> {
+        self.run_from(doc, from, out)
+    }
+
+    fn run_from(
+        &mut self,
+        mut doc: Document,
+        from: usize,
+        out: &mut Vec<Outcome>,
+    ) -> Option<String> {
+        for i in from..self.stages.len() {
+            if doc.is_dropped() || doc.skips_stages() {
+                break;
+            }
+            let (result, attempts) = self.call(i, &mut doc);
+            match result {
+                Ok(children) => {
+                    self.stages[i].created.increment(children.len() as u64);
+                    for child in children {
+                        out.push(Outcome::Created(Event::new(&child, EventKind::Create)));
+                        if let Some(reason) = self.run_from(child, i + 1, out) {
+                            return Some(reason);
+                        }
+                    }
+                }
+                Err(e) => {
+                    let fatal = (!e.is_document_error()).then(|| e.to_string());
+                    let mut message = e.to_string();
+                    if attempts > 1 {
+                        message.push_str(&format!(" (after {})", retry::attempts_text(attempts)));
+                    }
+                    let failure = Failure {
+                        plugin: self.stages[i].name.to_string(),
+                        message,
+                        attempts,
+                    };
+                    out.push(Outcome::Failed(doc, failure));
+                    return fatal;
+                }
+            }
         }
-        let stage = &mut stages[i];
-        let start = Instant::now();
+        out.push(if doc.is_dropped() {
+            Outcome::Dropped(doc)
+        } else {
+            Outcome::Index(doc)
+        });
+        None
+    }
+
+    /// Stage `i` on `doc`, made again with backoff while it fails in a way
+    /// the retry policy retries; the outcome and how many calls it took.
+    fn call(&mut self, i: usize, doc: &mut Document) -> (Result<Vec<Document>, PluginError>, u32) {
+        let stage = &mut self.stages[i];
         let restarts_before = stage.instance.restarts();
-        let result = stage.instance.process(&mut doc);
+        let mut attempts = 1;
+        let start = Instant::now();
+        let result = loop {
+            let result = stage.instance.process(doc);
+            match &result {
+                Err(e) if self.retry.again(e, attempts) => {
+                    tracing::debug!(doc_id = doc.id(), stage = %stage.name, attempts, error = %e, "retrying a stage call");
+                    let delay = self.retry.backoff.delay(attempts);
+                    if !retry::pause(delay, || self.abort.is_set()) {
+                        break result;
+                    }
+                    attempts += 1;
+                }
+                _ => break result,
+            }
+        };
         let elapsed = start.elapsed();
         stage.seconds.record(elapsed);
         RunStats::add(&stage.stats.documents, 1);
+        RunStats::add(&stage.stats.retries, u64::from(attempts - 1));
         RunStats::add_time(&stage.stats.nanos, elapsed);
         match &result {
             Ok(children) => RunStats::add(&stage.stats.children, children.len() as u64),
@@ -254,33 +366,6 @@ fn run_pipeline(
         if restarts > 0 {
             stage.restarts.increment(restarts);
         }
-        match result {
-            Ok(children) => {
-                stage.created.increment(children.len() as u64);
-                for child in children {
-                    out.push(Outcome::Created(Event::new(&child, EventKind::Create)));
-                    if let Some(reason) = run_pipeline(stages, child, i + 1, out) {
-                        return Some(reason);
-                    }
-                }
-            }
-            Err(e) => {
-                let stage = &stages[i];
-                let fatal = (!e.is_document_error()).then(|| e.to_string());
-                let failure = Failure {
-                    plugin: stage.name.to_string(),
-                    message: e.to_string(),
-                    attempts: 1,
-                };
-                out.push(Outcome::Failed(doc, failure));
-                return fatal;
-            }
-        }
+        (result, attempts)
     }
-    out.push(if doc.is_dropped() {
-        Outcome::Dropped(doc)
-    } else {
-        Outcome::Index(doc)
-    });
-    None
 }

@@ -111,6 +111,10 @@ impl MessengerFactory for KafkaMessengers {
     /// Delete the run's event topics (unless `kafka.delete_event_topics` is
     /// off, or events go to one fixed topic). Events that arrive later (a
     /// redelivered document's) have no reader; their producers log and drop them.
+    fn keeps_dead_letters(&self) -> bool {
+        true
+    }
+
     fn run_ended(&self, run_id: &str) {
         if !self.config.delete_event_topics || self.config.event_topic.is_some() {
             return;

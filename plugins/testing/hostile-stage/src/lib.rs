@@ -1,7 +1,10 @@
 //! hostile-stage: misbehaves on request, to test the sandbox.
 //!
 //! The document's `action` field says what to do:
-//! - `ok` (mark it processed), `fail` (document error), `fatal`, `panic`;
+//! - `ok` (mark it processed), `fail` (document error), `fatal`, `panic`,
+//!   `transient` (a transient error: the first `count` calls for this id,
+//!   or every call without `count`; then `ok`), `panic_once` (panic on
+//!   the first call for this id, then `ok`);
 //! - CPU and memory: `loop` (spin forever), `spin` (busy-wait `millis` ms),
 //!   `alloc` (grow memory without end), `recurse` (recurse without end);
 //! - time blocked in the host: `sleep` (WASI sleep of `millis` ms), `http`
@@ -55,6 +58,17 @@ struct Hostile {
     calls: i64,
     hoard: Vec<Document>,
     headers: Vec<wasi::http::types::Fields>,
+    /// Calls per document id, for `transient`.
+    calls_by_id: std::collections::HashMap<String, u32>,
+}
+
+impl Hostile {
+    /// This call's number among the calls for `id` (from 1).
+    fn calls_for(&mut self, id: String) -> u32 {
+        let calls = self.calls_by_id.entry(id).or_default();
+        *calls += 1;
+        *calls
+    }
 }
 
 fn number(doc: &Document, name: &str) -> Result<usize, PluginError> {
@@ -135,6 +149,7 @@ impl Stage for Hostile {
             calls: 0,
             hoard: Vec::new(),
             headers: Vec::new(),
+            calls_by_id: Default::default(),
         })
     }
 
@@ -335,6 +350,22 @@ impl Stage for Hostile {
                     .map_err(doc_error)?;
             }
             "fail" => return Err(PluginError::Document("asked to fail".into())),
+            "transient" => {
+                let calls = self.calls_for(doc.id());
+                let limit = doc.get_string("count").and_then(|c| c.parse().ok());
+                if limit.is_none_or(|limit| calls <= limit) {
+                    return Err(PluginError::Transient(format!("service unavailable (call {calls})")));
+                }
+                doc.set_string("processed", "true").map_err(doc_error)?;
+            }
+            "panic_once" => {
+                // Kept in the host across instances: a trap resets the guest.
+                if !doc.has("panicked") {
+                    doc.set_string("panicked", "true").map_err(doc_error)?;
+                    panic!("hostile panic once on {}", doc.id());
+                }
+                doc.set_string("processed", "true").map_err(doc_error)?;
+            }
             "fatal" => return Err(PluginError::Fatal("asked to stop the run".into())),
             "children" => {
                 let count: usize = field(doc, "count")?.parse().unwrap_or(0);

@@ -1,0 +1,195 @@
+//! What becomes of documents that fail in local mode: stage calls retried
+//! with backoff, dead letters kept in a file, and `weir replay` of them.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use weir::messenger::recording::{Recording, RecordingMessengers};
+use weir::run::{DeadLetter, RunResult, RunStatus, Runner, read_dead_letters};
+use weir_tests::{config, runtime};
+
+/// `docs` (a TOML array) through the hostile stage into the test indexer,
+/// with `worker` settings; the config lives in `dir`.
+fn toml(docs: &str, worker: &str, indexer: &str) -> String {
+    format!(
+        r#"
+        [worker]
+        threads = 2
+        retry_backoff = "40ms"
+        {worker}
+        [indexer]
+        batch_timeout = "10ms"
+        plugin = {{ path = @test-indexer, config = {indexer} }}
+        [[connectors]]
+        name = "c"
+        pipeline = "p"
+        plugin = {{ path = @test-connector, config = {{ docs = {docs} }} }}
+        [[pipelines]]
+        name = "p"
+        stages = [{{ name = "hostile", plugin = {{ path = @hostile-stage }} }}]
+        "#
+    )
+}
+
+fn run_in(dir: &Path, toml: &str) -> (RunResult, Arc<Recording>) {
+    let messengers = RecordingMessengers::new(16);
+    let recording = messengers.recording();
+    let result = Runner::new(config(toml, dir), runtime(), Arc::new(messengers))
+        .run()
+        .unwrap_or_else(|e| panic!("config should be valid: {e}"));
+    (result, recording)
+}
+
+fn dead_letters(dir: &Path, result: &RunResult) -> Vec<DeadLetter> {
+    let path = dir
+        .join("dead-letters")
+        .join(format!("{}.jsonl", result.run_id));
+    if path.exists() {
+        read_dead_letters(&path).expect("dead letters")
+    } else {
+        Vec::new()
+    }
+}
+
+#[test]
+fn a_stage_failing_for_now_is_called_again_and_its_document_indexed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (result, _) = run_in(
+        dir.path(),
+        &toml(
+            r#"[{ id = "t", action = "transient", count = "2" }, { id = "ok", action = "ok" }]"#,
+            "",
+            "{}",
+        ),
+    );
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    assert_eq!(result.connectors[0].succeeded, 2);
+    let stage = &result.stages[0];
+    assert_eq!((stage.documents, stage.failed, stage.retries), (2, 0, 2));
+    assert!(dead_letters(dir.path(), &result).is_empty());
+}
+
+#[test]
+fn a_stage_that_keeps_failing_for_now_dead_letters_its_document_after_backoff() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (result, recording) = run_in(
+        dir.path(),
+        &toml(
+            r#"[{ id = "t", action = "transient", n = 1 }, { id = "ok", action = "ok" }]"#,
+            "max_retries = 3",
+            "{}",
+        ),
+    );
+    assert_eq!(result.status(), RunStatus::PartialSuccess);
+    assert_eq!(
+        (result.connectors[0].succeeded, result.connectors[0].failed),
+        (1, 1)
+    );
+    let (_, failure) = recording.failed().into_iter().next().expect("failure");
+    assert_eq!(failure.attempts, 4);
+    assert!(failure.message.contains("after 4 attempts"), "{failure:?}");
+    // Three backoffs of at least half of 40, 80 and 160 ms (jitter).
+    let stage = &result.stages[0];
+    assert!(
+        stage.time >= Duration::from_millis(140),
+        "the retries waited: {:?}",
+        stage.time
+    );
+    // The dead letter: the document whole, why, where, how often, when.
+    let letters = dead_letters(dir.path(), &result);
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    let letter = &letters[0];
+    assert_eq!(
+        (
+            letter.id.as_str(),
+            letter.pipeline.as_str(),
+            letter.plugin.as_str(),
+            letter.attempts
+        ),
+        ("t", "p", "hostile", 4)
+    );
+    assert_eq!(letter.run_id.as_deref(), Some(result.run_id.as_str()));
+    assert!(letter.error.contains("service unavailable"), "{letter:?}");
+    assert_eq!(letter.document["n"], 1);
+    assert!(!letter.failed_at.is_empty());
+}
+
+#[test]
+fn traps_are_retried_only_where_configured() {
+    let docs = r#"[{ id = "p", action = "panic_once" }]"#;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (result, _) = run_in(dir.path(), &toml(docs, "", "{}"));
+    assert_eq!(result.connectors[0].failed, 1, "a panic fails the document");
+    let (result, _) = run_in(dir.path(), &toml(docs, "retry_traps = true", "{}"));
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    assert_eq!(result.stages[0].retries, 1);
+}
+
+#[test]
+fn documents_an_indexer_refuses_are_dead_lettered_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (result, _) = run_in(
+        dir.path(),
+        &toml(
+            r#"[{ id = "a", action = "ok" }, { id = "b", action = "ok" }]"#,
+            "",
+            r#"{ fail_ids = ["b"] }"#,
+        ),
+    );
+    let letters = dead_letters(dir.path(), &result);
+    assert_eq!(letters.len(), 1);
+    assert_eq!(
+        (letters[0].id.as_str(), letters[0].plugin.as_str()),
+        ("b", "indexer")
+    );
+    assert!(letters[0].error.contains("status 400"), "{:?}", letters[0]);
+    assert_eq!(
+        letters[0].document["processed"], true,
+        "as the stages left it"
+    );
+}
+
+#[test]
+fn dead_letters_can_be_turned_off_or_moved() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let docs = r#"[{ id = "f", action = "fail" }]"#;
+    let off = format!("[dead_letters]\nenabled = false\n{}", toml(docs, "", "{}"));
+    let (result, _) = run_in(dir.path(), &off);
+    assert_eq!(result.connectors[0].failed, 1);
+    assert!(!dir.path().join("dead-letters").exists());
+    let moved = format!(
+        "[dead_letters]\npath = \"failed/all.jsonl\"\n{}",
+        toml(docs, "", "{}")
+    );
+    run_in(dir.path(), &moved);
+    run_in(dir.path(), &moved);
+    let letters = read_dead_letters(&dir.path().join("failed/all.jsonl")).expect("read");
+    assert_eq!(letters.len(), 2, "a fixed path collects every run's");
+}
+
+#[test]
+fn replayed_dead_letters_are_indexed_and_counted_as_the_new_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let docs = r#"[{ id = "a", action = "ok" }, { id = "b", action = "ok" }]"#;
+    let (first, _) = run_in(dir.path(), &toml(docs, "", r#"{ fail_ids = ["b"] }"#));
+    let letters = dead_letters(dir.path(), &first);
+    assert_eq!(letters.len(), 1);
+    // The backend takes `b` now.
+    let fixed = toml(docs, "", "{}");
+    let runner = Runner::new(
+        config(&fixed, dir.path()),
+        runtime(),
+        Arc::new(RecordingMessengers::new(16)),
+    );
+    let plugins = runner.validate().expect("valid");
+    let result = runner
+        .replay(&plugins, "replay-run", letters, None)
+        .expect("replay");
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    let c = &result.connectors[0];
+    assert_eq!(
+        (c.name.as_str(), c.published, c.succeeded),
+        ("replay:p", 1, 1)
+    );
+}
