@@ -354,7 +354,9 @@ impl Stage for Hostile {
                 let calls = self.calls_for(doc.id());
                 let limit = doc.get_string("count").and_then(|c| c.parse().ok());
                 if limit.is_none_or(|limit| calls <= limit) {
-                    return Err(PluginError::Transient(format!("service unavailable (call {calls})")));
+                    return Err(PluginError::Transient(format!(
+                        "service unavailable (call {calls})"
+                    )));
                 }
                 doc.set_string("processed", "true").map_err(doc_error)?;
             }
