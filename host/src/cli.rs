@@ -51,7 +51,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
     about = "Moves documents from sources into search engines through sandboxed WebAssembly plugins."
 )]
 #[command(
-    after_help = "Exit codes: 0 success, 1 run failed (or stalled), 2 invalid config or usage, 3 partial success (some documents failed), 130 interrupted.\nSIGINT/SIGTERM: `weir run` stops its connector and waits up to runner.grace_period for documents in flight, then prints its summary; a second signal stops at once. Serving processes finish the document at hand and commit what is complete.\nLogs go to stderr; set RUST_LOG (e.g. RUST_LOG=weir=debug) to change what is logged."
+    after_help = "Exit codes: 0 success, 1 run failed (or stalled), 2 invalid config or usage, 3 partial success (some documents failed), 130 interrupted.\nSIGINT/SIGTERM: `weir run` stops its connector and waits up to runner.grace_period for documents in flight, then prints its summary; a second signal stops at once. Serving processes finish the document at hand and commit what is complete.\nSIGUSR1 pauses `weir run` (connectors wait to publish, workers stop taking documents, what is in flight finishes, the stall clock stops) and a serving worker; SIGUSR2 resumes.\nLogs go to stderr; set RUST_LOG (e.g. RUST_LOG=weir=debug) to change what is logged."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -239,6 +239,7 @@ fn execute(command: Command) -> anyhow::Result<u8> {
                     std::process::exit(i32::from(RunStatus::Interrupted.exit_code()));
                 }
             })?;
+            on_pause_signals(runner.pauser())?;
             let progress = Progress::start(&runner, no_progress);
             let result = runner.run_validated(&plugins, &new_run_id());
             progress.finish();
@@ -273,6 +274,7 @@ fn execute(command: Command) -> anyhow::Result<u8> {
                 if letters.len() == 1 { "" } else { "s" },
                 dead_letters.display()
             );
+            on_pause_signals(runner.pauser())?;
             let progress = Progress::start(&runner, no_progress);
             let result = runner.replay(&plugins, &new_run_id(), letters, pipeline.as_deref());
             progress.finish();
@@ -396,6 +398,25 @@ fn on_signal(action: impl Fn() + Send + 'static) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot install the signal handler: {e}"))
 }
 
+/// SIGUSR1 pauses `pause`, SIGUSR2 resumes it, from now on in this process.
+fn on_pause_signals(pause: crate::run::Pause) -> anyhow::Result<()> {
+    use signal_hook::consts::{SIGUSR1, SIGUSR2};
+    let mut signals = signal_hook::iterator::Signals::new([SIGUSR1, SIGUSR2])
+        .map_err(|e| anyhow::anyhow!("cannot install the pause signal handler: {e}"))?;
+    std::thread::Builder::new()
+        .name("weir-pause-signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                if signal == SIGUSR1 {
+                    pause.pause();
+                } else {
+                    pause.resume();
+                }
+            }
+        })?;
+    Ok(())
+}
+
 /// Load the config and build a runner; `None` when the config file itself is invalid.
 fn prepare(path: &Path) -> anyhow::Result<Option<Runner>> {
     let config = match Config::load(path) {
@@ -473,6 +494,7 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
     let shutdown = Shutdown::default();
     let handler = shutdown.clone();
     on_signal(move || handler.trigger())?;
+    on_pause_signals(runner.pauser())?;
     let mut topics = KafkaTopics::new(kafka, &pipeline);
     // A process may start before the cluster is reachable: it then waits
     // for it (consumers retry), and topics the broker has not got are made

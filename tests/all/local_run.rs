@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use weir::event::EventKind;
 use weir::messenger::recording::{Recording, RecordingMessengers};
@@ -976,4 +977,51 @@ fn several_indexer_instances_share_the_ids_and_keep_each_ids_order() {
             && error.contains("{instance}"),
         "{error}"
     );
+}
+
+#[test]
+fn a_paused_run_processes_nothing_until_resumed_then_completes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 400 documents through a stage that takes ~2 ms each, two workers.
+    let toml = setup(
+        "{ count = 400 }",
+        r#"stages = [{ name = "slow", plugin = { path = @hostile-stage, config = { delay_us = 2000 }, limits = { call_timeout = "400ms" } } }]"#,
+        "{}",
+    )
+    .replace(
+        "plugin = { path = @test-indexer, config = {} }",
+        r#"plugin = { path = @test-indexer, config = {}, limits = { call_timeout = "400ms" } }"#,
+    )
+    .replace(r#"connector_timeout = "20s""#, r#"connector_timeout = "60s""#)
+    .replace("[runner]", "[runner]\nstall_timeout = \"1s\"");
+    let runner = runner(&toml, dir.path(), RecordingMessengers::new(16));
+    let (pause, stats) = (runner.pauser(), runner.stats());
+    let processed = || stats.snapshot().processed;
+    std::thread::scope(|scope| {
+        let run = scope.spawn(|| runner.run().expect("valid"));
+        // Pause once documents flow.
+        while processed() < 20 {
+            assert!(!run.is_finished(), "the run ended before it was paused");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(pause.pause());
+        // What was in flight finishes; then nothing moves.
+        let mut settled = processed();
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = processed();
+            if now == settled {
+                break;
+            }
+            settled = now;
+        }
+        // Longer than the stall timeout: a pause is not a stall.
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_eq!(processed(), settled, "nothing was processed while paused");
+        assert!(settled < 400, "the run was paused mid-way ({settled})");
+        assert!(pause.resume());
+        let result = run.join().expect("run thread");
+        assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+        assert_eq!(result.connectors[0].succeeded, 400);
+    });
 }

@@ -92,6 +92,52 @@ impl Interrupt {
     }
 }
 
+/// Pauses a run, or a serving process, and resumes it: while paused,
+/// connectors wait to publish and workers poll nothing; what is in flight
+/// finishes (indexers go on with what workers handed them), and the time
+/// paused does not count toward stall detection. Clone it into a signal
+/// handler.
+#[derive(Debug, Clone, Default)]
+pub struct Pause(Arc<std::sync::atomic::AtomicBool>);
+
+impl Pause {
+    /// How often a paused thread looks whether it may go on.
+    const TICK: Duration = Duration::from_millis(20);
+
+    /// Pause; true when it was running.
+    pub fn pause(&self) -> bool {
+        let was = self.0.swap(true, std::sync::atomic::Ordering::SeqCst);
+        if !was {
+            tracing::warn!("paused: nothing new is published or processed until resumed");
+        }
+        !was
+    }
+
+    /// Resume; true when it was paused.
+    pub fn resume(&self) -> bool {
+        let was = self.0.swap(false, std::sync::atomic::Ordering::SeqCst);
+        if was {
+            tracing::info!("resumed");
+        }
+        was
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Wait while paused, until `stop` says to give up (then false).
+    pub(crate) fn wait(&self, stop: impl Fn() -> bool) -> bool {
+        while self.is_paused() {
+            if stop() {
+                return false;
+            }
+            thread::sleep(Self::TICK);
+        }
+        true
+    }
+}
+
 /// What one connector did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectorResult {
@@ -238,6 +284,7 @@ pub struct Runner {
     messengers: Arc<dyn MessengerFactory>,
     stats: Arc<RunStats>,
     interrupt: Interrupt,
+    pause: Pause,
 }
 
 impl std::fmt::Debug for Runner {
@@ -273,7 +320,13 @@ impl Runner {
             messengers,
             stats: Arc::default(),
             interrupt: Interrupt::default(),
+            pause: Pause::default(),
         }
+    }
+
+    /// What pauses and resumes this runner's runs and serving.
+    pub fn pauser(&self) -> Pause {
+        self.pause.clone()
     }
 
     /// The handle that interrupts this runner's runs (see [`Interrupt`]).
@@ -608,15 +661,8 @@ impl Runner {
                     spawn_in_span(scope, &name, move || indexer_loop.run())
                 })
                 .collect();
-            let worker_threads = spawn_workers(
-                scope,
-                &pipeline,
-                workers,
-                &self.stats,
-                &abort,
-                worker::StageRetry::new(&self.config.worker),
-                dead_letters,
-            );
+            let worker_threads =
+                self.spawn_workers(scope, &pipeline, workers, &abort, dead_letters);
 
             let run = ConnectorRun {
                 config: c,
@@ -653,6 +699,38 @@ impl Runner {
             }
             outcome.and_then(|()| abort.reason().map_or(Ok(()), |r| Err(r.to_owned())))
         })
+    }
+
+    /// A worker thread for each set of stage instances and its messenger.
+    pub(crate) fn spawn_workers<'scope>(
+        &self,
+        scope: &'scope thread::Scope<'scope, '_>,
+        pipeline: &Arc<str>,
+        workers: Vec<(Vec<StageSlot>, Box<dyn crate::messenger::WorkerMessenger>)>,
+        abort: &Abort,
+        dead_letters: Option<&Arc<DeadLetterFile>>,
+    ) -> Vec<thread::ScopedJoinHandle<'scope, ()>> {
+        let retry = worker::StageRetry::new(&self.config.worker);
+        workers
+            .into_iter()
+            .enumerate()
+            .map(|(i, (mut stages, messenger))| {
+                for slot in &mut stages {
+                    slot.stats = self.stats.stage(pipeline, &slot.name);
+                }
+                let worker = Worker {
+                    pipeline: Arc::clone(pipeline),
+                    stages,
+                    messenger,
+                    stats: Arc::clone(&self.stats),
+                    abort: abort.clone(),
+                    retry,
+                    dead_letters: dead_letters.cloned(),
+                    pause: self.pause.clone(),
+                };
+                spawn_in_span(scope, &format!("weir-worker-{i}"), move || worker.run())
+            })
+            .collect()
     }
 
     /// The indexer of `pipeline`, started and connected.
@@ -753,6 +831,7 @@ impl Runner {
             stats: Arc::clone(&self.stats),
             abort: abort.clone(),
             interrupt: self.interrupt.clone(),
+            pause: self.pause.clone(),
             published: publisher::published_counter(&c.name),
         };
         // The runner's own deadline check reports a connector timeout; the
@@ -798,6 +877,10 @@ impl Runner {
                 if drained == 0 {
                     thread::sleep(EVENT_POLL);
                 } else {
+                    watch.progressed();
+                }
+                if self.pause.is_paused() {
+                    // Time paused is not time stalled.
                     watch.progressed();
                 }
                 if remote {
@@ -846,37 +929,6 @@ impl Runner {
             }
         })
     }
-}
-
-/// A worker thread for each set of stage instances and its messenger.
-fn spawn_workers<'scope>(
-    scope: &'scope thread::Scope<'scope, '_>,
-    pipeline: &Arc<str>,
-    workers: Vec<(Vec<StageSlot>, Box<dyn crate::messenger::WorkerMessenger>)>,
-    stats: &Arc<RunStats>,
-    abort: &Abort,
-    retry: worker::StageRetry,
-    dead_letters: Option<&Arc<DeadLetterFile>>,
-) -> Vec<thread::ScopedJoinHandle<'scope, ()>> {
-    workers
-        .into_iter()
-        .enumerate()
-        .map(|(i, (mut stages, messenger))| {
-            for slot in &mut stages {
-                slot.stats = stats.stage(pipeline, &slot.name);
-            }
-            let worker = Worker {
-                pipeline: Arc::clone(pipeline),
-                stages,
-                messenger,
-                stats: Arc::clone(stats),
-                abort: abort.clone(),
-                retry,
-                dead_letters: dead_letters.cloned(),
-            };
-            spawn_in_span(scope, &format!("weir-worker-{i}"), move || worker.run())
-        })
-        .collect()
 }
 
 /// Spawn a named scoped thread that runs `f` inside the caller's tracing span.

@@ -266,11 +266,25 @@ pub(crate) struct Publish {
     pub(crate) stats: Arc<RunStats>,
     pub(crate) abort: Abort,
     pub(crate) interrupt: super::Interrupt,
+    pub(crate) pause: super::Pause,
     pub(crate) published: metrics::Counter,
 }
 
 impl PublishSink for Publish {
     fn publish(&mut self, doc: Document, deadline: std::time::Instant) -> Result<(), String> {
+        if self.pause.is_paused() {
+            // The connector waits in its call, as for room in the pipeline.
+            let stop = || {
+                self.abort.is_set()
+                    || self.interrupt.is_set()
+                    || std::time::Instant::now() >= deadline
+            };
+            if !self.pause.wait(stop) && std::time::Instant::now() >= deadline {
+                return Err(
+                    "the connector's execute deadline passed while the run was paused".into(),
+                );
+            }
+        }
         let id = doc.id().to_owned();
         // Pending before sending: a fast FINISH must never precede it.
         self.accounting.published(&id);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::thread;
 
 use super::publisher::Abort;
-use super::{LoadedPlugins, Runner, spawn_in_span, spawn_workers, start_stages};
+use super::{LoadedPlugins, Runner, spawn_in_span, start_stages};
 use crate::messenger::{IndexerMessenger, WorkerMessenger};
 
 /// The reason recorded when a process is asked to stop.
@@ -51,15 +51,7 @@ impl Runner {
         }
         let pipeline: Arc<str> = Arc::from(pipeline);
         thread::scope(|scope| {
-            let handles = spawn_workers(
-                scope,
-                &pipeline,
-                workers,
-                &self.stats(),
-                &shutdown.0,
-                super::worker::StageRetry::new(&self.config.worker),
-                None,
-            );
+            let handles = self.spawn_workers(scope, &pipeline, workers, &shutdown.0, None);
             for handle in handles {
                 if handle.join().is_err() {
                     shutdown.0.trigger("a worker thread panicked");
@@ -163,15 +155,7 @@ impl Runner {
                     })
                 })
                 .collect();
-            let handles = spawn_workers(
-                scope,
-                &pipeline,
-                workers,
-                &self.stats(),
-                &shutdown.0,
-                super::worker::StageRetry::new(&self.config.worker),
-                None,
-            );
+            let handles = self.spawn_workers(scope, &pipeline, workers, &shutdown.0, None);
             for handle in handles {
                 if handle.join().is_err() {
                     shutdown.0.trigger("a worker thread panicked");

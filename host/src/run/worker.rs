@@ -144,6 +144,8 @@ pub(crate) struct Worker {
     pub(crate) retry: StageRetry,
     /// Where failed documents go besides the messenger (local mode).
     pub(crate) dead_letters: Option<Arc<DeadLetterFile>>,
+    /// While paused, nothing is polled.
+    pub(crate) pause: super::Pause,
 }
 
 impl Worker {
@@ -174,6 +176,12 @@ impl Worker {
         loop {
             if self.abort.is_set() {
                 return Ok(());
+            }
+            if self.pause.is_paused() {
+                counted.flush();
+                if !self.pause.wait(|| self.abort.is_set()) {
+                    return Ok(());
+                }
             }
             let doc = match self
                 .messenger
