@@ -25,6 +25,11 @@ impl Cluster {
     /// `threads` worker threads per worker process and a stage that takes
     /// `delay_us` per document.
     fn new(name: &str, ids: u64, threads: usize, delay_us: u64) -> Self {
+        Self::on(kafka_bootstrap(), name, ids, threads, delay_us)
+    }
+
+    /// The same on the broker at `bootstrap`.
+    fn on(bootstrap: &str, name: &str, ids: u64, threads: usize, delay_us: u64) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("out")).expect("out dir");
         let pipeline = format!("{name}_{:08x}", fastrand::u32(..));
@@ -56,7 +61,6 @@ impl Cluster {
             ]
             "#,
             cache = dir.path().join("cache").display().to_string(),
-            bootstrap = kafka_bootstrap(),
             out = dir.path().join("out").display().to_string(),
         );
         let config = dir.path().join("config.toml");
@@ -316,6 +320,58 @@ fn crash_trials(role: &str, trials: usize) -> Vec<usize> {
         duplicates.push(cluster.finish(&mut run, IDS, &format!("trial {trial}")));
     }
     duplicates
+}
+
+/// A broker of a test's own (on `port`), for a test that stops it; the
+/// jars are the shared broker's. Stopped when dropped.
+struct OwnBroker {
+    port: u16,
+}
+
+impl OwnBroker {
+    fn start(port: u16) -> Self {
+        let broker = Self { port };
+        broker.script("start");
+        broker
+    }
+
+    fn script(&self, command: &str) {
+        let script = weir_tests::repo_root().join("tests/kafka/broker.sh");
+        let status = std::process::Command::new("bash")
+            .arg(&script)
+            .arg(command)
+            .env("WEIR_KAFKA_PORT", self.port.to_string())
+            .status()
+            .expect("broker.sh");
+        assert!(status.success(), "broker.sh {command} failed");
+    }
+
+    fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for OwnBroker {
+    fn drop(&mut self) {
+        self.script("stop");
+    }
+}
+
+#[test]
+fn a_broker_restarted_mid_run_loses_nothing() {
+    const IDS: u64 = 1_000;
+    let broker = OwnBroker::start(19392);
+    let mut cluster = Cluster::on(&broker.bootstrap(), "broker_restart", IDS, 1, 500);
+    cluster.start_worker(0);
+    cluster.start_worker(1);
+    cluster.start_indexer(0);
+    let mut run = cluster.start_run();
+    cluster.wait_until_indexed(&mut run, (IDS as usize * 3) / 4);
+    // Stopped (SIGTERM, as an operator would) and started again on the same
+    // storage while every process is mid-run.
+    broker.script("restart");
+    let duplicates = cluster.finish(&mut run, IDS, "broker restart");
+    println!("broker restart mid-run: {duplicates} documents indexed twice");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 #
 #   broker.sh fetch     download the jars (once)
 #   broker.sh start     fresh storage, start, wait until the broker answers
+#   broker.sh restart   stop it and start it again on the same storage
 #   broker.sh stop      stop it
 #   broker.sh status    exit 0 when it is running
 #
@@ -92,6 +93,11 @@ EOF
     java_cmd kafka.tools.StorageTool format --standalone --cluster-id "$cluster_id" \
         --config "$state/server.properties" >"$state/format.log" 2>&1 \
         || { log "storage format failed:"; cat "$state/format.log" >&2; exit 1; }
+    launch
+}
+
+# Start the broker on the storage in $state and wait until it answers.
+launch() {
     nohup java -Xms256m -Xmx1g -XX:+UseG1GC -Dlog4j2.configurationFile="$state/log4j2.xml" \
         -cp "$libs/*" kafka.Kafka "$state/server.properties" >"$state/stdout.log" 2>&1 &
     echo $! >"$pidfile"
@@ -130,10 +136,17 @@ stop() {
     rm -f "$pidfile"
 }
 
+restart() {
+    [[ -f "$state/server.properties" ]] || { log "no broker storage in $state to restart on: start first"; exit 1; }
+    stop
+    launch
+}
+
 case "${1:-}" in
     fetch) fetch ;;
     start) start ;;
+    restart) restart ;;
     stop) stop ;;
     status) running ;;
-    *) echo "usage: $0 fetch|start|stop|status" >&2; exit 2 ;;
+    *) echo "usage: $0 fetch|start|restart|stop|status" >&2; exit 2 ;;
 esac
