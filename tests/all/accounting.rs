@@ -777,3 +777,81 @@ fn documents_that_never_finish_end_a_local_run_stalled() {
         "{log}"
     );
 }
+
+#[test]
+fn a_document_that_kills_its_worker_is_quarantined_after_max_deliveries() {
+    // `poison` is published first (the first record of its partition); a
+    // worker taking it sleeps in the stage and is killed there, as if the
+    // document had crashed it.
+    let setup = Setup::new(
+        "poison",
+        &kafka_config(
+            r#"{ docs = [{ id = "poison", action = "sleep", millis = "600000" }], count = 30 }"#,
+            r#"{ name = "hostile", plugin = { path = @hostile-stage } }"#,
+            "max_deliveries = 2",
+            "",
+            RECORDING_INDEXER,
+        ),
+    );
+    let mut indexer = setup.start("indexer", &["indexer"], &[]);
+    let mut run = setup.run_kafka();
+    for delivery in 1..=2 {
+        let name = format!("worker-{delivery}");
+        let mut worker = setup.start(&name, &["worker"], &[]);
+        assert!(
+            worker.wait_for_log(
+                &setup.log_path(&name),
+                "sleeping on poison",
+                1,
+                Duration::from_secs(120)
+            ),
+            "delivery {delivery}:\n{}",
+            setup.log(&name)
+        );
+        worker.kill_hard();
+    }
+    // The third worker sets it aside without processing it.
+    let mut worker = setup.start("worker-3", &["worker"], &[]);
+    assert_eq!(
+        setup.exit_code(&mut run, Duration::from_secs(180)),
+        3,
+        "{}",
+        setup.log("run")
+    );
+    let log = setup.log("worker-3");
+    assert!(
+        log.contains("quarantined") && !log.contains("sleeping on poison"),
+        "{log}"
+    );
+    assert_eq!(setup.counts("docs")[..4], [31, 0, 30, 1]);
+    let indexed = setup.indexed();
+    assert!(!indexed.iter().any(|l| l.contains("\"poison\"")));
+    // On the fail topic, as it came, with why.
+    let consumer: BaseConsumer = client(&setup)
+        .set("group.id", format!("check-{}", setup.pipeline))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .expect("consumer");
+    consumer
+        .subscribe(&[&format!("{}_fail", setup.pipeline)])
+        .expect("subscribe");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let letter = loop {
+        assert!(Instant::now() < deadline, "no dead letter");
+        if let Some(Ok(message)) = consumer.poll(Duration::from_millis(500)) {
+            break message.detach();
+        }
+    };
+    assert_eq!(letter.key(), Some(&b"poison"[..]));
+    let error = letter
+        .headers()
+        .and_then(|h| {
+            h.iter()
+                .find(|h| h.key == "weir.error")
+                .and_then(|h| h.value)
+        })
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .unwrap_or_default();
+    assert!(error.contains("delivered 2 times"), "{error}");
+    assert!(worker.stop() && indexer.stop());
+}

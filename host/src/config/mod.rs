@@ -166,6 +166,12 @@ pub struct KafkaConfig {
     /// Whether workers and indexers send lifecycle events. Default true.
     #[serde(default = "KafkaConfig::default_events")]
     pub events: bool,
+    /// Deliveries of a source record whose worker never finished it (the
+    /// process died on it: an abort, an out-of-memory kill) before the next
+    /// worker quarantines it to `<pipeline>_fail` unprocessed. 0: never.
+    /// Default 3.
+    #[serde(default = "KafkaConfig::default_max_deliveries")]
+    pub max_deliveries: u32,
     /// Topic settings for the topics Weir creates (e.g. `retention.ms`,
     /// `max.message.bytes`).
     #[serde(default)]
@@ -211,6 +217,9 @@ impl KafkaConfig {
     fn default_heartbeat_interval() -> Duration {
         Duration::from_secs(2)
     }
+    fn default_max_deliveries() -> u32 {
+        3
+    }
 
     /// Settings with defaults for `bootstrap_servers`.
     pub fn new(bootstrap_servers: impl Into<String>) -> Self {
@@ -226,6 +235,7 @@ impl KafkaConfig {
             events: Self::default_events(),
             topic_config: BTreeMap::new(),
             heartbeat_interval: Self::default_heartbeat_interval(),
+            max_deliveries: Self::default_max_deliveries(),
             delete_event_topics: Self::default_events(),
             client: BTreeMap::new(),
             producer: BTreeMap::new(),

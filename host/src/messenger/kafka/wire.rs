@@ -290,12 +290,17 @@ impl Lineages {
 /// A FAIL event for a message that is not a document, when its run and id
 /// can be known (the key is the id).
 pub(super) fn undecodable_event(message: &BorrowedMessage<'_>, error: &str) -> Option<Event> {
+    fail_event(message, format!("not a Weir document: {error}"))
+}
+
+/// A FAIL for the document of `message` (its key is the id), in its run.
+pub(super) fn fail_event(message: &BorrowedMessage<'_>, why: String) -> Option<Event> {
     let id = std::str::from_utf8(message.key()?).ok()?;
     Some(Event {
         document_id: id.to_owned(),
         run_id: run_id_of(message),
         kind: EventKind::Fail,
-        message: Some(format!("not a Weir document: {error}")),
+        message: Some(why),
         attempt: None,
         after_creates: 0,
     })
@@ -347,8 +352,18 @@ pub(super) fn undecodable(
         message: format!("not a Weir document: {error}"),
         attempts: 1,
     };
+    raw_dead_letter(message, &failure, topic)
+}
+
+/// A dead letter of `message` as it came (key, bytes), with headers saying
+/// why (`failure`) and where it came from.
+pub(super) fn raw_dead_letter(
+    message: &BorrowedMessage<'_>,
+    failure: &Failure,
+    topic: &str,
+) -> (String, Vec<u8>, OwnedHeaders) {
     let headers = dead_letter_headers(
-        &failure,
+        failure,
         Some((topic, message.partition(), message.offset())),
     );
     let key = message

@@ -13,7 +13,8 @@ use super::delivery::{Deliveries, Origin, Shared, Tag, Tracker, produce, shared_
 use super::indexer::Revocations;
 use super::wire::{
     EventBuffer, Lineage, Pass, commit_failed, dead_letter, document_from, document_headers,
-    log_assignment, poll_error, too_large, undecodable, undecodable_event,
+    fail_event, log_assignment, poll_error, raw_dead_letter, too_large, undecodable,
+    undecodable_event,
 };
 use super::{KafkaTopics, transport};
 use crate::document::Document;
@@ -111,6 +112,9 @@ pub struct KafkaWorkerMessenger {
     pub(super) pass: Pass,
     pub(super) last_commit: Instant,
     pub(super) committed: HashMap<i32, i64>,
+    /// The partition whose first record since its assignment is being
+    /// processed, with a delivery count committed for it (poison pills).
+    pub(super) probation: Option<i32>,
 }
 
 impl std::fmt::Debug for KafkaWorkerMessenger {
@@ -201,6 +205,7 @@ impl KafkaWorkerMessenger {
             pass: Pass::default(),
             last_commit: Instant::now(),
             committed: HashMap::default(),
+            probation: None,
         })
     }
 
@@ -248,6 +253,74 @@ impl KafkaWorkerMessenger {
     }
 }
 
+/// The commit metadata that counts deliveries of the record at its offset.
+const DELIVERIES: &str = "weir.deliveries=";
+
+impl KafkaWorkerMessenger {
+    /// How many times the record at `offset` of `partition`, the first this
+    /// consumer got since the partition was assigned, has now been
+    /// delivered, counting this time; the count is committed (with the
+    /// offset, so nothing moves) before the record is processed. A record
+    /// is counted only while it is the first one of a fresh assignment and
+    /// nothing after it was committed: only a record that killed its
+    /// workers before they finished it accumulates deliveries.
+    fn count_delivery(&self, partition: i32, offset: i64) -> u32 {
+        let timeout = Duration::from_secs(10);
+        let mut asked = TopicPartitionList::new();
+        asked.add_partition(&self.source, partition);
+        let before = match self.consumer.committed_offsets(asked, timeout) {
+            Ok(committed) => committed
+                .find_partition(&self.source, partition)
+                .filter(|e| e.offset() == Offset::Offset(offset))
+                .and_then(|e| e.metadata().strip_prefix(DELIVERIES)?.parse::<u32>().ok())
+                .unwrap_or(0),
+            Err(e) => {
+                tracing::warn!(partition, error = %e, "cannot read the delivery count; counting this delivery as the first");
+                0
+            }
+        };
+        let deliveries = before + 1;
+        let mut count = TopicPartitionList::new();
+        let mut entry = count.add_partition(&self.source, partition);
+        if entry.set_offset(Offset::Offset(offset)).is_ok() {
+            entry.set_metadata(format!("{DELIVERIES}{deliveries}"));
+            if let Err(e) = self.consumer.commit(&count, CommitMode::Sync) {
+                tracing::warn!(partition, error = %e, "cannot record the delivery count");
+            }
+        }
+        deliveries
+    }
+
+    /// The first record of `partition` since its assignment is done: commit
+    /// past it now (which clears its delivery count), so that a crash on a
+    /// later record never counts against this one.
+    fn end_probation(&mut self, partition: i32) {
+        if !self
+            .shared
+            .wait_delivered(self.member, Some(&[partition]), Duration::from_secs(30))
+        {
+            return;
+        }
+        let tpl = committable_list(
+            &self.shared.lock(),
+            &self.source,
+            self.member,
+            Some(&[partition]),
+        );
+        for e in tpl.elements() {
+            if let Offset::Offset(offset) = e.offset() {
+                self.committed.insert(e.partition(), offset);
+            }
+        }
+        if tpl.count() > 0
+            && let Err(e) = self.consumer.commit(&tpl, CommitMode::Sync)
+        {
+            commit_failed(&e);
+            self.committed.clear();
+        }
+    }
+}
+
 impl WorkerMessenger for KafkaWorkerMessenger {
     fn poll_doc_to_process(
         &mut self,
@@ -266,11 +339,40 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                 }
             };
             self.pass.start();
-            let origin =
-                self.shared
-                    .lock()
-                    .polled(self.member, message.partition(), message.offset());
-            self.current = Some(origin);
+            let (partition, offset) = (message.partition(), message.offset());
+            let fresh = {
+                let mut tracker = self.shared.lock();
+                let fresh = !tracker.partitions.contains_key(&(self.member, partition));
+                self.current = Some(tracker.polled(self.member, partition, offset));
+                fresh
+            };
+            let max = self.topics.config.max_deliveries;
+            if fresh && max > 0 {
+                let deliveries = self.count_delivery(partition, offset);
+                self.committed.insert(partition, offset);
+                if deliveries > max {
+                    // The workers before died on it: never again.
+                    let failure = Failure {
+                        plugin: "kafka".into(),
+                        message: format!(
+                            "quarantined: delivered {} times and never finished (its worker died on it: an abort, an out-of-memory kill?); kafka.max_deliveries is {max}",
+                            deliveries - 1
+                        ),
+                        attempts: deliveries - 1,
+                    };
+                    tracing::error!(partition, offset, "{}", failure.message);
+                    let (key, payload, headers) = raw_dead_letter(&message, &failure, &self.source);
+                    let fail = self.topics.fail();
+                    self.produce_for_current(&fail, &key, &payload, Some(headers))?;
+                    if let Some(event) = fail_event(&message, failure.message) {
+                        self.events.push(&self.topics, event);
+                    }
+                    self.probation = Some(partition);
+                    self.commit_pending_doc_offsets()?;
+                    continue;
+                }
+                self.probation = Some(partition);
+            }
             match document_from(message.payload()) {
                 Ok(doc) => return Ok(Polled::Item(doc)),
                 Err(e) => {
@@ -356,6 +458,9 @@ impl WorkerMessenger for KafkaWorkerMessenger {
         self.events.send(&self.topics, &self.producer, tag)?;
         if let Some(origin) = self.current.take() {
             self.shared.lock().processed(origin);
+        }
+        if let Some(partition) = self.probation.take() {
+            self.end_probation(partition);
         }
         self.commit()
     }

@@ -272,6 +272,7 @@ impl Stage for Hostile {
                     .map_err(doc_error)?;
             }
             "sleep" => {
+                weir_plugin::info!("sleeping on {}", doc.id());
                 std::thread::sleep(Duration::from_millis(number(doc, "millis")? as u64));
                 doc.set("processed", &Value::Boolean(true))
                     .map_err(doc_error)?;
