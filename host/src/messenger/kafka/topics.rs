@@ -143,6 +143,16 @@ impl KafkaTopics {
                     limit = Some(limit.map_or(v, |l| l.min(v)));
                 }
             }
+            // Or the topic settings Weir creates it with (the topic may be
+            // being made by another process right now).
+            if let Some(v) = self
+                .config
+                .topic_config
+                .get("max.message.bytes")
+                .and_then(|v| v.parse::<usize>().ok())
+            {
+                limit = Some(limit.map_or(v, |l| l.min(v)));
+            }
         }
         Ok(limit)
     }
