@@ -81,7 +81,13 @@ enum Command {
         /// The run configuration (TOML).
         config: PathBuf,
         /// The dead-letter file a local run wrote (`[dead_letters] path`).
-        dead_letters: PathBuf,
+        #[arg(required_unless_present = "fail_topic")]
+        dead_letters: Option<PathBuf>,
+        /// Read the dead letters of this pipeline's Kafka fail topic
+        /// (`<pipeline>_fail`, in `[kafka]`) instead of a file, as it is now;
+        /// the topic is left as it is.
+        #[arg(long, value_name = "PIPELINE", conflicts_with = "dead_letters")]
+        fail_topic: Option<String>,
         /// Send every document through this pipeline instead of the one it
         /// failed in.
         #[arg(long)]
@@ -249,13 +255,35 @@ fn execute(command: Command) -> anyhow::Result<u8> {
         Command::Replay {
             config,
             dead_letters,
+            fail_topic,
             pipeline,
             no_progress,
         } => {
-            let letters =
-                crate::run::read_dead_letters(&dead_letters).map_err(anyhow::Error::msg)?;
             let Some(runner) = prepare(&config)? else {
                 return Ok(EXIT_INVALID_CONFIG);
+            };
+            let (letters, source) = match (&dead_letters, &fail_topic) {
+                (Some(file), _) => (
+                    crate::run::read_dead_letters(file).map_err(anyhow::Error::msg)?,
+                    file.display().to_string(),
+                ),
+                (None, Some(failed_in)) => {
+                    let Some(kafka) = runner.config().kafka.clone() else {
+                        eprintln!("error: --fail-topic needs a [kafka] section in the config");
+                        return Ok(EXIT_INVALID_CONFIG);
+                    };
+                    let topics = KafkaTopics::new(kafka, failed_in);
+                    let (letters, skipped) =
+                        crate::messenger::kafka::read_fail_topic(&topics, failed_in)?;
+                    if skipped > 0 {
+                        eprintln!(
+                            "{skipped} messages on {} are not documents: not replayed",
+                            topics.fail()
+                        );
+                    }
+                    (letters, topics.fail())
+                }
+                (None, None) => unreachable!("clap requires a file or --fail-topic"),
             };
             let plugins = match runner.validate() {
                 Ok(plugins) => plugins,
@@ -269,10 +297,9 @@ fn execute(command: Command) -> anyhow::Result<u8> {
                 }
             })?;
             eprintln!(
-                "replaying {} dead letter{} from {}",
+                "replaying {} dead letter{} from {source}",
                 letters.len(),
                 if letters.len() == 1 { "" } else { "s" },
-                dead_letters.display()
             );
             on_pause_signals(runner.pauser())?;
             let progress = Progress::start(&runner, no_progress);

@@ -855,3 +855,57 @@ fn a_document_that_kills_its_worker_is_quarantined_after_max_deliveries() {
     assert!(error.contains("delivered 2 times"), "{error}");
     assert!(worker.stop() && indexer.stop());
 }
+
+#[test]
+fn replay_reads_a_pipelines_fail_topic_back_through_a_pipeline() {
+    let body = kafka_config(
+        r#"{ docs = [{ id = "x", action = "fail", n = 7 }, { id = "y", action = "ok" }] }"#,
+        r#"{ name = "hostile", plugin = { path = @hostile-stage } }"#,
+        "",
+        "",
+        RECORDING_INDEXER,
+    ) + "\n[[pipelines]]\nname = \"fixed\"\n";
+    let setup = Setup::new("replay", &body);
+    let (mut worker, mut indexer) = (
+        setup.start("worker", &["worker"], &[]),
+        setup.start("indexer", &["indexer"], &[]),
+    );
+    let mut run = setup.run_kafka();
+    assert_eq!(
+        setup.exit_code(&mut run, Duration::from_secs(120)),
+        3,
+        "{}",
+        setup.log("run")
+    );
+    assert!(worker.stop() && indexer.stop());
+    // `x` is on the fail topic; a pipeline without the failing stage takes it.
+    let mut replay = setup.start(
+        "replay",
+        &[
+            "replay",
+            "--no-progress",
+            "--fail-topic",
+            &setup.pipeline,
+            "--pipeline",
+            "fixed",
+        ],
+        &[],
+    );
+    assert_eq!(
+        setup.exit_code_of(&mut replay, Duration::from_secs(120)),
+        0,
+        "{}",
+        setup.log("replay")
+    );
+    assert!(
+        setup.log("replay").contains("replaying 1 dead letter"),
+        "{}",
+        setup.log("replay")
+    );
+    let replayed: Vec<String> = setup
+        .indexed()
+        .into_iter()
+        .filter(|l| l.contains("\"x\""))
+        .collect();
+    assert_eq!(replayed.len(), 1, "{replayed:?}");
+}

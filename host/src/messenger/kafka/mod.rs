@@ -27,6 +27,7 @@
 mod delivery;
 mod hybrid;
 mod indexer;
+mod letters;
 mod liveness;
 mod publisher;
 mod topics;
@@ -35,6 +36,7 @@ mod worker;
 
 pub use hybrid::HybridIndexerMessenger;
 pub use indexer::KafkaIndexerMessenger;
+pub use letters::read_fail_topic;
 pub use liveness::HeartbeatSender;
 pub use publisher::KafkaPublisherMessenger;
 pub use topics::KafkaTopics;
