@@ -193,3 +193,39 @@ fn replayed_dead_letters_are_indexed_and_counted_as_the_new_runs() {
         ("replay:p", 1, 1)
     );
 }
+
+#[test]
+fn dead_letters_go_to_an_indexer_plugin_when_one_is_configured() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).expect("out");
+    let sink = format!(
+        "[dead_letters]\nplugin = {{ path = @jsonl-indexer, config = {{ path = \"/out/letters.jsonl\" }}, grants = {{ dirs = [{{ host = {:?}, guest = \"/out\", writable = true }}] }} }}\n",
+        out.display().to_string()
+    );
+    let docs = r#"[{ id = "f", action = "fail", n = 3 }, { id = "ok", action = "ok" }]"#;
+    let (result, _) = run_in(dir.path(), &format!("{sink}{}", toml(docs, "", "{}")));
+    assert_eq!(result.connectors[0].failed, 1);
+    assert!(
+        dead_letters(dir.path(), &result).is_empty(),
+        "not in the file"
+    );
+    let text = std::fs::read_to_string(out.join("letters.jsonl")).expect("letters");
+    let letters: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(letters.len(), 1, "{text}");
+    let letter = &letters[0];
+    assert_eq!(
+        (letter["id"].as_str(), letter["plugin"].as_str()),
+        (Some("f"), Some("hostile"))
+    );
+    assert_eq!(letter["document"]["n"], 3);
+    assert!(
+        letter["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("asked to fail")),
+        "{letter}"
+    );
+}

@@ -90,6 +90,11 @@ pub struct DeadLetterConfig {
     /// `dead-letters/{run_id}.jsonl`.
     #[serde(default = "DeadLetterConfig::default_path")]
     pub path: PathBuf,
+    /// An indexer plugin to send each dead letter to instead of the file
+    /// (one document per letter: the letter's fields, the failed document
+    /// under `document`). Should it fail, the letter goes to the file.
+    #[serde(default)]
+    pub plugin: Option<PluginSpec>,
 }
 
 impl DeadLetterConfig {
@@ -111,6 +116,7 @@ impl Default for DeadLetterConfig {
         Self {
             enabled: Self::default_enabled(),
             path: Self::default_path(),
+            plugin: None,
         }
     }
 }
@@ -744,6 +750,7 @@ impl Config {
                     .chain(p.indexer.iter_mut().map(|i| &mut i.plugin))
             }))
             .chain(self.indexer.iter_mut().map(|i| &mut i.plugin))
+            .chain(self.dead_letters.plugin.iter_mut())
     }
 
     fn resolve_paths(&mut self, base: &Path) {
@@ -795,6 +802,9 @@ impl Config {
         }
         if let Some(indexer) = &self.indexer {
             all.push(("indexer".to_owned(), &indexer.plugin));
+        }
+        if let Some(plugin) = &self.dead_letters.plugin {
+            all.push(("dead_letters".to_owned(), plugin));
         }
         all
     }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::document::Document;
 use crate::messenger::Failure;
+use crate::plugin::{IndexerInstance, IndexerPlugin};
 
 /// One line of a dead-letter file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,11 +32,13 @@ pub struct DeadLetter {
     pub document: serde_json::Value,
 }
 
-/// The dead-letter file of one run, shared by its workers and indexers.
+/// The dead-letter file of one run, shared by its workers and indexers,
+/// and the indexer plugin that takes the letters first, if any.
 #[derive(Debug)]
 pub(crate) struct DeadLetterFile {
     path: PathBuf,
     file: Mutex<Option<BufWriter<File>>>,
+    plugin: Option<Mutex<IndexerInstance>>,
 }
 
 impl DeadLetterFile {
@@ -43,6 +46,46 @@ impl DeadLetterFile {
         Self {
             path,
             file: Mutex::new(None),
+            plugin: None,
+        }
+    }
+
+    /// Send letters to an instance of `plugin` (an indexer) first; when it
+    /// cannot start, they go to the file (logged).
+    pub(crate) fn with_plugin(mut self, plugin: &IndexerPlugin) -> Self {
+        let started = plugin.instantiate().and_then(|mut instance| {
+            instance.validate_connection()?;
+            Ok(instance)
+        });
+        match started {
+            Ok(instance) => self.plugin = Some(Mutex::new(instance)),
+            Err(e) => tracing::error!(
+                error = %e,
+                path = %self.path.display(),
+                "the dead-letter plugin cannot start: dead letters go to the file"
+            ),
+        }
+        self
+    }
+
+    /// Hand `record` to the plugin; why it did not take it, if it did not.
+    fn send(&self, plugin: &Mutex<IndexerInstance>, record: &DeadLetter) -> Result<(), String> {
+        let mut json = serde_json::to_value(record).map_err(|e| e.to_string())?;
+        // The letter's own fields, and the failed document under `document`.
+        if let Some(fields) = json.as_object_mut() {
+            fields.remove("run_id");
+        }
+        let letter = Document::from_json(json).map_err(|e| e.to_string())?;
+        let mut instance = plugin.lock().unwrap_or_else(PoisonError::into_inner);
+        match instance.send_batch(std::slice::from_ref(&letter)) {
+            Ok(Ok(refused)) if refused.is_empty() => Ok(()),
+            Ok(Ok(refused)) => Err(refused
+                .into_iter()
+                .map(|f| f.message)
+                .collect::<Vec<_>>()
+                .join("; ")),
+            Ok(Err(failure)) => Err(failure.message),
+            Err(e) => Err(e.to_string()),
         }
     }
 
@@ -67,6 +110,17 @@ impl DeadLetterFile {
             failed_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
             document: doc.to_json(),
         };
+        if let Some(plugin) = &self.plugin {
+            match self.send(plugin, &record) {
+                Ok(()) => return Ok(()),
+                Err(e) => tracing::warn!(
+                    doc_id = %record.id,
+                    error = %e,
+                    path = %self.path.display(),
+                    "the dead-letter plugin refused a letter: it goes to the file"
+                ),
+            }
+        }
         let mut line = serde_json::to_vec(&record).map_err(|e| e.to_string())?;
         line.push(b'\n');
         let error = |e: std::io::Error| {
@@ -94,6 +148,17 @@ impl DeadLetterFile {
             .write_all(&line)
             .and_then(|()| writer.flush())
             .map_err(error)
+    }
+}
+
+impl Drop for DeadLetterFile {
+    fn drop(&mut self) {
+        if let Some(plugin) = self.plugin.take() {
+            let mut instance = plugin.into_inner().unwrap_or_else(PoisonError::into_inner);
+            if let Err(e) = instance.close() {
+                tracing::warn!(error = %e, "the dead-letter plugin's close failed");
+            }
+        }
     }
 }
 

@@ -409,11 +409,21 @@ impl Runner {
                     .as_ref()
                     .map(|i| (format!("pipelines.{}.indexer", p.name), i))
             }));
-        for (location, indexer) in indexer_configs {
-            if !loadable(&indexer.plugin) {
+        let dead_letters = self
+            .config
+            .dead_letters
+            .plugin
+            .iter()
+            .filter(|_| self.config.dead_letters.enabled)
+            .map(|spec| ("dead_letters".to_owned(), spec));
+        let indexer_specs = indexer_configs
+            .map(|(location, indexer)| (location, &indexer.plugin))
+            .chain(dead_letters);
+        for (location, spec) in indexer_specs {
+            if !loadable(spec) {
                 continue;
             }
-            match self.runtime.load_indexer(&location, &indexer.plugin) {
+            match self.runtime.load_indexer(&location, spec) {
                 Ok(plugin) => {
                     check(&location, plugin.check_config());
                     indexers.insert(location, plugin);
@@ -480,9 +490,11 @@ impl Runner {
         let dead_letters = (self.config.dead_letters.enabled
             && !self.messengers.keeps_dead_letters())
         .then(|| {
-            Arc::new(DeadLetterFile::new(
-                self.config.dead_letters.path_for(run_id),
-            ))
+            let file = DeadLetterFile::new(self.config.dead_letters.path_for(run_id));
+            Arc::new(match plugins.indexers.get("dead_letters") {
+                Some(plugin) => file.with_plugin(plugin),
+                None => file,
+            })
         });
         for (connector, source) in sources {
             let connector = &connector;
