@@ -238,14 +238,7 @@ fn execute(command: Command) -> anyhow::Result<u8> {
                 Ok(plugins) => plugins,
                 Err(errors) => return Ok(report_invalid(&config, &errors)),
             };
-            let interrupt = runner.interrupter();
-            on_signal(move || {
-                if !interrupt.trigger() {
-                    eprintln!("interrupted again: stopping at once");
-                    std::process::exit(i32::from(RunStatus::Interrupted.exit_code()));
-                }
-            })?;
-            on_pause_signals(runner.pauser())?;
+            control_by_signals(&runner)?;
             let progress = Progress::start(&runner, no_progress);
             let result = runner.run_validated(&plugins, &new_run_id());
             progress.finish();
@@ -289,19 +282,12 @@ fn execute(command: Command) -> anyhow::Result<u8> {
                 Ok(plugins) => plugins,
                 Err(errors) => return Ok(report_invalid(&config, &errors)),
             };
-            let interrupt = runner.interrupter();
-            on_signal(move || {
-                if !interrupt.trigger() {
-                    eprintln!("interrupted again: stopping at once");
-                    std::process::exit(i32::from(RunStatus::Interrupted.exit_code()));
-                }
-            })?;
             eprintln!(
                 "replaying {} dead letter{} from {source}",
                 letters.len(),
                 if letters.len() == 1 { "" } else { "s" },
             );
-            on_pause_signals(runner.pauser())?;
+            control_by_signals(&runner)?;
             let progress = Progress::start(&runner, no_progress);
             let result = runner.replay(&plugins, &new_run_id(), letters, pipeline.as_deref());
             progress.finish();
@@ -423,6 +409,19 @@ fn on_signal(action: impl Fn() + Send + 'static) -> anyhow::Result<()> {
         })
         .clone()
         .map_err(|e| anyhow::anyhow!("cannot install the signal handler: {e}"))
+}
+
+/// What signals do to a run of `runner`: SIGINT/SIGTERM interrupt it (a
+/// second one exits at once), SIGUSR1 pauses it and SIGUSR2 resumes it.
+fn control_by_signals(runner: &Runner) -> anyhow::Result<()> {
+    let interrupt = runner.interrupter();
+    on_signal(move || {
+        if !interrupt.trigger() {
+            eprintln!("interrupted again: stopping at once");
+            std::process::exit(i32::from(RunStatus::Interrupted.exit_code()));
+        }
+    })?;
+    on_pause_signals(runner.pauser())
 }
 
 /// SIGUSR1 pauses `pause`, SIGUSR2 resumes it, from now on in this process.

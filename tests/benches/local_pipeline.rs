@@ -38,6 +38,10 @@ use weir::plugin::{PluginRuntime, RuntimeOptions};
 use weir::run::{RunStatus, Runner};
 
 /// The allocator the `weir` binary uses, for both phases alike.
+#[path = "common/measure.rs"]
+mod measure;
+use measure::process_cpu_seconds;
+
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -215,16 +219,6 @@ fn csv_field(out: &mut Vec<u8>, text: &str) {
     } else {
         out.extend_from_slice(text.as_bytes());
     }
-}
-
-/// CPU time (user + system) this process has used, in seconds.
-fn process_cpu_seconds() -> f64 {
-    // SAFETY: an all-zero rusage is valid, and getrusage only writes it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a valid out-pointer for RUSAGE_SELF.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 fn peak_rss_kib() -> u64 {

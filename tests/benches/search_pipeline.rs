@@ -28,6 +28,10 @@ use weir::plugin::{PluginRuntime, RuntimeOptions};
 use weir::run::{RunStatus, Runner};
 use weir_tests::{authority, http_json, opensearch_url};
 
+#[path = "common/measure.rs"]
+mod measure;
+use measure::process_cpu_seconds;
+
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -157,16 +161,6 @@ fn weir(dir: &Path, index: &str) -> (usize, f64, f64) {
     let timed = (start.elapsed().as_secs_f64(), process_cpu_seconds() - cpu);
     assert_eq!(result.status(), RunStatus::Success, "{result:?}");
     (result.connectors[0].succeeded as usize, timed.0, timed.1)
-}
-
-/// CPU time (user + system) this process has used, in seconds.
-fn process_cpu_seconds() -> f64 {
-    // SAFETY: an all-zero rusage is valid, and getrusage only writes it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a valid out-pointer for RUSAGE_SELF.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// The direct loader, timed: documents, wall and CPU seconds.

@@ -44,24 +44,11 @@ url="http://127.0.0.1:$port"
 
 log() { echo "opensearch: $*" >&2; }
 
-fetch() {
-    if [[ ! -f "$libs/.complete" ]]; then
-        command -v mvn >/dev/null || { log "Maven (mvn) is needed to fetch OpenSearch"; exit 1; }
-        log "fetching OpenSearch (runner $version) jars from Maven Central into $libs"
-        rm -rf "$libs"
-        mkdir -p "$libs"
-        mvn -q -B -Dstyle.color=never -f "$here/opensearch/pom.xml" dependency:copy-dependencies \
-            -DoutputDirectory="$libs" -DincludeScope=runtime >&2
-        touch "$libs/.complete"
-    fi
-    # Recompiled when the source is newer than the compiled class.
-    if [[ ! -f "$launcher/Launcher.class" || "$here/opensearch/Launcher.java" -nt "$launcher/Launcher.class" ]]; then
-        command -v javac >/dev/null || { log "a JDK (javac) is needed to compile the launcher"; exit 1; }
-        rm -rf "$launcher"
-        mkdir -p "$launcher"
-        javac -nowarn -d "$launcher" -cp "$libs/*" "$here/opensearch/Launcher.java"
-    fi
-}
+server=opensearch
+what="OpenSearch (runner $version)"
+# shellcheck source=tests/search/common.sh
+source "$here/common.sh"
+
 
 # The pid in the pidfile is ours only while that process still runs our
 # launcher on this state folder (a stale pidfile may name a reused pid).
@@ -125,28 +112,6 @@ start() {
     exit 1
 }
 
-stop() {
-    if running; then
-        local pid
-        pid="$(cat "$pidfile")"
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 1 150); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.2
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            log "still running after 30 s: killing it"
-            kill -9 "$pid" 2>/dev/null || true
-            # SIGKILL is not instant: wait until the port is free again.
-            for _ in $(seq 1 50); do
-                kill -0 "$pid" 2>/dev/null || break
-                sleep 0.2
-            done
-        fi
-        log "stopped"
-    fi
-    rm -f "$pidfile"
-}
 
 case "${1:-}" in
     fetch) fetch ;;

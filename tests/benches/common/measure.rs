@@ -1,6 +1,9 @@
 //! Timing for the benchmarks that are not criterion's: wall and CPU time per
 //! item, medians over rounds (the machine is noisy: CPU time is the steadier).
 
+// Each benchmark that includes this file uses some of it.
+#![allow(dead_code)]
+
 use std::time::Instant;
 
 /// Median wall and CPU (this thread) nanoseconds per item of `f`, which
@@ -32,4 +35,14 @@ pub fn thread_cpu_ns() -> u128 {
     // SAFETY: `ts` is a valid out-pointer; CLOCK_THREAD_CPUTIME_ID exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128
+}
+
+/// CPU time (user + system) this process has used, in seconds.
+pub fn process_cpu_seconds() -> f64 {
+    // SAFETY: an all-zero rusage is valid, and getrusage only writes it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid out-pointer for RUSAGE_SELF.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
