@@ -35,7 +35,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
             return u8::try_from(e.exit_code()).unwrap_or(EXIT_INVALID_CONFIG);
         }
     };
-    match execute(cli.command) {
+    init_logging(cli.log_format);
+    match execute(cli.command, cli.metrics_addr.as_deref()) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -56,6 +57,61 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Log lines as text, or as JSON objects (one per line, with the run
+    /// id, pipeline and tenant of the spans they were logged in).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "WEIR_LOG_FORMAT")]
+    log_format: LogFormat,
+    /// Serve /metrics (Prometheus text format), /healthz and /readyz on this
+    /// `host:port` (port 0: any free port, logged). Overrides `[metrics] addr`.
+    #[arg(long, global = true, value_name = "HOST:PORT", env = "WEIR_METRICS_ADDR")]
+    metrics_addr: Option<String>,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Send log lines to stderr as `format` says, filtered by `RUST_LOG`. Does
+/// nothing when the process already has a subscriber.
+fn init_logging(format: LogFormat) {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,wasmtime=warn,cranelift=warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(true)
+            .try_init(),
+    };
+}
+
+/// Where this process serves its metrics and health: `--metrics-addr`,
+/// else `[metrics] addr`, else nowhere.
+fn ops_server(
+    flag: Option<&str>,
+    config: &Config,
+    health: &crate::telemetry::export::Health,
+) -> anyhow::Result<Option<crate::http::HttpServer>> {
+    let Some(addr) = flag.or(config.metrics.addr.as_deref()) else {
+        return Ok(None);
+    };
+    let handle = crate::telemetry::export::recorder()?;
+    let routes = crate::telemetry::export::routes(handle, health.clone());
+    let server = crate::http::HttpServer::start(addr, routes)?;
+    tracing::info!(addr = %server.addr(), "metrics on http://{}/metrics", server.addr());
+    Ok(Some(server))
 }
 
 #[derive(Subcommand)]
@@ -181,7 +237,7 @@ enum Mode {
     Kafka,
 }
 
-fn execute(command: Command) -> anyhow::Result<u8> {
+fn execute(command: Command, metrics_addr: Option<&str>) -> anyhow::Result<u8> {
     match command {
         Command::Validate { config } => {
             let Some(runner) = prepare(&config)? else {
@@ -219,9 +275,15 @@ fn execute(command: Command) -> anyhow::Result<u8> {
             );
             Ok(0)
         }
-        Command::Worker { config, pipeline } => serve(&config, pipeline, Role::Worker),
-        Command::Indexer { config, pipeline } => serve(&config, pipeline, Role::Indexer),
-        Command::WorkerIndexer { config, pipeline } => serve(&config, pipeline, Role::Pairs),
+        Command::Worker { config, pipeline } => {
+            serve(&config, pipeline, Role::Worker, metrics_addr)
+        }
+        Command::Indexer { config, pipeline } => {
+            serve(&config, pipeline, Role::Indexer, metrics_addr)
+        }
+        Command::WorkerIndexer { config, pipeline } => {
+            serve(&config, pipeline, Role::Pairs, metrics_addr)
+        }
         Command::Run {
             config,
             mode,
@@ -238,6 +300,9 @@ fn execute(command: Command) -> anyhow::Result<u8> {
                 Ok(plugins) => plugins,
                 Err(errors) => return Ok(report_invalid(&config, &errors)),
             };
+            let health = crate::telemetry::export::Health::default();
+            let _ops = ops_server(metrics_addr, runner.config(), &health)?;
+            health.ready();
             control_by_signals(&runner)?;
             let progress = Progress::start(&runner, no_progress);
             let result = runner.run_validated(&plugins, &new_run_id());
@@ -287,6 +352,9 @@ fn execute(command: Command) -> anyhow::Result<u8> {
                 letters.len(),
                 if letters.len() == 1 { "" } else { "s" },
             );
+            let health = crate::telemetry::export::Health::default();
+            let _ops = ops_server(metrics_addr, runner.config(), &health)?;
+            health.ready();
             control_by_signals(&runner)?;
             let progress = Progress::start(&runner, no_progress);
             let result = runner.replay(&plugins, &new_run_id(), letters, pipeline.as_deref());
@@ -491,7 +559,12 @@ enum Role {
 
 /// `weir worker` / `weir indexer` / `weir worker-indexer`: serve one
 /// pipeline until SIGINT or SIGTERM.
-fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8> {
+fn serve(
+    path: &Path,
+    pipeline: Option<String>,
+    role: Role,
+    metrics_addr: Option<&str>,
+) -> anyhow::Result<u8> {
     let Some((runner, kafka)) = prepare_kafka(path)? else {
         return Ok(EXIT_INVALID_CONFIG);
     };
@@ -517,9 +590,21 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
             pipelines.join(", ")
         ),
     };
+    let health = crate::telemetry::export::Health::default();
+    let _ops = ops_server(metrics_addr, runner.config(), &health)?;
+    let span = tracing::info_span!(
+        "serve",
+        pipeline = %pipeline,
+        tenant = runner.config().tenant_of(&pipeline).unwrap_or(""),
+    );
+    let _entered = span.enter();
     let shutdown = Shutdown::default();
     let handler = shutdown.clone();
-    on_signal(move || handler.trigger())?;
+    let stopping = health.clone();
+    on_signal(move || {
+        stopping.stopping();
+        handler.trigger();
+    })?;
     on_pause_signals(runner.pauser())?;
     let mut topics = KafkaTopics::new(kafka, &pipeline);
     // A process may start before the cluster is reachable: it then waits
@@ -544,6 +629,7 @@ fn serve(path: &Path, pipeline: Option<String>, role: Role) -> anyhow::Result<u8
     if role != Role::Indexer {
         warn_about_partitions(&topics.source(), &topics, threads, "worker threads");
     }
+    health.ready();
     let result = match role {
         Role::Worker => {
             let messengers = KafkaWorkerMessenger::for_threads(&topics, threads)

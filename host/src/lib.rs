@@ -44,6 +44,7 @@ pub mod cli;
 pub mod config;
 pub mod document;
 pub mod event;
+pub mod http;
 pub mod messenger;
 pub mod plugin;
 pub mod run;

@@ -72,6 +72,9 @@ pub struct Config {
     /// `weir worker`, `weir indexer`).
     #[serde(default)]
     pub kafka: Option<KafkaConfig>,
+    /// Where this process serves `/metrics`, `/healthz` and `/readyz`.
+    #[serde(default)]
+    pub metrics: MetricsConfig,
     /// Tenants: each groups pipelines and gives default limits to their
     /// plugins (stages, the connectors that feed them, their own indexers).
     #[serde(default)]
@@ -119,6 +122,16 @@ impl Default for DeadLetterConfig {
             plugin: None,
         }
     }
+}
+
+/// `[metrics]`
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// `host:port` to serve the Prometheus text format (`/metrics`) and the
+    /// health endpoints on; none by default. `--metrics-addr` wins.
+    #[serde(default)]
+    pub addr: Option<String>,
 }
 
 /// `[[tenants]]`
@@ -734,6 +747,7 @@ impl Config {
                 });
             for spec in connectors.chain(pipelines) {
                 spec.limits = spec.limits.or(&tenant.limits);
+                spec.tenant = Some(tenant.name.clone());
             }
         }
         self.tenants = tenants;
@@ -769,6 +783,14 @@ impl Config {
                 resolve(&mut dir.host);
             }
         }
+    }
+
+    /// The tenant that owns pipeline `name`, if one does.
+    pub fn tenant_of(&self, pipeline: &str) -> Option<&str> {
+        self.tenants
+            .iter()
+            .find(|t| t.pipelines.iter().any(|p| p == pipeline))
+            .map(|t| t.name.as_str())
     }
 
     /// The pipeline named `name`.

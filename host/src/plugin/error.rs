@@ -120,4 +120,30 @@ impl TrapCause {
             Self::Other(_) => "trap",
         }
     }
+
+    /// The limit (a key of a plugin's `limits`) that stopped the call, if
+    /// one did.
+    pub fn limit(&self) -> Option<&'static str> {
+        const NAMED: [&str; 6] = [
+            "memory_mib",
+            "call_timeout",
+            "execute_timeout",
+            "max_children",
+            "max_document_mib",
+            "max_depth",
+        ];
+        match self {
+            Self::Deadline(_) => Some("call_timeout"),
+            Self::ExecuteDeadline(_) => Some("execute_timeout"),
+            Self::MemoryLimit { .. } => Some("memory_mib"),
+            // The host's refusals name the limit: "... (limits.max_depth)".
+            Self::Limit(message) => Some(
+                NAMED
+                    .into_iter()
+                    .find(|name| message.contains(&format!("limits.{name}")))
+                    .unwrap_or("handles"),
+            ),
+            _ => None,
+        }
+    }
 }

@@ -518,6 +518,11 @@ impl<W: World> Instance<W> {
                 limit = loaded.spec.limits.log_lines_per_second(),
                 "log lines dropped: over the plugin's limits.log_lines_per_second"
             );
+            crate::telemetry::meters::limit_hit(
+                &loaded.name,
+                loaded.spec.tenant.as_deref(),
+                "log_lines_per_second",
+            );
         }
         match result {
             Ok(r) => {
@@ -529,6 +534,11 @@ impl<W: World> Instance<W> {
             }
             Err(cause) => {
                 tracing::warn!(plugin = %loaded.name, %cause, "plugin trapped; its instance will be replaced");
+                crate::telemetry::meters::plugin_trapped(
+                    &loaded.name,
+                    loaded.spec.tenant.as_deref(),
+                    &cause,
+                );
                 self.live = None;
                 self.restarts += 1;
                 Err(PluginError::Trap {

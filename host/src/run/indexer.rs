@@ -13,7 +13,8 @@ use crate::document::Document;
 use crate::event::{Event, EventKind};
 use crate::messenger::{Failure, IndexerMessenger, MessengerError, Polled};
 use crate::plugin::{BatchFailure, DocumentFailure, IndexerInstance};
-use crate::telemetry::{self, RunStats};
+use crate::telemetry::RunStats;
+use crate::telemetry::meters::{IndexerMeters, Scope};
 
 /// How long a poll waits before the indexer checks for an abort.
 const POLL: Duration = Duration::from_millis(50);
@@ -48,6 +49,8 @@ enum Sent {
 
 pub(crate) struct IndexerLoop {
     pub(crate) pipeline: Arc<str>,
+    pub(crate) scope: Scope,
+    pub(crate) meters: IndexerMeters,
     pub(crate) plugin: Arc<str>,
     pub(crate) instance: IndexerInstance,
     pub(crate) messenger: Box<dyn IndexerMessenger>,
@@ -138,6 +141,7 @@ impl IndexerLoop {
                 .map_err(|e| format!("indexer messenger failed: {e}"));
         }
         let start = Instant::now();
+        self.meters.batch_size.record(docs.len() as f64);
         let outcome = self.send_with_retries(&docs)?;
         if let BatchOutcome::Abandoned = outcome {
             self.abandoned = true;
@@ -149,8 +153,6 @@ impl IndexerLoop {
         }
         let elapsed = start.elapsed();
         RunStats::add_time(&self.stats.index_nanos, elapsed);
-        metrics::histogram!(telemetry::INDEX_SECONDS_PER_DOC, "pipeline" => self.pipeline.to_string())
-            .record(elapsed.as_secs_f64() / docs.len().max(1) as f64);
         self.report(docs, outcome)
             .map_err(|e| format!("indexer messenger failed: {e}"))
     }
@@ -175,6 +177,7 @@ impl IndexerLoop {
                 }
                 Some(refusal) => {
                     RunStats::add(&self.stats.failed, 1);
+                    self.scope.document_failed(&self.plugin);
                     tracing::warn!(doc_id = doc.id(), message = %refusal.message, "document failed in the indexer");
                     let failure = Failure {
                         plugin: self.plugin.to_string(),
@@ -187,6 +190,7 @@ impl IndexerLoop {
                         letters
                             .write(&self.pipeline, &doc, &failure)
                             .map_err(MessengerError::Transport)?;
+                        self.scope.dead_lettered();
                     }
                     self.messenger.send_failed(doc.clone(), &failure)?;
                     self.messenger.send_event(event)?;
@@ -195,8 +199,7 @@ impl IndexerLoop {
             }
         }
         RunStats::add(&self.stats.indexed, finished);
-        metrics::counter!(telemetry::DOCS_INDEXED, "pipeline" => self.pipeline.to_string())
-            .increment(finished);
+        self.meters.indexed.increment(finished);
         self.messenger.batch_complete(&completed)
     }
 
@@ -303,7 +306,8 @@ impl IndexerLoop {
                 return Ok(BatchOutcome::Abandoned);
             }
             pending = with_later_versions(docs, &pending, &retry);
-            metrics::counter!(telemetry::DOCUMENT_RETRIES, "pipeline" => self.pipeline.to_string())
+            self.meters
+                .document_retries
                 .increment(retry.len() as u64);
             tracing::debug!(
                 plugin = %self.plugin,
@@ -327,7 +331,10 @@ impl IndexerLoop {
         let mut attempts = 0u32;
         loop {
             attempts += 1;
-            match self.instance.send_batch(docs) {
+            let call = Instant::now();
+            let sent = self.instance.send_batch(docs);
+            self.meters.call_seconds.record(call.elapsed());
+            match sent {
                 Ok(Ok(failures)) => return Ok(Sent::Answered(failures)),
                 Ok(Err(failure)) => {
                     let retry = self.retryable(&failure) && attempts <= self.config.max_retries;
@@ -343,7 +350,7 @@ impl IndexerLoop {
                         return Ok(Sent::Abandoned);
                     }
                     if retry {
-                        metrics::counter!(telemetry::BATCH_RETRIES, "pipeline" => self.pipeline.to_string()).increment(1);
+                        self.meters.batch_retries.increment(1);
                         self.pause(self.backoff(attempts));
                         if self.stopping() {
                             return Ok(Sent::Abandoned);

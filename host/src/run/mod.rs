@@ -34,6 +34,7 @@ use crate::plugin::{
     StagePlugin,
 };
 use crate::telemetry::RunStats;
+use crate::telemetry::meters::{IndexerMeters, PipelineMeters, Scope};
 
 use indexer::IndexerLoop;
 use publisher::{Abort, Accounting, Publish};
@@ -70,6 +71,16 @@ impl RunStatus {
             Self::PartialSuccess => 3,
             Self::Failure => 1,
             Self::Interrupted => 130,
+        }
+    }
+
+    /// The status as the metrics and the control plane name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::PartialSuccess => "partial_success",
+            Self::Failure => "failure",
+            Self::Interrupted => "interrupted",
         }
     }
 }
@@ -205,8 +216,9 @@ pub struct LoadedPlugins {
 /// One worker's stage instances for `pipeline`, every one started.
 pub(crate) fn start_stages(
     plugins: &LoadedPlugins,
-    pipeline: &str,
+    scope: &Scope,
 ) -> Result<Vec<StageSlot>, String> {
+    let pipeline: &str = scope.pipeline();
     plugins
         .pipelines
         .get(pipeline)
@@ -214,7 +226,7 @@ pub(crate) fn start_stages(
         .iter()
         .map(|p| {
             p.instantiate()
-                .map(|i| StageSlot::new(pipeline, p.name(), i))
+                .map(|i| StageSlot::new(scope, p.name(), i))
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("error starting workers for pipeline `{pipeline}`: {e}"))
@@ -223,6 +235,7 @@ pub(crate) fn start_stages(
 /// An indexer plugin instance that started and connected.
 pub(crate) struct StartedIndexer {
     plugin: Arc<str>,
+    scope: Scope,
     instance: crate::plugin::IndexerInstance,
     config: crate::config::IndexerConfig,
 }
@@ -238,6 +251,8 @@ impl StartedIndexer {
     ) -> IndexerLoop {
         IndexerLoop {
             pipeline,
+            meters: IndexerMeters::new(&self.scope, &self.plugin),
+            scope: self.scope,
             plugin: self.plugin,
             instance: self.instance,
             messenger,
@@ -332,6 +347,20 @@ impl Runner {
     /// The handle that interrupts this runner's runs (see [`Interrupt`]).
     pub fn interrupter(&self) -> Interrupt {
         self.interrupt.clone()
+    }
+
+    /// The tenant every connector of a run feeds, if they all feed one.
+    fn tenant_of_run(&self, sources: &[(ConnectorConfig, Source)]) -> Option<&str> {
+        let mut tenants = sources
+            .iter()
+            .map(|(c, _)| self.config.tenant_of(&c.pipeline));
+        let first = tenants.next()??;
+        tenants.all(|t| t == Some(first)).then_some(first)
+    }
+
+    /// The labels of `pipeline`'s metrics.
+    pub(crate) fn scope(&self, pipeline: &str) -> Scope {
+        Scope::new(pipeline, self.config.tenant_of(pipeline))
     }
 
     /// Live counts, for progress displays.
@@ -482,6 +511,7 @@ impl Runner {
         let span = tracing::info_span!("run", run_id);
         let _entered = span.enter();
         let start = Instant::now();
+        let meter = crate::telemetry::meters::RunMeter::start(self.tenant_of_run(&sources));
         tracing::info!(connectors = sources.len(), "run started");
         let mut results = Vec::new();
         let mut failed = false;
@@ -536,6 +566,7 @@ impl Runner {
             elapsed: start.elapsed(),
         };
         tracing::info!(status = ?result.status(), elapsed = ?result.elapsed, "run ended");
+        meter.finish(result.status().name());
         if let Some(letters) =
             dead_letters.filter(|_| result.connectors.iter().any(|c| c.failed > 0))
         {
@@ -552,7 +583,12 @@ impl Runner {
         run_id: &str,
         dead_letters: Option<&Arc<DeadLetterFile>>,
     ) -> ConnectorResult {
-        let span = tracing::info_span!("connector", connector = %c.name, pipeline = %c.pipeline);
+        let span = tracing::info_span!(
+            "connector",
+            connector = %c.name,
+            pipeline = %c.pipeline,
+            tenant = self.config.tenant_of(&c.pipeline).unwrap_or(""),
+        );
         let _entered = span.enter();
         let start = Instant::now();
         let accounting = Arc::new(Accounting::new(run_id));
@@ -634,7 +670,7 @@ impl Runner {
         // Then every worker's stages: a stage that cannot start stops the run.
         let mut workers = Vec::with_capacity(worker_messengers.len());
         for messenger in worker_messengers {
-            workers.push((start_stages(plugins, &c.pipeline)?, messenger));
+            workers.push((start_stages(plugins, &self.scope(&c.pipeline))?, messenger));
         }
 
         let mut source = match source {
@@ -730,8 +766,11 @@ impl Runner {
                 for slot in &mut stages {
                     slot.stats = self.stats.stage(pipeline, &slot.name);
                 }
+                let labels = self.scope(pipeline);
                 let worker = Worker {
                     pipeline: Arc::clone(pipeline),
+                    meters: PipelineMeters::new(&labels),
+                    scope: labels,
                     stages,
                     messenger,
                     stats: Arc::clone(&self.stats),
@@ -771,6 +810,7 @@ impl Runner {
         }
         Ok(StartedIndexer {
             plugin: Arc::from(plugin.name()),
+            scope: self.scope(pipeline),
             instance,
             config: config.clone(),
         })
@@ -844,7 +884,8 @@ impl Runner {
             abort: abort.clone(),
             interrupt: self.interrupt.clone(),
             pause: self.pause.clone(),
-            published: publisher::published_counter(&c.name),
+            published: self.scope(&c.pipeline).published(&c.name),
+            scope: self.scope(&c.pipeline),
         };
         // The runner's own deadline check reports a connector timeout; the
         // connector's deadline comes a little later so it never wins that race.
@@ -861,6 +902,7 @@ impl Runner {
             }));
             let mut executed: Option<Result<(), String>> = None;
             let mut watch = watch::Watch::new(&self.config.runner, &c.pipeline, &self.stats);
+            let pending = self.scope(&c.pipeline).pending();
             let mut events = Vec::with_capacity(EVENT_CHUNK);
             loop {
                 // Drain what is there, then sleep: waiting on the queue instead
@@ -937,7 +979,9 @@ impl Runner {
                     abort.trigger(reason.clone());
                     return Err(reason);
                 }
-                watch.log_throughput(accounting.pending());
+                let now_pending = accounting.pending();
+                pending.set(now_pending as f64);
+                watch.log_throughput(now_pending);
             }
         })
     }

@@ -9,7 +9,7 @@ use crate::document::Document;
 use crate::event::{Event, EventKind};
 use crate::messenger::{MessengerError, PublisherMessenger};
 use crate::plugin::PublishSink;
-use crate::telemetry::{self, RunStats};
+use crate::telemetry::RunStats;
 
 /// How long a blocked publish waits before checking whether the run aborted.
 const PUBLISH_WAIT: Duration = Duration::from_millis(50);
@@ -268,6 +268,7 @@ pub(crate) struct Publish {
     pub(crate) interrupt: super::Interrupt,
     pub(crate) pause: super::Pause,
     pub(crate) published: metrics::Counter,
+    pub(crate) scope: crate::telemetry::meters::Scope,
 }
 
 impl PublishSink for Publish {
@@ -309,6 +310,7 @@ impl PublishSink for Publish {
                     self.accounting.unpublished(&id);
                     self.accounting.refused();
                     RunStats::add(&self.stats.failed, 1);
+                    self.scope.document_failed("weir");
                     tracing::warn!(doc_id = %id, %reason, "document failed: the pipeline refused it");
                     return Ok(());
                 }
@@ -332,11 +334,6 @@ impl PublishSink for Publish {
         self.published.increment(1);
         Ok(())
     }
-}
-
-/// Label-free handle for the published counter of `connector`.
-pub(crate) fn published_counter(connector: &str) -> metrics::Counter {
-    metrics::counter!(telemetry::DOCS_PUBLISHED, "connector" => connector.to_owned())
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use crate::document::Document;
 use crate::event::{Event, EventKind};
 use crate::messenger::{Failure, MessengerError, Polled, WorkerMessenger};
 use crate::plugin::{PluginError, StageInstance, TrapCause};
+use crate::telemetry::meters::{PipelineMeters, Scope, StageMeters};
 use crate::telemetry::{self, RunStats, StageStats};
 
 /// How long a poll waits before the worker checks for an abort.
@@ -23,22 +24,14 @@ pub(crate) struct StageSlot {
     pub(crate) instance: StageInstance,
     /// Its figures for the run summary, shared with its other instances.
     pub(crate) stats: Arc<StageStats>,
-    seconds: metrics::Histogram,
-    created: metrics::Counter,
-    restarts: metrics::Counter,
+    meters: StageMeters,
 }
 
 impl StageSlot {
-    pub(crate) fn new(pipeline: &str, name: &str, instance: StageInstance) -> Self {
-        let labels = [
-            ("pipeline", pipeline.to_owned()),
-            ("stage", name.to_owned()),
-        ];
+    pub(crate) fn new(scope: &Scope, name: &str, instance: StageInstance) -> Self {
         Self {
             name: Arc::from(name),
-            seconds: metrics::histogram!(telemetry::STAGE_SECONDS, &labels),
-            created: metrics::counter!(telemetry::DOCS_CREATED, &labels),
-            restarts: metrics::counter!(telemetry::INSTANCE_RESTARTS, "plugin" => name.to_owned()),
+            meters: StageMeters::new(scope, name),
             stats: Arc::default(),
             instance,
         }
@@ -137,6 +130,9 @@ impl StageRetry {
 
 pub(crate) struct Worker {
     pub(crate) pipeline: Arc<str>,
+    /// The labels of its metrics, and its pipeline's meters.
+    pub(crate) scope: Scope,
+    pub(crate) meters: PipelineMeters,
     pub(crate) stages: Vec<StageSlot>,
     pub(crate) messenger: Box<dyn WorkerMessenger>,
     pub(crate) stats: Arc<RunStats>,
@@ -167,9 +163,6 @@ impl Worker {
 
     fn work(&mut self) -> Result<(), String> {
         let messenger_error = |e: MessengerError| format!("worker messenger failed: {e}");
-        let processed =
-            metrics::counter!(telemetry::DOCS_PROCESSED, "pipeline" => self.pipeline.to_string());
-        let latency = metrics::histogram!(telemetry::PIPELINE_SECONDS, "pipeline" => self.pipeline.to_string());
         let mut counted = LocalCount::new(&self.stats);
         // Reused from document to document.
         let mut outcomes = Vec::new();
@@ -201,8 +194,8 @@ impl Worker {
             let fatal = self.process(doc, &mut outcomes);
             let now = Instant::now();
             let elapsed = now.duration_since(start);
-            latency.record(elapsed);
-            processed.increment(1);
+            self.meters.seconds.record(elapsed);
+            self.meters.processed.increment(1);
             counted.add(elapsed, now);
             for outcome in outcomes.drain(..) {
                 self.send(outcome).map_err(messenger_error)?;
@@ -259,18 +252,19 @@ impl Worker {
             Outcome::Index(doc) => self.messenger.send_for_indexing(doc),
             Outcome::Dropped(doc) => {
                 RunStats::add(&self.stats.dropped, 1);
-                metrics::counter!(telemetry::DOCS_DROPPED, "pipeline" => self.pipeline.to_string())
-                    .increment(1);
+                self.meters.dropped.increment(1);
                 self.messenger.send_event(Event::new(&doc, EventKind::Drop))
             }
             Outcome::Failed(doc, failure) => {
                 RunStats::add(&self.stats.failed, 1);
+                self.scope.document_failed(&failure.plugin);
                 tracing::warn!(doc_id = doc.id(), plugin = %failure.plugin, message = %failure.message, "document failed in the pipeline");
                 let event = Event::new(&doc, EventKind::Fail).with_message(failure.message.clone());
                 if let Some(letters) = &self.dead_letters {
                     letters
                         .write(&self.pipeline, &doc, &failure)
                         .map_err(MessengerError::Transport)?;
+                    self.scope.dead_lettered();
                 }
                 self.messenger.send_failed(doc, &failure)?;
                 self.messenger.send_event(event)
@@ -308,7 +302,7 @@ impl Pipeline<'_> {
             let (result, attempts) = self.call(i, &mut doc);
             match result {
                 Ok(children) => {
-                    self.stages[i].created.increment(children.len() as u64);
+                    self.stages[i].meters.created.increment(children.len() as u64);
                     for child in children {
                         out.push(Outcome::Created(Event::new(&child, EventKind::Create)));
                         if let Some(reason) = self.run_from(child, i + 1, out) {
@@ -362,7 +356,10 @@ impl Pipeline<'_> {
             }
         };
         let elapsed = start.elapsed();
-        stage.seconds.record(elapsed);
+        stage.meters.call_seconds.record(elapsed);
+        if attempts > 1 {
+            stage.meters.retries.increment(u64::from(attempts - 1));
+        }
         RunStats::add(&stage.stats.documents, 1);
         RunStats::add(&stage.stats.retries, u64::from(attempts - 1));
         RunStats::add_time(&stage.stats.nanos, elapsed);
@@ -372,7 +369,7 @@ impl Pipeline<'_> {
         }
         let restarts = stage.instance.restarts() - restarts_before;
         if restarts > 0 {
-            stage.restarts.increment(restarts);
+            stage.meters.restarts.increment(restarts);
         }
         (result, attempts)
     }

@@ -277,6 +277,8 @@ impl KafkaTopics {
                 self.config.max_poll_interval.as_millis().to_string(),
             )
             .set("session.timeout.ms", "10000")
+            // Lag per partition for the metrics (weir_kafka_consumer_lag).
+            .set("statistics.interval.ms", "5000")
             // librdkafka pauses fetching for fetch.queue.backoff.ms (1 s by
             // default) once its prefetch queue is full, which stalls a busy
             // consumer for up to a second after it drains the queue.

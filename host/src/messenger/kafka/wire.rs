@@ -84,10 +84,35 @@ macro_rules! quiet_client_context {
             fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
                 $crate::messenger::kafka::wire::client_error(&error, reason);
             }
+
+            fn stats(&self, statistics: rdkafka::Statistics) {
+                $crate::messenger::kafka::wire::client_stats(&statistics);
+            }
         }
     };
 }
 pub(super) use quiet_client_context;
+
+/// A consumer's lag per partition, from librdkafka's statistics (every
+/// `statistics.interval.ms`), into the metrics.
+pub(crate) fn client_stats(statistics: &rdkafka::Statistics) {
+    if statistics.client_type != "consumer" {
+        return;
+    }
+    for (topic, stats) in &statistics.topics {
+        for (&partition, p) in &stats.partitions {
+            // -1: the internal partition, or a lag not known yet.
+            if partition >= 0 && p.consumer_lag >= 0 {
+                crate::telemetry::meters::kafka_lag(
+                    &statistics.client_id,
+                    topic,
+                    partition,
+                    p.consumer_lag,
+                );
+            }
+        }
+    }
+}
 
 /// The context of clients with no callbacks of their own (the runner's
 /// event and heartbeat readers, heartbeat producers, admin clients).

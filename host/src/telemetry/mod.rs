@@ -1,39 +1,18 @@
-//! Metric names, defined once, and the live counters behind progress and
-//! throughput lines.
+//! What Weir measures: the live counters behind progress lines and run
+//! summaries (here), every metric it exports ([`meters`], the one place
+//! that names them), and the Prometheus exporter with the health endpoints
+//! ([`export`]).
 //!
-//! Counters and histograms go through the `metrics` facade, so any recorder
-//! (Prometheus, StatsD, ...) the embedding program installs sees them. Labels
-//! are bounded: pipeline, connector, stage, plugin, outcome; never a document id.
+//! Metrics go through the `metrics` facade, so any recorder the embedding
+//! program installs sees them; `weir` installs the Prometheus one when it is
+//! given a metrics address.
+
+pub mod export;
+pub(crate) mod meters;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
-
-/// Documents published by connectors. Labels: connector.
-pub const DOCS_PUBLISHED: &str = "weir_docs_published_total";
-/// Documents that went through a pipeline (any outcome). Labels: pipeline.
-pub const DOCS_PROCESSED: &str = "weir_docs_processed_total";
-/// Child documents made by stages. Labels: pipeline, stage.
-pub const DOCS_CREATED: &str = "weir_docs_created_total";
-/// Documents that failed. Labels: pipeline, plugin, kind.
-pub const DOCS_FAILED: &str = "weir_docs_failed_total";
-/// Documents dropped by a stage. Labels: pipeline.
-pub const DOCS_DROPPED: &str = "weir_docs_dropped_total";
-/// Documents indexed. Labels: pipeline.
-pub const DOCS_INDEXED: &str = "weir_docs_indexed_total";
-/// Seconds one stage spent on one document. Labels: pipeline, stage.
-pub const STAGE_SECONDS: &str = "weir_stage_seconds";
-/// Seconds the whole pipeline spent on one document. Labels: pipeline.
-pub const PIPELINE_SECONDS: &str = "weir_pipeline_seconds";
-/// Seconds per document of a batch sent to the backend. Labels: pipeline.
-pub const INDEX_SECONDS_PER_DOC: &str = "weir_index_seconds_per_doc";
-/// Batch retries. Labels: pipeline.
-pub const BATCH_RETRIES: &str = "weir_batch_retries_total";
-/// Documents sent again after the backend refused them for now (a
-/// transient failure or a retryable status). Labels: pipeline.
-pub const DOCUMENT_RETRIES: &str = "weir_document_retries_total";
-/// Plugin instances replaced after a trap. Labels: plugin.
-pub const INSTANCE_RESTARTS: &str = "weir_plugin_instance_restarts_total";
 
 /// Live counts for one run, read by the progress bar and throughput logs.
 #[derive(Debug, Default)]

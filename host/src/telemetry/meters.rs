@@ -1,0 +1,293 @@
+//! Every metric Weir records, defined once, here, as a typed meter or
+//! event: no metric name appears anywhere else, and a meter nothing emits
+//! is dead code, which the build refuses (`-D warnings`).
+//!
+//! Hot paths hold handles (a [`metrics::Counter`] is an `Arc` to its
+//! atomic) made once per worker or indexer; rare events (failures, traps)
+//! look their series up when they happen. Labels are bounded: pipeline,
+//! tenant, plugin, stage, connector, outcome kinds and limit names; never a
+//! document id. A pipeline that no tenant owns has `tenant=""`.
+//!
+//! The names follow Prometheus' conventions: `_total` for counters,
+//! `_seconds` and `_bytes` for units.
+
+use std::sync::Arc;
+
+use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
+
+use crate::plugin::TrapCause;
+
+/// Documents published by connectors.
+const DOCS_PUBLISHED: &str = "weir_docs_published_total";
+/// Documents a worker took and ran through its pipeline (any outcome).
+const DOCS_PROCESSED: &str = "weir_docs_processed_total";
+/// Child documents stages made.
+const DOCS_CREATED: &str = "weir_docs_created_total";
+/// Documents dropped by a stage.
+const DOCS_DROPPED: &str = "weir_docs_dropped_total";
+/// Documents the backend took.
+const DOCS_INDEXED: &str = "weir_docs_indexed_total";
+/// Documents that failed for good (after their retries).
+const DOCS_FAILED: &str = "weir_docs_failed_total";
+/// Failed documents kept as dead letters (file or plugin; Kafka's fail
+/// topic is counted by the failures themselves).
+const DEAD_LETTERS: &str = "weir_dead_letters_total";
+/// Seconds per call into a plugin (a stage's process-document, an
+/// indexer's send-batch).
+const PLUGIN_CALL_SECONDS: &str = "weir_plugin_call_seconds";
+/// Seconds one document spent in its whole pipeline.
+const PIPELINE_SECONDS: &str = "weir_pipeline_seconds";
+/// Documents per batch sent to an indexer plugin.
+const BATCH_SIZE: &str = "weir_batch_size";
+/// Calls made again: stage calls (worker retries), whole batches, and
+/// documents an indexer's backend refused for now.
+const RETRIES: &str = "weir_retries_total";
+/// Plugin calls that trapped, by cause.
+const PLUGIN_TRAPS: &str = "weir_plugin_traps_total";
+/// Plugin calls stopped, or log lines dropped, at one of the plugin's limits.
+const LIMIT_HITS: &str = "weir_limit_hits_total";
+/// Plugin instances replaced after a trap.
+const INSTANCE_RESTARTS: &str = "weir_plugin_instance_restarts_total";
+/// Documents published and not yet settled in a run of this process.
+const DOCS_PENDING: &str = "weir_docs_pending";
+/// Records a Kafka consumer of this process has yet to read, per partition.
+const KAFKA_LAG: &str = "weir_kafka_consumer_lag";
+/// Resident memory of the process.
+const RESIDENT_BYTES: &str = "weir_process_resident_memory_bytes";
+/// Runs this process finished, by status (`weir run`, and `weir serve`'s).
+const RUNS: &str = "weir_runs_total";
+/// Runs going on in this process now.
+const RUNS_ACTIVE: &str = "weir_runs_active";
+
+/// Describe every metric to the recorder (Prometheus' `# HELP` lines).
+pub(crate) fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(DOCS_PUBLISHED, "Documents published by connectors");
+    describe_counter!(DOCS_PROCESSED, "Documents run through a pipeline by a worker");
+    describe_counter!(DOCS_CREATED, "Child documents made by stages");
+    describe_counter!(DOCS_DROPPED, "Documents dropped by a stage");
+    describe_counter!(DOCS_INDEXED, "Documents the indexer's backend took");
+    describe_counter!(DOCS_FAILED, "Documents that failed for good");
+    describe_counter!(DEAD_LETTERS, "Failed documents kept as dead letters");
+    describe_histogram!(PLUGIN_CALL_SECONDS, Unit::Seconds, "Time per plugin call");
+    describe_histogram!(PIPELINE_SECONDS, Unit::Seconds, "Time per document in its pipeline");
+    describe_histogram!(BATCH_SIZE, Unit::Count, "Documents per indexer batch");
+    describe_counter!(RETRIES, "Stage calls, batches and documents sent again");
+    describe_counter!(PLUGIN_TRAPS, "Plugin calls that trapped, by cause");
+    describe_counter!(LIMIT_HITS, "Plugin calls stopped (or log lines dropped) at a limit");
+    describe_counter!(INSTANCE_RESTARTS, "Plugin instances replaced after a trap");
+    describe_gauge!(DOCS_PENDING, "Documents published and not yet settled");
+    describe_gauge!(KAFKA_LAG, "Records a Kafka consumer has yet to read");
+    describe_gauge!(RESIDENT_BYTES, Unit::Bytes, "Resident memory of the process");
+    describe_counter!(RUNS, "Runs finished, by status");
+    describe_gauge!(RUNS_ACTIVE, "Runs going on now");
+}
+
+/// The labels every document metric of a pipeline carries.
+#[derive(Debug, Clone)]
+pub(crate) struct Scope {
+    pipeline: Arc<str>,
+    tenant: Arc<str>,
+}
+
+impl Scope {
+    pub(crate) fn new(pipeline: &str, tenant: Option<&str>) -> Self {
+        Self {
+            pipeline: Arc::from(pipeline),
+            tenant: Arc::from(tenant.unwrap_or("")),
+        }
+    }
+
+    fn labels(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("pipeline", self.pipeline.to_string()),
+            ("tenant", self.tenant.to_string()),
+        ]
+    }
+
+    fn with(&self, more: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
+        let mut labels = self.labels();
+        labels.extend(more.iter().map(|(k, v)| (*k, (*v).to_owned())));
+        labels
+    }
+
+    /// A document failed for good in `plugin` (`weir` for the host's own
+    /// refusals; traps are also counted by cause, see [`plugin_trapped`]).
+    pub(crate) fn document_failed(&self, plugin: &str) {
+        counter!(DOCS_FAILED, &self.with(&[("plugin", plugin)])).increment(1);
+    }
+
+    pub(crate) fn pipeline(&self) -> &Arc<str> {
+        &self.pipeline
+    }
+
+    /// A failed document was kept as a dead letter.
+    pub(crate) fn dead_lettered(&self) {
+        counter!(DEAD_LETTERS, &self.labels()).increment(1);
+    }
+
+    /// Documents published by `connector`.
+    pub(crate) fn published(&self, connector: &str) -> Counter {
+        counter!(DOCS_PUBLISHED, &self.with(&[("connector", connector)]))
+    }
+
+    /// Documents published and not yet settled in this process's run.
+    pub(crate) fn pending(&self) -> Gauge {
+        gauge!(DOCS_PENDING, &self.labels())
+    }
+}
+
+/// A worker's meters for its pipeline.
+#[derive(Debug)]
+pub(crate) struct PipelineMeters {
+    pub(crate) processed: Counter,
+    pub(crate) seconds: Histogram,
+    pub(crate) dropped: Counter,
+}
+
+impl PipelineMeters {
+    pub(crate) fn new(scope: &Scope) -> Self {
+        Self {
+            processed: counter!(DOCS_PROCESSED, &scope.labels()),
+            seconds: histogram!(PIPELINE_SECONDS, &scope.labels()),
+            dropped: counter!(DOCS_DROPPED, &scope.labels()),
+        }
+    }
+}
+
+/// One stage instance's meters.
+#[derive(Debug)]
+pub(crate) struct StageMeters {
+    pub(crate) call_seconds: Histogram,
+    pub(crate) created: Counter,
+    pub(crate) retries: Counter,
+    pub(crate) restarts: Counter,
+}
+
+impl StageMeters {
+    pub(crate) fn new(scope: &Scope, stage: &str) -> Self {
+        let plugin = scope.with(&[("plugin", stage)]);
+        Self {
+            call_seconds: histogram!(
+                PLUGIN_CALL_SECONDS,
+                &scope.with(&[("plugin", stage), ("call", "process-document")])
+            ),
+            created: counter!(DOCS_CREATED, &plugin),
+            retries: counter!(RETRIES, &scope.with(&[("plugin", stage), ("what", "call")])),
+            restarts: counter!(INSTANCE_RESTARTS, &plugin),
+        }
+    }
+}
+
+/// One indexer instance's meters.
+#[derive(Debug)]
+pub(crate) struct IndexerMeters {
+    pub(crate) indexed: Counter,
+    pub(crate) call_seconds: Histogram,
+    pub(crate) batch_size: Histogram,
+    pub(crate) batch_retries: Counter,
+    pub(crate) document_retries: Counter,
+}
+
+impl IndexerMeters {
+    pub(crate) fn new(scope: &Scope, plugin: &str) -> Self {
+        Self {
+            indexed: counter!(DOCS_INDEXED, &scope.with(&[("plugin", plugin)])),
+            call_seconds: histogram!(
+                PLUGIN_CALL_SECONDS,
+                &scope.with(&[("plugin", plugin), ("call", "send-batch")])
+            ),
+            batch_size: histogram!(BATCH_SIZE, &scope.with(&[("plugin", plugin)])),
+            batch_retries: counter!(RETRIES, &scope.with(&[("plugin", plugin), ("what", "batch")])),
+            document_retries: counter!(
+                RETRIES,
+                &scope.with(&[("plugin", plugin), ("what", "document")])
+            ),
+        }
+    }
+}
+
+/// A call into `plugin` (of `tenant`, if any) trapped: counted by cause,
+/// and as a limit hit when a limit stopped it.
+pub(crate) fn plugin_trapped(plugin: &str, tenant: Option<&str>, cause: &TrapCause) {
+    let tenant = tenant.unwrap_or("").to_owned();
+    counter!(
+        PLUGIN_TRAPS,
+        "plugin" => plugin.to_owned(),
+        "tenant" => tenant.clone(),
+        "cause" => cause.kind()
+    )
+    .increment(1);
+    if let Some(limit) = cause.limit() {
+        limit_hit(plugin, Some(&tenant), limit);
+    }
+}
+
+/// `plugin` went past `limit` (a key of `limits`): its call was stopped,
+/// or its log lines dropped.
+pub(crate) fn limit_hit(plugin: &str, tenant: Option<&str>, limit: &'static str) {
+    counter!(
+        LIMIT_HITS,
+        "plugin" => plugin.to_owned(),
+        "tenant" => tenant.unwrap_or("").to_owned(),
+        "limit" => limit
+    )
+    .increment(1);
+}
+
+/// A Kafka consumer's lag on one partition, as librdkafka reports it.
+pub(crate) fn kafka_lag(client: &str, topic: &str, partition: i32, lag: i64) {
+    gauge!(
+        KAFKA_LAG,
+        "client" => client.to_owned(),
+        "topic" => topic.to_owned(),
+        "partition" => partition.to_string()
+    )
+    .set(lag as f64);
+}
+
+/// The process's resident memory, read now (Linux; nothing elsewhere).
+pub(crate) fn record_process_memory() {
+    let Ok(statm) = std::fs::read_to_string("/proc/self/statm") else {
+        return;
+    };
+    let Some(pages) = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse::<u64>().ok())
+    else {
+        return;
+    };
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let page = u64::try_from(page).unwrap_or(4096);
+    gauge!(RESIDENT_BYTES).set((pages * page) as f64);
+}
+
+/// A run of this process: counted active while it lives, and by status
+/// when it ends.
+#[derive(Debug)]
+pub(crate) struct RunMeter {
+    tenant: String,
+    active: Gauge,
+}
+
+impl RunMeter {
+    pub(crate) fn start(tenant: Option<&str>) -> Self {
+        let tenant = tenant.unwrap_or("").to_owned();
+        let active = gauge!(RUNS_ACTIVE, "tenant" => tenant.clone());
+        active.increment(1.0);
+        Self { tenant, active }
+    }
+
+    pub(crate) fn finish(self, status: &str) {
+        counter!(RUNS, "tenant" => self.tenant.clone(), "status" => status.to_owned()).increment(1);
+    }
+}
+
+impl Drop for RunMeter {
+    fn drop(&mut self) {
+        self.active.decrement(1.0);
+    }
+}
+
