@@ -63,7 +63,12 @@ struct Cli {
     log_format: LogFormat,
     /// Serve /metrics (Prometheus text format), /healthz and /readyz on this
     /// `host:port` (port 0: any free port, logged). Overrides `[metrics] addr`.
-    #[arg(long, global = true, value_name = "HOST:PORT", env = "WEIR_METRICS_ADDR")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "HOST:PORT",
+        env = "WEIR_METRICS_ADDR"
+    )]
     metrics_addr: Option<String>,
 }
 
@@ -223,6 +228,15 @@ enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// The control plane: an HTTP API through which tenants submit runs,
+    /// list them with live counts, pause, resume and stop them, and read
+    /// their summaries and dead letters; a status page at `/`; `/metrics`,
+    /// `/healthz` and `/readyz`. Runs until SIGINT/SIGTERM, which stops the
+    /// runs going on (they end `interrupted`).
+    Serve {
+        /// The operator's config (TOML): `[server]` and `[[tenants]]`.
+        config: PathBuf,
+    },
     /// Check a config and every plugin's settings without running anything.
     Validate {
         /// The run configuration (TOML).
@@ -275,6 +289,7 @@ fn execute(command: Command, metrics_addr: Option<&str>) -> anyhow::Result<u8> {
             );
             Ok(0)
         }
+        Command::Serve { config } => control_plane(&config, metrics_addr),
         Command::Worker { config, pipeline } => {
             serve(&config, pipeline, Role::Worker, metrics_addr)
         }
@@ -720,7 +735,31 @@ fn warn_about_partitions(topic: &str, topics: &KafkaTopics, consumers: usize, wh
     }
 }
 
-fn runtime_for(config: &Config) -> anyhow::Result<PluginRuntime> {
+/// `weir serve`: the control plane until SIGINT or SIGTERM.
+fn control_plane(path: &Path, metrics_addr: Option<&str>) -> anyhow::Result<u8> {
+    let operator = crate::control::operator::OperatorConfig::load(path)?;
+    let addr = metrics_addr.unwrap_or(&operator.server.addr).to_owned();
+    let plane = crate::control::ControlPlane::new(operator)?;
+    let health = crate::telemetry::export::Health::default();
+    let routes = crate::control::routes(Arc::clone(&plane)).merge(
+        crate::telemetry::export::routes(crate::telemetry::export::recorder()?, health.clone()),
+    );
+    let server = crate::http::HttpServer::start(&addr, routes)?;
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    on_signal(move || {
+        let _ = stop.send(());
+    })?;
+    health.ready();
+    tracing::info!(addr = %server.addr(), "weir serve: status page on http://{}/ and the API under /api", server.addr());
+    let _ = stopped.recv();
+    health.stopping();
+    tracing::info!("stopping: the runs going on are stopped");
+    plane.shut_down();
+    drop(server);
+    Ok(0)
+}
+
+pub(crate) fn runtime_for(config: &Config) -> anyhow::Result<PluginRuntime> {
     let plugins = config.plugins();
     // Fresh instances per document come from a pool of pre-reserved slots:
     // enough for every instance the process may hold, twice over.

@@ -42,6 +42,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod control;
 pub mod document;
 pub mod event;
 pub mod http;

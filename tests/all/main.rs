@@ -10,6 +10,7 @@ mod connector_indexer;
 mod failures;
 mod kafka;
 mod local_run;
+mod operations;
 mod sandbox;
 mod scaffold;
 mod sdk;

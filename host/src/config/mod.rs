@@ -397,6 +397,10 @@ pub struct PublisherConfig {
     /// larger document goes alone. Default 256.
     #[serde(default = "PublisherConfig::default_queue_max_mib")]
     pub queue_max_mib: usize,
+    /// Most documents connectors publish per second, all together; no
+    /// ceiling by default.
+    #[serde(default)]
+    pub max_docs_per_second: Option<u32>,
 }
 
 impl PublisherConfig {
@@ -417,6 +421,7 @@ impl Default for PublisherConfig {
         Self {
             queue_capacity: Self::default_queue_capacity(),
             queue_max_mib: Self::default_queue_max_mib(),
+            max_docs_per_second: None,
         }
     }
 }
@@ -753,7 +758,7 @@ impl Config {
         self.tenants = tenants;
     }
 
-    fn plugins_mut(&mut self) -> impl Iterator<Item = &mut PluginSpec> {
+    pub(crate) fn plugins_mut(&mut self) -> impl Iterator<Item = &mut PluginSpec> {
         self.connectors
             .iter_mut()
             .map(|c| &mut c.plugin)

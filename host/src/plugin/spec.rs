@@ -196,6 +196,59 @@ impl Limits {
     }
 }
 
+impl Limits {
+    /// The limits set here that are over those `ceiling` sets, as
+    /// `key = value (at most ceiling)`.
+    pub fn over(&self, ceiling: &Limits) -> Vec<String> {
+        fn check<T: PartialOrd + std::fmt::Debug>(
+            out: &mut Vec<String>,
+            key: &str,
+            value: Option<T>,
+            max: Option<T>,
+        ) {
+            if let (Some(value), Some(max)) = (value, max)
+                && value > max
+            {
+                out.push(format!("{key} = {value:?} (at most {max:?})"));
+            }
+        }
+        let mut out = Vec::new();
+        check(&mut out, "memory_mib", self.memory_mib, ceiling.memory_mib);
+        check(
+            &mut out,
+            "call_timeout",
+            self.call_timeout,
+            ceiling.call_timeout,
+        );
+        check(
+            &mut out,
+            "execute_timeout",
+            self.execute_timeout,
+            ceiling.execute_timeout,
+        );
+        check(
+            &mut out,
+            "max_children",
+            self.max_children,
+            ceiling.max_children,
+        );
+        check(
+            &mut out,
+            "max_document_mib",
+            self.max_document_mib,
+            ceiling.max_document_mib,
+        );
+        check(&mut out, "max_depth", self.max_depth, ceiling.max_depth);
+        check(
+            &mut out,
+            "log_lines_per_second",
+            self.log_lines_per_second,
+            ceiling.log_lines_per_second,
+        );
+        out
+    }
+}
+
 fn mib_to_bytes(mib: u64) -> usize {
     usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
 }

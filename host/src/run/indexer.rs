@@ -306,9 +306,7 @@ impl IndexerLoop {
                 return Ok(BatchOutcome::Abandoned);
             }
             pending = with_later_versions(docs, &pending, &retry);
-            self.meters
-                .document_retries
-                .increment(retry.len() as u64);
+            self.meters.document_retries.increment(retry.len() as u64);
             tracing::debug!(
                 plugin = %self.plugin,
                 refused = retry.len(),

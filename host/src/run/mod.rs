@@ -13,6 +13,7 @@ mod publisher;
 mod replay;
 mod retry;
 mod serve;
+mod throttle;
 mod watch;
 mod worker;
 
@@ -20,6 +21,7 @@ use dead_letters::DeadLetterFile;
 pub use dead_letters::{DeadLetter, read_dead_letters};
 
 pub use serve::Shutdown;
+pub use throttle::Throttle;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -224,10 +226,7 @@ pub(crate) fn start_stages(
         .get(pipeline)
         .map_or(&[][..], Vec::as_slice)
         .iter()
-        .map(|p| {
-            p.instantiate()
-                .map(|i| StageSlot::new(scope, p.name(), i))
-        })
+        .map(|p| p.instantiate().map(|i| StageSlot::new(scope, p.name(), i)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("error starting workers for pipeline `{pipeline}`: {e}"))
 }
@@ -300,6 +299,7 @@ pub struct Runner {
     stats: Arc<RunStats>,
     interrupt: Interrupt,
     pause: Pause,
+    throttle: Option<Arc<Throttle>>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -330,13 +330,25 @@ impl Runner {
         messengers: Arc<dyn MessengerFactory>,
     ) -> Self {
         Self {
-            config,
             runtime,
             messengers,
             stats: Arc::default(),
             interrupt: Interrupt::default(),
             pause: Pause::default(),
+            throttle: config
+                .publisher
+                .max_docs_per_second
+                .map(|rate| Arc::new(Throttle::new(rate))),
+            config,
         }
+    }
+
+    /// Publish at most as fast as `throttle` lets, shared with whatever
+    /// else holds it (a tenant's quota over all its runs), instead of
+    /// `publisher.max_docs_per_second`.
+    pub fn with_throttle(mut self, throttle: Arc<Throttle>) -> Self {
+        self.throttle = Some(throttle);
+        self
     }
 
     /// What pauses and resumes this runner's runs and serving.
@@ -886,6 +898,7 @@ impl Runner {
             pause: self.pause.clone(),
             published: self.scope(&c.pipeline).published(&c.name),
             scope: self.scope(&c.pipeline),
+            throttle: self.throttle.clone(),
         };
         // The runner's own deadline check reports a connector timeout; the
         // connector's deadline comes a little later so it never wins that race.

@@ -269,6 +269,8 @@ pub(crate) struct Publish {
     pub(crate) pause: super::Pause,
     pub(crate) published: metrics::Counter,
     pub(crate) scope: crate::telemetry::meters::Scope,
+    /// The run's (or its tenant's) ceiling on documents per second.
+    pub(crate) throttle: Option<Arc<super::Throttle>>,
 }
 
 impl PublishSink for Publish {
@@ -283,6 +285,19 @@ impl PublishSink for Publish {
             if !self.pause.wait(stop) && std::time::Instant::now() >= deadline {
                 return Err(
                     "the connector's execute deadline passed while the run was paused".into(),
+                );
+            }
+        }
+        if let Some(throttle) = &self.throttle {
+            let stop = || {
+                self.abort.is_set()
+                    || self.interrupt.is_set()
+                    || std::time::Instant::now() >= deadline
+            };
+            if !throttle.take(stop) && std::time::Instant::now() >= deadline {
+                return Err(
+                    "the connector's execute deadline passed while waiting for its turn (max documents per second)"
+                        .into(),
                 );
             }
         }

@@ -302,7 +302,10 @@ impl Pipeline<'_> {
             let (result, attempts) = self.call(i, &mut doc);
             match result {
                 Ok(children) => {
-                    self.stages[i].meters.created.increment(children.len() as u64);
+                    self.stages[i]
+                        .meters
+                        .created
+                        .increment(children.len() as u64);
                     for child in children {
                         out.push(Outcome::Created(Event::new(&child, EventKind::Create)));
                         if let Some(reason) = self.run_from(child, i + 1, out) {

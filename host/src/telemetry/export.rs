@@ -16,7 +16,9 @@ const SECONDS_BUCKETS: [f64; 14] = [
     60.0,
 ];
 /// Bucket bounds of the batch sizes.
-const BATCH_BUCKETS: [f64; 9] = [1.0, 10.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 5000.0, 10000.0];
+const BATCH_BUCKETS: [f64; 9] = [
+    1.0, 10.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 5000.0, 10000.0,
+];
 
 /// The Prometheus recorder of this process, installed on first use.
 pub fn recorder() -> anyhow::Result<PrometheusHandle> {

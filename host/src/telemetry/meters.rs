@@ -63,22 +63,36 @@ const RUNS_ACTIVE: &str = "weir_runs_active";
 pub(crate) fn describe() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
     describe_counter!(DOCS_PUBLISHED, "Documents published by connectors");
-    describe_counter!(DOCS_PROCESSED, "Documents run through a pipeline by a worker");
+    describe_counter!(
+        DOCS_PROCESSED,
+        "Documents run through a pipeline by a worker"
+    );
     describe_counter!(DOCS_CREATED, "Child documents made by stages");
     describe_counter!(DOCS_DROPPED, "Documents dropped by a stage");
     describe_counter!(DOCS_INDEXED, "Documents the indexer's backend took");
     describe_counter!(DOCS_FAILED, "Documents that failed for good");
     describe_counter!(DEAD_LETTERS, "Failed documents kept as dead letters");
     describe_histogram!(PLUGIN_CALL_SECONDS, Unit::Seconds, "Time per plugin call");
-    describe_histogram!(PIPELINE_SECONDS, Unit::Seconds, "Time per document in its pipeline");
+    describe_histogram!(
+        PIPELINE_SECONDS,
+        Unit::Seconds,
+        "Time per document in its pipeline"
+    );
     describe_histogram!(BATCH_SIZE, Unit::Count, "Documents per indexer batch");
     describe_counter!(RETRIES, "Stage calls, batches and documents sent again");
     describe_counter!(PLUGIN_TRAPS, "Plugin calls that trapped, by cause");
-    describe_counter!(LIMIT_HITS, "Plugin calls stopped (or log lines dropped) at a limit");
+    describe_counter!(
+        LIMIT_HITS,
+        "Plugin calls stopped (or log lines dropped) at a limit"
+    );
     describe_counter!(INSTANCE_RESTARTS, "Plugin instances replaced after a trap");
     describe_gauge!(DOCS_PENDING, "Documents published and not yet settled");
     describe_gauge!(KAFKA_LAG, "Records a Kafka consumer has yet to read");
-    describe_gauge!(RESIDENT_BYTES, Unit::Bytes, "Resident memory of the process");
+    describe_gauge!(
+        RESIDENT_BYTES,
+        Unit::Bytes,
+        "Resident memory of the process"
+    );
     describe_counter!(RUNS, "Runs finished, by status");
     describe_gauge!(RUNS_ACTIVE, "Runs going on now");
 }
@@ -198,7 +212,10 @@ impl IndexerMeters {
                 &scope.with(&[("plugin", plugin), ("call", "send-batch")])
             ),
             batch_size: histogram!(BATCH_SIZE, &scope.with(&[("plugin", plugin)])),
-            batch_retries: counter!(RETRIES, &scope.with(&[("plugin", plugin), ("what", "batch")])),
+            batch_retries: counter!(
+                RETRIES,
+                &scope.with(&[("plugin", plugin), ("what", "batch")])
+            ),
             document_retries: counter!(
                 RETRIES,
                 &scope.with(&[("plugin", plugin), ("what", "document")])
@@ -290,4 +307,3 @@ impl Drop for RunMeter {
         self.active.decrement(1.0);
     }
 }
-
