@@ -109,6 +109,37 @@ plugins = ["generator_connector.wasm", "nop_indexer.wasm"]
         }
     }
 
+    fn published(&self, token: &str, id: &str) -> u64 {
+        let (_, run) = self.call("GET", &format!("/api/runs/{id}"), Some(token), "");
+        run["counts"]["published"].as_u64().unwrap_or_default()
+    }
+
+    /// Once run `id` has published `at_least` documents, pause it; what it
+    /// has published once the count stops moving (a connector in the middle
+    /// of a publish finishes it).
+    fn pause_when_published(&self, token: &str, id: &str, at_least: u64) -> u64 {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.published(token, id) < at_least {
+            assert!(Instant::now() < deadline, "run {id} published nothing");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let (status, paused) = self.call("POST", &format!("/api/runs/{id}/pause"), Some(token), "");
+        assert_eq!(
+            (status, paused["status"].as_str()),
+            (200, Some("paused")),
+            "{paused}"
+        );
+        let mut settled = self.published(token, id);
+        loop {
+            std::thread::sleep(Duration::from_millis(200));
+            let now = self.published(token, id);
+            if now == settled {
+                return settled;
+            }
+            settled = now;
+        }
+    }
+
     fn metrics(&self) -> prometheus_parse::Scrape {
         scrape(&format!("{}/metrics", self.url))
     }
@@ -238,26 +269,7 @@ fn tenants_submit_watch_pause_resume_and_stop_runs_through_the_api_and_metrics_m
     assert_eq!(zeta_runs.as_array().map(Vec::len), Some(0), "{zeta_runs}");
 
     // Pause: nothing is published while paused.
-    let (status, paused) = serve.call("POST", &format!("/api/runs/{id}/pause"), Some(ACME), "");
-    assert_eq!(status, 200, "{paused}");
-    assert_eq!(paused["status"], "paused");
-    let published = |serve: &Serve| {
-        serve
-            .call("GET", &format!("/api/runs/{id}"), Some(ACME), "")
-            .1["counts"]["published"]
-            .as_u64()
-            .unwrap_or_default()
-    };
-    // A connector in the middle of a publish finishes it: wait for the count to settle.
-    let mut settled = published(&serve);
-    loop {
-        std::thread::sleep(Duration::from_millis(200));
-        let now = published(&serve);
-        if now == settled {
-            break;
-        }
-        settled = now;
-    }
+    let settled = serve.pause_when_published(ACME, &id, 1);
     assert!(settled < 1000, "the run ended before it could be paused");
     let during = serve.metrics();
     assert_eq!(
@@ -270,7 +282,11 @@ fn tenants_submit_watch_pause_resume_and_stop_runs_through_the_api_and_metrics_m
         "the metrics say what the API says"
     );
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(published(&serve), settled, "published while paused");
+    assert_eq!(
+        serve.published(ACME, &id),
+        settled,
+        "published while paused"
+    );
 
     // The operator sees every tenant's runs.
     let (_, all) = serve.call("GET", "/api/runs", Some(ADMIN), "");
@@ -575,12 +591,16 @@ pipelines = ["metered"]
     );
     let status = run.child.wait().expect("weir run ends");
     assert!(status.success());
-    // Every line is JSON; those of the run carry its id, pipeline and tenant.
+    // Every log line is JSON (the summary, on stdout, shares the file);
+    // those of the run carry its id, pipeline and tenant.
     let text = std::fs::read_to_string(&log).expect("log");
+    assert!(text.contains("Run "), "the summary is still text on stdout");
     let lines: Vec<Value> = text
         .lines()
+        .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect();
+    assert!(lines.len() >= 3, "{text}");
     let ended = lines
         .iter()
         .find(|l| l["message"] == "run ended")
@@ -627,8 +647,7 @@ fn the_status_page_shows_a_submitted_run_and_its_counts_in_a_real_browser() {
     );
     assert_eq!(status, 201, "{run}");
     let id = run["id"].as_str().expect("run id").to_owned();
-    let (status, _) = serve.call("POST", &format!("/api/runs/{id}/pause"), Some(ACME), "");
-    assert_eq!(status, 200);
+    let published = serve.pause_when_published(ACME, &id, 100);
     let page = format!("{}/#token={ACME}", serve.url);
     let browser = |extra: &[&str]| {
         let profile = tempfile::tempdir().expect("profile dir");
@@ -666,11 +685,6 @@ fn the_status_page_shows_a_submitted_run_and_its_counts_in_a_real_browser() {
             .find("</tr>")
             .map_or(dom.len(), |end| row_start + end)];
     assert!(row.contains("paused"), "{row}");
-    let (_, now) = serve.call("GET", &format!("/api/runs/{id}"), Some(ACME), "");
-    let published = now["counts"]["published"]
-        .as_u64()
-        .expect("count")
-        .to_string();
     assert!(
         row.contains(&format!(">{published}<")),
         "the page shows {published} published: {row}"

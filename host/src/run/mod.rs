@@ -620,7 +620,7 @@ impl Runner {
                 "events of other runs were set aside"
             );
         }
-        ConnectorResult {
+        let result = ConnectorResult {
             name: c.name.clone(),
             pipeline: c.pipeline.clone(),
             published: Accounting::get(&accounting.published),
@@ -634,7 +634,17 @@ impl Runner {
                 && error.as_deref().is_some_and(|e| e.starts_with(INTERRUPTED)),
             error,
             skipped: false,
-        }
+        };
+        tracing::info!(
+            published = result.published,
+            children = result.created,
+            succeeded = result.succeeded,
+            failed = result.failed,
+            dropped = result.dropped,
+            elapsed = ?result.elapsed,
+            "connector finished"
+        );
+        result
     }
 
     /// Start the indexer and workers, run the connector's lifecycle, wait for
