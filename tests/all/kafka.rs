@@ -310,7 +310,14 @@ impl Cluster {
 fn kafka_mode_indexes_every_document_in_per_id_order() {
     const IDS: u64 = 33_334; // x3 operations: 100,002 documents
     let mut cluster = Cluster::new("e2e", IDS, 2, 0);
-    for i in 0..3 {
+    // Worker 0 serves its metrics and health.
+    let metered = cluster.process(
+        "worker-0",
+        &["worker"],
+        &[("WEIR_METRICS_ADDR", "127.0.0.1:0".to_owned())],
+    );
+    put(&mut cluster.workers, 0, metered);
+    for i in 1..3 {
         cluster.start_worker(i);
     }
     cluster.start_indexer(0);
@@ -328,6 +335,7 @@ fn kafka_mode_indexes_every_document_in_per_id_order() {
     );
     put(&mut cluster.indexers, 1, second);
     let mut run = cluster.start_run();
+    assert_worker_reports_its_lag(&mut cluster);
     let duplicates = cluster.finish(&mut run, IDS, "e2e");
     assert!(
         cluster.log("indexer-1").contains("instances=2"),
@@ -335,6 +343,45 @@ fn kafka_mode_indexes_every_document_in_per_id_order() {
         cluster.log("indexer-1")
     );
     println!("e2e: {} documents, {duplicates} indexed twice", IDS * 3);
+}
+
+/// Worker 0's `/metrics` shows its consumer lag per partition (from
+/// librdkafka's statistics, every 5 s) and `/readyz` says it is ready.
+fn assert_worker_reports_its_lag(cluster: &mut Cluster) {
+    let log = cluster.dir.path().join("worker-0.log");
+    assert!(
+        cluster.workers[0].wait_for_log(&log, "metrics on http://", 1, Duration::from_secs(60)),
+        "{}",
+        cluster.log("worker-0")
+    );
+    let text = cluster.log("worker-0");
+    let addr = text
+        .split("metrics on http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("the metrics address")
+        .to_owned();
+    assert_eq!(
+        crate::operations::request("GET", &format!("http://{addr}/readyz"), None, "").0,
+        200
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let metrics = crate::operations::scrape(&format!("http://{addr}/metrics"));
+        let lags = metrics
+            .samples
+            .iter()
+            .filter(|s| s.metric == "weir_kafka_consumer_lag")
+            .count();
+        if lags > 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no consumer lag in the worker's metrics"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// Kill -9 one process of `role` (`worker`, `indexer`, or `worker-indexer`)

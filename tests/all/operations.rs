@@ -145,7 +145,7 @@ plugins = ["generator_connector.wasm", "nop_indexer.wasm"]
     }
 }
 
-fn request(method: &str, url: &str, token: Option<&str>, body: &str) -> (u16, Value) {
+pub(crate) fn request(method: &str, url: &str, token: Option<&str>, body: &str) -> (u16, Value) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(120)))
@@ -168,7 +168,7 @@ fn request(method: &str, url: &str, token: Option<&str>, body: &str) -> (u16, Va
 }
 
 /// `/metrics` at `url`, parsed by a Prometheus text-format parser.
-fn scrape(url: &str) -> prometheus_parse::Scrape {
+pub(crate) fn scrape(url: &str) -> prometheus_parse::Scrape {
     let (status, body) = request("GET", url, None, "");
     assert_eq!(status, 200);
     let text = body.as_str().expect("metrics are text").to_owned();
@@ -177,7 +177,11 @@ fn scrape(url: &str) -> prometheus_parse::Scrape {
 }
 
 /// The sum of `metric`'s samples whose labels include all of `labels`.
-fn value(scrape: &prometheus_parse::Scrape, metric: &str, labels: &[(&str, &str)]) -> f64 {
+pub(crate) fn value(
+    scrape: &prometheus_parse::Scrape,
+    metric: &str,
+    labels: &[(&str, &str)],
+) -> f64 {
     scrape
         .samples
         .iter()
@@ -311,6 +315,12 @@ fn tenants_submit_watch_pause_resume_and_stop_runs_through_the_api_and_metrics_m
         "{done}"
     );
     assert_eq!(done["summary"]["stages"][0]["documents"], 1000, "{done}");
+    // acme's quota of 400 documents a second: a burst of 400, then 600 more
+    // take at least 1.5 s.
+    assert!(
+        done["summary"]["elapsed_ms"].as_u64() >= Some(1400),
+        "{done}"
+    );
     assert_eq!(
         serve
             .call("POST", &format!("/api/runs/{id}/pause"), Some(ACME), "")

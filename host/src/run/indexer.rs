@@ -178,7 +178,7 @@ impl IndexerLoop {
                 Some(refusal) => {
                     RunStats::add(&self.stats.failed, 1);
                     self.scope.document_failed(&self.plugin);
-                    tracing::warn!(doc_id = doc.id(), message = %refusal.message, "document failed in the indexer");
+                    tracing::warn!(doc_id = doc.id(), run_id = doc.run_id(), message = %refusal.message, "document failed in the indexer");
                     let failure = Failure {
                         plugin: self.plugin.to_string(),
                         message: refusal.message,

@@ -258,7 +258,7 @@ impl Worker {
             Outcome::Failed(doc, failure) => {
                 RunStats::add(&self.stats.failed, 1);
                 self.scope.document_failed(&failure.plugin);
-                tracing::warn!(doc_id = doc.id(), plugin = %failure.plugin, message = %failure.message, "document failed in the pipeline");
+                tracing::warn!(doc_id = doc.id(), run_id = doc.run_id(), plugin = %failure.plugin, message = %failure.message, "document failed in the pipeline");
                 let event = Event::new(&doc, EventKind::Fail).with_message(failure.message.clone());
                 if let Some(letters) = &self.dead_letters {
                     letters
