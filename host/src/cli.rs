@@ -607,11 +607,10 @@ fn serve(
     };
     let health = crate::telemetry::export::Health::default();
     let _ops = ops_server(metrics_addr, runner.config(), &health)?;
-    let span = tracing::info_span!(
-        "serve",
-        pipeline = %pipeline,
-        tenant = runner.config().tenant_of(&pipeline).unwrap_or(""),
-    );
+    let span = tracing::info_span!("serve", pipeline = %pipeline, tenant = tracing::field::Empty);
+    if let Some(tenant) = runner.config().tenant_of(&pipeline) {
+        span.record("tenant", tenant);
+    }
     let _entered = span.enter();
     let shutdown = Shutdown::default();
     let handler = shutdown.clone();
@@ -865,7 +864,8 @@ fn print_summary(result: &RunResult) {
     );
     for c in &result.connectors {
         let outcome = match (&c.error, c.skipped, c.interrupted) {
-            (_, true, _) => "skipped (an earlier connector did not complete)".to_owned(),
+            (_, true, true) => "skipped (the run was interrupted)".to_owned(),
+            (_, true, false) => "skipped (an earlier connector did not complete)".to_owned(),
             (Some(e), _, true) => format!("INTERRUPTED: {e}"),
             (Some(e), _, false) => format!("FAILED: {e}"),
             (None, ..) => "ok".to_owned(),

@@ -173,6 +173,16 @@ fn every_example_config_is_valid() {
         }
     }
     assert!(checked >= 2, "local.toml and kafka.toml at least");
+    // `weir serve`'s example: the operator's config, and a tenant's run it admits.
+    let serve = examples.join("serve");
+    let operator = weir::control::operator::OperatorConfig::load(&serve.join("operator.toml"))
+        .expect("the operator's example config");
+    let acme = operator.tenant("acme").expect("tenant acme");
+    let run = std::fs::read_to_string(serve.join("run.toml")).expect("run.toml");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = weir::control::admit::admit(&run, acme, &operator, &dir.path().join("dl.jsonl"))
+        .unwrap_or_else(|e| panic!("the example run is not admitted: {e:?}"));
+    assert_eq!(config.tenant_of("acme-books"), Some("acme"));
 }
 
 #[test]

@@ -361,11 +361,12 @@ fn assert_worker_reports_its_lag(cluster: &mut Cluster) {
         .and_then(|rest| rest.split('/').next())
         .expect("the metrics address")
         .to_owned();
-    assert_eq!(
-        crate::operations::request("GET", &format!("http://{addr}/readyz"), None, "").0,
-        200
-    );
+    // Ready once it has its topics and starts consuming.
     let deadline = Instant::now() + Duration::from_secs(60);
+    while crate::operations::request("GET", &format!("http://{addr}/readyz"), None, "").0 != 200 {
+        assert!(Instant::now() < deadline, "the worker never became ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     loop {
         let metrics = crate::operations::scrape(&format!("http://{addr}/metrics"));
         let lags = metrics

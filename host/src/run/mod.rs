@@ -552,7 +552,8 @@ impl Runner {
                     duplicates: 0,
                     elapsed: Duration::ZERO,
                     error: None,
-                    interrupted: false,
+                    // Stopped before it started: the run was interrupted.
+                    interrupted: self.interrupt.is_set(),
                     skipped: true,
                 });
                 continue;
@@ -599,8 +600,11 @@ impl Runner {
             "connector",
             connector = %c.name,
             pipeline = %c.pipeline,
-            tenant = self.config.tenant_of(&c.pipeline).unwrap_or(""),
+            tenant = tracing::field::Empty,
         );
+        if let Some(tenant) = self.config.tenant_of(&c.pipeline) {
+            span.record("tenant", tenant);
+        }
         let _entered = span.enter();
         let start = Instant::now();
         let accounting = Arc::new(Accounting::new(run_id));
