@@ -354,13 +354,7 @@ fn assert_worker_reports_its_lag(cluster: &mut Cluster) {
         "{}",
         cluster.log("worker-0")
     );
-    let text = cluster.log("worker-0");
-    let addr = text
-        .split("metrics on http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .expect("the metrics address")
-        .to_owned();
+    let addr = crate::operations::logged_address(&cluster.log("worker-0"), "metrics on http://");
     // Ready once it has its topics and starts consuming.
     let deadline = Instant::now() + Duration::from_secs(60);
     while crate::operations::request("GET", &format!("http://{addr}/readyz"), None, "").0 != 200 {

@@ -72,13 +72,7 @@ plugins = ["generator_connector.wasm", "nop_indexer.wasm"]
             std::fs::read_to_string(&log).unwrap_or_default()
         );
         let text = std::fs::read_to_string(&log).expect("log");
-        let url = text
-            .split("status page on ")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .expect("the address in the log")
-            .trim_end_matches('/')
-            .to_owned();
+        let url = format!("http://{}", logged_address(&text, "status page on http://"));
         Self { proc, url, log }
     }
 
@@ -143,6 +137,15 @@ plugins = ["generator_connector.wasm", "nop_indexer.wasm"]
     fn metrics(&self) -> prometheus_parse::Scrape {
         scrape(&format!("{}/metrics", self.url))
     }
+}
+
+/// The `host:port` a process logged after `marker` (e.g. "metrics on http://").
+pub(crate) fn logged_address(log: &str, marker: &str) -> String {
+    log.split(marker)
+        .nth(1)
+        .and_then(|rest| rest.split(['/', ' ', '\n']).next())
+        .unwrap_or_else(|| panic!("no `{marker}` in the log:\n{log}"))
+        .to_owned()
 }
 
 pub(crate) fn request(method: &str, url: &str, token: Option<&str>, body: &str) -> (u16, Value) {
@@ -574,13 +577,10 @@ pipelines = ["metered"]
         &log,
     );
     assert!(run.wait_for_log(&log, "metrics on http://", 1, Duration::from_secs(60)));
-    let text = std::fs::read_to_string(&log).expect("log");
-    let addr = text
-        .split("metrics on http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .expect("the address")
-        .to_owned();
+    let addr = logged_address(
+        &std::fs::read_to_string(&log).expect("log"),
+        "metrics on http://",
+    );
     // At 1,000 documents a second the run lasts about three seconds.
     let metrics = scrape(&format!("http://{addr}/metrics"));
     let published = value(

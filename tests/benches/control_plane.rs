@@ -26,19 +26,12 @@ use weir::run::{RunStatus, Runner};
 
 #[path = "common/measure.rs"]
 mod measure;
-use measure::process_cpu_seconds;
+use measure::{env_number, median_of as median, process_cpu_seconds};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const TOKEN: &str = "bench-token";
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// The run's config; plugin paths relative to the plugin directory.
 fn config(n: usize) -> String {
@@ -124,11 +117,6 @@ fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 fn main() {

@@ -30,19 +30,12 @@ use weir_tests::{authority, http_json, opensearch_url};
 
 #[path = "common/measure.rs"]
 mod measure;
-use measure::process_cpu_seconds;
+use measure::{env_number, median_of as median, process_cpu_seconds};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const BATCH: usize = 500;
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn generate(path: &Path, n: usize) {
     let mut out = BufWriter::new(std::fs::File::create(path).expect("create input"));
@@ -172,11 +165,6 @@ fn direct_timed(input: &Path, index: &str) -> (usize, f64, f64) {
         start.elapsed().as_secs_f64(),
         process_cpu_seconds() - cpu,
     )
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 fn main() {

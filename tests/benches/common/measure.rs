@@ -46,3 +46,16 @@ pub fn process_cpu_seconds() -> f64 {
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
+
+/// The number in environment variable `name`, or `default`.
+pub fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The median of `values` (the upper one of an even count).
+pub fn median_of(mut values: Vec<f64>) -> f64 {
+    median(&mut values)
+}
