@@ -211,3 +211,120 @@ fn lookup<'a>(table: &'a toml::Table, path: &str) -> Option<&'a toml::Value> {
     }
     Some(value)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An operator config with tenant `acme` (pipeline `a`, plugin `p.wasm`,
+    /// directory `acme/`) and `zeta` (pipeline `z`), in `dir`.
+    fn operator(dir: &Path) -> OperatorConfig {
+        std::fs::create_dir_all(dir.join("plugins")).expect("plugins dir");
+        std::fs::write(dir.join("plugins/p.wasm"), b"").expect("plugin file");
+        std::fs::create_dir_all(dir.join("acme/data")).expect("tenant dir");
+        std::fs::create_dir_all(dir.join("elsewhere")).expect("other dir");
+        let text = r#"
+            [server]
+            data_dir = "data"
+            plugin_dir = "plugins"
+            [[tenants]]
+            name = "acme"
+            token_env = "T"
+            pipelines = ["a"]
+            plugins = ["p.wasm"]
+            dirs = ["acme"]
+            limits = { memory_mib = 64 }
+            [[tenants]]
+            name = "zeta"
+            token_env = "Z"
+            pipelines = ["z"]
+            plugins = ["p.wasm"]
+        "#;
+        let path = dir.join("operator.toml");
+        std::fs::write(&path, text).expect("operator config");
+        OperatorConfig::load(&path).expect("valid operator config")
+    }
+
+    fn run(pipeline: &str, grants: &str) -> String {
+        format!(
+            r#"
+            [[connectors]]
+            name = "c"
+            pipeline = "{pipeline}"
+            plugin = {{ path = "p.wasm"{grants} }}
+            [[pipelines]]
+            name = "{pipeline}"
+            [indexer]
+            plugin = {{ path = "p.wasm" }}
+            "#
+        )
+    }
+
+    fn forbidden(text: &str, dir: &Path) -> Vec<String> {
+        let operator = operator(dir);
+        let acme = operator.tenant("acme").expect("acme");
+        match admit(text, acme, &operator, &dir.join("dl.jsonl")) {
+            Err(Refusal::Forbidden(reasons)) => reasons,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_admitted_config_gets_the_tenants_ceilings_and_its_own_dead_letters() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let operator = operator(dir.path());
+        let acme = operator.tenant("acme").expect("acme");
+        let grant = format!(
+            ", grants = {{ dirs = [{{ host = {:?}, guest = \"/d\" }}] }}",
+            dir.path().join("acme/data").display().to_string()
+        );
+        let config = admit(
+            &run("a", &grant),
+            acme,
+            &operator,
+            &dir.path().join("dl.jsonl"),
+        )
+        .expect("admitted");
+        assert_eq!(config.tenant_of("a"), Some("acme"));
+        assert_eq!(config.dead_letters.path, dir.path().join("dl.jsonl"));
+        for (_, spec) in config.plugins() {
+            assert_eq!(spec.limits.memory_mib, Some(64));
+            assert_eq!(spec.tenant.as_deref(), Some("acme"));
+        }
+    }
+
+    #[test]
+    fn a_symlink_out_of_the_tenants_directory_is_not_a_way_out() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        operator(dir.path());
+        let link = dir.path().join("acme/escape");
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).expect("symlink");
+        let grant = format!(
+            ", grants = {{ dirs = [{{ host = {:?}, guest = \"/d\" }}] }}",
+            link.display().to_string()
+        );
+        let reasons = forbidden(&run("a", &grant), dir.path());
+        assert!(
+            reasons.iter().any(|r| r.contains("not under a directory")),
+            "{reasons:?}"
+        );
+    }
+
+    #[test]
+    fn the_operators_keys_and_other_tenants_pipelines_are_refused_all_at_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reasons = forbidden(
+            &format!(
+                "[metrics]\naddr = \"0.0.0.0:1\"\n[runner]\ncache_dir = \"/tmp\"\n{}",
+                run("a", "")
+            ),
+            dir.path(),
+        );
+        assert_eq!(reasons.len(), 2, "{reasons:?}");
+        let reasons = forbidden(&run("z", ""), dir.path());
+        assert!(
+            reasons.iter().all(|r| r.contains("another tenant's")) && reasons.len() == 2,
+            "the pipeline and the connector naming it: {reasons:?}"
+        );
+    }
+}

@@ -361,7 +361,17 @@ impl ControlPlane {
                 let result = runner.run_validated(&plugins, &live.id);
                 plane.finish(&live, &result);
             })
-            .map_err(ApiError::internal)?;
+            .map_err(|e| {
+                // Never started: not live, and recorded as failed.
+                self.lock().runs.remove(&id);
+                let _ = self.store.finish(&RunRecord {
+                    status: "failure".into(),
+                    finished_ms: Some(now_ms()),
+                    error: Some(format!("cannot start the run's thread: {e}")),
+                    ..run.record()
+                });
+                ApiError::internal(e)
+            })?;
         tracing::info!(run_id = %id, tenant = %tenant.name, "run submitted");
         Ok((run, thread))
     }
