@@ -795,13 +795,14 @@ fn a_document_that_kills_its_worker_is_quarantined_after_max_deliveries() {
     );
     let mut indexer = setup.start("indexer", &["indexer"], &[]);
     let mut run = setup.run_kafka();
-    // One worker thread: a process that dies also leaves the records its
-    // other threads had in hand unfinished, and those count deliveries too
-    // (see the README): here only `poison` may be in hand.
-    let one_thread = [("WEIR__WORKER__THREADS", "1".to_owned())];
-    for delivery in 1..=2 {
+    // Two worker threads: a process that dies also leaves the record its
+    // other thread had in hand unfinished. Those bystanders must not be
+    // quarantined: past max_deliveries a record gets one delivery alone in
+    // its process, and only one that dies alone too is set aside.
+    let two_threads = [("WEIR__WORKER__THREADS", "2".to_owned())];
+    for delivery in 1..=3 {
         let name = format!("worker-{delivery}");
-        let mut worker = setup.start(&name, &["worker"], &one_thread);
+        let mut worker = setup.start(&name, &["worker"], &two_threads);
         assert!(
             worker.wait_for_log(
                 &setup.log_path(&name),
@@ -814,15 +815,20 @@ fn a_document_that_kills_its_worker_is_quarantined_after_max_deliveries() {
         );
         worker.kill_hard();
     }
-    // The third worker sets it aside without processing it.
-    let mut worker = setup.start("worker-3", &["worker"], &one_thread);
+    assert!(
+        setup.log("worker-3").contains("processed alone"),
+        "{}",
+        setup.log("worker-3")
+    );
+    // The fourth worker sets it aside without processing it.
+    let mut worker = setup.start("worker-4", &["worker"], &two_threads);
     assert_eq!(
         setup.exit_code(&mut run, Duration::from_secs(180)),
         3,
         "{}",
         setup.log("run")
     );
-    let log = setup.log("worker-3");
+    let log = setup.log("worker-4");
     assert!(
         log.contains("quarantined") && !log.contains("sleeping on poison"),
         "{log}"
@@ -856,7 +862,20 @@ fn a_document_that_kills_its_worker_is_quarantined_after_max_deliveries() {
         })
         .map(|v| String::from_utf8_lossy(v).into_owned())
         .unwrap_or_default();
-    assert!(error.contains("delivered 2 times"), "{error}");
+    assert!(
+        error.contains("delivered 3 times") && error.contains("the last time alone"),
+        "{error}"
+    );
+    // Only the culprit is on the fail topic.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if let Some(Ok(message)) = consumer.poll(Duration::from_millis(200)) {
+            panic!(
+                "a bystander was set aside: {:?}",
+                message.key().map(String::from_utf8_lossy)
+            );
+        }
+    }
     assert!(worker.stop() && indexer.stop());
 }
 

@@ -186,6 +186,8 @@ pub(super) struct Shared {
     pub(super) changed: Condvar,
     /// Numbers indexer batches, unique in the process.
     pub(super) batch_numbers: std::sync::atomic::AtomicU64,
+    /// Which worker threads have a record in hand (suspects go alone).
+    pub(super) solo: super::solo::Solo,
 }
 
 impl Shared {

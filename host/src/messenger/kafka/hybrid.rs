@@ -67,6 +67,7 @@ impl KafkaWorkerMessenger {
         capacity: usize,
     ) -> Result<Vec<(KafkaWorkerMessenger, HybridIndexerMessenger)>, MessengerError> {
         let shared = Arc::new(Shared::default());
+        shared.solo.set_members(pairs);
         let producer = Arc::new(shared_producer(topics, &shared)?);
         (0..pairs)
             .map(|member| {

@@ -30,6 +30,7 @@ mod indexer;
 mod letters;
 mod liveness;
 mod publisher;
+mod solo;
 mod topics;
 mod wire;
 mod worker;

@@ -11,6 +11,7 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::delivery::{Deliveries, Origin, Shared, Tag, Tracker, produce, shared_producer};
 use super::indexer::Revocations;
+use super::solo::Hand;
 use super::wire::{
     EventBuffer, Lineage, Pass, commit_failed, dead_letter, document_from, document_headers,
     fail_event, log_assignment, poll_error, raw_dead_letter, too_large, undecodable,
@@ -115,6 +116,8 @@ pub struct KafkaWorkerMessenger {
     /// The partition whose first record since its assignment is being
     /// processed, with a delivery count committed for it (poison pills).
     pub(super) probation: Option<i32>,
+    /// How this thread holds the record it is processing, if any.
+    pub(super) hand: Option<Hand>,
 }
 
 impl std::fmt::Debug for KafkaWorkerMessenger {
@@ -155,6 +158,7 @@ impl KafkaWorkerMessenger {
     /// producer between them (fewer clients, fuller batches).
     pub fn for_threads(topics: &KafkaTopics, threads: usize) -> Result<Vec<Self>, MessengerError> {
         let shared = Arc::new(Shared::default());
+        shared.solo.set_members(threads);
         let producer = Arc::new(shared_producer(topics, &shared)?);
         (0..threads)
             .map(|member| {
@@ -206,6 +210,7 @@ impl KafkaWorkerMessenger {
             last_commit: Instant::now(),
             committed: HashMap::default(),
             probation: None,
+            hand: None,
         })
     }
 
@@ -256,6 +261,41 @@ impl KafkaWorkerMessenger {
 /// The commit metadata that counts deliveries of the record at its offset.
 const DELIVERIES: &str = "weir.deliveries=";
 
+/// The deliveries of a record that never finished, as its commit metadata
+/// keeps them: `weir.deliveries=3`, `weir.deliveries=3;alone` (the last
+/// was processed alone in its process), `...;died-alone` (an earlier one
+/// was, and its process died).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Delivery {
+    count: u32,
+    alone: bool,
+    died_alone: bool,
+}
+
+impl Delivery {
+    fn parse(metadata: &str) -> Option<Self> {
+        let mut parts = metadata.strip_prefix(DELIVERIES)?.split(';');
+        let count = parts.next()?.parse().ok()?;
+        let flags: Vec<&str> = parts.collect();
+        Some(Self {
+            count,
+            alone: flags.contains(&"alone"),
+            died_alone: flags.contains(&"died-alone"),
+        })
+    }
+
+    fn metadata(&self) -> String {
+        let mut text = format!("{DELIVERIES}{}", self.count);
+        if self.alone {
+            text.push_str(";alone");
+        }
+        if self.died_alone {
+            text.push_str(";died-alone");
+        }
+        text
+    }
+}
+
 impl KafkaWorkerMessenger {
     /// How many times the record at `offset` of `partition`, the first this
     /// consumer got since the partition was assigned, has now been
@@ -264,7 +304,7 @@ impl KafkaWorkerMessenger {
     /// is counted only while it is the first one of a fresh assignment and
     /// nothing after it was committed: only a record that killed its
     /// workers before they finished it accumulates deliveries.
-    fn count_delivery(&self, partition: i32, offset: i64) -> u32 {
+    fn count_delivery(&self, partition: i32, offset: i64) -> Delivery {
         let timeout = Duration::from_secs(10);
         let mut asked = TopicPartitionList::new();
         asked.add_partition(&self.source, partition);
@@ -272,23 +312,45 @@ impl KafkaWorkerMessenger {
             Ok(committed) => committed
                 .find_partition(&self.source, partition)
                 .filter(|e| e.offset() == Offset::Offset(offset))
-                .and_then(|e| e.metadata().strip_prefix(DELIVERIES)?.parse::<u32>().ok())
-                .unwrap_or(0),
+                .and_then(|e| Delivery::parse(e.metadata()))
+                .unwrap_or_default(),
             Err(e) => {
                 tracing::warn!(partition, error = %e, "cannot read the delivery count; counting this delivery as the first");
-                0
+                Delivery::default()
             }
         };
-        let deliveries = before + 1;
+        let max = self.topics.config.max_deliveries;
+        let this = Delivery {
+            count: before.count + 1,
+            // Past the limit it goes alone (it is then the only record this
+            // process has in hand): a crash then is surely its own.
+            alone: self.shared.solo.always_alone() || before.count + 1 > max,
+            died_alone: before.died_alone || before.alone,
+        };
+        // Alone is recorded only once the record is held alone: one waiting
+        // for its turn when the process dies was not alone.
+        let always = self.shared.solo.always_alone();
+        self.record_delivery(
+            partition,
+            offset,
+            Delivery {
+                alone: always,
+                ..this
+            },
+        );
+        this
+    }
+
+    /// Commit `delivery` as the metadata of `offset` (which stays where it is).
+    fn record_delivery(&self, partition: i32, offset: i64, delivery: Delivery) {
         let mut count = TopicPartitionList::new();
         let mut entry = count.add_partition(&self.source, partition);
         if entry.set_offset(Offset::Offset(offset)).is_ok() {
-            entry.set_metadata(format!("{DELIVERIES}{deliveries}"));
+            entry.set_metadata(delivery.metadata());
             if let Err(e) = self.consumer.commit(&count, CommitMode::Sync) {
                 tracing::warn!(partition, error = %e, "cannot record the delivery count");
             }
         }
-        deliveries
     }
 
     /// The first record of `partition` since its assignment is done: commit
@@ -347,15 +409,22 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                 fresh
             };
             let max = self.topics.config.max_deliveries;
+            let mut hand = Hand::Shared;
+            let mut suspect = None;
             if fresh && max > 0 {
-                let deliveries = self.count_delivery(partition, offset);
+                let delivery = self.count_delivery(partition, offset);
+                let deliveries = delivery.count;
                 self.committed.insert(partition, offset);
-                if deliveries > max {
+                if delivery.alone {
+                    hand = Hand::Alone;
+                    suspect = Some(delivery);
+                }
+                if deliveries > max && delivery.died_alone {
                     // The workers before died on it: never again.
                     let failure = Failure {
                         plugin: "kafka".into(),
                         message: format!(
-                            "quarantined: delivered {} times and never finished (its worker died on it: an abort, an out-of-memory kill?); kafka.max_deliveries is {max}",
+                            "quarantined: delivered {} times and never finished, the last time alone in its worker process (its worker died on it: an abort, an out-of-memory kill?); kafka.max_deliveries is {max}",
                             deliveries - 1
                         ),
                         attempts: deliveries - 1,
@@ -374,7 +443,22 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                 self.probation = Some(partition);
             }
             match document_from(message.payload()) {
-                Ok(doc) => return Ok(Polled::Item(doc)),
+                Ok(doc) => {
+                    self.shared.solo.take(hand);
+                    self.hand = Some(hand);
+                    if let Some(delivery) = suspect
+                        && !self.shared.solo.always_alone()
+                    {
+                        self.record_delivery(partition, offset, delivery);
+                        tracing::warn!(
+                            partition,
+                            offset,
+                            deliveries = delivery.count,
+                            "a record whose workers died with it in hand is processed alone"
+                        );
+                    }
+                    return Ok(Polled::Item(doc));
+                }
                 Err(e) => {
                     // Not a document: dead-letter the raw bytes, never drop
                     // them, and fail its id (the key) in its run.
@@ -462,12 +546,19 @@ impl WorkerMessenger for KafkaWorkerMessenger {
         if let Some(partition) = self.probation.take() {
             self.end_probation(partition);
         }
+        if let Some(hand) = self.hand.take() {
+            self.shared.solo.put_down(hand);
+        }
         self.commit()
     }
 }
 
 impl Drop for KafkaWorkerMessenger {
     fn drop(&mut self) {
+        // A record given up in hand must not hold the other threads off.
+        if let Some(hand) = self.hand.take() {
+            self.shared.solo.put_down(hand);
+        }
         // Finish what was sent, commit what is complete, leave the group. A
         // Hybrid pair's indexer sees its queue close, and indexes what is on it.
         if let Output::Pair { queue, .. } = &mut self.output {
@@ -487,5 +578,39 @@ impl Drop for KafkaWorkerMessenger {
             tracing::warn!(error = %e, "final commit failed; records will be redelivered");
         }
         self.consumer.unsubscribe();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Delivery;
+
+    #[test]
+    fn delivery_counts_round_trip_through_commit_metadata() {
+        for d in [
+            Delivery {
+                count: 1,
+                alone: false,
+                died_alone: false,
+            },
+            Delivery {
+                count: 3,
+                alone: true,
+                died_alone: false,
+            },
+            Delivery {
+                count: 4,
+                alone: true,
+                died_alone: true,
+            },
+        ] {
+            assert_eq!(Delivery::parse(&d.metadata()), Some(d));
+        }
+        // Counts written before the flags existed still read.
+        assert_eq!(
+            Delivery::parse("weir.deliveries=2").map(|d| d.count),
+            Some(2)
+        );
+        assert_eq!(Delivery::parse("something else"), None);
     }
 }
