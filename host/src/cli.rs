@@ -12,9 +12,6 @@ use crate::messenger::kafka::{
     HeartbeatSender, KafkaIndexerMessenger, KafkaMessengers, KafkaTopics, KafkaWorkerMessenger,
 };
 use crate::messenger::{IndexerMessenger, LocalMessengers, ServerRole, WorkerMessenger};
-use crate::plugin::{
-    InstancePolicy, PluginRuntime, PoolOptions, RuntimeOptions, default_cache_dir,
-};
 use crate::run::{RunResult, RunStatus, Runner, Shutdown, new_run_id};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -535,7 +532,7 @@ fn prepare(path: &Path) -> anyhow::Result<Option<Runner>> {
             return Ok(None);
         }
     };
-    let runtime = runtime_for(&config)?;
+    let runtime = crate::run::runtime_for(&config)?;
     let messengers = Arc::new(LocalMessengers {
         capacity: config.publisher.queue_capacity,
         max_bytes: config.publisher.queue_max_bytes(),
@@ -560,7 +557,7 @@ fn prepare_kafka(path: &Path) -> anyhow::Result<Option<(Runner, KafkaConfig)>> {
         report_invalid(path, &missing);
         return Ok(None);
     };
-    let runtime = runtime_for(&config)?;
+    let runtime = crate::run::runtime_for(&config)?;
     let messengers = Arc::new(KafkaMessengers::new(kafka.clone()));
     Ok(Some((Runner::new(config, runtime, messengers), kafka)))
 }
@@ -756,34 +753,6 @@ fn control_plane(path: &Path, metrics_addr: Option<&str>) -> anyhow::Result<u8> 
     plane.shut_down();
     drop(server);
     Ok(0)
-}
-
-pub(crate) fn runtime_for(config: &Config) -> anyhow::Result<PluginRuntime> {
-    let plugins = config.plugins();
-    // Fresh instances per document come from a pool of pre-reserved slots:
-    // enough for every instance the process may hold, twice over.
-    let fresh = plugins
-        .iter()
-        .any(|(_, spec)| spec.instance == InstancePolicy::Fresh);
-    let pool = fresh.then(|| {
-        let stages: usize = config.pipelines.iter().map(|p| p.stages.len() + 1).sum();
-        let instances = 2 * (config.worker.threads * stages + config.connectors.len() + 4);
-        PoolOptions {
-            instances: u32::try_from(instances).unwrap_or(u32::MAX),
-            max_memory_mib: plugins
-                .iter()
-                .map(|(_, spec)| spec.limits.memory_mib())
-                .max()
-                .unwrap_or(256),
-        }
-    });
-    PluginRuntime::new(RuntimeOptions {
-        cache_dir: config.runner.cache_dir.clone().or_else(default_cache_dir),
-        cache_max_bytes: config.runner.cache_max_mib.saturating_mul(1 << 20),
-        pool,
-        ..RuntimeOptions::default()
-    })
-    .context("cannot start the plugin runtime")
 }
 
 fn report_invalid(path: &Path, errors: &ConfigErrors) -> u8 {

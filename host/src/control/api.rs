@@ -45,9 +45,7 @@ pub fn routes(plane: Arc<ControlPlane>) -> Router {
         .route("/", get(|| async { Html(PAGE) }))
         .route("/api/runs", post(submit).get(list))
         .route("/api/runs/{id}", get(one))
-        .route("/api/runs/{id}/pause", post(pause))
-        .route("/api/runs/{id}/resume", post(resume))
-        .route("/api/runs/{id}/stop", post(stop))
+        .route("/api/runs/{id}/{action}", post(control))
         .route("/api/runs/{id}/dead-letters", get(dead_letters))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_CONFIG_BYTES))
         .with_state(plane)
@@ -104,20 +102,23 @@ async fn one(State(plane): State<Plane>, headers: HeaderMap, Path(id): Path<Stri
     respond(principal(&plane, &headers).and_then(|who| plane.get(&who, &id)))
 }
 
-async fn pause(State(plane): State<Plane>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    respond(principal(&plane, &headers).and_then(|who| plane.pause(&who, &id)))
-}
-
-async fn resume(
+/// `POST /api/runs/{id}/pause`, `/resume` or `/stop`.
+async fn control(
     State(plane): State<Plane>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Path((id, action)): Path<(String, String)>,
 ) -> Response {
-    respond(principal(&plane, &headers).and_then(|who| plane.resume(&who, &id)))
-}
-
-async fn stop(State(plane): State<Plane>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    respond(principal(&plane, &headers).and_then(|who| plane.stop(&who, &id)))
+    respond(
+        principal(&plane, &headers).and_then(|who| match action.as_str() {
+            "pause" => plane.pause(&who, &id),
+            "resume" => plane.resume(&who, &id),
+            "stop" => plane.stop(&who, &id),
+            _ => Err(ApiError::new(
+                404,
+                format!("no action `{action}`: pause, resume or stop"),
+            )),
+        }),
+    )
 }
 
 async fn dead_letters(

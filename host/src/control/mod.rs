@@ -324,7 +324,7 @@ impl ControlPlane {
                 },
             })?;
         config.runner.cache_dir = self.operator.server.cache_dir.clone();
-        let runtime = crate::cli::runtime_for(&config).map_err(ApiError::internal)?;
+        let runtime = crate::run::runtime_for(&config).map_err(ApiError::internal)?;
         let messengers = Arc::new(LocalMessengers {
             capacity: config.publisher.queue_capacity,
             max_bytes: config.publisher.queue_max_bytes(),

@@ -32,8 +32,8 @@ use crate::config::{Config, ConfigError, ConfigErrors, ConnectorConfig};
 use crate::document::Document;
 use crate::messenger::{MessengerFactory, MessengerParts, Polled, PublisherMessenger};
 use crate::plugin::{
-    ConnectorInstance, ConnectorPlugin, IndexerPlugin, PluginError, PluginRuntime, PluginSpec,
-    StagePlugin,
+    ConnectorInstance, ConnectorPlugin, IndexerPlugin, InstancePolicy, PluginError, PluginRuntime,
+    PluginSpec, PoolOptions, RuntimeOptions, StagePlugin, default_cache_dir,
 };
 use crate::telemetry::RunStats;
 use crate::telemetry::meters::{IndexerMeters, PipelineMeters, Scope};
@@ -313,6 +313,36 @@ fn config_error(location: impl Into<String>, message: impl Into<String>) -> Conf
         location: location.into(),
         message: message.into(),
     }
+}
+
+/// The plugin runtime a run of `config` needs: its component cache, and
+/// a pool of pre-reserved instance slots when a plugin wants fresh instances.
+pub fn runtime_for(config: &Config) -> anyhow::Result<PluginRuntime> {
+    let plugins = config.plugins();
+    // Fresh instances per document come from a pool of pre-reserved slots:
+    // enough for every instance the process may hold, twice over.
+    let fresh = plugins
+        .iter()
+        .any(|(_, spec)| spec.instance == InstancePolicy::Fresh);
+    let pool = fresh.then(|| {
+        let stages: usize = config.pipelines.iter().map(|p| p.stages.len() + 1).sum();
+        let instances = 2 * (config.worker.threads * stages + config.connectors.len() + 4);
+        PoolOptions {
+            instances: u32::try_from(instances).unwrap_or(u32::MAX),
+            max_memory_mib: plugins
+                .iter()
+                .map(|(_, spec)| spec.limits.memory_mib())
+                .max()
+                .unwrap_or(256),
+        }
+    });
+    PluginRuntime::new(RuntimeOptions {
+        cache_dir: config.runner.cache_dir.clone().or_else(default_cache_dir),
+        cache_max_bytes: config.runner.cache_max_mib.saturating_mul(1 << 20),
+        pool,
+        ..RuntimeOptions::default()
+    })
+    .map_err(|e| anyhow::anyhow!("cannot start the plugin runtime: {e:#}"))
 }
 
 /// A fresh run id: time-ordered, unique enough for topics and logs.
@@ -903,6 +933,7 @@ impl Runner {
         } = *run;
         let timeout = self.config.runner.connector_timeout;
         tracing::debug!("connector executing");
+        let scope = self.scope(&c.pipeline);
         let sink = Publish {
             messenger: Arc::clone(publisher),
             accounting: Arc::clone(accounting),
@@ -910,8 +941,8 @@ impl Runner {
             abort: abort.clone(),
             interrupt: self.interrupt.clone(),
             pause: self.pause.clone(),
-            published: self.scope(&c.pipeline).published(&c.name),
-            scope: self.scope(&c.pipeline),
+            published: scope.published(&c.name),
+            scope,
             throttle: self.throttle.clone(),
         };
         // The runner's own deadline check reports a connector timeout; the
