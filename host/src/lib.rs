@@ -42,6 +42,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod core;
 pub mod control;
 pub mod document;
 pub mod event;
@@ -52,25 +53,3 @@ pub mod run;
 pub mod scaffold;
 pub mod telemetry;
 pub mod testing;
-
-/// The longest start of `text` of at most `max` bytes that ends on a
-/// character boundary; `None` when all of `text` fits.
-pub(crate) fn cut_at(text: &str, max: usize) -> Option<&str> {
-    if text.len() <= max {
-        return None;
-    }
-    let end = (0..=max)
-        .rev()
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(0);
-    Some(&text[..end])
-}
-
-/// The message of a caught panic.
-pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".into())
-}

@@ -260,7 +260,7 @@ impl GuestOutput {
 /// A log line cut to [`MAX_LINE_BYTES`] (on a character boundary), saying
 /// how much was cut: one call must not write megabytes to the log.
 fn clip_line(line: String) -> String {
-    match crate::cut_at(&line, MAX_LINE_BYTES) {
+    match crate::core::text::cut_at(&line, MAX_LINE_BYTES) {
         Some(kept) => format!("{kept}... ({} more bytes cut)", line.len() - kept.len()),
         None => line,
     }
@@ -377,7 +377,7 @@ pub(crate) fn from_wit(value: Value, max_bytes: usize) -> Result<Json, document:
         Value::Number(text) => Json::Number(serde_json::from_str(&text).map_err(|_| {
             document::FieldError::WrongType(format!(
                 "`{}` is not a JSON number",
-                crate::cut_at(&text, 64).map_or_else(|| text.clone(), |kept| format!("{kept}..."))
+                crate::core::text::cut_at(&text, 64).map_or_else(|| text.clone(), |kept| format!("{kept}..."))
             ))
         })?),
         Value::Json(text) => document::parse_value_within(&text, max_bytes)?,

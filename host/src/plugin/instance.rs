@@ -242,7 +242,7 @@ impl Loaded {
             Ok(Some(Err(error))) => Err(self.classify(error, store, timeout)),
             Ok(None) if cancel.is_cancelled() => Err(TrapCause::Cancelled),
             Ok(None) => Err(TrapCause::Deadline(timeout)),
-            Err(panic) => Err(TrapCause::HostPanic(crate::panic_text(&*panic))),
+            Err(panic) => Err(TrapCause::HostPanic(crate::core::text::panic_text(&*panic))),
         }
     }
 }

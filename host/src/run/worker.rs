@@ -228,7 +228,7 @@ impl Worker {
         processed.unwrap_or_else(|panic| {
             let message = format!(
                 "the host failed while processing it (a bug in Weir, please report it): {}",
-                crate::panic_text(&*panic)
+                crate::core::text::panic_text(&*panic)
             );
             tracing::error!(doc_id = %id, %message, "worker caught a panic");
             let mut stub = Document::new(id);
