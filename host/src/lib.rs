@@ -40,16 +40,15 @@
 //! # }
 //! ```
 
-pub mod cli;
 pub mod config;
-pub mod core;
 pub mod control;
+pub mod core;
 pub mod document;
 pub mod event;
 pub mod http;
 pub mod messenger;
 pub mod plugin;
 pub mod run;
-pub mod scaffold;
 pub mod telemetry;
 pub mod testing;
+pub mod topology;

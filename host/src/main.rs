@@ -1,5 +1,7 @@
 //! `weir`: run and validate ingestion configs. See `weir --help`.
 
+mod cli;
+
 use std::process::ExitCode;
 
 /// Documents are made on one thread and freed on another; mimalloc handles
@@ -8,5 +10,5 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    ExitCode::from(weir::cli::run(std::env::args_os()))
+    ExitCode::from(cli::run(std::env::args_os()))
 }

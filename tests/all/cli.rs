@@ -4,11 +4,18 @@ use std::path::{Path, PathBuf};
 
 use weir_tests::{plugins_dir, repo_root, with_plugins};
 
+const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
+
+/// The exit code of the `weir` binary run with `args`.
 fn weir(args: &[&str]) -> u8 {
-    let argv = std::iter::once("weir")
-        .chain(args.iter().copied())
-        .map(Into::into);
-    weir::cli::run(argv)
+    let status = std::process::Command::new(WEIR)
+        .args(args)
+        .status()
+        .expect("the weir binary starts");
+    status
+        .code()
+        .and_then(|c| u8::try_from(c).ok())
+        .expect("weir exits with a code")
 }
 
 /// The bundled example config, pointed at a fresh output directory and cache.
@@ -215,5 +222,28 @@ fn replay_sends_a_runs_dead_letters_through_the_pipeline_again() {
     assert_eq!(
         weir(&["replay", &failing, other.to_str().expect("utf-8")]),
         1
+    );
+}
+
+#[test]
+fn a_closed_standard_output_ends_a_printing_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A pipe whose reader is gone before weir writes: `weir ... | head` after head ended.
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let project = dir.path().join("closed-pipe");
+    let output = std::process::Command::new(WEIR)
+        .args(["new", "stage", "closed-pipe", "--dir"])
+        .arg(&project)
+        .stdout(writer)
+        .output()
+        .expect("the weir binary starts");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.signal(), Some(libc::SIGPIPE), "{stderr}");
+    assert!(
+        project.join("build.sh").is_file(),
+        "the command did its work first"
     );
 }

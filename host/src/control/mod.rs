@@ -21,8 +21,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::messenger::LocalMessengers;
-use crate::run::{Interrupt, Pause, RunResult, Runner, Throttle};
+use crate::run::{Interrupt, Pause, RunResult, Throttle};
 use crate::telemetry::RunStats;
 use admit::Refusal;
 use operator::{OperatorConfig, TenantPolicy};
@@ -324,12 +323,8 @@ impl ControlPlane {
                 },
             })?;
         config.runner.cache_dir = self.operator.server.cache_dir.clone();
-        let runtime = crate::run::runtime_for(&config).map_err(ApiError::internal)?;
-        let messengers = Arc::new(LocalMessengers {
-            capacity: config.publisher.queue_capacity,
-            max_bytes: config.publisher.queue_max_bytes(),
-        });
-        let mut runner = Runner::new(config, runtime, messengers);
+        let mut runner = crate::topology::runner(config, crate::topology::Mode::Local)
+            .map_err(ApiError::internal)?;
         if let Some(throttle) = self.throttles.get(&tenant.name) {
             runner = runner.with_throttle(Arc::clone(throttle));
         }

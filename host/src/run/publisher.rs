@@ -2,7 +2,9 @@
 //! and the sink through which a connector publishes.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
+
+pub(crate) use super::stop::Abort;
 use std::time::Duration;
 
 use crate::document::Document;
@@ -13,25 +15,6 @@ use crate::telemetry::RunStats;
 
 /// How long a blocked publish waits before checking whether the run aborted.
 const PUBLISH_WAIT: Duration = Duration::from_millis(50);
-
-/// The first reason a run must stop, shared by every thread of a connector.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Abort(Arc<OnceLock<String>>);
-
-impl Abort {
-    /// Record `reason` unless a reason is already recorded.
-    pub(crate) fn trigger(&self, reason: impl Into<String>) {
-        let _ = self.0.set(reason.into());
-    }
-
-    pub(crate) fn reason(&self) -> Option<&str> {
-        self.0.get().map(String::as_str)
-    }
-
-    pub(crate) fn is_set(&self) -> bool {
-        self.0.get().is_some()
-    }
-}
 
 /// Pending documents and outcome counts for one connector.
 ///
@@ -472,14 +455,5 @@ mod tests {
         assert_eq!((settled.duplicates, settled.foreign), (2, 1));
         assert_eq!(Accounting::get(&a.succeeded), 2, "each document once");
         assert_eq!(Accounting::get(&a.failed), 0);
-    }
-
-    #[test]
-    fn abort_keeps_the_first_reason() {
-        let abort = Abort::default();
-        assert!(!abort.is_set());
-        abort.trigger("first");
-        abort.trigger("second");
-        assert_eq!(abort.reason(), Some("first"));
     }
 }

@@ -4,12 +4,10 @@
 use std::sync::Arc;
 use std::thread;
 
+use super::pipeline::{spawn_in_span, start_stages};
 use super::publisher::Abort;
-use super::{LoadedPlugins, Runner, spawn_in_span, start_stages};
+use super::{LoadedPlugins, Runner, StopReason};
 use crate::messenger::{IndexerMessenger, WorkerMessenger};
-
-/// The reason recorded when a process is asked to stop.
-const SHUTDOWN: &str = "shutdown requested";
 
 /// Tells serving workers and indexers to finish the document at hand, commit
 /// what is complete, and stop. Clone it into a signal handler.
@@ -18,7 +16,7 @@ pub struct Shutdown(Abort);
 
 impl Shutdown {
     pub fn trigger(&self) {
-        self.0.trigger(SHUTDOWN);
+        self.0.trigger(StopReason::Shutdown);
     }
 
     /// Whether the process was told to stop (or must stop).
@@ -29,8 +27,8 @@ impl Shutdown {
     /// Why serving ended: `Ok` for a requested shutdown.
     fn outcome(&self) -> Result<(), String> {
         match self.0.reason() {
-            None | Some(SHUTDOWN) => Ok(()),
-            Some(reason) => Err(reason.to_owned()),
+            None | Some(StopReason::Shutdown) => Ok(()),
+            Some(reason) => Err(reason.to_string()),
         }
     }
 }
@@ -150,7 +148,7 @@ impl Runner {
                     spawn_in_span(scope, &format!("weir-indexer-{i}"), move || {
                         indexer.run();
                         if let Some(reason) = failed.reason() {
-                            workers_abort.trigger(reason);
+                            workers_abort.trigger(reason.clone());
                         }
                     })
                 })

@@ -27,16 +27,19 @@ pub enum Lang {
 
 /// The contract, vendored into every project.
 const WIT: [(&str, &str); 3] = [
-    ("wit/document.wit", include_str!("../../wit/document.wit")),
-    ("wit/types.wit", include_str!("../../wit/types.wit")),
-    ("wit/worlds.wit", include_str!("../../wit/worlds.wit")),
+    (
+        "wit/document.wit",
+        include_str!("../../../wit/document.wit"),
+    ),
+    ("wit/types.wit", include_str!("../../../wit/types.wit")),
+    ("wit/worlds.wit", include_str!("../../../wit/worlds.wit")),
 ];
 
 /// `(path in the project, text)` for each file of an SDK directory of the
 /// repository, vendored into `.weir/`.
 macro_rules! vendored {
     ($dir:literal: $($file:literal),+ $(,)?) => {
-        &[$((concat!(".weir/", $file), include_str!(concat!("../../plugins/", $dir, "/", $file)))),+]
+        &[$((concat!(".weir/", $file), include_str!(concat!("../../../plugins/", $dir, "/", $file)))),+]
     };
 }
 
@@ -44,7 +47,7 @@ macro_rules! vendored {
 const RUST_SDK: &[(&str, &str)] = &[
     (
         ".weir/sdk-rust/src/lib.rs",
-        include_str!("../../plugins/sdk/src/lib.rs"),
+        include_str!("../../../plugins/sdk/src/lib.rs"),
     ),
     (
         ".weir/sdk-rust/Cargo.toml",

@@ -1,0 +1,251 @@
+//! The commands that load a config: `weir validate`, `run`, `replay`, the
+//! serving processes and `weir serve`. Each loads, asks `weir::topology`
+//! for what runs, and turns the outcome into output and an exit code.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use weir::config::{Config, ConfigErrors};
+use weir::messenger::kafka::KafkaTopics;
+use weir::run::{RunStatus, Runner, Shutdown, new_run_id};
+use weir::telemetry::export::Health;
+use weir::topology::serving::{self, Role};
+use weir::topology::{self, Mode, SetupError};
+
+use super::EXIT_INVALID_CONFIG;
+use super::signals::{control_by_signals, on_pause_signals, on_signal};
+use super::summary::{Progress, print_summary};
+
+/// Why a command ended before it ran: an invalid config (already reported,
+/// exit 2) or an error.
+enum Stopped {
+    Invalid,
+    Error(anyhow::Error),
+}
+
+impl From<SetupError> for Stopped {
+    fn from(e: SetupError) -> Self {
+        Self::Error(anyhow::Error::msg(e.to_string()))
+    }
+}
+
+/// Load `path` and build its runner in `mode`, reporting invalid configs.
+fn prepare(path: &Path, mode: Mode) -> Result<Runner, Stopped> {
+    let config = Config::load(path).map_err(|errors| {
+        report_invalid(path, &errors);
+        Stopped::Invalid
+    })?;
+    topology::runner(config, mode).map_err(|e| match e {
+        SetupError::Invalid(errors) => {
+            report_invalid(path, &errors);
+            Stopped::Invalid
+        }
+        other => other.into(),
+    })
+}
+
+/// [`prepare`], then validate the plugins too.
+fn prepare_validated(
+    path: &Path,
+    mode: Mode,
+) -> Result<(Runner, weir::run::LoadedPlugins), Stopped> {
+    let runner = prepare(path, mode)?;
+    match runner.validate() {
+        Ok(plugins) => Ok((runner, plugins)),
+        Err(errors) => {
+            report_invalid(path, &errors);
+            Err(Stopped::Invalid)
+        }
+    }
+}
+
+/// The exit code of a command that stopped before it ran.
+fn stopped(result: Result<u8, Stopped>) -> anyhow::Result<u8> {
+    match result {
+        Ok(code) => Ok(code),
+        Err(Stopped::Invalid) => Ok(EXIT_INVALID_CONFIG),
+        Err(Stopped::Error(e)) => Err(e),
+    }
+}
+
+fn report_invalid(path: &Path, errors: &ConfigErrors) -> u8 {
+    eprint!("{}: {errors}", path.display());
+    EXIT_INVALID_CONFIG
+}
+
+/// `weir validate`.
+pub(super) fn validate(path: &Path) -> anyhow::Result<u8> {
+    stopped(prepare_validated(path, Mode::Local).map(|_| {
+        println!("{}: valid", path.display());
+        0
+    }))
+}
+
+/// The ops server, signals and progress of a run, around `run`.
+fn run_with_controls(
+    runner: &Runner,
+    metrics_addr: Option<&str>,
+    no_progress: bool,
+    run: impl FnOnce() -> Result<weir::run::RunResult, u8>,
+) -> Result<u8, Stopped> {
+    let health = Health::default();
+    let _ops = topology::ops_server(
+        metrics_addr.or(runner.config().metrics.addr.as_deref()),
+        &health,
+    )?;
+    health.ready();
+    control_by_signals(runner).map_err(Stopped::Error)?;
+    let progress = Progress::start(runner, no_progress);
+    let result = run();
+    progress.finish();
+    Ok(match result {
+        Ok(result) => {
+            print_summary(&result);
+            result.status().exit_code()
+        }
+        Err(code) => code,
+    })
+}
+
+/// `weir run`.
+pub(super) fn run(
+    path: &Path,
+    mode: Mode,
+    no_progress: bool,
+    metrics_addr: Option<&str>,
+) -> anyhow::Result<u8> {
+    stopped(prepare_validated(path, mode).and_then(|(runner, plugins)| {
+        run_with_controls(&runner, metrics_addr, no_progress, || {
+            Ok(runner.run_validated(&plugins, &new_run_id()))
+        })
+    }))
+}
+
+/// Where `weir replay` reads dead letters: a file, or a pipeline's fail topic.
+pub(super) struct Letters {
+    pub(super) file: Option<PathBuf>,
+    pub(super) fail_topic: Option<String>,
+}
+
+/// `weir replay`.
+pub(super) fn replay(
+    path: &Path,
+    from: Letters,
+    pipeline: Option<&str>,
+    no_progress: bool,
+    metrics_addr: Option<&str>,
+) -> anyhow::Result<u8> {
+    let runner = match prepare(path, Mode::Local) {
+        Ok(runner) => runner,
+        Err(e) => return stopped(Err(e)),
+    };
+    let (letters, source) = match (&from.file, &from.fail_topic) {
+        (Some(file), _) => (
+            weir::run::read_dead_letters(file).map_err(anyhow::Error::msg)?,
+            file.display().to_string(),
+        ),
+        (None, Some(failed_in)) => {
+            let Some(kafka) = runner.config().kafka.clone() else {
+                eprintln!("error: --fail-topic needs a [kafka] section in the config");
+                return Ok(EXIT_INVALID_CONFIG);
+            };
+            let topics = KafkaTopics::new(kafka, failed_in);
+            let (letters, skipped) = weir::messenger::kafka::read_fail_topic(&topics, failed_in)?;
+            if skipped > 0 {
+                eprintln!(
+                    "{skipped} messages on {} are not documents: not replayed",
+                    topics.fail()
+                );
+            }
+            (letters, topics.fail())
+        }
+        (None, None) => unreachable!("clap requires a file or --fail-topic"),
+    };
+    let plugins = match runner.validate() {
+        Ok(plugins) => plugins,
+        Err(errors) => return Ok(report_invalid(path, &errors)),
+    };
+    eprintln!(
+        "replaying {} dead letter{} from {source}",
+        letters.len(),
+        if letters.len() == 1 { "" } else { "s" },
+    );
+    stopped(run_with_controls(
+        &runner,
+        metrics_addr,
+        no_progress,
+        || {
+            runner
+                .replay(&plugins, &new_run_id(), letters, pipeline)
+                .map_err(|e| {
+                    eprintln!("error: {e}");
+                    EXIT_INVALID_CONFIG
+                })
+        },
+    ))
+}
+
+/// `weir worker` / `weir indexer` / `weir worker-indexer`: serve one
+/// pipeline until SIGINT or SIGTERM.
+pub(super) fn serve(
+    path: &Path,
+    pipeline: Option<String>,
+    role: Role,
+    metrics_addr: Option<&str>,
+) -> anyhow::Result<u8> {
+    let (runner, plugins) = match prepare_validated(path, Mode::Kafka) {
+        Ok(prepared) => prepared,
+        Err(e) => return stopped(Err(e)),
+    };
+    let pipeline = serving::pipeline_to_serve(runner.config(), pipeline)?;
+    let health = Health::default();
+    let _ops = topology::ops_server(
+        metrics_addr.or(runner.config().metrics.addr.as_deref()),
+        &health,
+    )?;
+    let span = tracing::info_span!("serve", pipeline = %pipeline, tenant = tracing::field::Empty);
+    if let Some(tenant) = runner.config().tenant_of(&pipeline) {
+        span.record("tenant", tenant);
+    }
+    let _entered = span.enter();
+    let shutdown = Shutdown::default();
+    let handler = shutdown.clone();
+    let stopping = health.clone();
+    on_signal(move || {
+        stopping.stopping();
+        handler.trigger();
+    })?;
+    on_pause_signals(runner.pauser())?;
+    match serving::serve(&runner, &plugins, &pipeline, role, &shutdown, &health)? {
+        Ok(()) => {
+            tracing::info!("stopped");
+            Ok(0)
+        }
+        Err(reason) => {
+            eprintln!("error: {reason}");
+            Ok(RunStatus::Failure.exit_code())
+        }
+    }
+}
+
+/// `weir serve`: the control plane until SIGINT or SIGTERM.
+pub(super) fn control_plane(path: &Path, metrics_addr: Option<&str>) -> anyhow::Result<u8> {
+    let operator = weir::control::operator::OperatorConfig::load(path)?;
+    let addr = metrics_addr.unwrap_or(&operator.server.addr).to_owned();
+    let plane = weir::control::ControlPlane::new(operator)?;
+    let health = Health::default();
+    let routes = weir::control::routes(Arc::clone(&plane)).merge(topology::ops_routes(&health)?);
+    let server = weir::http::HttpServer::start(&addr, routes)?;
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    on_signal(move || {
+        let _ = stop.send(());
+    })?;
+    health.ready();
+    tracing::info!(addr = %server.addr(), "weir serve: status page on http://{}/ and the API under /api", server.addr());
+    let _ = stopped.recv();
+    health.stopping();
+    tracing::info!("stopping: the runs going on are stopped");
+    plane.shut_down();
+    drop(server);
+    Ok(0)
+}

@@ -1,0 +1,319 @@
+//! The `weir` command line: `weir run`, `validate`, `test`, `new`, `replay`,
+//! the Kafka-mode serving processes and `weir serve`. This is the binary's
+//! own code: it parses arguments, sets up logging and signals, prints, and
+//! picks exit codes; what runs is wired by `weir::topology`.
+
+mod commands;
+mod plugin_test;
+mod scaffold;
+mod signals;
+mod summary;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use weir::run::RunStatus;
+
+/// Exit code when the configuration is invalid (clap also uses 2 for usage errors).
+const EXIT_INVALID_CONFIG: u8 = 2;
+
+/// `weir test`: the plugin could not be loaded, started or called (a fatal error).
+const EXIT_PLUGIN_FAILED: u8 = 4;
+
+/// Parse `args` (program name first) and run the command; returns the exit code.
+pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return u8::try_from(e.exit_code()).unwrap_or(EXIT_INVALID_CONFIG);
+        }
+    };
+    if cli.command.prints_and_ends() {
+        signals::end_quietly_on_a_closed_pipe();
+    }
+    init_logging(cli.log_format);
+    match execute(cli.command, cli.metrics_addr.as_deref()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            RunStatus::Failure.exit_code()
+        }
+    }
+}
+
+#[derive(Parser)]
+#[command(
+    name = "weir",
+    version,
+    about = "Moves documents from sources into search engines through sandboxed WebAssembly plugins."
+)]
+#[command(
+    after_help = "Exit codes: 0 success, 1 run failed (or stalled), 2 invalid config or usage, 3 partial success (some documents failed), 130 interrupted.\nSIGINT/SIGTERM: `weir run` stops its connector and waits up to runner.grace_period for documents in flight, then prints its summary; a second signal stops at once. Serving processes finish the document at hand and commit what is complete.\nSIGUSR1 pauses `weir run` (connectors wait to publish, workers stop taking documents, what is in flight finishes, the stall clock stops) and a serving worker; SIGUSR2 resumes.\nLogs go to stderr; set RUST_LOG (e.g. RUST_LOG=weir=debug) to change what is logged."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Log lines as text, or as JSON objects (one per line, with the run
+    /// id, pipeline and tenant of the spans they were logged in).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "WEIR_LOG_FORMAT")]
+    log_format: LogFormat,
+    /// Serve /metrics (Prometheus text format), /healthz and /readyz on this
+    /// `host:port` (port 0: any free port, logged). Overrides `[metrics] addr`.
+    #[arg(
+        long,
+        global = true,
+        value_name = "HOST:PORT",
+        env = "WEIR_METRICS_ADDR"
+    )]
+    metrics_addr: Option<String>,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Send log lines to stderr as `format` says, filtered by `RUST_LOG`. Does
+/// nothing when the process already has a subscriber.
+fn init_logging(format: LogFormat) {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,wasmtime=warn,cranelift=warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(true)
+            .try_init(),
+    };
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate a config, then run every connector in order.
+    Run {
+        /// The run configuration (TOML).
+        config: PathBuf,
+        /// local: connectors, workers and indexers in this process, no services.
+        /// kafka: connectors and publisher only; `weir worker` and `weir indexer`
+        /// processes do the rest through the Kafka cluster in `[kafka]`.
+        #[arg(long, value_enum, default_value_t = Mode::Local)]
+        mode: Mode,
+        /// Do not draw a progress bar.
+        #[arg(long)]
+        no_progress: bool,
+    },
+    /// Send the documents of a dead-letter file through their pipelines again,
+    /// as a new local run (the same stages and indexer, per the config).
+    ///
+    /// Documents that fail again go to the new run's dead-letter file.
+    Replay {
+        /// The run configuration (TOML).
+        config: PathBuf,
+        /// The dead-letter file a local run wrote (`[dead_letters] path`).
+        #[arg(required_unless_present = "fail_topic")]
+        dead_letters: Option<PathBuf>,
+        /// Read the dead letters of this pipeline's Kafka fail topic
+        /// (`<pipeline>_fail`, in `[kafka]`) instead of a file, as it is now;
+        /// the topic is left as it is.
+        #[arg(long, value_name = "PIPELINE", conflicts_with = "dead_letters")]
+        fail_topic: Option<String>,
+        /// Send every document through this pipeline instead of the one it
+        /// failed in.
+        #[arg(long)]
+        pipeline: Option<String>,
+        /// Do not draw a progress bar.
+        #[arg(long)]
+        no_progress: bool,
+    },
+    /// Kafka mode: process documents of a pipeline's source topic until stopped
+    /// (SIGINT/SIGTERM), with `worker.threads` workers in the pipeline's consumer group.
+    Worker {
+        /// The run configuration (TOML), with a `[kafka]` section.
+        config: PathBuf,
+        /// The pipeline; may be left out when the config has only one.
+        pipeline: Option<String>,
+    },
+    /// Kafka mode: index documents of a pipeline's destination topic until stopped.
+    Indexer {
+        /// The run configuration (TOML), with a `[kafka]` section.
+        config: PathBuf,
+        /// The pipeline; may be left out when the config has only one.
+        pipeline: Option<String>,
+    },
+    /// Hybrid mode: `worker.threads` worker–indexer pairs for a pipeline, until stopped.
+    ///
+    /// Each pair's worker consumes the source topic (in the workers' group)
+    /// and hands documents to its own indexer in memory; offsets are
+    /// committed once the documents are indexed. Needs no `weir indexer`.
+    WorkerIndexer {
+        /// The run configuration (TOML), with a `[kafka]` section.
+        config: PathBuf,
+        /// The pipeline; may be left out when the config has only one.
+        pipeline: Option<String>,
+    },
+    /// Run one plugin in the sandbox on documents and print what it did.
+    ///
+    /// A stage gets each document of --input and prints the documents it
+    /// passes on (children first) and its CREATE, DROP and FAIL events; an
+    /// indexer gets them in batches and prints FINISH or FAIL per document;
+    /// a connector runs once and prints what it publishes. Output is JSON
+    /// lines. With --expect, the output is compared with that file instead:
+    /// exit 0 when they match, 1 with the differences when not; 2 when the
+    /// plugin's config is invalid, 4 when the plugin cannot be loaded or
+    /// fails fatally.
+    Test {
+        /// The plugin component (.wasm); its kind is read from its exports.
+        plugin: PathBuf,
+        /// Documents for a stage or an indexer: one JSON object with an `id` per line.
+        #[arg(long)]
+        input: Option<PathBuf>,
+        /// The plugin's settings: JSON text, or a .json or .toml file.
+        #[arg(long)]
+        config: Option<String>,
+        /// The expected output (JSON lines), compared line by line.
+        #[arg(long)]
+        expect: Option<PathBuf>,
+        /// Let the plugin open a host directory: HOST:GUEST, or HOST:GUEST:rw
+        /// to let it write there. Repeatable.
+        #[arg(long = "dir", value_name = "HOST:GUEST[:rw]")]
+        dirs: Vec<String>,
+        /// Documents per indexer batch.
+        #[arg(long, default_value_t = 100)]
+        batch_size: usize,
+    },
+    /// Make a new plugin project that builds with one command (`./build.sh`)
+    /// and passes `weir test` as generated (`./build.sh test`).
+    New {
+        /// The plugin kind.
+        #[arg(value_enum)]
+        kind: scaffold::Kind,
+        /// The plugin's name: lowercase letters, digits and `-`.
+        name: String,
+        /// The language.
+        #[arg(long, value_enum, default_value_t = scaffold::Lang::Rust)]
+        lang: scaffold::Lang,
+        /// Where to create the project (default: ./<name>).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// The control plane: an HTTP API through which tenants submit runs,
+    /// list them with live counts, pause, resume and stop them, and read
+    /// their summaries and dead letters; a status page at `/`; `/metrics`,
+    /// `/healthz` and `/readyz`. Runs until SIGINT/SIGTERM, which stops the
+    /// runs going on (they end `interrupted`).
+    Serve {
+        /// The operator's config (TOML): `[server]` and `[[tenants]]`.
+        config: PathBuf,
+    },
+    /// Check a config and every plugin's settings without running anything.
+    Validate {
+        /// The run configuration (TOML).
+        config: PathBuf,
+    },
+}
+
+impl Command {
+    /// A command that prints its result and ends (not a serving process):
+    /// a closed standard output ends it quietly, as it does `cat`.
+    fn prints_and_ends(&self) -> bool {
+        matches!(
+            self,
+            Self::Run { .. }
+                | Self::Replay { .. }
+                | Self::Test { .. }
+                | Self::New { .. }
+                | Self::Validate { .. }
+        )
+    }
+}
+
+/// Where a run's workers and indexers are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Mode {
+    Local,
+    Kafka,
+}
+
+impl From<Mode> for weir::topology::Mode {
+    fn from(mode: Mode) -> Self {
+        match mode {
+            Mode::Local => Self::Local,
+            Mode::Kafka => Self::Kafka,
+        }
+    }
+}
+
+fn execute(command: Command, metrics_addr: Option<&str>) -> anyhow::Result<u8> {
+    use weir::topology::serving::Role;
+    match command {
+        Command::Validate { config } => commands::validate(&config),
+        Command::Test {
+            plugin,
+            input,
+            config,
+            expect,
+            dirs,
+            batch_size,
+        } => plugin_test::test_plugin(plugin, input, config, expect, &dirs, batch_size),
+        Command::New {
+            kind,
+            name,
+            lang,
+            dir,
+        } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            let files = scaffold::create(kind, lang, &name, &dir)?;
+            println!(
+                "created {} ({} files): cd {} && ./build.sh test",
+                dir.display(),
+                files.len(),
+                dir.display()
+            );
+            Ok(0)
+        }
+        Command::Serve { config } => commands::control_plane(&config, metrics_addr),
+        Command::Worker { config, pipeline } => {
+            commands::serve(&config, pipeline, Role::Worker, metrics_addr)
+        }
+        Command::Indexer { config, pipeline } => {
+            commands::serve(&config, pipeline, Role::Indexer, metrics_addr)
+        }
+        Command::WorkerIndexer { config, pipeline } => {
+            commands::serve(&config, pipeline, Role::Pairs, metrics_addr)
+        }
+        Command::Run {
+            config,
+            mode,
+            no_progress,
+        } => commands::run(&config, mode.into(), no_progress, metrics_addr),
+        Command::Replay {
+            config,
+            dead_letters,
+            fail_topic,
+            pipeline,
+            no_progress,
+        } => commands::replay(
+            &config,
+            commands::Letters {
+                file: dead_letters,
+                fail_topic,
+            },
+            pipeline.as_deref(),
+            no_progress,
+            metrics_addr,
+        ),
+    }
+}

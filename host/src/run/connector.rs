@@ -1,0 +1,349 @@
+//! One connector's run: start its pipeline's indexers and workers, drive the
+//! connector's lifecycle while counting events, and decide when it is done
+//! (complete, failed, stalled, timed out or interrupted).
+
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use super::dead_letters::DeadLetterFile;
+use super::pipeline::{spawn_in_span, start_stages};
+use super::publisher::{Abort, Accounting, Publish};
+use super::{LoadedPlugins, Runner, StopReason, replay, watch};
+use crate::config::ConnectorConfig;
+use crate::document::Document;
+use crate::messenger::{MessengerParts, Polled, PublisherMessenger};
+use crate::plugin::ConnectorInstance;
+
+/// How long the runner sleeps when no event is waiting. It bounds how late
+/// completion is noticed, not throughput: events queue up meanwhile.
+const EVENT_POLL: Duration = Duration::from_millis(10);
+
+/// Events counted under one lock of the accounting.
+const EVENT_CHUNK: usize = 256;
+
+/// Where a connector run's documents come from.
+pub(crate) enum Source {
+    /// The config entry's connector plugin.
+    Plugin,
+    /// Documents read back (`weir replay`).
+    Documents(Vec<Document>),
+}
+
+/// A [`Source`], ready.
+enum Started {
+    Plugin(Box<ConnectorInstance>),
+    Documents(Vec<Document>),
+}
+
+/// What one connector's lifecycle steps share.
+#[derive(Clone, Copy)]
+struct ConnectorRun<'a> {
+    config: &'a ConnectorConfig,
+    run_id: &'a str,
+    publisher: &'a Arc<dyn PublisherMessenger>,
+    accounting: &'a Arc<Accounting>,
+    abort: &'a Abort,
+    /// Workers and indexers are other processes (Kafka mode).
+    remote: bool,
+}
+
+impl Runner {
+    /// Start the indexer and workers, run the connector's lifecycle, wait for
+    /// its documents, and shut the pipeline down. `Err` is why it failed.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn drive_connector(
+        &self,
+        c: &ConnectorConfig,
+        source: Source,
+        plugins: &LoadedPlugins,
+        run_id: &str,
+        accounting: &Arc<Accounting>,
+        dead_letters: Option<&Arc<DeadLetterFile>>,
+    ) -> Result<(), StopReason> {
+        let threads = self.config.worker.threads;
+        let instances = self
+            .config
+            .indexer_for(&c.pipeline)
+            .map_or(1, |(_, indexer)| indexer.instances);
+        let MessengerParts {
+            publisher,
+            workers: worker_messengers,
+            indexers: indexer_messengers,
+        } = self
+            .messengers
+            .create(&c.pipeline, threads, instances, run_id)
+            .map_err(|e| {
+                format!(
+                    "cannot set up messengers for pipeline `{}`: {e}",
+                    c.pipeline
+                )
+            })?;
+        let publisher: Arc<dyn PublisherMessenger> = Arc::from(publisher);
+        let remote = worker_messengers.is_empty() && indexer_messengers.is_empty();
+        tracing::debug!("messengers ready");
+
+        // Indexers first (where they run in this process): no document is
+        // processed if one cannot connect.
+        let count = indexer_messengers.len();
+        let mut indexers = Vec::with_capacity(count);
+        for (index, messenger) in indexer_messengers.into_iter().enumerate() {
+            let started = self.start_indexer(plugins, &c.pipeline, (index, count))?;
+            indexers.push((started, messenger));
+        }
+        // Then every worker's stages: a stage that cannot start stops the run.
+        let mut workers = Vec::with_capacity(worker_messengers.len());
+        for messenger in worker_messengers {
+            workers.push((start_stages(plugins, &self.scope(&c.pipeline))?, messenger));
+        }
+
+        let mut source = match source {
+            Source::Plugin => Started::Plugin(Box::new(
+                plugins
+                    .connectors
+                    .get(&c.name)
+                    .ok_or_else(|| format!("connector `{}` was not loaded", c.name))?
+                    .instantiate()
+                    .map_err(|e| format!("the connector could not start: {e}"))?,
+            )),
+            Source::Documents(docs) => Started::Documents(docs),
+        };
+
+        let abort = Abort::default();
+        let pipeline: Arc<str> = Arc::from(c.pipeline.as_str());
+        thread::scope(|scope| {
+            let several = indexers.len() > 1;
+            let indexer_threads: Vec<_> = indexers
+                .into_iter()
+                .enumerate()
+                .map(|(i, (started, messenger))| {
+                    let mut indexer_loop = started.into_loop(
+                        Arc::clone(&pipeline),
+                        messenger,
+                        Arc::clone(&self.stats),
+                        abort.clone(),
+                        abort.clone(),
+                    );
+                    indexer_loop.dead_letters = dead_letters.cloned();
+                    let name = if several {
+                        format!("weir-indexer-{i}")
+                    } else {
+                        "weir-indexer".to_owned()
+                    };
+                    spawn_in_span(scope, &name, move || indexer_loop.run())
+                })
+                .collect();
+            let worker_threads =
+                self.spawn_workers(scope, &pipeline, workers, &abort, dead_letters);
+
+            let run = ConnectorRun {
+                config: c,
+                run_id,
+                publisher: &publisher,
+                accounting,
+                abort: &abort,
+                remote,
+            };
+            let outcome = self.connector_lifecycle(&run, &mut source);
+            if let Err(reason) = &outcome {
+                abort.trigger(reason.clone());
+            }
+            // Closing the source lets workers drain and stop, then the indexer.
+            // A failed run's workers and indexer stop on the abort instead;
+            // the publisher stays open for the events they send until then
+            // (a batch indexed as the run failed), so the summary counts
+            // exactly what was indexed.
+            let events = abort.is_set().then_some(publisher);
+            for handle in worker_threads {
+                if handle.join().is_err() {
+                    abort.trigger("a worker thread panicked");
+                }
+            }
+            for handle in indexer_threads {
+                if handle.join().is_err() {
+                    abort.trigger("an indexer thread panicked");
+                }
+            }
+            if let Some(events) = events {
+                while let Ok(Polled::Item(event)) = events.poll_event(Duration::ZERO) {
+                    accounting.apply(&event);
+                }
+            }
+            outcome.and_then(|()| abort.reason().map_or(Ok(()), |r| Err(r.clone())))
+        })
+    }
+
+    /// pre-execute, execute (while counting events), post-execute, close;
+    /// documents read back are only published.
+    fn connector_lifecycle(
+        &self,
+        run: &ConnectorRun<'_>,
+        source: &mut Started,
+    ) -> Result<(), StopReason> {
+        let connector = match source {
+            Started::Plugin(connector) => connector,
+            Started::Documents(docs) => {
+                let cancel = crate::plugin::Cancel::default();
+                let docs = std::mem::take(docs);
+                let run_id = run.run_id;
+                let stop = cancel.clone();
+                return self.execute_and_wait(run, &cancel, move |sink, timeout| {
+                    replay::publish(docs, run_id, sink, timeout, &stop)
+                });
+            }
+        };
+        let result = connector
+            .pre_execute(run.run_id)
+            .map_err(|e| StopReason::from(format!("pre-execute failed: {e}")))
+            .and_then(|()| {
+                let cancel = connector
+                    .canceller()
+                    .map_err(|e| format!("the connector could not start: {e}"))?;
+                let run_id = run.run_id;
+                self.execute_and_wait(run, &cancel, |sink, timeout| {
+                    connector
+                        .execute(run_id, sink, timeout)
+                        .map_err(|e| format!("execute failed: {e}"))
+                })
+            })
+            .and_then(|()| {
+                connector
+                    .post_execute()
+                    .map_err(|e| format!("post-execute failed: {e}").into())
+            });
+        let closed = connector
+            .close()
+            .map_err(|e| format!("close failed: {e}").into());
+        result.and(closed)
+    }
+
+    /// Run `execute` on its own thread and count events until every published
+    /// document is done, the connector fails, the run aborts, stalls or is
+    /// interrupted (`cancel` then stops it), or time runs out.
+    fn execute_and_wait(
+        &self,
+        run: &ConnectorRun<'_>,
+        cancel: &crate::plugin::Cancel,
+        execute: impl FnOnce(Box<dyn crate::plugin::PublishSink>, Duration) -> Result<(), String> + Send,
+    ) -> Result<(), StopReason> {
+        let ConnectorRun {
+            config: c,
+            run_id: _,
+            publisher,
+            accounting,
+            abort,
+            remote,
+        } = *run;
+        let timeout = self.config.runner.connector_timeout;
+        tracing::debug!("connector executing");
+        let scope = self.scope(&c.pipeline);
+        let sink = Publish {
+            messenger: Arc::clone(publisher),
+            accounting: Arc::clone(accounting),
+            stats: Arc::clone(&self.stats),
+            abort: abort.clone(),
+            interrupt: self.interrupt.clone(),
+            pause: self.pause.clone(),
+            published: scope.published(&c.name),
+            scope,
+            throttle: self.throttle.clone(),
+        };
+        // The runner's own deadline check reports a connector timeout; the
+        // connector's deadline comes a little later so it never wins that race.
+        let execute_timeout = c
+            .plugin
+            .limits
+            .execute_timeout()
+            .min(timeout + Duration::from_secs(1));
+        thread::scope(|scope| {
+            let stats = &self.stats;
+            let mut execution = Some(spawn_in_span(scope, "weir-connector", move || {
+                let _cpu = crate::telemetry::ThreadCpu::count_into(&stats.connector_cpu_nanos);
+                execute(Box::new(sink), execute_timeout)
+            }));
+            let mut executed: Option<Result<(), String>> = None;
+            let mut watch = watch::Watch::new(&self.config.runner, &c.pipeline, &self.stats);
+            let pending = self.scope(&c.pipeline).pending();
+            let mut events = Vec::with_capacity(EVENT_CHUNK);
+            loop {
+                // Drain what is there, then sleep: waiting on the queue instead
+                // would wake this thread once per event.
+                let mut drained = 0usize;
+                loop {
+                    match publisher.poll_event(Duration::ZERO) {
+                        Ok(Polled::Item(event)) => {
+                            events.push(event);
+                            if events.len() == EVENT_CHUNK {
+                                drained += events.len();
+                                accounting.apply_all(&events);
+                                events.clear();
+                            }
+                        }
+                        Ok(Polled::Idle | Polled::Closed) => break,
+                        Err(e) => {
+                            abort.trigger(format!("cannot read events: {e}"));
+                            break;
+                        }
+                    }
+                }
+                drained += events.len();
+                accounting.apply_all(&events);
+                events.clear();
+                if drained == 0 {
+                    thread::sleep(EVENT_POLL);
+                } else {
+                    watch.progressed();
+                }
+                if self.pause.is_paused() {
+                    // Time paused is not time stalled.
+                    watch.progressed();
+                }
+                if remote {
+                    watch.count_remote(accounting);
+                }
+                if let Some(handle) = execution.take_if(|h| h.is_finished()) {
+                    executed = Some(match handle.join() {
+                        Ok(result) => result,
+                        Err(_) => Err("the connector thread panicked".into()),
+                    });
+                }
+                if let Some(reason) = abort.reason() {
+                    return Err(reason.clone());
+                }
+                // Complete before an interrupt was seen: complete.
+                if let Some(Ok(())) = &executed
+                    && accounting.pending() == 0
+                    && !watch.was_interrupted()
+                {
+                    return Ok(());
+                }
+                if self.interrupt.is_set() {
+                    // The connector stops; what is in flight gets the grace period.
+                    if watch.interrupted(cancel, accounting.pending()) {
+                        let pending = watch::pending_suffix(accounting);
+                        return Err(StopReason::Interrupted { pending });
+                    }
+                    continue;
+                }
+                if let Some(Err(e)) = &executed {
+                    return Err(e.clone().into());
+                }
+                if watch.started.elapsed() >= timeout {
+                    let reason = format!(
+                        "connector timeout of {timeout:?} reached{}",
+                        watch::pending_suffix(accounting)
+                    );
+                    abort.trigger(reason.clone());
+                    return Err(reason.into());
+                }
+                if let Some(reason) = watch.stalled(publisher.as_ref(), accounting) {
+                    abort.trigger(reason.clone());
+                    return Err(reason.into());
+                }
+                let now_pending = accounting.pending();
+                pending.set(now_pending as f64);
+                watch.log_throughput(now_pending);
+            }
+        })
+    }
+}

@@ -1,0 +1,156 @@
+//! Stopping and pausing: why something stopped ([`StopReason`]), the
+//! first-reason-wins [`Abort`] a pipeline's threads share, and the handles a
+//! signal handler or the control plane holds ([`Interrupt`], [`Pause`]).
+
+use std::sync::{Arc, OnceLock};
+use std::thread;
+use std::time::Duration;
+
+/// Why a connector, a run or a serving process stopped before it completed.
+/// Control flow reads this, never the text a reason prints as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// Asked to stop ([`Interrupt`]: a signal or the control plane);
+    /// `pending` says what was still in flight (empty when nothing was).
+    Interrupted { pending: String },
+    /// A serving process was asked to shut down ([`super::Shutdown`]).
+    Shutdown,
+    /// Something failed; the text says what.
+    Failed(String),
+}
+
+impl StopReason {
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, Self::Interrupted { .. })
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Interrupted { pending } => write!(f, "interrupted{pending}"),
+            Self::Shutdown => f.write_str("shutdown requested"),
+            Self::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+impl From<String> for StopReason {
+    fn from(why: String) -> Self {
+        Self::Failed(why)
+    }
+}
+
+impl From<&str> for StopReason {
+    fn from(why: &str) -> Self {
+        Self::Failed(why.to_owned())
+    }
+}
+
+/// The first reason a run must stop, shared by every thread of a connector.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Abort(Arc<OnceLock<StopReason>>);
+
+impl Abort {
+    /// Record `reason` unless a reason is already recorded.
+    pub(crate) fn trigger(&self, reason: impl Into<StopReason>) {
+        let _ = self.0.set(reason.into());
+    }
+
+    pub(crate) fn reason(&self) -> Option<&StopReason> {
+        self.0.get()
+    }
+
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.get().is_some()
+    }
+}
+
+/// Asks a run to stop gracefully: the connector is stopped, documents in
+/// flight get `runner.grace_period` to finish, later connectors are
+/// skipped, and the run ends [`RunStatus::Interrupted`]. Clone it into a
+/// signal handler.
+#[derive(Debug, Clone, Default)]
+pub struct Interrupt(Arc<std::sync::atomic::AtomicBool>);
+
+impl Interrupt {
+    /// Ask the run to stop; true the first time.
+    pub fn trigger(&self) -> bool {
+        !self.0.swap(true, std::sync::atomic::Ordering::SeqCst)
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Pauses a run, or a serving process, and resumes it: while paused,
+/// connectors wait to publish and workers poll nothing; what is in flight
+/// finishes (indexers go on with what workers handed them), and the time
+/// paused does not count toward stall detection. Clone it into a signal
+/// handler.
+#[derive(Debug, Clone, Default)]
+pub struct Pause(Arc<std::sync::atomic::AtomicBool>);
+
+impl Pause {
+    /// How often a paused thread looks whether it may go on.
+    const TICK: Duration = Duration::from_millis(20);
+
+    /// Pause; true when it was running.
+    pub fn pause(&self) -> bool {
+        let was = self.0.swap(true, std::sync::atomic::Ordering::SeqCst);
+        if !was {
+            tracing::warn!("paused: nothing new is published or processed until resumed");
+        }
+        !was
+    }
+
+    /// Resume; true when it was paused.
+    pub fn resume(&self) -> bool {
+        let was = self.0.swap(false, std::sync::atomic::Ordering::SeqCst);
+        if was {
+            tracing::info!("resumed");
+        }
+        was
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Wait while paused, until `stop` says to give up (then false).
+    pub(crate) fn wait(&self, stop: impl Fn() -> bool) -> bool {
+        while self.is_paused() {
+            if stop() {
+                return false;
+            }
+            thread::sleep(Self::TICK);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn abort_keeps_the_first_reason() {
+        let abort = Abort::default();
+        assert!(!abort.is_set());
+        abort.trigger("first");
+        abort.trigger(StopReason::Shutdown);
+        assert_eq!(abort.reason(), Some(&StopReason::Failed("first".into())));
+    }
+
+    #[test]
+    fn reasons_print_as_before() {
+        let interrupted = StopReason::Interrupted {
+            pending: " (3 pending)".into(),
+        };
+        assert_eq!(interrupted.to_string(), "interrupted (3 pending)");
+        assert!(interrupted.is_interrupted());
+        assert_eq!(StopReason::Shutdown.to_string(), "shutdown requested");
+        assert!(!StopReason::from("x").is_interrupted());
+    }
+}

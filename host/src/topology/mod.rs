@@ -1,0 +1,124 @@
+//! One place that turns a config and a mode into what runs: the plugin
+//! runtime, a [`Runner`] with the messengers of its mode, the serving roles
+//! of Kafka mode ([`serving`]) and the operations server. The command line
+//! and the control plane both call it; neither builds messengers itself.
+//!
+//! | mode | connectors | workers and indexers | messengers |
+//! | --- | --- | --- | --- |
+//! | [`Mode::Local`] | this process | this process | in-memory queues |
+//! | [`Mode::Kafka`] | this process | `weir worker` / `weir indexer` / `weir worker-indexer` | Kafka topics |
+
+pub mod serving;
+
+use std::sync::Arc;
+
+use crate::config::{Config, ConfigError, ConfigErrors};
+use crate::messenger::LocalMessengers;
+use crate::messenger::kafka::KafkaMessengers;
+use crate::plugin::{
+    InstancePolicy, PluginRuntime, PoolOptions, RuntimeOptions, default_cache_dir,
+};
+use crate::run::Runner;
+use crate::telemetry::export::Health;
+
+/// Where a run's workers and indexers are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Everything in this process, no services.
+    Local,
+    /// Connectors here; workers and indexers are serving processes reached
+    /// through the Kafka cluster in `[kafka]`.
+    Kafka,
+}
+
+/// Why what a config asks for could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The config asks for something it cannot have: report every problem.
+    #[error("{0}")]
+    Invalid(ConfigErrors),
+    /// The process could not set up what a valid config asks for.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl SetupError {
+    fn failed(why: impl std::fmt::Display) -> Self {
+        Self::Failed(why.to_string())
+    }
+}
+
+/// A runner for `config` in `mode`, with the plugin runtime it needs.
+pub fn runner(config: Config, mode: Mode) -> Result<Runner, SetupError> {
+    let runtime = runtime_for(&config)?;
+    let messengers: Arc<dyn crate::messenger::MessengerFactory> = match mode {
+        Mode::Local => Arc::new(LocalMessengers {
+            capacity: config.publisher.queue_capacity,
+            max_bytes: config.publisher.queue_max_bytes(),
+        }),
+        Mode::Kafka => Arc::new(KafkaMessengers::new(kafka_of(&config)?.clone())),
+    };
+    Ok(Runner::new(config, runtime, messengers))
+}
+
+/// The `[kafka]` settings Kafka mode needs.
+pub(crate) fn kafka_of(config: &Config) -> Result<&crate::config::KafkaConfig, SetupError> {
+    config.kafka.as_ref().ok_or_else(|| {
+        SetupError::Invalid(ConfigErrors(vec![ConfigError {
+            location: "kafka".into(),
+            message: "Kafka mode needs a [kafka] section (bootstrap_servers, ...)".into(),
+        }]))
+    })
+}
+
+/// The plugin runtime a run of `config` needs: its component cache, and
+/// a pool of pre-reserved instance slots when a plugin wants fresh instances.
+pub fn runtime_for(config: &Config) -> Result<PluginRuntime, SetupError> {
+    let plugins = config.plugins();
+    // Fresh instances per document come from a pool of pre-reserved slots:
+    // enough for every instance the process may hold, twice over.
+    let fresh = plugins
+        .iter()
+        .any(|(_, spec)| spec.instance == InstancePolicy::Fresh);
+    let pool = fresh.then(|| {
+        let stages: usize = config.pipelines.iter().map(|p| p.stages.len() + 1).sum();
+        let instances = 2 * (config.worker.threads * stages + config.connectors.len() + 4);
+        PoolOptions {
+            instances: u32::try_from(instances).unwrap_or(u32::MAX),
+            max_memory_mib: plugins
+                .iter()
+                .map(|(_, spec)| spec.limits.memory_mib())
+                .max()
+                .unwrap_or(256),
+        }
+    });
+    PluginRuntime::new(RuntimeOptions {
+        cache_dir: config.runner.cache_dir.clone().or_else(default_cache_dir),
+        cache_max_bytes: config.runner.cache_max_mib.saturating_mul(1 << 20),
+        pool,
+        ..RuntimeOptions::default()
+    })
+    .map_err(|e| SetupError::Failed(format!("cannot start the plugin runtime: {e:#}")))
+}
+
+/// The operations routes of a process: `/metrics`, and `/healthz` and
+/// `/readyz` answering as `health` says.
+pub fn ops_routes(health: &Health) -> Result<axum::Router, SetupError> {
+    let handle = crate::telemetry::export::recorder().map_err(SetupError::failed)?;
+    Ok(crate::telemetry::export::routes(handle, health.clone()))
+}
+
+/// The operations server of a process ([`ops_routes`]) on `addr`; `None`
+/// when no address is given.
+pub fn ops_server(
+    addr: Option<&str>,
+    health: &Health,
+) -> Result<Option<crate::http::HttpServer>, SetupError> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    let server = crate::http::HttpServer::start(addr, ops_routes(health)?)
+        .map_err(|e| SetupError::Failed(format!("{e:#}")))?;
+    tracing::info!(addr = %server.addr(), "metrics on http://{}/metrics", server.addr());
+    Ok(Some(server))
+}
