@@ -3,6 +3,7 @@
 //! runtime.
 
 mod accounting;
+mod architecture;
 mod cache;
 mod cli;
 mod conformance;

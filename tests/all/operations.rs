@@ -635,15 +635,21 @@ pipelines = ["metered"]
     );
 }
 
-/// Debian's Chromium, which `.ci/run` installs.
+/// Debian's Chromium (or `WEIR_CHROMIUM`), installed by
+/// `tests/tools/chromium.sh` when it is missing.
 fn chromium() -> PathBuf {
-    let path = std::env::var_os("WEIR_CHROMIUM")
-        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+    let output = std::process::Command::new("bash")
+        .arg(weir_tests::repo_root().join("tests/tools/chromium.sh"))
+        .arg("path")
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("bash runs tests/tools/chromium.sh");
     assert!(
-        path.exists(),
-        "the status page test needs Chromium at {} (apt-get install chromium, or set WEIR_CHROMIUM)",
-        path.display()
+        output.status.success(),
+        "the status page test needs Chromium: tests/tools/chromium.sh could not provide it (see above)"
     );
+    let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    assert!(path.exists(), "Chromium at {}", path.display());
     path
 }
 
