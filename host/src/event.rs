@@ -78,10 +78,12 @@ impl Event {
     /// Say why; at most [`MAX_MESSAGE_BYTES`] of it travels.
     pub fn with_message(mut self, message: impl Into<String>) -> Self {
         let message = message.into();
-        self.message = Some(match crate::core::text::cut_at(&message, MAX_MESSAGE_BYTES) {
-            Some(kept) => format!("{kept}..."),
-            None => message,
-        });
+        self.message = Some(
+            match crate::core::text::cut_at(&message, MAX_MESSAGE_BYTES) {
+                Some(kept) => format!("{kept}..."),
+                None => message,
+            },
+        );
         self
     }
 }

@@ -42,8 +42,8 @@
 
 pub mod cli;
 pub mod config;
-pub mod core;
 pub mod control;
+pub mod core;
 pub mod document;
 pub mod event;
 pub mod http;

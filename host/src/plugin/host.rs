@@ -377,7 +377,8 @@ pub(crate) fn from_wit(value: Value, max_bytes: usize) -> Result<Json, document:
         Value::Number(text) => Json::Number(serde_json::from_str(&text).map_err(|_| {
             document::FieldError::WrongType(format!(
                 "`{}` is not a JSON number",
-                crate::core::text::cut_at(&text, 64).map_or_else(|| text.clone(), |kept| format!("{kept}..."))
+                crate::core::text::cut_at(&text, 64)
+                    .map_or_else(|| text.clone(), |kept| format!("{kept}..."))
             ))
         })?),
         Value::Json(text) => document::parse_value_within(&text, max_bytes)?,
