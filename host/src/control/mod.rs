@@ -335,6 +335,7 @@ impl ControlPlane {
 }
 
 /// The runner of an admitted `config`: a local run, as `weir run` makes it.
+/// The only place the control plane wires a [`Runner`].
 fn local_runner(config: Config) -> Result<Runner, ApiError> {
     let runtime = crate::run::runtime_for(&config).map_err(ApiError::internal)?;
     let messengers = Arc::new(LocalMessengers {

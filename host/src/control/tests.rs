@@ -20,33 +20,23 @@ const ADMIN: &str = "admin-token";
 /// A plane with tenants `acme` and `zeta` and the operator, each signed in
 /// with its token; `acme` has run `a1` (finished), `zeta` run `z1`.
 fn plane(dir: &std::path::Path) -> Arc<ControlPlane> {
-    let operator: OperatorConfig = toml::from_str(&format!(
-        r#"
-[server]
-data_dir = {data:?}
-plugin_dir = {plugins:?}
-admin_token_env = "ADMIN"
-
-[[tenants]]
-name = "acme"
-token_env = "ACME"
-pipelines = ["acme-books"]
-plugins = ["nop_indexer.wasm"]
-
-[[tenants]]
-name = "zeta"
-token_env = "ZETA"
-pipelines = ["zeta-books"]
-plugins = ["nop_indexer.wasm"]
-"#,
-        data = dir.join("data").display().to_string(),
-        plugins = dir.join("plugins").display().to_string(),
-    ))
-    .expect("operator config");
+    let mut text = format!(
+        "[server]\ndata_dir = {:?}\nplugin_dir = {:?}\nadmin_token_env = \"ADMIN\"\n",
+        dir.join("data").display().to_string(),
+        dir.join("plugins").display().to_string(),
+    );
+    for tenant in ["acme", "zeta"] {
+        text += &format!(
+            "[[tenants]]\nname = \"{tenant}\"\ntoken_env = \"{tenant}\"\n\
+             pipelines = [\"{tenant}-books\"]\nplugins = [\"nop_indexer.wasm\"]\n"
+        );
+    }
+    let operator: OperatorConfig = toml::from_str(&text).expect("operator config");
+    // Each token variable is named after its tenant.
     let token = |var: &str| {
         let token = match var {
-            "ACME" => ACME,
-            "ZETA" => ZETA,
+            "acme" => ACME,
+            "zeta" => ZETA,
             _ => ADMIN,
         };
         Some(token.to_owned())
