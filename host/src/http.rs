@@ -5,7 +5,20 @@
 use std::net::SocketAddr;
 use std::thread::JoinHandle;
 
-use anyhow::Context;
+/// Why the server could not start; its source is the I/O error.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot start the HTTP server's runtime")]
+    Runtime(#[source] std::io::Error),
+    #[error("cannot listen on {addr}")]
+    Listen {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start the HTTP server's thread")]
+    Thread(#[source] std::io::Error),
+}
 
 /// A running server; dropping it stops it.
 #[derive(Debug)]
@@ -18,17 +31,21 @@ pub struct HttpServer {
 impl HttpServer {
     /// Serve `router` on `addr` (`host:port`; port 0 picks a free one).
     /// Fails when the address cannot be bound.
-    pub fn start(addr: &str, router: axum::Router) -> anyhow::Result<Self> {
+    pub fn start(addr: &str, router: axum::Router) -> Result<Self, StartError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("weir-http")
             .enable_all()
             .build()
-            .context("cannot start the HTTP server's runtime")?;
+            .map_err(StartError::Runtime)?;
+        let listen = |source| StartError::Listen {
+            addr: addr.to_owned(),
+            source,
+        };
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind(addr))
-            .with_context(|| format!("cannot listen on {addr}"))?;
-        let bound = listener.local_addr()?;
+            .map_err(listen)?;
+        let bound = listener.local_addr().map_err(listen)?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("weir-http".into())
@@ -45,7 +62,7 @@ impl HttpServer {
                 }
                 runtime.shutdown_timeout(std::time::Duration::from_secs(1));
             })
-            .context("cannot start the HTTP server's thread")?;
+            .map_err(StartError::Thread)?;
         Ok(Self {
             addr: bound,
             stop: Some(stop),

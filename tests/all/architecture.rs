@@ -62,7 +62,10 @@ fn named_modules(line: &str) -> Vec<&str> {
         // `crate::{a, b}` names several.
         if end == 0 && after.starts_with('{') {
             let list = &after[1..after.find('}').unwrap_or(after.len())];
-            found.extend(list.split(',').map(|m| m.trim().split("::").next().unwrap_or("").trim()));
+            found.extend(
+                list.split(',')
+                    .map(|m| m.trim().split("::").next().unwrap_or("").trim()),
+            );
         } else {
             found.push(&after[..end]);
         }
@@ -140,8 +143,16 @@ fn the_check_sees_a_wrong_arrow() {
     .expect("write");
     let wrong = wrong_way_imports(src);
     assert_eq!(wrong.len(), 2, "{wrong:#?}");
-    assert!(wrong[0].contains("core -> run") || wrong[1].contains("core -> run"), "{wrong:#?}");
-    assert!(wrong.iter().any(|w| w.contains("telemetry -> plugin") && w.contains(":2:")), "{wrong:#?}");
+    assert!(
+        wrong[0].contains("core -> run") || wrong[1].contains("core -> run"),
+        "{wrong:#?}"
+    );
+    assert!(
+        wrong
+            .iter()
+            .any(|w| w.contains("telemetry -> plugin") && w.contains(":2:")),
+        "{wrong:#?}"
+    );
 }
 
 #[test]
@@ -156,5 +167,9 @@ fn no_source_file_is_longer_than_a_reader_can_hold() {
         })
         .collect();
     long.sort();
-    assert!(long.is_empty(), "split these files by job (at most {MAX_FILE_LINES} lines):\n{}", long.join("\n"));
+    assert!(
+        long.is_empty(),
+        "split these files by job (at most {MAX_FILE_LINES} lines):\n{}",
+        long.join("\n")
+    );
 }

@@ -14,14 +14,14 @@
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Html;
 use axum::routing::{get, post};
+use axum::{Json, Router};
 use serde::Deserialize;
 
-use super::{ApiError, ControlPlane, Principal};
+use super::{ApiError, ControlPlane, Principal, RunView};
 
 /// The status page: one file, no build step.
 const PAGE: &str = include_str!("page.html");
@@ -31,15 +31,8 @@ const MAX_CONFIG_BYTES: usize = 1 << 20;
 
 type Plane = Arc<ControlPlane>;
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let body = serde_json::json!({ "error": self.message, "problems": self.problems });
-        (status, axum::Json(body)).into_response()
-    }
-}
-
-/// The API and the status page.
+/// The API and the status page, on `plane`. Tested without a server in
+/// `control/tests.rs`.
 pub fn routes(plane: Arc<ControlPlane>) -> Router {
     Router::new()
         .route("/", get(|| async { Html(PAGE) }))
@@ -51,31 +44,16 @@ pub fn routes(plane: Arc<ControlPlane>) -> Router {
         .with_state(plane)
 }
 
-/// Who sent `headers`, or 401.
-fn principal(plane: &ControlPlane, headers: &HeaderMap) -> Result<Principal, ApiError> {
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
-        .ok_or_else(|| ApiError::new(401, "send your token: Authorization: Bearer <token>"))?;
-    plane
-        .authenticate(token)
-        .ok_or_else(|| ApiError::new(401, "unknown token"))
-}
-
-async fn submit(State(plane): State<Plane>, headers: HeaderMap, body: String) -> Response {
-    let who = match principal(&plane, &headers) {
-        Ok(who) => who,
-        Err(e) => return e.into_response(),
-    };
+async fn submit(
+    State(plane): State<Plane>,
+    who: Principal,
+    body: String,
+) -> Result<(StatusCode, Json<RunView>), ApiError> {
     // Admission loads and checks the plugins: work for a blocking thread.
-    let submitted = tokio::task::spawn_blocking(move || plane.submit(&who, &body)).await;
-    match submitted {
-        Ok(Ok(run)) => (StatusCode::CREATED, axum::Json(run)).into_response(),
-        Ok(Err(e)) => e.into_response(),
-        Err(e) => ApiError::internal(e).into_response(),
-    }
+    let run = tokio::task::spawn_blocking(move || plane.submit(&who, &body))
+        .await
+        .map_err(ApiError::internal)??;
+    Ok((StatusCode::CREATED, Json(run)))
 }
 
 #[derive(Debug, Deserialize)]
@@ -89,50 +67,46 @@ impl Limit {
     }
 }
 
+// Each handler takes its caller after its path and query, so a malformed
+// path or query is refused (400) before the token is checked, as before
+// the caller was an extractor. A submitted body comes last, after the caller.
+
 async fn list(
     State(plane): State<Plane>,
-    headers: HeaderMap,
     Query(limit): Query<Limit>,
-) -> Response {
-    let answer = principal(&plane, &headers).and_then(|who| plane.list(&who, limit.get()));
-    respond(answer)
+    who: Principal,
+) -> Result<Json<Vec<RunView>>, ApiError> {
+    plane.list(&who, limit.get()).map(Json)
 }
 
-async fn one(State(plane): State<Plane>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    respond(principal(&plane, &headers).and_then(|who| plane.get(&who, &id)))
+async fn one(
+    State(plane): State<Plane>,
+    Path(id): Path<String>,
+    who: Principal,
+) -> Result<Json<RunView>, ApiError> {
+    plane.get(&who, &id).map(Json)
 }
 
 /// `POST /api/runs/{id}/pause`, `/resume` or `/stop`.
 async fn control(
     State(plane): State<Plane>,
-    headers: HeaderMap,
     Path((id, action)): Path<(String, String)>,
-) -> Response {
-    respond(
-        principal(&plane, &headers).and_then(|who| match action.as_str() {
-            "pause" => plane.pause(&who, &id),
-            "resume" => plane.resume(&who, &id),
-            "stop" => plane.stop(&who, &id),
-            _ => Err(ApiError::new(
-                404,
-                format!("no action `{action}`: pause, resume or stop"),
-            )),
-        }),
-    )
+    who: Principal,
+) -> Result<Json<RunView>, ApiError> {
+    match action.as_str() {
+        "pause" => plane.pause(&who, &id),
+        "resume" => plane.resume(&who, &id),
+        "stop" => plane.stop(&who, &id),
+        _ => Err(ApiError::NoSuchAction(action)),
+    }
+    .map(Json)
 }
 
 async fn dead_letters(
     State(plane): State<Plane>,
-    headers: HeaderMap,
     Path(id): Path<String>,
     Query(limit): Query<Limit>,
-) -> Response {
-    respond(principal(&plane, &headers).and_then(|who| plane.dead_letters(&who, &id, limit.get())))
-}
-
-fn respond<T: serde::Serialize>(answer: Result<T, ApiError>) -> Response {
-    match answer {
-        Ok(value) => axum::Json(value).into_response(),
-        Err(e) => e.into_response(),
-    }
+    who: Principal,
+) -> Result<Json<Vec<serde_json::Value>>, ApiError> {
+    plane.dead_letters(&who, &id, limit.get()).map(Json)
 }

@@ -28,6 +28,28 @@ use serde::Deserialize;
 
 use crate::plugin::Limits;
 
+/// Why the operator's config cannot be used. Each message names the file
+/// (and is the whole story: the I/O or TOML error is part of it).
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    #[error("cannot read {}: {error}", path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}: {}", path.display(), error.message().trim())]
+    Parse {
+        path: PathBuf,
+        error: toml::de::Error,
+    },
+    /// Every problem of a config that parses.
+    #[error("{}:\n  {}", path.display(), problems.join("\n  "))]
+    Invalid {
+        path: PathBuf,
+        problems: Vec<String>,
+    },
+}
+
 /// The whole operator config.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -100,11 +122,15 @@ impl TenantPolicy {
 
 impl OperatorConfig {
     /// Read and check `path`; every problem at once.
-    pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-        let mut config: Self = toml::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message().trim()))?;
+    pub fn load(path: &Path) -> Result<Self, OperatorError> {
+        let text = std::fs::read_to_string(path).map_err(|error| OperatorError::Read {
+            path: path.to_owned(),
+            error,
+        })?;
+        let mut config: Self = toml::from_str(&text).map_err(|error| OperatorError::Parse {
+            path: path.to_owned(),
+            error,
+        })?;
         let base = path.parent().unwrap_or(Path::new("."));
         let resolve = |p: &mut PathBuf| {
             if p.is_relative() {
@@ -121,7 +147,10 @@ impl OperatorConfig {
         }
         let problems = config.problems();
         if !problems.is_empty() {
-            anyhow::bail!("{}:\n  {}", path.display(), problems.join("\n  "));
+            return Err(OperatorError::Invalid {
+                path: path.to_owned(),
+                problems,
+            });
         }
         Ok(config)
     }

@@ -36,6 +36,19 @@ pub struct RunRecord {
     pub error: Option<String>,
 }
 
+/// Why the store could not do something.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The data directory could not be made.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// A run's counts could not be written as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
 /// Statuses of a run that is going on.
 pub const LIVE: [&str; 3] = ["running", "paused", "stopping"];
 
@@ -47,7 +60,7 @@ pub struct Store {
 impl Store {
     /// Open (or make) the store in `dir`; runs that were going on when the
     /// server last stopped are marked `lost`.
-    pub fn open(dir: &Path) -> anyhow::Result<Self> {
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir)?;
         let db = Connection::open(dir.join("runs.sqlite3"))?;
         db.execute_batch(
@@ -78,7 +91,7 @@ impl Store {
         self.db.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub fn insert(&self, run: &RunRecord, config: &str) -> anyhow::Result<()> {
+    pub fn insert(&self, run: &RunRecord, config: &str) -> Result<(), StoreError> {
         self.db().execute(
             "INSERT INTO runs (id, tenant, status, submitted_ms, counts, config)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -95,7 +108,7 @@ impl Store {
     }
 
     /// Record how a run ended.
-    pub fn finish(&self, run: &RunRecord) -> anyhow::Result<()> {
+    pub fn finish(&self, run: &RunRecord) -> Result<(), StoreError> {
         self.db().execute(
             "UPDATE runs SET status = ?2, finished_ms = ?3, counts = ?4, summary = ?5, error = ?6
              WHERE id = ?1",
@@ -111,7 +124,7 @@ impl Store {
         Ok(())
     }
 
-    pub fn set_status(&self, id: &str, status: &str) -> anyhow::Result<()> {
+    pub fn set_status(&self, id: &str, status: &str) -> Result<(), StoreError> {
         self.db().execute(
             "UPDATE runs SET status = ?2 WHERE id = ?1",
             params![id, status],
@@ -120,7 +133,7 @@ impl Store {
     }
 
     /// One run, whoever's.
-    pub fn get(&self, id: &str) -> anyhow::Result<Option<RunRecord>> {
+    pub fn get(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         let db = self.db();
         let mut query = db.prepare(&format!("{SELECT} WHERE id = ?1"))?;
         Ok(query.query_row(params![id], record).optional()?)
@@ -128,7 +141,7 @@ impl Store {
 
     /// The runs of `tenant` (every tenant's for `None`), newest first, at
     /// most `limit`.
-    pub fn list(&self, tenant: Option<&str>, limit: usize) -> anyhow::Result<Vec<RunRecord>> {
+    pub fn list(&self, tenant: Option<&str>, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
         let db = self.db();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = match tenant {

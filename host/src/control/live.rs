@@ -1,0 +1,132 @@
+//! The runs going on in this process: their live counts and controls, the
+//! throughput history sampled once a second, and the registry of them
+//! (with the runs still starting, which count toward a tenant's quota).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::run::{Interrupt, Pause};
+use crate::telemetry::RunStats;
+
+use super::store::{Counts, RunRecord, now_ms};
+
+/// Points of throughput history kept per run (one a second).
+const SAMPLES: usize = 600;
+
+/// A run going on in this process.
+#[derive(Debug)]
+pub(super) struct LiveRun {
+    pub(super) id: String,
+    pub(super) tenant: String,
+    pub(super) submitted_ms: u64,
+    pub(super) stats: Arc<RunStats>,
+    pub(super) pause: Pause,
+    pub(super) interrupt: Interrupt,
+    stopping: AtomicBool,
+    /// (milliseconds since the epoch, documents indexed) once a second.
+    samples: Mutex<VecDeque<(u64, u64)>>,
+}
+
+impl LiveRun {
+    pub(super) fn new(
+        id: String,
+        tenant: String,
+        stats: Arc<RunStats>,
+        pause: Pause,
+        interrupt: Interrupt,
+    ) -> Self {
+        Self {
+            id,
+            tenant,
+            submitted_ms: now_ms(),
+            stats,
+            pause,
+            interrupt,
+            stopping: AtomicBool::new(false),
+            samples: Mutex::default(),
+        }
+    }
+
+    pub(super) fn status(&self) -> &'static str {
+        if self.stopping.load(Ordering::Relaxed) {
+            "stopping"
+        } else if self.pause.is_paused() {
+            "paused"
+        } else {
+            "running"
+        }
+    }
+
+    /// Stop it as SIGINT stops `weir run`; a paused run is resumed first,
+    /// or it would wait for its resume to notice.
+    pub(super) fn stop(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+        self.pause.resume();
+        self.interrupt.trigger();
+    }
+
+    fn counts(&self) -> Counts {
+        let s = self.stats.snapshot();
+        Counts {
+            published: s.published,
+            processed: s.processed,
+            indexed: s.indexed,
+            failed: s.failed,
+            dropped: s.dropped,
+        }
+    }
+
+    /// The run as the store keeps it, with its live status and counts.
+    pub(super) fn record(&self) -> RunRecord {
+        RunRecord {
+            id: self.id.clone(),
+            tenant: self.tenant.clone(),
+            status: self.status().into(),
+            submitted_ms: self.submitted_ms,
+            finished_ms: None,
+            counts: self.counts(),
+            summary: None,
+            error: None,
+        }
+    }
+
+    pub(super) fn sample(&self) {
+        let mut samples = self.samples.lock().unwrap_or_else(PoisonError::into_inner);
+        if samples.len() == SAMPLES {
+            samples.pop_front();
+        }
+        samples.push_back((now_ms(), self.stats.snapshot().indexed));
+    }
+
+    /// Documents indexed per second between its samples.
+    pub(super) fn throughput(&self) -> Vec<(u64, f64)> {
+        let samples = self.samples.lock().unwrap_or_else(PoisonError::into_inner);
+        samples
+            .iter()
+            .zip(samples.iter().skip(1))
+            .map(|(a, b)| {
+                let secs = (b.0.saturating_sub(a.0)) as f64 / 1000.0;
+                (b.0, (b.1.saturating_sub(a.1)) as f64 / secs.max(0.001))
+            })
+            .collect()
+    }
+}
+
+/// The runs going on, and those about to.
+#[derive(Debug, Default)]
+pub(super) struct Live {
+    pub(super) runs: HashMap<String, Arc<LiveRun>>,
+    /// Runs admitted or being validated, per tenant: they count toward the
+    /// concurrency quota before they start.
+    pub(super) starting: HashMap<String, usize>,
+    pub(super) threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Live {
+    /// Runs of `tenant` going on or starting.
+    pub(super) fn going(&self, tenant: &str) -> usize {
+        self.runs.values().filter(|r| r.tenant == tenant).count()
+            + self.starting.get(tenant).copied().unwrap_or(0)
+    }
+}

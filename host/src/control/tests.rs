@@ -1,0 +1,217 @@
+//! The HTTP API driven without a server: the [`routes`] of a control plane
+//! over a temporary data directory, called with `oneshot`. Runs are put in
+//! its store directly, so no plugin is compiled.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::Value;
+use tower::ServiceExt;
+
+use super::operator::OperatorConfig;
+use super::store::{Counts, RunRecord};
+use super::{ControlPlane, routes};
+
+const ACME: &str = "acme-token";
+const ZETA: &str = "zeta-token";
+const ADMIN: &str = "admin-token";
+
+/// A plane with tenants `acme` and `zeta` and the operator, each signed in
+/// with its token; `acme` has run `a1` (finished), `zeta` run `z1`.
+fn plane(dir: &std::path::Path) -> Arc<ControlPlane> {
+    let mut text = format!(
+        "[server]\ndata_dir = {:?}\nplugin_dir = {:?}\nadmin_token_env = \"ADMIN\"\n",
+        dir.join("data").display().to_string(),
+        dir.join("plugins").display().to_string(),
+    );
+    for tenant in ["acme", "zeta"] {
+        text += &format!(
+            "[[tenants]]\nname = \"{tenant}\"\ntoken_env = \"{tenant}\"\n\
+             pipelines = [\"{tenant}-books\"]\nplugins = [\"nop_indexer.wasm\"]\n"
+        );
+    }
+    let operator: OperatorConfig = toml::from_str(&text).expect("operator config");
+    // Each token variable is named after its tenant.
+    let token = |var: &str| {
+        let token = match var {
+            "acme" => ACME,
+            "zeta" => ZETA,
+            _ => ADMIN,
+        };
+        Some(token.to_owned())
+    };
+    let plane = ControlPlane::with_tokens(operator, token).expect("control plane");
+    for (id, tenant, at) in [("a1", "acme", 1), ("z1", "zeta", 2)] {
+        let record = RunRecord {
+            id: id.into(),
+            tenant: tenant.into(),
+            status: "success".into(),
+            submitted_ms: at,
+            finished_ms: Some(at + 1),
+            counts: Counts::default(),
+            summary: None,
+            error: None,
+        };
+        plane.store.insert(&record, "").expect("insert");
+        plane.store.finish(&record).expect("finish");
+    }
+    plane
+}
+
+/// `method path` with `token` and `body`: the status and the JSON answer.
+async fn call(
+    plane: &Arc<ControlPlane>,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: impl Into<Body>,
+) -> (StatusCode, Value) {
+    let mut request = Request::builder().method(method).uri(path);
+    if let Some(token) = token {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let request = request.body(body.into()).expect("request");
+    let response = routes(Arc::clone(plane))
+        .oneshot(request)
+        .await
+        .expect("infallible");
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, value)
+}
+
+async fn get(plane: &Arc<ControlPlane>, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+    call(plane, "GET", path, token, Body::empty()).await
+}
+
+/// The one error shape: the message and the problems, nothing else.
+fn assert_error(answer: &Value, message: &str) {
+    assert_eq!(answer["error"], message, "{answer}");
+    assert!(answer["problems"].is_array(), "{answer}");
+    assert_eq!(answer.as_object().map(|o| o.len()), Some(2), "{answer}");
+}
+
+fn ids(runs: &Value) -> Vec<&str> {
+    runs.as_array()
+        .map(|runs| runs.iter().filter_map(|r| r["id"].as_str()).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn without_a_known_token_every_api_call_is_401() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plane = plane(dir.path());
+    let (status, answer) = get(&plane, "/api/runs", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_error(&answer, "send your token: Authorization: Bearer <token>");
+    for (method, path) in [
+        ("GET", "/api/runs"),
+        ("POST", "/api/runs"),
+        ("GET", "/api/runs/a1"),
+        ("POST", "/api/runs/a1/stop"),
+        ("GET", "/api/runs/a1/dead-letters"),
+    ] {
+        let (status, answer) = call(&plane, method, path, Some("guess"), "").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {path}");
+        assert_error(&answer, "unknown token");
+    }
+    // The status page needs no token.
+    let page = routes(Arc::clone(&plane))
+        .oneshot(Request::get("/").body(Body::empty()).expect("request"))
+        .await
+        .expect("infallible");
+    assert_eq!(page.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_tenant_sees_only_its_runs_and_the_operator_sees_all() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plane = plane(dir.path());
+    let (status, runs) = get(&plane, "/api/runs", Some(ACME)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(ids(&runs), ["a1"]);
+    let (status, run) = get(&plane, "/api/runs/a1", Some(ACME)).await;
+    assert_eq!((status, &run["tenant"]), (StatusCode::OK, &"acme".into()));
+    for (method, path) in [
+        ("GET", "/api/runs/a1"),
+        ("POST", "/api/runs/a1/pause"),
+        ("POST", "/api/runs/a1/stop"),
+        ("GET", "/api/runs/a1/dead-letters"),
+    ] {
+        let (status, answer) = call(&plane, method, path, Some(ZETA), "").await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}");
+        assert_error(&answer, "no such run");
+    }
+    let (_, all) = get(&plane, "/api/runs", Some(ADMIN)).await;
+    assert_eq!(ids(&all), ["z1", "a1"], "newest first");
+    let (status, _) = get(&plane, "/api/runs/a1", Some(ADMIN)).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn refused_requests_have_their_status_and_the_one_error_shape() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plane = plane(dir.path());
+    let (status, answer) = call(&plane, "POST", "/api/runs", Some(ACME), "this is [not toml").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(answer["error"], "the config is not valid");
+    assert_eq!(
+        answer["problems"].as_array().map(Vec::len),
+        Some(1),
+        "{answer}"
+    );
+    let include = "include = \"/etc/weir.toml\"";
+    let (status, answer) = call(&plane, "POST", "/api/runs", Some(ACME), include).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
+    assert_error(
+        &answer,
+        "the config asks for what tenant `acme` may not have",
+    );
+    assert!(
+        answer["problems"][0]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot include files")
+    );
+    let (status, answer) = call(&plane, "POST", "/api/runs", Some(ADMIN), include).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_error(
+        &answer,
+        "the operator's token does not submit runs: use a tenant's",
+    );
+    let (status, answer) = call(&plane, "POST", "/api/runs/a1/pause", Some(ACME), "").await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_error(&answer, "the run has ended (success)");
+    let (status, answer) = call(&plane, "POST", "/api/runs/a1/jump", Some(ACME), "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_error(&answer, "no action `jump`: pause, resume or stop");
+    let (status, _) = get(&plane, "/api/runs/nope", Some(ADMIN)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // Nothing was run.
+    let (_, all) = get(&plane, "/api/runs", Some(ADMIN)).await;
+    assert_eq!(ids(&all).len(), 2, "{all}");
+}
+
+#[tokio::test]
+async fn dead_letters_are_read_from_the_runs_directory_up_to_the_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plane = plane(dir.path());
+    let (status, letters) = get(&plane, "/api/runs/a1/dead-letters", Some(ACME)).await;
+    assert_eq!(
+        (status, letters),
+        (StatusCode::OK, Value::Array(Vec::new()))
+    );
+    let run_dir = plane.run_dir("a1");
+    std::fs::create_dir_all(&run_dir).expect("run dir");
+    std::fs::write(
+        run_dir.join("dead-letters.jsonl"),
+        "{\"id\":\"x\"}\nnot json\n{\"id\":\"y\"}\n{\"id\":\"z\"}\n",
+    )
+    .expect("dead letters");
+    let (_, letters) = get(&plane, "/api/runs/a1/dead-letters?limit=2", Some(ACME)).await;
+    assert_eq!(letters, serde_json::json!([{ "id": "x" }, { "id": "y" }]));
+}

@@ -1,0 +1,78 @@
+//! Runs as the API shows them: a run's record with its recent throughput;
+//! a finished run's record and its summary as JSON (what `weir run` prints).
+
+use crate::run::RunResult;
+
+use super::live::LiveRun;
+use super::store::{Counts, RunRecord, now_ms};
+
+/// A run as the API shows it: the record, and for a live run its recent
+/// throughput (documents indexed per second, one point a second).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunView {
+    #[serde(flatten)]
+    pub record: RunRecord,
+    pub throughput: Vec<(u64, f64)>,
+}
+
+/// A run's summary as JSON: what `weir run` prints.
+fn summary_json(result: &RunResult) -> serde_json::Value {
+    let connectors: Vec<_> = result
+        .connectors
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "name": c.name,
+                "pipeline": c.pipeline,
+                "published": c.published,
+                "children": c.created,
+                "succeeded": c.succeeded,
+                "failed": c.failed,
+                "dropped": c.dropped,
+                "elapsed_ms": c.elapsed.as_millis() as u64,
+                "error": c.error,
+                "skipped": c.skipped,
+            })
+        })
+        .collect();
+    let stages: Vec<_> = result
+        .stages
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "pipeline": s.pipeline,
+                "stage": s.stage,
+                "documents": s.documents,
+                "children": s.children,
+                "failed": s.failed,
+                "retries": s.retries,
+                "time_ms": s.time.as_secs_f64() * 1000.0,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "status": result.status().name(),
+        "elapsed_ms": result.elapsed.as_millis() as u64,
+        "connectors": connectors,
+        "stages": stages,
+    })
+}
+
+/// How `run` ended, as the store keeps it.
+pub(super) fn finished_record(run: &LiveRun, result: &RunResult) -> RunRecord {
+    let sum = |f: fn(&crate::run::ConnectorResult) -> u64| result.connectors.iter().map(f).sum();
+    RunRecord {
+        status: result.status().name().into(),
+        finished_ms: Some(now_ms()),
+        counts: Counts {
+            published: sum(|c| c.published),
+            processed: run.stats.snapshot().processed,
+            indexed: sum(|c| c.succeeded),
+            failed: sum(|c| c.failed),
+            dropped: sum(|c| c.dropped),
+        },
+        summary: Some(summary_json(result)),
+        error: result.connectors.iter().find_map(|c| c.error.clone()),
+        ..run.record()
+    }
+}
