@@ -145,6 +145,15 @@ pub(super) fn poll_error(e: KafkaError) -> Result<(), MessengerError> {
     }
 }
 
+/// A polled message, or `None` when the poll failed transiently (it counts
+/// as idle, see [`poll_error`]); a fatal error stops.
+pub(super) fn polled<M>(message: Result<M, KafkaError>) -> Result<Option<M>, MessengerError> {
+    match message {
+        Ok(message) => Ok(Some(message)),
+        Err(e) => poll_error(e).map(|()| None),
+    }
+}
+
 /// The code of a client error, admin operations' included.
 pub(super) fn error_code(error: &KafkaError) -> Option<RDKafkaErrorCode> {
     match error {

@@ -9,7 +9,7 @@ use rdkafka::message::Message;
 use rdkafka::producer::ThreadedProducer;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-use super::client::{commit_failed, poll_error};
+use super::client::{commit_failed, polled};
 use super::delivery::{Deliveries, Shared, Tag, Tracker, produce, shared_producer};
 use super::revocations::Revocations;
 use super::wire::{
@@ -220,12 +220,8 @@ impl IndexerMessenger for KafkaIndexerMessenger {
                 self.commit_acked(CommitMode::Async, false)?;
                 return Ok(Polled::Idle);
             };
-            let message = match message {
-                Ok(message) => message,
-                Err(e) => {
-                    poll_error(e)?;
-                    return Ok(Polled::Idle);
-                }
+            let Some(message) = polled(message)? else {
+                return Ok(Polled::Idle);
             };
             let (partition, offset) = (message.partition(), message.offset());
             self.progress

@@ -9,7 +9,7 @@ use rdkafka::message::{Message, OwnedHeaders};
 use rdkafka::producer::{Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-use super::client::{commit_failed, poll_error};
+use super::client::{commit_failed, polled};
 use super::delivery::{Deliveries, Origin, Shared, Tag, produce, shared_producer};
 use super::delivery_count::Delivery;
 use super::hybrid::HybridIndexerMessenger;
@@ -294,12 +294,8 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                 self.commit()?;
                 return Ok(Polled::Idle);
             };
-            let message = match message {
-                Ok(message) => message,
-                Err(e) => {
-                    poll_error(e)?;
-                    return Ok(Polled::Idle);
-                }
+            let Some(message) = polled(message)? else {
+                return Ok(Polled::Idle);
             };
             self.pass.start();
             let (partition, offset) = (message.partition(), message.offset());
