@@ -6,4 +6,5 @@
 //! The rule is checked by `tests/all/architecture.rs`: no file under
 //! `core/` names another module of the crate.
 
+pub mod failure;
 pub mod text;

@@ -15,6 +15,7 @@ pub mod recording;
 
 use std::time::Duration;
 
+pub use crate::core::failure::Failure;
 use crate::document::Document;
 use crate::event::Event;
 
@@ -42,16 +43,6 @@ pub enum Polled<T> {
     Idle,
     /// Nothing will ever arrive again.
     Closed,
-}
-
-/// Why a document was dead-lettered, for messengers that keep failed documents.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// The stage or indexer plugin that failed the document.
-    pub plugin: String,
-    pub message: String,
-    /// How many times the document was attempted.
-    pub attempts: u32,
 }
 
 /// Which part of a pipeline a serving process runs.

@@ -11,26 +11,10 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::core::failure::DeadLetter;
+use crate::core::failure::Failure;
 use crate::document::Document;
-use crate::messenger::Failure;
 use crate::plugin::{IndexerInstance, IndexerPlugin};
-
-/// One line of a dead-letter file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DeadLetter {
-    pub id: String,
-    pub run_id: Option<String>,
-    pub pipeline: String,
-    /// The stage or indexer that failed it.
-    pub plugin: String,
-    pub error: String,
-    pub attempts: u32,
-    /// RFC 3339, UTC.
-    pub failed_at: String,
-    pub document: serde_json::Value,
-}
 
 /// The dead-letter file of one run, shared by its workers and indexers,
 /// and the indexer plugin that takes the letters first, if any.

@@ -12,7 +12,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Message, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 
-use super::wire::cluster_up;
+use super::client::cluster_up;
 use super::{KafkaTopics, transport};
 use crate::messenger::MessengerError;
 
@@ -297,7 +297,7 @@ pub(super) enum Tag {
 /// Producer callbacks: record acknowledgements against what waits for them.
 pub(super) struct Deliveries(pub(super) Arc<Shared>);
 
-super::wire::quiet_client_context!(Deliveries);
+super::client::quiet_client_context!(Deliveries);
 
 /// What a produced message carries back to its delivery callback.
 #[derive(Debug, Clone, Copy)]

@@ -19,11 +19,11 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use rdkafka::producer::ThreadedProducer;
 
-use super::delivery::{Deliveries, Origin, Shared, Tag, shared_producer};
-use super::indexer::Revocations;
+use super::KafkaTopics;
+use super::delivery::{Deliveries, Origin, Shared, Tag};
+use super::output::Queued;
+use super::revocations::Revocations;
 use super::wire::{EventBuffer, Lineages, dead_letter};
-use super::worker::{Output, Queued};
-use super::{KafkaTopics, KafkaWorkerMessenger};
 use crate::document::Document;
 use crate::event::Event;
 use crate::messenger::{Failure, IndexerMessenger, MessengerError, Polled};
@@ -58,47 +58,34 @@ impl std::fmt::Debug for HybridIndexerMessenger {
     }
 }
 
-impl KafkaWorkerMessenger {
-    /// `pairs` worker–indexer pairs: a consumer and a queue of `capacity`
-    /// documents each, one producer for all.
-    pub fn for_pairs(
-        topics: &KafkaTopics,
-        pairs: usize,
-        capacity: usize,
-    ) -> Result<Vec<(KafkaWorkerMessenger, HybridIndexerMessenger)>, MessengerError> {
-        let shared = Arc::new(Shared::default());
-        shared.solo.set_members(pairs);
-        let producer = Arc::new(shared_producer(topics, &shared)?);
-        (0..pairs)
-            .map(|member| {
-                let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
-                let revocations = Arc::new(Mutex::new(Revocations::default()));
-                let output = Output::Pair {
-                    queue: Some(tx),
-                    revocations: Arc::clone(&revocations),
-                };
-                let worker = Self::member(topics, member, &producer, &shared, output)?;
-                let indexer = HybridIndexerMessenger {
-                    member,
-                    topics: topics.clone(),
-                    source: topics.source(),
-                    queue: rx,
-                    producer: Arc::clone(&producer),
-                    shared: Arc::clone(&shared),
-                    revocations,
-                    batch: shared.next_batch(),
-                    polled: Vec::new(),
-                    events: EventBuffer::default(),
-                    lineages: Lineages::default(),
-                    done: Vec::new(),
-                };
-                Ok((worker, indexer))
-            })
-            .collect()
-    }
-}
-
 impl HybridIndexerMessenger {
+    /// The indexer end of pair `member`, whose worker (made by
+    /// [`KafkaWorkerMessenger::for_pairs`](super::KafkaWorkerMessenger::for_pairs))
+    /// sends on the other end of `queue`.
+    pub(super) fn new(
+        member: usize,
+        topics: &KafkaTopics,
+        queue: Receiver<Queued>,
+        producer: &Arc<ThreadedProducer<Deliveries>>,
+        shared: &Arc<Shared>,
+        revocations: Arc<Mutex<Revocations>>,
+    ) -> Self {
+        Self {
+            member,
+            topics: topics.clone(),
+            source: topics.source(),
+            queue,
+            producer: Arc::clone(producer),
+            shared: Arc::clone(shared),
+            revocations,
+            batch: shared.next_batch(),
+            polled: Vec::new(),
+            events: EventBuffer::default(),
+            lineages: Lineages::default(),
+            done: Vec::new(),
+        }
+    }
+
     fn fail_on_delivery_failure(&self) -> Result<(), MessengerError> {
         match &self.shared.lock().failure {
             Some(failure) => Err(super::transport(failure)),

@@ -9,13 +9,14 @@ use rdkafka::message::Message;
 use rdkafka::producer::ThreadedProducer;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
+use super::client::{commit_failed, polled};
 use super::delivery::{Deliveries, Shared, Tag, Tracker, produce, shared_producer};
+use super::revocations::Revocations;
 use super::wire::{
-    EventBuffer, Lineages, commit_failed, dead_letter, document_from, lineage_of, log_assignment,
-    poll_error, undecodable, undecodable_event,
+    EventBuffer, Lineages, dead_letter, document_from, lineage_of, log_assignment, undecodable,
+    undecodable_event,
 };
-use super::worker::COMMIT_INTERVAL;
-use super::{KafkaTopics, transport};
+use super::{COMMIT_INTERVAL, KafkaTopics, transport};
 use crate::document::Document;
 use crate::event::Event;
 use crate::messenger::{Failure, IndexerMessenger, MessengerError, Polled};
@@ -109,63 +110,7 @@ pub(super) struct IndexerRebalance {
     pub(super) revoked: Arc<Mutex<Revocations>>,
 }
 
-/// Revocations seen by an indexer, to tell documents polled before their
-/// partition was revoked (the new owner has them) from those polled after it
-/// came back (ours).
-#[derive(Debug, Default)]
-pub(super) struct Revocations {
-    pub(super) count: u64,
-    pub(super) latest: HashMap<i32, u64>,
-}
-
-impl Revocations {
-    pub(super) fn revoke(&mut self, partitions: &[i32]) {
-        self.count += 1;
-        for &p in partitions {
-            self.latest.insert(p, self.count);
-        }
-    }
-
-    /// Take out of `batch` the documents whose partition was revoked after
-    /// they were polled; `polled` is each one's (partition, generation), in
-    /// order. Their partition's new owner indexes them (from the committed
-    /// offset, which they are not below).
-    pub(super) fn drop_revoked(
-        &self,
-        batch: &mut Vec<Document>,
-        polled: impl ExactSizeIterator<Item = (i32, u64)>,
-    ) {
-        if self.latest.is_empty() {
-            return;
-        }
-        if batch.len() != polled.len() {
-            tracing::warn!("batch and polled documents disagree; keeping the batch");
-            return;
-        }
-        let before = batch.len();
-        let mut polled = polled;
-        batch.retain(|_| {
-            polled
-                .next()
-                .is_none_or(|(p, generation)| !self.revoked_since(p, generation))
-        });
-        if batch.len() < before {
-            tracing::info!(
-                dropped = before - batch.len(),
-                "left documents of revoked partitions to their new owner"
-            );
-        }
-    }
-
-    /// Whether a document of `partition` polled at `generation` was revoked since.
-    pub(super) fn revoked_since(&self, partition: i32, generation: u64) -> bool {
-        self.latest
-            .get(&partition)
-            .is_some_and(|&revoked_at| revoked_at > generation)
-    }
-}
-
-super::wire::quiet_client_context!(IndexerRebalance);
+super::client::quiet_client_context!(IndexerRebalance);
 
 impl ConsumerContext for IndexerRebalance {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -275,12 +220,8 @@ impl IndexerMessenger for KafkaIndexerMessenger {
                 self.commit_acked(CommitMode::Async, false)?;
                 return Ok(Polled::Idle);
             };
-            let message = match message {
-                Ok(message) => message,
-                Err(e) => {
-                    poll_error(e)?;
-                    return Ok(Polled::Idle);
-                }
+            let Some(message) = polled(message)? else {
+                return Ok(Polled::Idle);
             };
             let (partition, offset) = (message.partition(), message.offset());
             self.progress

@@ -9,8 +9,8 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::wire::run_id_of;
 use super::{KafkaTopics, transport};
+use crate::core::failure::DeadLetter;
 use crate::messenger::MessengerError;
-use crate::run::DeadLetter;
 
 /// Every dead letter on `pipeline`'s fail topic as it is now (up to the
 /// end of each partition when this starts), oldest first per partition,

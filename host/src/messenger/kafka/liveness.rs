@@ -15,7 +15,8 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-use super::wire::{Quiet, millis_now};
+use super::client::Quiet;
+use super::wire::millis_now;
 use super::{KafkaTopics, settled, transport};
 use crate::messenger::{Heartbeat, MessengerError, Seen, ServerRole};
 

@@ -19,21 +19,31 @@
 //!   by one consumer, in order.
 //!
 //! The module, one file per concern: [`topics`] (names, client settings,
-//! administration), [`delivery`] (what each produced message is accounted
-//! against, and which offsets may move: the one internal API the roles share),
-//! [`wire`] (dead letters, batched events, undecodable messages), and the roles:
-//! [`worker`], [`indexer`], [`publisher`] (the runner) and [`hybrid`].
+//! administration), [`client`] (outages, librdkafka's errors and logs),
+//! [`delivery`] (what each produced message is accounted against, and which
+//! offsets may move: the one internal API the roles share), [`wire`] (dead
+//! letters, batched events, undecodable messages), [`revocations`] and
+//! [`output`] (what a Hybrid pair's worker and indexer share),
+//! [`delivery_count`] and [`solo`] (poison pills), [`liveness`]
+//! (heartbeats), [`letters`] (reading dead letters back), and the roles, one
+//! file per messenger: [`worker`] (with its [`worker_rebalance`]),
+//! [`indexer`], [`publisher`] (the runner) and [`hybrid`].
 
+mod client;
 mod delivery;
+mod delivery_count;
 mod hybrid;
 mod indexer;
 mod letters;
 mod liveness;
+mod output;
 mod publisher;
+mod revocations;
 mod solo;
 mod topics;
 mod wire;
 mod worker;
+mod worker_rebalance;
 
 pub use hybrid::HybridIndexerMessenger;
 pub use indexer::KafkaIndexerMessenger;
@@ -45,6 +55,10 @@ pub use worker::KafkaWorkerMessenger;
 
 use super::{MessengerError, MessengerFactory, MessengerParts};
 use crate::config::KafkaConfig;
+
+/// How often a busy worker or indexer commits its progress: often enough
+/// that a crash redelivers little, seldom enough to cost the broker little.
+const COMMIT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
 
 fn transport(e: impl std::fmt::Display) -> MessengerError {
     MessengerError::Transport(e.to_string())

@@ -10,13 +10,11 @@ use rdkafka::message::Message;
 use rdkafka::producer::{Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
+use super::client::{Quiet, cluster_is_down, cluster_up, poll_error};
 use super::delivery::{Deliveries, Shared, Tag, produce, shared_producer};
 use super::liveness::HeartbeatReader;
 use super::topics::TopicSpec;
-use super::wire::{
-    Quiet, cluster_is_down, cluster_up, dead_letter, document_headers, events_from, poll_error,
-    too_large,
-};
+use super::wire::{dead_letter, document_headers, events_from, too_large};
 use super::{KafkaTopics, settled, transport};
 use crate::document::Document;
 use crate::event::Event;

@@ -8,8 +8,8 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
+use super::client::{Quiet, cluster_down, error_code, is_outage};
 use super::transport;
-use super::wire::{Quiet, cluster_down, error_code, is_outage};
 use crate::config::KafkaConfig;
 use crate::document::Document;
 use crate::messenger::MessengerError;

@@ -4,96 +4,27 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use foldhash::HashMap;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::{Message, OwnedHeaders};
 use rdkafka::producer::{Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-use super::delivery::{Deliveries, Origin, Shared, Tag, Tracker, produce, shared_producer};
-use super::indexer::Revocations;
+use super::client::{commit_failed, polled};
+use super::delivery::{Deliveries, Origin, Shared, Tag, produce, shared_producer};
+use super::delivery_count::Delivery;
+use super::hybrid::HybridIndexerMessenger;
+use super::output::{Output, Queued};
+use super::revocations::Revocations;
 use super::solo::Hand;
 use super::wire::{
-    EventBuffer, Lineage, Pass, commit_failed, dead_letter, document_from, document_headers,
-    fail_event, log_assignment, poll_error, raw_dead_letter, too_large, undecodable,
-    undecodable_event,
+    EventBuffer, Pass, dead_letter, document_from, document_headers, fail_event, raw_dead_letter,
+    too_large, undecodable, undecodable_event,
 };
-use super::{KafkaTopics, transport};
+use super::worker_rebalance::{WorkerRebalance, committable_list};
+use super::{COMMIT_INTERVAL, KafkaTopics, transport};
 use crate::document::Document;
 use crate::event::Event;
 use crate::messenger::{Failure, MessengerError, Polled, WorkerMessenger};
-
-/// Commits completed work when partitions are revoked.
-pub(super) struct WorkerRebalance {
-    pub(super) shared: Arc<Shared>,
-    pub(super) member: usize,
-    pub(super) topic: String,
-    /// A Hybrid pair's revocations, shared with its indexer.
-    pub(super) pair: Option<Arc<Mutex<Revocations>>>,
-}
-
-super::wire::quiet_client_context!(WorkerRebalance);
-
-impl ConsumerContext for WorkerRebalance {
-    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Revoke(revoked) = rebalance {
-            let partitions: Vec<i32> = revoked.elements().iter().map(|e| e.partition()).collect();
-            if !self
-                .shared
-                .wait_delivered(self.member, Some(&partitions), Duration::from_secs(30))
-            {
-                tracing::warn!(
-                    "revoking partitions with deliveries still in flight; their records will be redelivered"
-                );
-            }
-            let mut tracker = self.shared.lock();
-            let tpl = committable_list(&tracker, &self.topic, self.member, Some(&partitions));
-            for &p in &partitions {
-                tracker.partitions.remove(&(self.member, p));
-            }
-            drop(tracker);
-            // A Hybrid pair's indexer leaves what is still queued from these
-            // partitions to their new owner (it is not committed).
-            if let Some(pair) = &self.pair {
-                pair.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .revoke(&partitions);
-            }
-            if tpl.count() > 0
-                && let Err(e) = consumer.commit(&tpl, CommitMode::Sync)
-            {
-                tracing::warn!(error = %e, "commit on revoke failed; records will be redelivered");
-            }
-        }
-    }
-
-    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        log_assignment("worker", rebalance);
-    }
-}
-
-/// Offsets consumer `member` may commit: for each partition it tracks (or
-/// those listed), the offset below which every record is complete. Nothing
-/// after a delivery failure.
-pub(super) fn committable_list(
-    tracker: &Tracker,
-    topic: &str,
-    member: usize,
-    only: Option<&[i32]>,
-) -> TopicPartitionList {
-    let mut tpl = TopicPartitionList::new();
-    if tracker.failure.is_some() {
-        return tpl;
-    }
-    for (&(m, partition), track) in &tracker.partitions {
-        if m != member || only.is_some_and(|ps| !ps.contains(&partition)) {
-            continue;
-        }
-        if let Some(offset) = track.committable() {
-            let _ = tpl.add_partition_offset(topic, partition, Offset::Offset(offset));
-        }
-    }
-    tpl
-}
 
 /// A worker's messenger: consumes the source topic in the workers' group.
 /// The worker threads of a process each have their own consumer (a member
@@ -129,30 +60,6 @@ impl std::fmt::Debug for KafkaWorkerMessenger {
     }
 }
 
-/// Where a worker's processed documents go.
-pub(super) enum Output {
-    /// The destination topic, read by the indexers' group.
-    Topic(String),
-    /// The paired indexer's queue (Hybrid mode), until the worker stops.
-    Pair {
-        queue: Option<crossbeam_channel::Sender<Queued>>,
-        revocations: Arc<Mutex<Revocations>>,
-    },
-}
-
-/// A processed document on its way to a Hybrid pair's indexer.
-pub(super) struct Queued {
-    pub(super) doc: Document,
-    pub(super) origin: Origin,
-    /// Revocations of the pair when it was polled.
-    pub(super) generation: u64,
-    pub(super) lineage: Option<Lineage>,
-}
-
-/// How often a busy worker or indexer commits its progress: often enough
-/// that a crash redelivers little, seldom enough to cost the broker little.
-pub(super) const COMMIT_INTERVAL: Duration = Duration::from_millis(200);
-
 impl KafkaWorkerMessenger {
     /// The messengers of `threads` worker threads: a consumer each, one
     /// producer between them (fewer clients, fuller batches).
@@ -173,8 +80,40 @@ impl KafkaWorkerMessenger {
             .collect()
     }
 
+    /// `pairs` worker–indexer pairs: a consumer and a queue of `capacity`
+    /// documents each, one producer for all.
+    pub fn for_pairs(
+        topics: &KafkaTopics,
+        pairs: usize,
+        capacity: usize,
+    ) -> Result<Vec<(KafkaWorkerMessenger, HybridIndexerMessenger)>, MessengerError> {
+        let shared = Arc::new(Shared::default());
+        shared.solo.set_members(pairs);
+        let producer = Arc::new(shared_producer(topics, &shared)?);
+        (0..pairs)
+            .map(|member| {
+                let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
+                let revocations = Arc::new(Mutex::new(Revocations::default()));
+                let output = Output::Pair {
+                    queue: Some(tx),
+                    revocations: Arc::clone(&revocations),
+                };
+                let worker = Self::member(topics, member, &producer, &shared, output)?;
+                let indexer = HybridIndexerMessenger::new(
+                    member,
+                    topics,
+                    rx,
+                    &producer,
+                    &shared,
+                    revocations,
+                );
+                Ok((worker, indexer))
+            })
+            .collect()
+    }
+
     /// A worker thread's messenger: consumer `member` of the process.
-    pub(super) fn member(
+    fn member(
         topics: &KafkaTopics,
         member: usize,
         producer: &Arc<ThreadedProducer<Deliveries>>,
@@ -255,44 +194,6 @@ impl KafkaWorkerMessenger {
             self.committed.clear();
         }
         Ok(())
-    }
-}
-
-/// The commit metadata that counts deliveries of the record at its offset.
-const DELIVERIES: &str = "weir.deliveries=";
-
-/// The deliveries of a record that never finished, as its commit metadata
-/// keeps them: `weir.deliveries=3`, `weir.deliveries=3;alone` (the last
-/// was processed alone in its process), `...;died-alone` (an earlier one
-/// was, and its process died).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Delivery {
-    count: u32,
-    alone: bool,
-    died_alone: bool,
-}
-
-impl Delivery {
-    fn parse(metadata: &str) -> Option<Self> {
-        let mut parts = metadata.strip_prefix(DELIVERIES)?.split(';');
-        let count = parts.next()?.parse().ok()?;
-        let flags: Vec<&str> = parts.collect();
-        Some(Self {
-            count,
-            alone: flags.contains(&"alone"),
-            died_alone: flags.contains(&"died-alone"),
-        })
-    }
-
-    fn metadata(&self) -> String {
-        let mut text = format!("{DELIVERIES}{}", self.count);
-        if self.alone {
-            text.push_str(";alone");
-        }
-        if self.died_alone {
-            text.push_str(";died-alone");
-        }
-        text
     }
 }
 
@@ -393,12 +294,8 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                 self.commit()?;
                 return Ok(Polled::Idle);
             };
-            let message = match message {
-                Ok(message) => message,
-                Err(e) => {
-                    poll_error(e)?;
-                    return Ok(Polled::Idle);
-                }
+            let Some(message) = polled(message)? else {
+                return Ok(Polled::Idle);
             };
             self.pass.start();
             let (partition, offset) = (message.partition(), message.offset());
@@ -578,39 +475,5 @@ impl Drop for KafkaWorkerMessenger {
             tracing::warn!(error = %e, "final commit failed; records will be redelivered");
         }
         self.consumer.unsubscribe();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Delivery;
-
-    #[test]
-    fn delivery_counts_round_trip_through_commit_metadata() {
-        for d in [
-            Delivery {
-                count: 1,
-                alone: false,
-                died_alone: false,
-            },
-            Delivery {
-                count: 3,
-                alone: true,
-                died_alone: false,
-            },
-            Delivery {
-                count: 4,
-                alone: true,
-                died_alone: true,
-            },
-        ] {
-            assert_eq!(Delivery::parse(&d.metadata()), Some(d));
-        }
-        // Counts written before the flags existed still read.
-        assert_eq!(
-            Delivery::parse("weir.deliveries=2").map(|d| d.count),
-            Some(2)
-        );
-        assert_eq!(Delivery::parse("something else"), None);
     }
 }
