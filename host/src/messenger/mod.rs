@@ -182,6 +182,12 @@ pub trait MessengerFactory: Send + Sync {
     fn keeps_dead_letters(&self) -> bool {
         false
     }
+    /// Whether the pipeline's workers and indexers are other processes
+    /// (Kafka mode): [`MessengerFactory::create`] then makes only the
+    /// publisher end, and the runner learns of them from their heartbeats.
+    fn workers_are_remote(&self) -> bool {
+        false
+    }
 }
 
 /// In-memory queues of a given capacity.

@@ -80,7 +80,7 @@ impl Runner {
                 )
             })?;
         let publisher: Arc<dyn PublisherMessenger> = Arc::from(publisher);
-        let remote = worker_messengers.is_empty() && indexer_messengers.is_empty();
+        let remote = self.messengers.workers_are_remote();
         tracing::debug!("messengers ready");
 
         // Indexers first (where they run in this process): no document is

@@ -125,6 +125,10 @@ impl MessengerFactory for KafkaMessengers {
         })
     }
 
+    fn workers_are_remote(&self) -> bool {
+        true
+    }
+
     /// Delete the run's event topics (unless `kafka.delete_event_topics` is
     /// off, or events go to one fixed topic). Events that arrive later (a
     /// redelivered document's) have no reader; their producers log and drop them.
