@@ -6,7 +6,6 @@
 //! [`Document::get_all`] each of them. Plugins reach documents only through the
 //! `document` resource of the WIT contract, which maps one to one onto the
 //! methods here.
-
 //!
 //! The type and its field methods are here; the rest of the module is one
 //! concern a file: [`DocLimits`] and the checks against them (`limits`),

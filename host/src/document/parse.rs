@@ -29,21 +29,20 @@ pub fn parse_value_within(text: &str, max_bytes: usize) -> Result<Value, FieldEr
         )));
     }
     let budget = ParseBudget::new(max_bytes);
-    parse_text(text, &budget, budget.seed())
+    parse_text(text, &budget, |reader| budget.seed().deserialize(reader))
 }
 
 /// Whole-document JSON text as a document, checked against `limits`;
 /// nothing larger than they allow is built on the way.
 pub(super) fn parse_document_within(text: &str, limits: DocLimits) -> Result<Document, FieldError> {
     let budget = ParseBudget::new(limits.max_bytes);
-    parse_text(
-        text,
-        &budget,
-        DocumentSeed {
-            limits,
-            budget: &budget,
-        },
-    )
+    let visitor = DocumentVisitor {
+        limits,
+        budget: &budget,
+    };
+    parse_text(text, &budget, |reader| {
+        serde::Deserializer::deserialize_map(reader, visitor)
+    })
 }
 
 /// A document read by any serde deserializer under `limits`.
@@ -52,40 +51,34 @@ pub(super) fn deserialize_document<'de, D: serde::Deserializer<'de>>(
     limits: DocLimits,
 ) -> Result<Document, D::Error> {
     let budget = ParseBudget::new(limits.max_bytes);
-    DocumentSeed {
+    deserializer.deserialize_map(DocumentVisitor {
         limits,
         budget: &budget,
-    }
-    .deserialize(deserializer)
+    })
 }
 
-/// `text`, all of it, through `seed`, which charges `budget`.
-fn parse_text<'de, S: DeserializeSeed<'de>>(
-    text: &'de str,
+/// `text`, all of it, through `read`, which charges `budget`.
+fn parse_text<'t, T>(
+    text: &'t str,
     budget: &ParseBudget,
-    seed: S,
-) -> Result<S::Value, FieldError> {
+    read: impl FnOnce(
+        &mut serde_json::Deserializer<serde_json::de::StrRead<'t>>,
+    ) -> serde_json::Result<T>,
+) -> Result<T, FieldError> {
     let mut reader = serde_json::Deserializer::from_str(text);
-    seed.deserialize(&mut reader)
+    read(&mut reader)
         .and_then(|v| reader.end().map(|()| v))
         .map_err(|e| budget.error(e))
 }
 
 /// Reads a document under `limits`: its values are parsed within the size
 /// budget (nothing larger is ever built), then it is checked.
-struct DocumentSeed<'a> {
+struct DocumentVisitor<'a> {
     limits: DocLimits,
     budget: &'a ParseBudget,
 }
 
-impl<'de> DeserializeSeed<'de> for DocumentSeed<'_> {
-    type Value = Document;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Document, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for DocumentSeed<'_> {
+impl<'de> serde::de::Visitor<'de> for DocumentVisitor<'_> {
     type Value = Document;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

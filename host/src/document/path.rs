@@ -13,22 +13,8 @@ impl Document {
         let (Step::Key(first), rest) = split_first(&steps) else {
             return Err(invalid_path(path, "it must start with a field name"));
         };
-        let mut node = match self.fields.get(first) {
-            Some(v) => v,
-            None => return Ok(None),
-        };
-        for step in rest {
-            let next = match (step, node) {
-                (Step::Key(k), Value::Object(map)) => map.get(k),
-                (Step::Index(i), Value::Array(items)) => items.get(*i),
-                _ => None,
-            };
-            match next {
-                Some(v) => node = v,
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(node))
+        let found = self.fields.get(first);
+        Ok(found.and_then(|node| rest.iter().try_fold(node, |node, step| step.child(node))))
     }
 
     /// Set the value at `path`, creating objects and arrays along the way.
@@ -163,20 +149,14 @@ impl Document {
             return Err(invalid_path(path, "it must start with a field name"));
         };
         check_name(first)?;
-        let Some(mut node) = self.fields.get_mut(first) else {
+        let found = self.fields.get_mut(first);
+        let Some(node) = found.and_then(|node| {
+            between
+                .iter()
+                .try_fold(node, |node, step| step.child_mut(node))
+        }) else {
             return Ok(false);
         };
-        for step in between {
-            let next = match (step, node) {
-                (Step::Key(k), Value::Object(map)) => map.get_mut(k),
-                (Step::Index(i), Value::Array(items)) => items.get_mut(*i),
-                _ => None,
-            };
-            match next {
-                Some(v) => node = v,
-                None => return Ok(false),
-            }
-        }
         let removed = match (last, node) {
             (Step::Key(k), Value::Object(map)) => map
                 .shift_remove(k)
@@ -197,6 +177,26 @@ impl Document {
 enum Step {
     Key(String),
     Index(usize),
+}
+
+impl Step {
+    /// What this step reaches from `node`, if anything.
+    fn child<'v>(&self, node: &'v Value) -> Option<&'v Value> {
+        match (self, node) {
+            (Step::Key(k), Value::Object(map)) => map.get(k),
+            (Step::Index(i), Value::Array(items)) => items.get(*i),
+            _ => None,
+        }
+    }
+
+    /// [`Step::child`], to change.
+    fn child_mut<'v>(&self, node: &'v mut Value) -> Option<&'v mut Value> {
+        match (self, node) {
+            (Step::Key(k), Value::Object(map)) => map.get_mut(k),
+            (Step::Index(i), Value::Array(items)) => items.get_mut(*i),
+            _ => None,
+        }
+    }
 }
 
 fn split_first(steps: &[Step]) -> (&Step, &[Step]) {
