@@ -1,7 +1,7 @@
 //! The bounded parser: JSON text into values and documents that never
-//! count more than a byte budget ([`value_bytes`](super::value_bytes)), each part charged
-//! before it is built, so what a parse builds on the way never passes the
-//! limit, whatever the text.
+//! count more than a byte budget (as [`value_bytes`](super::value_bytes)
+//! counts), each part charged before it is built, so what a parse builds on
+//! the way never passes the limit, whatever the text.
 //!
 //! The budget also records why a parse was refused (a typed [`Refusal`]),
 //! so whether an error is "too large" or "not JSON" never depends on its
@@ -16,9 +16,10 @@ use super::limits::human_bytes;
 use super::sizing::{MIN_VALUE_BYTES, entry_bytes};
 use super::{CHILDREN_FIELD, DocLimits, Document, FieldError, ID_FIELD, RUN_ID_FIELD};
 
-/// JSON text as a value that counts at most `max_bytes` ([`value_bytes`](super::value_bytes)):
-/// the parse stops as soon as the value would count more, so what is built
-/// on the way never passes the limit, whatever the text.
+/// JSON text as a value that counts at most `max_bytes`
+/// ([`value_bytes`](super::value_bytes)): the parse stops as soon as the
+/// value would count more, so what is built on the way never passes the
+/// limit, whatever the text.
 pub fn parse_value_within(text: &str, max_bytes: usize) -> Result<Value, FieldError> {
     // Text far longer than the limit (whitespace aside, JSON text is about
     // as long as what it builds) is refused before it is read at all.
@@ -127,8 +128,8 @@ enum Refusal {
     Document,
 }
 
-/// What a parse may still build, in [`value_bytes`](super::value_bytes), and why it was
-/// refused, if it was.
+/// What a parse may still build, in [`value_bytes`](super::value_bytes),
+/// and why it was refused, if it was.
 struct ParseBudget {
     left: Cell<usize>,
     max: usize,
@@ -182,8 +183,9 @@ impl ParseBudget {
 const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// Builds a [`Value`], charging each part to the budget before it is built
-/// (the same amounts [`value_bytes`](super::value_bytes) counts). serde_json stops nesting at
-/// 128 levels; the document's own check is tighter.
+/// (the same amounts [`value_bytes`](super::value_bytes) counts).
+/// serde_json stops nesting at 128 levels; the document's own check is
+/// tighter.
 struct Budgeted<'a> {
     budget: &'a ParseBudget,
 }
