@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::core::text::cut_at;
+use crate::document::Document;
+
 /// What happened to a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -64,7 +67,7 @@ fn is_zero(n: &u32) -> bool {
 }
 
 impl Event {
-    pub fn new(document: &crate::document::Document, kind: EventKind) -> Self {
+    pub fn new(document: &Document, kind: EventKind) -> Self {
         Self {
             document_id: document.id().to_owned(),
             run_id: document.run_id().map(str::to_owned),
@@ -78,12 +81,10 @@ impl Event {
     /// Say why; at most [`MAX_MESSAGE_BYTES`] of it travels.
     pub fn with_message(mut self, message: impl Into<String>) -> Self {
         let message = message.into();
-        self.message = Some(
-            match crate::core::text::cut_at(&message, MAX_MESSAGE_BYTES) {
-                Some(kept) => format!("{kept}..."),
-                None => message,
-            },
-        );
+        self.message = Some(match cut_at(&message, MAX_MESSAGE_BYTES) {
+            Some(kept) => format!("{kept}..."),
+            None => message,
+        });
         self
     }
 }

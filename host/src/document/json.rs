@@ -1,0 +1,315 @@
+//! Documents to and from JSON: whole-document JSON text and values, the
+//! shaped text an indexer asks for, and the serde impls.
+
+use serde_json::{Map, Value};
+
+use super::parse::{deserialize_document, parse_document_within, parse_value_within};
+use super::{
+    CHILDREN_FIELD, DocLimits, Document, FieldError, ID_FIELD, RESERVED_FIELDS, RUN_ID_FIELD,
+    writer,
+};
+
+impl Document {
+    /// The whole document as JSON text, written straight from the fields
+    /// (no intermediate JSON value); the same text as serializing it.
+    pub fn to_json_string(&self) -> String {
+        let mut out = Vec::with_capacity(self.approx_json_bytes());
+        self.write_json(&mut out);
+        // Only whole UTF-8 strings and ASCII were written.
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// The document as JSON text shaped for an indexer: with `include`,
+    /// only `id`, `run_id` and the fields named (in that order; `_children`
+    /// for nested children); without it, everything. Names in `exclude`
+    /// are left out, reserved names included.
+    pub fn to_json_string_shaped(&self, include: Option<&[String]>, exclude: &[String]) -> String {
+        let Some(include) = include else {
+            if exclude.is_empty() {
+                return self.to_json_string();
+            }
+            let names: Vec<&str> = self.fields.keys().map(String::as_str).collect();
+            return self.shaped(names.into_iter().chain([CHILDREN_FIELD]), exclude);
+        };
+        self.shaped(include.iter().map(String::as_str), exclude)
+    }
+
+    fn shaped<'a>(&self, names: impl Iterator<Item = &'a str>, exclude: &[String]) -> String {
+        let kept = |name: &str| !exclude.iter().any(|e| e == name);
+        let mut out = Vec::with_capacity(self.approx_json_bytes());
+        let mut first = true;
+        let mut key = |out: &mut Vec<u8>, name: &str| {
+            out.push(if std::mem::take(&mut first) {
+                b'{'
+            } else {
+                b','
+            });
+            writer::write_str(out, name);
+            out.push(b':');
+        };
+        if kept(ID_FIELD) {
+            key(&mut out, ID_FIELD);
+            writer::write_str(&mut out, &self.id);
+        }
+        if let Some(run_id) = self.run_id.as_deref().filter(|_| kept(RUN_ID_FIELD)) {
+            key(&mut out, RUN_ID_FIELD);
+            writer::write_str(&mut out, run_id);
+        }
+        for name in names.filter(|n| kept(n)) {
+            if name == CHILDREN_FIELD {
+                if !self.children.is_empty() {
+                    key(&mut out, CHILDREN_FIELD);
+                    out.push(b'[');
+                    for (i, child) in self.children.iter().enumerate() {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        child.write_json(&mut out);
+                    }
+                    out.push(b']');
+                }
+            } else if let Some(value) = self.fields.get(name) {
+                key(&mut out, name);
+                writer::write_value(&mut out, value);
+            }
+        }
+        if first {
+            out.push(b'{');
+        }
+        out.push(b'}');
+        // Only whole UTF-8 strings and ASCII were written.
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"id\":");
+        writer::write_str(out, &self.id);
+        if let Some(run_id) = &self.run_id {
+            out.extend_from_slice(b",\"run_id\":");
+            writer::write_str(out, run_id);
+        }
+        for (k, v) in &self.fields {
+            out.push(b',');
+            writer::write_str(out, k);
+            out.push(b':');
+            writer::write_value(out, v);
+        }
+        if !self.children.is_empty() {
+            out.extend_from_slice(b",\"_children\":[");
+            for (i, child) in self.children.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                child.write_json(out);
+            }
+            out.push(b']');
+        }
+        out.push(b'}');
+    }
+
+    /// The whole document as a JSON object.
+    pub fn to_json(&self) -> Value {
+        let mut out = Map::with_capacity(self.fields.len() + 2);
+        out.insert(ID_FIELD.to_owned(), Value::String(self.id.clone()));
+        if let Some(run_id) = &self.run_id {
+            out.insert(RUN_ID_FIELD.to_owned(), Value::String(run_id.clone()));
+        }
+        for (k, v) in &self.fields {
+            out.insert(k.clone(), v.clone());
+        }
+        if !self.children.is_empty() {
+            let children = self.children.iter().map(Document::to_json).collect();
+            out.insert(CHILDREN_FIELD.to_owned(), Value::Array(children));
+        }
+        Value::Object(out)
+    }
+
+    /// A document from a JSON object with a string `id`, under the default
+    /// limits.
+    pub fn from_json(json: Value) -> Result<Self, FieldError> {
+        Self::from_json_value(json)?.admitted(DocLimits::default())
+    }
+
+    /// The document of `json`, not yet measured or checked.
+    fn from_json_value(json: Value) -> Result<Self, FieldError> {
+        let Value::Object(mut map) = json else {
+            return Err(FieldError::InvalidJson(
+                "a document must be a JSON object".into(),
+            ));
+        };
+        let id = map.shift_remove(ID_FIELD);
+        let run_id = map.shift_remove(RUN_ID_FIELD);
+        let children = map.shift_remove(CHILDREN_FIELD);
+        Ok(Self::from_parts(map, id, run_id, children)?)
+    }
+
+    /// A document of `fields` and the values of its reserved keys, which
+    /// must be a string `id`, a string or null `run_id` and an array of
+    /// child documents; not yet measured or checked.
+    pub(super) fn from_parts(
+        fields: Map<String, Value>,
+        id: Option<Value>,
+        run_id: Option<Value>,
+        children: Option<Value>,
+    ) -> Result<Self, BadShape> {
+        let id = match id {
+            Some(Value::String(id)) => id,
+            Some(other) => {
+                return Err(BadShape::Own(format!("`id` must be a string, not {other}")));
+            }
+            None => return Err(BadShape::Own("a document needs an `id`".into())),
+        };
+        let run_id = match run_id {
+            Some(Value::String(run_id)) => Some(run_id),
+            Some(Value::Null) | None => None,
+            Some(other) => {
+                return Err(BadShape::Own(format!(
+                    "`run_id` must be a string, not {other}"
+                )));
+            }
+        };
+        let children = match children {
+            Some(Value::Array(items)) => items
+                .into_iter()
+                .map(Document::nested_from_json)
+                .collect::<Result<_, _>>()
+                .map_err(BadShape::Child)?,
+            Some(other) => {
+                return Err(BadShape::Own(format!(
+                    "`_children` must be an array, not {other}"
+                )));
+            }
+            None => Vec::new(),
+        };
+        Ok(Self {
+            id,
+            run_id,
+            fields,
+            children,
+            ..Self::default()
+        })
+    }
+
+    /// A nested child: measured (its parent's size is the sum of its
+    /// children's), checked with its parent.
+    fn nested_from_json(json: Value) -> Result<Self, FieldError> {
+        let mut child = Self::from_json_value(json)?;
+        child.bytes = child.measure_bytes();
+        Ok(child)
+    }
+
+    /// A document with `id` whose fields are those of the JSON object `text`;
+    /// reserved keys in it are left out. Checked against `limits`.
+    pub fn from_fields_json_str(
+        id: impl Into<String>,
+        text: &str,
+        limits: DocLimits,
+    ) -> Result<Self, FieldError> {
+        let Value::Object(fields) = parse_value_within(text, limits.max_bytes)? else {
+            return Err(FieldError::InvalidJson(
+                "fields must be a JSON object".into(),
+            ));
+        };
+        let mut doc = Self {
+            id: id.into(),
+            fields,
+            ..Self::default()
+        };
+        for reserved in RESERVED_FIELDS {
+            doc.fields.shift_remove(reserved);
+        }
+        doc.admitted(limits)
+    }
+
+    /// Parse whole-document JSON text, straight into a document (no
+    /// intermediate JSON object), as the host reads documents it wrote:
+    /// any size, at most [`DocLimits::MAX_DEPTH`] deep.
+    pub fn from_json_str(text: &str) -> Result<Self, FieldError> {
+        Self::from_json_str_within(text, DocLimits::HOST)
+    }
+
+    /// Parse whole-document JSON text, checked against `limits`; nothing
+    /// larger than they allow is built on the way.
+    pub fn from_json_str_within(text: &str, limits: DocLimits) -> Result<Self, FieldError> {
+        // Measured and checked against `limits` by the parse.
+        parse_document_within(text, limits)
+    }
+
+    /// Replace fields and children with those of `json`, whose `id` and
+    /// `run_id` (when present) must match this document's; checked against
+    /// this document's limits.
+    pub fn load_json(&mut self, json: Value) -> Result<(), FieldError> {
+        let mut json = json;
+        if let Value::Object(map) = &mut json {
+            map.entry(ID_FIELD)
+                .or_insert_with(|| Value::String(self.id.clone()));
+        }
+        let mut loaded = Self::from_json_value(json)?;
+        if loaded.id != self.id {
+            return Err(FieldError::InvalidJson(format!(
+                "`id` is `{}` but the document is `{}`",
+                loaded.id, self.id
+            )));
+        }
+        if loaded.run_id.is_some() && loaded.run_id != self.run_id {
+            return Err(FieldError::InvalidJson("`run_id` cannot be changed".into()));
+        }
+        // Only the host says which run a document belongs to.
+        loaded.clear_run_ids();
+        loaded.run_id.clone_from(&self.run_id);
+        let loaded = loaded.admitted(self.limits)?;
+        self.fields = loaded.fields;
+        self.children = loaded.children;
+        self.bytes = loaded.bytes;
+        Ok(())
+    }
+}
+
+/// Serializes as the whole-document JSON object of [`Document::to_json`].
+impl serde::Serialize for Document {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let extra = 1 + usize::from(self.run_id.is_some()) + usize::from(!self.children.is_empty());
+        let mut map = serializer.serialize_map(Some(self.fields.len() + extra))?;
+        map.serialize_entry(ID_FIELD, &self.id)?;
+        if let Some(run_id) = &self.run_id {
+            map.serialize_entry(RUN_ID_FIELD, run_id)?;
+        }
+        for (k, v) in &self.fields {
+            map.serialize_entry(k, v)?;
+        }
+        if !self.children.is_empty() {
+            map.serialize_entry(CHILDREN_FIELD, &self.children)?;
+        }
+        map.end()
+    }
+}
+
+/// Reads the whole-document JSON object of [`Document::to_json`], with the
+/// checks of [`Document::from_json`].
+impl<'de> serde::Deserialize<'de> for Document {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserialize_document(deserializer, DocLimits::HOST)
+    }
+}
+
+/// Why the reserved keys of a document's JSON are refused: the message is
+/// the document's own, or a child's whole error.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum BadShape {
+    /// This document's `id`, `run_id` or `_children` has the wrong shape.
+    #[error("{0}")]
+    Own(String),
+    /// A nested child is refused.
+    #[error("{0}")]
+    Child(FieldError),
+}
+
+impl From<BadShape> for FieldError {
+    fn from(bad: BadShape) -> Self {
+        match bad {
+            BadShape::Own(message) => FieldError::InvalidJson(message),
+            BadShape::Child(error) => error,
+        }
+    }
+}

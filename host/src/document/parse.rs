@@ -1,0 +1,271 @@
+//! The bounded parser: JSON text into values and documents that never
+//! count more than a byte budget (as [`value_bytes`](super::value_bytes)
+//! counts), each part charged before it is built, so what a parse builds on
+//! the way never passes the limit, whatever the text.
+//!
+//! The budget also records why a parse was refused (a typed [`Refusal`]),
+//! so whether an error is "too large" or "not JSON" never depends on its
+//! message text.
+
+use std::cell::Cell;
+
+use serde::de::DeserializeSeed;
+use serde_json::{Map, Value};
+
+use super::limits::human_bytes;
+use super::sizing::{MIN_VALUE_BYTES, entry_bytes};
+use super::{CHILDREN_FIELD, DocLimits, Document, FieldError, ID_FIELD, RUN_ID_FIELD};
+
+/// JSON text as a value that counts at most `max_bytes`
+/// ([`value_bytes`](super::value_bytes)): the parse stops as soon as the
+/// value would count more, so what is built on the way never passes the
+/// limit, whatever the text.
+pub fn parse_value_within(text: &str, max_bytes: usize) -> Result<Value, FieldError> {
+    // Text far longer than the limit (whitespace aside, JSON text is about
+    // as long as what it builds) is refused before it is read at all.
+    if text.len() > max_bytes.saturating_mul(4).saturating_add(1 << 10) {
+        return Err(FieldError::TooLarge(format!(
+            "{OVER_BUDGET}: {} bytes of JSON text for a limit of {max_bytes} bytes (limits.max_document_mib)",
+            text.len()
+        )));
+    }
+    let budget = ParseBudget::new(max_bytes);
+    parse_text(text, &budget, |reader| budget.seed().deserialize(reader))
+}
+
+/// Whole-document JSON text as a document, checked against `limits`;
+/// nothing larger than they allow is built on the way.
+pub(super) fn parse_document_within(text: &str, limits: DocLimits) -> Result<Document, FieldError> {
+    let budget = ParseBudget::new(limits.max_bytes);
+    let visitor = DocumentVisitor {
+        limits,
+        budget: &budget,
+    };
+    parse_text(text, &budget, |reader| {
+        serde::Deserializer::deserialize_map(reader, visitor)
+    })
+}
+
+/// A document read by any serde deserializer under `limits`.
+pub(super) fn deserialize_document<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+    limits: DocLimits,
+) -> Result<Document, D::Error> {
+    let budget = ParseBudget::new(limits.max_bytes);
+    deserializer.deserialize_map(DocumentVisitor {
+        limits,
+        budget: &budget,
+    })
+}
+
+/// `text`, all of it, through `read`, which charges `budget`.
+fn parse_text<'t, T>(
+    text: &'t str,
+    budget: &ParseBudget,
+    read: impl FnOnce(
+        &mut serde_json::Deserializer<serde_json::de::StrRead<'t>>,
+    ) -> serde_json::Result<T>,
+) -> Result<T, FieldError> {
+    let mut reader = serde_json::Deserializer::from_str(text);
+    read(&mut reader)
+        .and_then(|v| reader.end().map(|()| v))
+        .map_err(|e| budget.error(e))
+}
+
+/// Reads a document under `limits`: its values are parsed within the size
+/// budget (nothing larger is ever built), then it is checked.
+struct DocumentVisitor<'a> {
+    limits: DocLimits,
+    budget: &'a ParseBudget,
+}
+
+impl<'de> serde::de::Visitor<'de> for DocumentVisitor<'_> {
+    type Value = Document;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a document: a JSON object with a string `id`")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Document, A::Error> {
+        use serde::de::Error;
+        let budget = self.budget;
+        let mut fields = Map::new();
+        // The last of each reserved key counts, as in a parsed JSON object.
+        let (mut id, mut run_id, mut children) = (None, None, None);
+        while let Some(key) = map.next_key::<String>()? {
+            budget.charge(entry_bytes(&key, 0))?;
+            let value: Value = map.next_value_seed(budget.seed())?;
+            match key.as_str() {
+                ID_FIELD => id = Some(value),
+                RUN_ID_FIELD => run_id = Some(value),
+                CHILDREN_FIELD => children = Some(value),
+                _ => {
+                    fields.insert(key, value);
+                }
+            }
+        }
+        let doc = Document::from_parts(fields, id, run_id, children).map_err(A::Error::custom)?;
+        doc.admitted(self.limits).map_err(|e| {
+            if matches!(e, FieldError::TooLarge(_)) {
+                // The document's own check (size with framing, depth): its
+                // message names its limit.
+                budget.refused.set(Some(Refusal::Document));
+            }
+            A::Error::custom(e)
+        })
+    }
+}
+
+/// How the bounded parse's errors start.
+const OVER_BUDGET: &str = "JSON over the size limit";
+
+/// Why a bounded parse was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// The budget ran out: the value would count more than the byte limit.
+    Budget,
+    /// The parsed document failed its own check against its limits.
+    Document,
+}
+
+/// What a parse may still build, in [`value_bytes`](super::value_bytes),
+/// and why it was refused, if it was.
+struct ParseBudget {
+    left: Cell<usize>,
+    max: usize,
+    refused: Cell<Option<Refusal>>,
+}
+
+impl ParseBudget {
+    fn new(max: usize) -> Self {
+        Self {
+            left: Cell::new(max),
+            max,
+            refused: Cell::new(None),
+        }
+    }
+
+    fn charge<E: serde::de::Error>(&self, bytes: usize) -> Result<(), E> {
+        match self.left.get().checked_sub(bytes) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => {
+                self.refused.set(Some(Refusal::Budget));
+                Err(E::custom(format!(
+                    "{OVER_BUDGET} of {}",
+                    human_bytes(self.max)
+                )))
+            }
+        }
+    }
+
+    fn seed(&self) -> Budgeted<'_> {
+        Budgeted { budget: self }
+    }
+
+    /// A parse error as a field error: over a limit (as recorded), or not
+    /// JSON (of the shape).
+    fn error(&self, e: serde_json::Error) -> FieldError {
+        let message = e.to_string();
+        match self.refused.get() {
+            Some(Refusal::Budget) => {
+                FieldError::TooLarge(format!("{message} (limits.max_document_mib)"))
+            }
+            Some(Refusal::Document) => FieldError::TooLarge(message),
+            None => FieldError::InvalidJson(message),
+        }
+    }
+}
+
+/// The key under which serde_json hands a number's text to a visitor.
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
+/// Builds a [`Value`], charging each part to the budget before it is built
+/// (the same amounts [`value_bytes`](super::value_bytes) counts).
+/// serde_json stops nesting at 128 levels; the document's own check is
+/// tighter.
+struct Budgeted<'a> {
+    budget: &'a ParseBudget,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Budgeted<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Budgeted<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
+        self.budget.charge(MIN_VALUE_BYTES)?;
+        Ok(Value::Null)
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Value, E> {
+        self.budget.charge(MIN_VALUE_BYTES)?;
+        Ok(Value::Bool(b))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Value, E> {
+        self.budget.charge(MIN_VALUE_BYTES)?;
+        Ok(Value::from(n))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Value, E> {
+        self.budget.charge(MIN_VALUE_BYTES)?;
+        Ok(Value::from(n))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Value, E> {
+        self.budget.charge(MIN_VALUE_BYTES)?;
+        Ok(serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Value, E> {
+        self.budget.charge((s.len() + 2).max(MIN_VALUE_BYTES))?;
+        Ok(Value::String(s.to_owned()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Value, E> {
+        self.budget.charge((s.len() + 2).max(MIN_VALUE_BYTES))?;
+        Ok(Value::String(s))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        self.budget.charge(MIN_VALUE_BYTES)?;
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(self.budget.seed())? {
+            self.budget.charge(1)?;
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        self.budget.charge(MIN_VALUE_BYTES)?;
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            // Numbers are kept exactly as written (serde_json's
+            // `arbitrary_precision`): they arrive as a one-entry map holding
+            // the number's text under this reserved key.
+            if out.is_empty() && key == NUMBER_TOKEN {
+                let text: String = map.next_value()?;
+                self.budget.charge(text.len().max(MIN_VALUE_BYTES))?;
+                let number = text.parse().map_err(serde::de::Error::custom)?;
+                return Ok(Value::Number(number));
+            }
+            self.budget.charge(entry_bytes(&key, 0))?;
+            let value = map.next_value_seed(self.budget.seed())?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
+}

@@ -1,0 +1,140 @@
+//! Reading and writing JSON: round trips, the writer against serde_json, shape checks.
+
+use super::*;
+
+use serde_json::json;
+
+#[test]
+fn json_round_trip_with_children() {
+    let mut d = doc();
+    let mut child = Document::new("c1");
+    child.set("n", json!(1)).expect("set");
+    d.add_child(child).expect("add_child");
+    let text = d.to_json().to_string();
+    assert_eq!(d.to_json_string(), text, "direct serialization matches");
+    let back = Document::from_json_str(&text).expect("parse");
+    assert_eq!(back, d);
+    assert_eq!(back.children()[0].get("n"), Some(&json!(1)));
+}
+
+#[test]
+fn written_json_is_what_serde_json_writes() {
+    let every_byte: String = (0u8..128).map(char::from).collect();
+    let texts = [
+        String::new(),
+        "plain text that is longer than eight bytes".into(),
+        every_byte.clone(),
+        format!("{every_byte}{every_byte}x"),
+        "é\u{2028}€😀\"\\/\u{7f}".repeat(5),
+        "12345678\"".into(),
+        "1234567\n".into(),
+    ];
+    for text in &texts {
+        let mut d = Document::new(text.as_str());
+        d.set(text, json!([text, 1, -2.5, 1e300, null, true, {"k": text}]))
+            .expect("set");
+        d.set_run_id(Some(text.clone()));
+        assert_eq!(d.to_json_string(), d.to_json().to_string(), "{text:?}");
+    }
+}
+
+#[test]
+fn parsing_text_checks_what_parsing_a_value_checks() {
+    let same = [
+        r#"{"id":"a","run_id":null,"x":[1,2],"_children":[{"id":"b","y":{"z":1}}]}"#,
+        r#"{"x":1,"id":"a","run_id":"r","x":2}"#,
+        r#"{"id":1,"id":"a","run_id":1,"run_id":"r","_children":{},"_children":[]}"#,
+    ];
+    for text in same {
+        let value: Value = serde_json::from_str(text).expect("json");
+        assert_eq!(
+            Document::from_json_str(text).expect("text"),
+            Document::from_json(value).expect("value"),
+            "{text}"
+        );
+    }
+    for (text, error) in [
+        (r#"{"x":1}"#, "a document needs an `id`"),
+        (r#"{"id":7}"#, "`id` must be a string, not 7"),
+        (
+            r#"{"id":"a","run_id":1}"#,
+            "`run_id` must be a string, not 1",
+        ),
+        (
+            r#"{"id":"a","_children":{}}"#,
+            "`_children` must be an array",
+        ),
+        (
+            r#"{"id":"a","_children":[{"x":1}]}"#,
+            "a document needs an `id`",
+        ),
+        (r#"["id"]"#, "a JSON object with a string `id`"),
+        (r#"{"id":"a""#, "EOF"),
+    ] {
+        let e = Document::from_json_str(text).expect_err(text).to_string();
+        assert!(e.contains(error), "{text}: {e}");
+    }
+}
+
+#[test]
+fn from_fields_json_leaves_reserved_keys_out() {
+    let d = Document::from_fields_json_str(
+        "x",
+        r#"{"id": "y", "run_id": "r", "a": 1}"#,
+        DocLimits::default(),
+    )
+    .expect("valid");
+    assert_eq!(d.id(), "x");
+    assert_eq!(d.run_id(), None);
+    assert_eq!(d.field_names().collect::<Vec<_>>(), ["a"]);
+    assert!(Document::from_fields_json_str("x", "[1]", DocLimits::default()).is_err());
+}
+
+#[test]
+fn load_json_keeps_identity() {
+    let mut d = doc();
+    d.load_json(json!({"only": 1})).expect("load");
+    assert_eq!(d.field_names().collect::<Vec<_>>(), ["only"]);
+    assert_eq!(d.run_id(), Some("r"));
+    assert!(d.load_json(json!({"id": "other"})).is_err());
+    assert!(Document::from_json(json!({"no_id": 1})).is_err());
+    assert!(Document::from_json(json!([1])).is_err());
+}
+
+#[test]
+fn loaded_children_claim_no_run() {
+    let mut d = doc();
+    d.load_json(json!({"_children": [{"id": "c", "run_id": "forged"}]}))
+        .expect("load");
+    assert_eq!(d.children()[0].run_id(), None);
+    assert_eq!(d.run_id(), Some("r"));
+    assert_measured(&d);
+}
+
+#[test]
+fn the_kind_of_a_parse_error_never_depends_on_its_text() {
+    // Text that names a limit, or reads like a refusal, is still not JSON
+    // of the right shape.
+    for text in [
+        r#""(limits.max_depth)""#,
+        r#"{"id":["(limits.max_document_mib)"]}"#,
+        r#"{"id":"a","_children":[{"id":{"k":"(limits.max_depth)"}}]}"#,
+    ] {
+        let e = Document::from_json_str(text).expect_err(text);
+        assert!(matches!(e, FieldError::InvalidJson(_)), "{text}: {e}");
+    }
+    let e = parse_value_within(r#"["JSON over the size limit (limits.x)","#, 1 << 20)
+        .expect_err("cut short");
+    assert!(matches!(e, FieldError::InvalidJson(_)), "{e}");
+    // A refusal keeps its message: the budget's, where, then its limit.
+    let e = parse_value_within("[null,null,null]", 2 * MIN_VALUE_BYTES).expect_err("over");
+    let message = e.to_string();
+    assert!(matches!(e, FieldError::TooLarge(_)), "{e}");
+    assert!(
+        message.starts_with(&format!(
+            "document too large: JSON over the size limit of {} bytes at line 1 column ",
+            2 * MIN_VALUE_BYTES
+        )) && message.ends_with(" (limits.max_document_mib)"),
+        "{message}"
+    );
+}
