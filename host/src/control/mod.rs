@@ -303,16 +303,7 @@ impl ControlPlane {
                 Refusal::Invalid(problems) => ApiError {
                     status: 400,
                     message: "the config is not valid".into(),
-                    problems: problems
-                        .into_iter()
-                        .map(|(at, m)| {
-                            if at.is_empty() {
-                                m
-                            } else {
-                                format!("{at}: {m}")
-                            }
-                        })
-                        .collect(),
+                    problems: problems.iter().map(ToString::to_string).collect(),
                 },
                 Refusal::Forbidden(problems) => ApiError {
                     status: 403,
@@ -320,7 +311,7 @@ impl ControlPlane {
                         "the config asks for what tenant `{}` may not have",
                         tenant.name
                     ),
-                    problems,
+                    problems: problems.iter().map(ToString::to_string).collect(),
                 },
             })?;
         config.runner.cache_dir = self.operator.server.cache_dir.clone();

@@ -6,4 +6,5 @@
 //! The rule is checked by `tests/all/architecture.rs`: no file under
 //! `core/` names another module of the crate.
 
+pub mod problem;
 pub mod text;

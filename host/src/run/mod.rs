@@ -318,20 +318,19 @@ fn config_error(location: impl Into<String>, message: impl Into<String>) -> Conf
 /// The plugin runtime a run of `config` needs: its component cache, and
 /// a pool of pre-reserved instance slots when a plugin wants fresh instances.
 pub fn runtime_for(config: &Config) -> anyhow::Result<PluginRuntime> {
-    let plugins = config.plugins();
     // Fresh instances per document come from a pool of pre-reserved slots:
     // enough for every instance the process may hold, twice over.
-    let fresh = plugins
-        .iter()
-        .any(|(_, spec)| spec.instance == InstancePolicy::Fresh);
+    let fresh = config
+        .plugins()
+        .any(|at| at.spec.instance == InstancePolicy::Fresh);
     let pool = fresh.then(|| {
         let stages: usize = config.pipelines.iter().map(|p| p.stages.len() + 1).sum();
         let instances = 2 * (config.worker.threads * stages + config.connectors.len() + 4);
         PoolOptions {
             instances: u32::try_from(instances).unwrap_or(u32::MAX),
-            max_memory_mib: plugins
-                .iter()
-                .map(|(_, spec)| spec.limits.memory_mib())
+            max_memory_mib: config
+                .plugins()
+                .map(|at| at.spec.limits.memory_mib())
                 .max()
                 .unwrap_or(256),
         }
