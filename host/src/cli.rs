@@ -550,10 +550,10 @@ fn prepare_kafka(path: &Path) -> anyhow::Result<Option<(Runner, KafkaConfig)>> {
         }
     };
     let Some(kafka) = config.kafka.clone() else {
-        let missing = ConfigErrors(vec![ConfigError {
-            location: "kafka".into(),
-            message: "Kafka mode needs a [kafka] section (bootstrap_servers, ...)".into(),
-        }]);
+        let missing = ConfigErrors::one(ConfigError::new(
+            "kafka",
+            "Kafka mode needs a [kafka] section (bootstrap_servers, ...)",
+        ));
         report_invalid(path, &missing);
         return Ok(None);
     };

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Config, ConfigErrors};
+use super::{Config, ConfigError, ConfigErrors};
 use crate::plugin::PluginSpec;
 
 pub(super) const MINIMAL: &str = r#"
@@ -21,6 +21,18 @@ pub(super) const MINIMAL: &str = r#"
     [indexer]
     plugin = { path = "idx.wasm" }
 "#;
+
+/// Each of `expected` is one of `errors`, as printed; the printed errors.
+pub(super) fn assert_reported(errors: &[ConfigError], expected: &[&str]) -> Vec<String> {
+    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    for expected in expected {
+        assert!(
+            messages.iter().any(|m| m == expected),
+            "{expected} not in {messages:?}"
+        );
+    }
+    messages
+}
 
 pub(super) fn parse(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
     let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
@@ -177,15 +189,12 @@ fn tenants_give_defaults_to_their_pipelines_plugins() {
 
     let bad = format!("{text}\n[[tenants]]\nname = \"acme\"\npipelines = [\"p\", \"nope\"]\n");
     let errors = parse(&bad, &[]).expect("parses").check();
-    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
-    for expected in [
-        "tenants.acme: duplicate tenant name",
-        "tenants.acme.pipelines: pipeline `p` already belongs to tenant `acme`",
-        "tenants.acme.pipelines: no pipeline is named `nope`",
-    ] {
-        assert!(
-            messages.iter().any(|m| m == expected),
-            "{expected} not in {messages:?}"
-        );
-    }
+    assert_reported(
+        &errors,
+        &[
+            "tenants.acme: duplicate tenant name",
+            "tenants.acme.pipelines: pipeline `p` already belongs to tenant `acme`",
+            "tenants.acme.pipelines: no pipeline is named `nope`",
+        ],
+    );
 }

@@ -1,6 +1,6 @@
 //! The structural checks, each problem with its location.
 
-use crate::config::tests::{MINIMAL, parse};
+use crate::config::tests::{MINIMAL, assert_reported, parse};
 
 #[test]
 fn the_stall_timeout_outlasts_every_call_a_document_waits_on() {
@@ -62,17 +62,14 @@ fn instance_policy_and_digest_are_checked() {
             r#"config = { a = 1 }, instance = "fresh", limits = { log_lines_per_second = 0 } }"#,
         );
     let errors = parse(&text, &[]).expect("parses").check();
-    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
-    for expected in [
-        "indexer.plugin.instance: only stages can have a fresh instance per document",
-        "indexer.plugin.sha256: must be 64 hexadecimal digits (a SHA-256)",
-        "pipelines.p.stages.s.plugin.limits.log_lines_per_second: must be at least 1",
-    ] {
-        assert!(
-            messages.iter().any(|m| m == expected),
-            "{expected} not in {messages:?}"
-        );
-    }
+    let messages = assert_reported(
+        &errors,
+        &[
+            "indexer.plugin.instance: only stages can have a fresh instance per document",
+            "indexer.plugin.sha256: must be 64 hexadecimal digits (a SHA-256)",
+            "pipelines.p.stages.s.plugin.limits.log_lines_per_second: must be at least 1",
+        ],
+    );
     assert!(
         !messages
             .iter()
