@@ -16,47 +16,87 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::core::problem::Problems;
+
 /// How deep includes may nest.
 pub const MAX_INCLUDE_DEPTH: usize = 16;
 
+/// Why the includes of a config cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum IncludeError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} includes itself: {}", path.display(), show_chain(chain))]
+    Cycle { path: PathBuf, chain: Vec<PathBuf> },
+    #[error("{}: includes nest more than {MAX_INCLUDE_DEPTH} deep", path.display())]
+    TooDeep { path: PathBuf },
+    #[error("{}: {source}", path.display())]
+    Toml {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    #[error("include[{0}] must be a file name (a string)")]
+    NotAFileName(usize),
+}
+
+/// `a -> b -> a`.
+fn show_chain(chain: &[PathBuf]) -> String {
+    chain
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
+/// Why a `${...}` reference cannot be replaced.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VarError {
+    #[error("`{0}`: a `${{` without its `}}`")]
+    Unclosed(String),
+    #[error("`${{{0}}}`: a variable name is letters, digits and `_`")]
+    BadName(String),
+    #[error("`${{{0}}}`: {0} is not set (give a default: `${{{0}:-value}}`)")]
+    Unset(String),
+}
+
 /// `table` (from a file in `base`, or from text) with its includes merged
 /// in; errors name the files.
-pub(super) fn with_includes(table: toml::Table, base: &Path) -> Result<toml::Table, String> {
+pub(super) fn with_includes(table: toml::Table, base: &Path) -> Result<toml::Table, IncludeError> {
     resolve(table, base, &mut Vec::new())
 }
 
 /// The table of the config file `path`, its includes merged in.
-pub(super) fn load_file(path: &Path) -> Result<toml::Table, String> {
+pub(super) fn load_file(path: &Path) -> Result<toml::Table, IncludeError> {
     load(path, &mut Vec::new())
 }
 
-fn load(path: &Path, chain: &mut Vec<PathBuf>) -> Result<toml::Table, String> {
-    let canonical = path
-        .canonicalize()
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+fn load(path: &Path, chain: &mut Vec<PathBuf>) -> Result<toml::Table, IncludeError> {
+    let unreadable = |source| IncludeError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let canonical = path.canonicalize().map_err(unreadable)?;
     if chain.contains(&canonical) {
-        return Err(format!(
-            "{} includes itself: {}",
-            path.display(),
-            chain
-                .iter()
-                .chain([&canonical])
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(" -> ")
-        ));
+        let mut chain = chain.clone();
+        chain.push(canonical);
+        return Err(IncludeError::Cycle {
+            path: path.to_path_buf(),
+            chain,
+        });
     }
     if chain.len() >= MAX_INCLUDE_DEPTH {
-        return Err(format!(
-            "{}: includes nest more than {MAX_INCLUDE_DEPTH} deep",
-            path.display()
-        ));
+        return Err(IncludeError::TooDeep {
+            path: path.to_path_buf(),
+        });
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| format!("{}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(unreadable)?;
+    let table: toml::Table = text.parse().map_err(|source| IncludeError::Toml {
+        path: path.to_path_buf(),
+        source,
+    })?;
     chain.push(canonical);
     let resolved = resolve(table, path.parent().unwrap_or(Path::new(".")), chain);
     chain.pop();
@@ -67,7 +107,7 @@ fn resolve(
     mut table: toml::Table,
     base: &Path,
     chain: &mut Vec<PathBuf>,
-) -> Result<toml::Table, String> {
+) -> Result<toml::Table, IncludeError> {
     let Some(includes) = table.remove("include") else {
         return Ok(table);
     };
@@ -78,7 +118,7 @@ fn resolve(
     let mut merged = toml::Table::new();
     for (i, include) in includes.into_iter().enumerate() {
         let toml::Value::String(file) = include else {
-            return Err(format!("include[{i}] must be a file name (a string)"));
+            return Err(IncludeError::NotAFileName(i));
         };
         merge(&mut merged, load(&base.join(&file), chain)?);
     }
@@ -103,8 +143,8 @@ fn merge(under: &mut toml::Table, over: toml::Table) {
 pub(super) fn substitute(
     table: &mut toml::Table,
     lookup: &dyn Fn(&str) -> Option<String>,
-) -> Vec<(String, String)> {
-    let mut errors = Vec::new();
+) -> Problems {
+    let mut errors = Problems::default();
     for (key, value) in table.iter_mut() {
         walk(value, key.clone(), lookup, &mut errors);
     }
@@ -115,12 +155,12 @@ fn walk(
     value: &mut toml::Value,
     path: String,
     lookup: &dyn Fn(&str) -> Option<String>,
-    errors: &mut Vec<(String, String)>,
+    errors: &mut Problems,
 ) {
     match value {
         toml::Value::String(text) if text.contains('$') => match expand(text, lookup) {
             Ok(expanded) => *text = expanded,
-            Err(message) => errors.push((path, message)),
+            Err(e) => errors.at(path, e.to_string()),
         },
         toml::Value::Array(items) => {
             for (i, item) in items.iter_mut().enumerate() {
@@ -137,7 +177,7 @@ fn walk(
 }
 
 /// `text` with its variables replaced.
-fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, VarError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find('$') {
@@ -149,24 +189,20 @@ fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String,
         } else if let Some(inner) = after.strip_prefix("${") {
             let end = inner
                 .find('}')
-                .ok_or_else(|| format!("`{after}`: a `${{` without its `}}`"))?;
+                .ok_or_else(|| VarError::Unclosed(after.to_owned()))?;
             let reference = &inner[..end];
             let (name, default) = match reference.split_once(":-") {
                 Some((name, default)) => (name, Some(default)),
                 None => (reference, None),
             };
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(format!(
-                    "`${{{reference}}}`: a variable name is letters, digits and `_`"
-                ));
+                return Err(VarError::BadName(reference.to_owned()));
             }
             match (lookup(name).filter(|v| !v.is_empty()), default) {
                 (Some(value), _) => out.push_str(&value),
                 (None, Some(default)) => out.push_str(default),
                 (None, None) => {
-                    return Err(format!(
-                        "`${{{name}}}`: {name} is not set (give a default: `${{{name}:-value}}`)"
-                    ));
+                    return Err(VarError::Unset(name.to_owned()));
                 }
             }
             rest = &inner[end + 1..];
@@ -206,6 +242,7 @@ mod tests {
         assert!(
             expand("${MISSING}", &env)
                 .expect_err("an error")
+                .to_string()
                 .contains("MISSING is not set")
         );
         assert!(expand("${HOST", &env).is_err());
@@ -223,7 +260,7 @@ mod tests {
         .parse()
         .expect("ok");
         let errors = substitute(&mut table, &env);
-        let paths: Vec<&str> = errors.iter().map(|(p, _)| p.as_str()).collect();
+        let paths: Vec<&str> = errors.iter().map(|e| e.location.as_str()).collect();
         assert_eq!(paths, ["a", "b.list[1]"]);
     }
 
@@ -251,12 +288,13 @@ mod tests {
         assert!(table.get("include").is_none());
         write("a.toml", "include = \"b.toml\"\n");
         write("b.toml", "include = [\"a.toml\"]\n");
-        let error = load("a.toml").expect_err("an error");
+        let error = load("a.toml").expect_err("an error").to_string();
         assert!(error.contains("includes itself"), "{error}");
         write("bad.toml", "include = [3]\n");
         assert!(
             load("bad.toml")
                 .expect_err("an error")
+                .to_string()
                 .contains("include[0]")
         );
     }

@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{Config, TenantConfig};
+use crate::config::{Config, PluginAt, TenantConfig};
+use crate::core::problem::{Problem, Problems};
 
 use super::operator::{OperatorConfig, TenantPolicy};
 
@@ -14,9 +15,9 @@ use super::operator::{OperatorConfig, TenantPolicy};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
     /// The config is not valid (400): each problem with its location.
-    Invalid(Vec<(String, String)>),
+    Invalid(Problems),
     /// The config is valid but asks for what the tenant may not have (403).
-    Forbidden(Vec<String>),
+    Forbidden(Problems),
 }
 
 /// Most worker threads (per pipeline) a submitted run may have.
@@ -47,47 +48,34 @@ pub fn admit(
     operator: &OperatorConfig,
     dead_letters: &Path,
 ) -> Result<Config, Refusal> {
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| Refusal::Invalid(vec![(String::new(), e.to_string())]))?;
-    let mut forbidden: Vec<String> = OPERATOR_KEYS
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        Refusal::Invalid(Problems::one(Problem::whole(e.to_string())))
+    })?;
+    let mut forbidden: Problems = OPERATOR_KEYS
         .iter()
         .filter(|(key, _)| lookup(&table, key).is_some())
-        .map(|(key, why)| format!("{key}: {why}"))
+        .map(|(key, why)| Problem::new(*key, *why))
         .collect();
     if lookup(&table, "dead_letters.path").is_some() {
-        forbidden.push("dead_letters.path: each run's dead letters are kept by weir serve".into());
+        forbidden.at(
+            "dead_letters.path",
+            "each run's dead letters are kept by weir serve",
+        );
     }
-    if !forbidden.is_empty() {
-        return Err(Refusal::Forbidden(forbidden));
-    }
+    forbidden.or_ok(()).map_err(Refusal::Forbidden)?;
     // No environment: `${VAR}` must have a default, and nothing of the
     // server's environment reaches a tenant's config.
     let plugin_dir = &operator.server.plugin_dir;
-    let mut config = Config::parse(text, plugin_dir, std::iter::empty()).map_err(|errors| {
-        Refusal::Invalid(
-            errors
-                .0
-                .into_iter()
-                .map(|e| (e.location, e.message))
-                .collect(),
-        )
-    })?;
-    let problems = config.check();
-    if !problems.is_empty() {
-        return Err(Refusal::Invalid(
-            problems
-                .into_iter()
-                .map(|e| (e.location, e.message))
-                .collect(),
-        ));
-    }
-    let forbidden = forbidden_parts(&config, tenant, operator);
-    if !forbidden.is_empty() {
-        return Err(Refusal::Forbidden(forbidden));
-    }
+    let mut config =
+        Config::parse(text, plugin_dir, std::iter::empty()).map_err(Refusal::Invalid)?;
+    Problems(config.check())
+        .or_ok(())
+        .map_err(Refusal::Invalid)?;
+    forbidden_parts(&config, tenant, operator)
+        .or_ok(())
+        .map_err(Refusal::Forbidden)?;
     let pipelines: Vec<String> = config.pipelines.iter().map(|p| p.name.clone()).collect();
-    for spec in config.plugins_mut() {
+    for (_, spec) in config.plugins_mut() {
         spec.limits = spec.limits.or(&tenant.limits);
         spec.tenant = Some(tenant.name.clone());
     }
@@ -101,12 +89,8 @@ pub fn admit(
 }
 
 /// What `config` asks for that `tenant` may not have, each with the reason.
-fn forbidden_parts(
-    config: &Config,
-    tenant: &TenantPolicy,
-    operator: &OperatorConfig,
-) -> Vec<String> {
-    let mut out = Vec::new();
+fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorConfig) -> Problems {
+    let mut out = Problems::default();
     let owner = |pipeline: &str| {
         operator
             .tenants
@@ -127,46 +111,59 @@ fn forbidden_parts(
     for (location, pipeline) in named {
         match owner(pipeline) {
             Some(t) if t == tenant.name => {}
-            Some(_) => out.push(format!(
-                "{location}: pipeline `{pipeline}` is another tenant's"
-            )),
-            None => out.push(format!(
-                "{location}: pipeline `{pipeline}` is not one of tenant `{}`'s ({})",
-                tenant.name,
-                tenant.pipelines.join(", ")
-            )),
+            Some(_) => out.at(
+                location,
+                format!("pipeline `{pipeline}` is another tenant's"),
+            ),
+            None => out.at(
+                location,
+                format!(
+                    "pipeline `{pipeline}` is not one of tenant `{}`'s ({})",
+                    tenant.name,
+                    tenant.pipelines.join(", ")
+                ),
+            ),
         }
     }
     if config.worker.threads > MAX_THREADS {
-        out.push(format!(
-            "worker.threads: {} is more than a run may have here ({MAX_THREADS})",
-            config.worker.threads
-        ));
+        out.at(
+            "worker.threads",
+            format!(
+                "{} is more than a run may have here ({MAX_THREADS})",
+                config.worker.threads
+            ),
+        );
     }
     if config.publisher.queue_max_mib > MAX_QUEUE_MIB {
-        out.push(format!(
-            "publisher.queue_max_mib: {} is more than a run may hold here ({MAX_QUEUE_MIB})",
-            config.publisher.queue_max_mib
-        ));
+        out.at(
+            "publisher.queue_max_mib",
+            format!(
+                "{} is more than a run may hold here ({MAX_QUEUE_MIB})",
+                config.publisher.queue_max_mib
+            ),
+        );
     }
     let allowed_dirs: Vec<PathBuf> = tenant
         .dirs
         .iter()
         .filter_map(|d| d.canonicalize().ok())
         .collect();
-    for (location, spec) in config.plugins() {
+    for PluginAt { location, spec, .. } in config.plugins() {
         let file = spec.path.file_name().and_then(|f| f.to_str()).unwrap_or("");
         let in_dir = spec.path.parent() == Some(operator.server.plugin_dir.as_path());
         if !in_dir || !tenant.plugins.iter().any(|p| p == file) {
-            out.push(format!(
-                "{location}.plugin.path: `{}` is not a plugin tenant `{}` may use ({})",
-                spec.path
-                    .strip_prefix(&operator.server.plugin_dir)
-                    .unwrap_or(&spec.path)
-                    .display(),
-                tenant.name,
-                tenant.plugins.join(", ")
-            ));
+            out.at(
+                format!("{location}.plugin.path"),
+                format!(
+                    "`{}` is not a plugin tenant `{}` may use ({})",
+                    spec.path
+                        .strip_prefix(&operator.server.plugin_dir)
+                        .unwrap_or(&spec.path)
+                        .display(),
+                    tenant.name,
+                    tenant.plugins.join(", ")
+                ),
+            );
         }
         for (i, dir) in spec.grants.dirs.iter().enumerate() {
             let inside = dir
@@ -174,11 +171,14 @@ fn forbidden_parts(
                 .canonicalize()
                 .is_ok_and(|host| allowed_dirs.iter().any(|root| host.starts_with(root)));
             if !inside {
-                out.push(format!(
-                    "{location}.plugin.grants.dirs[{i}]: `{}` is not under a directory tenant `{}` may grant",
-                    dir.host.display(),
-                    tenant.name
-                ));
+                out.at(
+                    format!("{location}.plugin.grants.dirs[{i}]"),
+                    format!(
+                        "`{}` is not under a directory tenant `{}` may grant",
+                        dir.host.display(),
+                        tenant.name
+                    ),
+                );
             }
         }
         for host in &spec.grants.http {
@@ -186,17 +186,17 @@ fn forbidden_parts(
                 a == host || (!a.contains(':') && host.split(':').next() == Some(a.as_str()))
             });
             if !allowed {
-                out.push(format!(
-                    "{location}.plugin.grants.http: `{host}` is not a host tenant `{}` may reach",
-                    tenant.name
-                ));
+                out.at(
+                    format!("{location}.plugin.grants.http"),
+                    format!("`{host}` is not a host tenant `{}` may reach", tenant.name),
+                );
             }
         }
         for over in spec.limits.over(&tenant.limits) {
-            out.push(format!(
-                "{location}.plugin.limits.{over}: over tenant `{}`'s ceiling",
-                tenant.name
-            ));
+            out.at(
+                format!("{location}.plugin.limits.{over}"),
+                format!("over tenant `{}`'s ceiling", tenant.name),
+            );
         }
     }
     out
@@ -264,7 +264,7 @@ mod tests {
         let operator = operator(dir);
         let acme = operator.tenant("acme").expect("acme");
         match admit(text, acme, &operator, &dir.join("dl.jsonl")) {
-            Err(Refusal::Forbidden(reasons)) => reasons,
+            Err(Refusal::Forbidden(reasons)) => reasons.iter().map(ToString::to_string).collect(),
             other => panic!("expected a refusal, got {other:?}"),
         }
     }
@@ -287,7 +287,7 @@ mod tests {
         .expect("admitted");
         assert_eq!(config.tenant_of("a"), Some("acme"));
         assert_eq!(config.dead_letters.path, dir.path().join("dl.jsonl"));
-        for (_, spec) in config.plugins() {
+        for PluginAt { spec, .. } in config.plugins() {
             assert_eq!(spec.limits.memory_mib, Some(64));
             assert_eq!(spec.tenant.as_deref(), Some("acme"));
         }

@@ -71,21 +71,12 @@ impl ApiError {
     /// A refusal of admission for `tenant`.
     pub(super) fn refused(refusal: Refusal, tenant: &str) -> Self {
         match refusal {
-            Refusal::Invalid(problems) => Self::Invalid(
-                problems
-                    .into_iter()
-                    .map(|(at, m)| {
-                        if at.is_empty() {
-                            m
-                        } else {
-                            format!("{at}: {m}")
-                        }
-                    })
-                    .collect(),
-            ),
+            Refusal::Invalid(problems) => {
+                Self::Invalid(problems.iter().map(ToString::to_string).collect())
+            }
             Refusal::Forbidden(problems) => Self::Forbidden {
                 tenant: tenant.to_owned(),
-                problems,
+                problems: problems.iter().map(ToString::to_string).collect(),
             },
         }
     }

@@ -7,4 +7,5 @@
 //! `core/` names another module of the crate.
 
 pub mod failure;
+pub mod problem;
 pub mod text;

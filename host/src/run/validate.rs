@@ -80,16 +80,7 @@ impl Runner {
             pipelines.insert(p.name.clone(), stages);
         }
         let mut indexers = HashMap::new();
-        let indexer_configs = self
-            .config
-            .indexer
-            .iter()
-            .map(|i| ("indexer".to_owned(), i))
-            .chain(self.config.pipelines.iter().filter_map(|p| {
-                p.indexer
-                    .as_ref()
-                    .map(|i| (format!("pipelines.{}.indexer", p.name), i))
-            }));
+        let indexer_configs = self.config.indexers();
         let dead_letters = self
             .config
             .dead_letters

@@ -64,30 +64,29 @@ pub fn runner(config: Config, mode: Mode) -> Result<Runner, SetupError> {
 /// The `[kafka]` settings Kafka mode needs.
 pub(crate) fn kafka_of(config: &Config) -> Result<&crate::config::KafkaConfig, SetupError> {
     config.kafka.as_ref().ok_or_else(|| {
-        SetupError::Invalid(ConfigErrors(vec![ConfigError {
-            location: "kafka".into(),
-            message: "Kafka mode needs a [kafka] section (bootstrap_servers, ...)".into(),
-        }]))
+        SetupError::Invalid(ConfigErrors::one(ConfigError::new(
+            "kafka",
+            "Kafka mode needs a [kafka] section (bootstrap_servers, ...)",
+        )))
     })
 }
 
 /// The plugin runtime a run of `config` needs: its component cache, and
 /// a pool of pre-reserved instance slots when a plugin wants fresh instances.
 pub fn runtime_for(config: &Config) -> Result<PluginRuntime, SetupError> {
-    let plugins = config.plugins();
     // Fresh instances per document come from a pool of pre-reserved slots:
     // enough for every instance the process may hold, twice over.
-    let fresh = plugins
-        .iter()
-        .any(|(_, spec)| spec.instance == InstancePolicy::Fresh);
+    let fresh = config
+        .plugins()
+        .any(|at| at.spec.instance == InstancePolicy::Fresh);
     let pool = fresh.then(|| {
         let stages: usize = config.pipelines.iter().map(|p| p.stages.len() + 1).sum();
         let instances = 2 * (config.worker.threads * stages + config.connectors.len() + 4);
         PoolOptions {
             instances: u32::try_from(instances).unwrap_or(u32::MAX),
-            max_memory_mib: plugins
-                .iter()
-                .map(|(_, spec)| spec.limits.memory_mib())
+            max_memory_mib: config
+                .plugins()
+                .map(|at| at.spec.limits.memory_mib())
                 .max()
                 .unwrap_or(256),
         }

@@ -5,11 +5,15 @@
 //! out and the rest deserialized again, until nothing is left to report.
 //! Connectors, pipelines, their stages and tenants are checked one by one:
 //! a required key taken out (say a stage's `name` given as a number) then
-//! hides nothing in its neighbours.
+//! hides nothing in its neighbours. What kind each problem is comes from
+//! the typed error of `value.rs`, never from its message.
 
 use serde::de::DeserializeOwned;
 
-use super::{ConfigError, ConnectorConfig, PipelineConfig, StageConfig, TenantConfig, error};
+use super::{ConfigError, ConnectorConfig, PipelineConfig, StageConfig, TenantConfig};
+use value::{Kind, Value, one_of};
+
+mod value;
 
 /// More than any real config has; a bound on the retries.
 const MAX_PROBLEMS: usize = 100;
@@ -60,31 +64,31 @@ fn check<T: DeserializeOwned>(mut value: toml::Value, base: &str, errors: &mut V
     // already reported.
     let mut removed: Vec<Vec<Step>> = Vec::new();
     for _ in 0..MAX_PROBLEMS {
-        let Err(e) = serde_path_to_error::deserialize::<_, T>(value.clone()) else {
+        let Err(e) = serde_path_to_error::deserialize::<_, T>(Value(value.clone())) else {
             return;
         };
         let at = steps(e.path());
-        let message = e.inner().message().trim().to_owned();
-        if let Some(key) = quoted(&message, "unknown field `") {
-            // The path already ends with the unknown key.
-            errors.push(error(
-                location(base, &at),
-                format!("unknown key `{key}`{}", expected(&message)),
-            ));
-            if !remove(&mut value, &at) {
-                return;
+        let problem = match &e.inner().kind {
+            Kind::UnknownKey { key, expected } => {
+                // The path already ends with the unknown key.
+                errors.push(ConfigError::new(
+                    location(base, &at),
+                    format!("unknown key `{key}`{}", help(expected)),
+                ));
+                if !remove(&mut value, &at) {
+                    return;
+                }
+                continue;
             }
-            continue;
-        }
-        let problem = if let Some(key) = quoted(&message, "missing field `") {
-            let mut missing = at.clone();
-            missing.push(Step::Key(key.to_owned()));
-            (!removed.contains(&missing)).then(|| format!("missing key `{key}`"))
-        } else {
-            Some(message)
+            Kind::MissingKey(key) => {
+                let mut missing = at.clone();
+                missing.push(Step::Key((*key).to_owned()));
+                (!removed.contains(&missing)).then(|| format!("missing key `{key}`"))
+            }
+            Kind::Other => Some(e.inner().message.trim().to_owned()),
         };
         if let Some(problem) = problem {
-            errors.push(error(location(base, &at), problem));
+            errors.push(ConfigError::new(location(base, &at), problem));
         }
         // Take out what holds the problem (a missing key's table, a bad
         // value), and with it any array it is an item of: indices stay as
@@ -147,18 +151,14 @@ fn location(base: &str, steps: &[Step]) -> String {
     out
 }
 
-/// The name in `message` after `prefix`, up to its closing backtick.
-fn quoted<'a>(message: &'a str, prefix: &str) -> Option<&'a str> {
-    let rest = message.strip_prefix(prefix)?;
-    rest.find('`').map(|end| &rest[..end])
-}
-
-/// ", expected one of ..." from serde's unknown-field message, as help.
-fn expected(message: &str) -> String {
-    message
-        .find("`, expected ")
-        .map(|i| format!(" ({})", &message[i + 3..]))
-        .unwrap_or_default()
+/// " (expected one of ...)" for an unknown key of a table with `expected`
+/// keys, as help; nothing when it has none.
+fn help(expected: &[&str]) -> String {
+    if expected.is_empty() {
+        String::new()
+    } else {
+        format!(" (expected {})", one_of(expected))
+    }
 }
 
 /// Take out the value at `steps` (its last step a key); whether it was there.

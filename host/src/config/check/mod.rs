@@ -1,0 +1,35 @@
+//! Every structural problem of a config (names, references, numbers,
+//! files), all at once, one concern per file. Plugin configs are checked by
+//! the plugins themselves, later (the runner's validation).
+
+use super::{Config, ConfigError};
+
+mod counts;
+mod kafka;
+mod names;
+mod plugins;
+mod tenants;
+#[cfg(test)]
+mod tests;
+mod timeouts;
+
+/// Where the checks put what they find.
+type Found = Vec<ConfigError>;
+
+impl Config {
+    /// Every structural problem (names, references, numbers, files), all at
+    /// once. Plugin configs are checked by the plugins themselves, later.
+    pub fn check(&self) -> Vec<ConfigError> {
+        let mut found = Found::new();
+        timeouts::check(self, &mut found);
+        names::check(self, &mut found);
+        counts::check(self, &mut found);
+        if let Some(kafka) = &self.kafka {
+            kafka::check(kafka, &mut found);
+        }
+        plugins::check_instances(self, &mut found);
+        tenants::check(self, &mut found);
+        plugins::check_files_and_limits(self, &mut found);
+        found
+    }
+}

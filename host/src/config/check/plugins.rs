@@ -1,0 +1,103 @@
+//! Each plugin's table: a component file that exists, granted directories
+//! that exist at absolute guest paths, limits that can work, a well-formed
+//! digest, and fresh instances for stages only.
+
+use super::Found;
+use crate::config::{Config, ConfigError, PluginAt, PluginRole};
+use crate::plugin::InstancePolicy;
+
+/// Connectors and indexers keep state across documents (a crawl, a batch
+/// being built): only stages may start afresh for each one.
+pub(super) fn check_instances(config: &Config, found: &mut Found) {
+    let keep_state = config.plugins().filter(|at| {
+        matches!(
+            at.role,
+            PluginRole::Connector { .. } | PluginRole::Indexer { .. }
+        )
+    });
+    for at in keep_state {
+        if at.spec.instance == InstancePolicy::Fresh {
+            found.push(ConfigError::new(
+                format!("{}.plugin.instance", at.location),
+                "only stages can have a fresh instance per document",
+            ));
+        }
+    }
+}
+
+pub(super) fn check_files_and_limits(config: &Config, found: &mut Found) {
+    for at in config.plugins() {
+        check_files(&at, found);
+        check_limits(&at, found);
+        check_digest(&at, found);
+    }
+}
+
+fn check_files(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Found) {
+    if !spec.path.is_file() {
+        found.push(ConfigError::new(
+            format!("{location}.plugin.path"),
+            format!("no plugin file at {}", spec.path.display()),
+        ));
+    }
+    for (i, dir) in spec.grants.dirs.iter().enumerate() {
+        if !dir.host.is_dir() {
+            found.push(ConfigError::new(
+                format!("{location}.plugin.grants.dirs[{i}].host"),
+                format!("no directory at {}", dir.host.display()),
+            ));
+        }
+        if !dir.guest.starts_with('/') {
+            found.push(ConfigError::new(
+                format!("{location}.plugin.grants.dirs[{i}].guest"),
+                format!("`{}` must be an absolute path such as /data", dir.guest),
+            ));
+        }
+    }
+}
+
+fn check_limits(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Found) {
+    let limits = &spec.limits;
+    if limits.memory_mib() == 0 {
+        found.push(ConfigError::new(
+            format!("{location}.plugin.limits.memory_mib"),
+            "must be at least 1",
+        ));
+    }
+    if limits.call_timeout().is_zero() {
+        found.push(ConfigError::new(
+            format!("{location}.plugin.limits.call_timeout"),
+            "must be more than 0",
+        ));
+    }
+    for (name, value) in [
+        ("max_children", limits.max_children().into()),
+        ("max_document_mib", limits.max_document_mib()),
+        ("log_lines_per_second", limits.log_lines_per_second().into()),
+    ] {
+        if value == 0 {
+            found.push(ConfigError::new(
+                format!("{location}.plugin.limits.{name}"),
+                "must be at least 1",
+            ));
+        }
+    }
+    let max_depth = crate::document::DocLimits::MAX_DEPTH;
+    if !(1..=max_depth).contains(&(limits.max_depth() as usize)) {
+        found.push(ConfigError::new(
+            format!("{location}.plugin.limits.max_depth"),
+            format!("must be from 1 to {max_depth}"),
+        ));
+    }
+}
+
+fn check_digest(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Found) {
+    if let Some(digest) = &spec.sha256
+        && (digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        found.push(ConfigError::new(
+            format!("{location}.plugin.sha256"),
+            "must be 64 hexadecimal digits (a SHA-256)",
+        ));
+    }
+}

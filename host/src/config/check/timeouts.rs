@@ -1,0 +1,35 @@
+//! `[runner]` timeouts: none zero, and the stall timeout longer than any
+//! call a document may wait on.
+
+use super::Found;
+use crate::config::{Config, ConfigError, PluginRole};
+
+pub(super) fn check(config: &Config, found: &mut Found) {
+    let runner = &config.runner;
+    for (name, value) in [
+        ("stall_timeout", runner.stall_timeout),
+        ("liveness_timeout", runner.liveness_timeout),
+        ("log_interval", runner.log_interval),
+    ] {
+        if value.is_zero() {
+            found.push(ConfigError::new(
+                format!("runner.{name}"),
+                "must be more than zero",
+            ));
+        }
+    }
+    let stall = runner.stall_timeout;
+    let too_long = config.plugins().find(|at| {
+        !matches!(at.role, PluginRole::Connector { .. }) && at.spec.limits.call_timeout() >= stall
+    });
+    if let Some(at) = too_long {
+        let call = at.spec.limits.call_timeout();
+        found.push(ConfigError::new(
+            "runner.stall_timeout",
+            format!(
+                "must be longer than the longest call a document may wait on ({} has call_timeout {call:?})",
+                at.location
+            ),
+        ));
+    }
+}

@@ -1,0 +1,149 @@
+//! Reading a config: a file or text, its includes and variables, the
+//! environment's overrides, its shape, and the paths and tenant limits it
+//! implies.
+
+use std::path::{Path, PathBuf};
+
+use super::{Config, ConfigError, ConfigErrors, shape, vars};
+
+/// The prefix of environment overrides.
+pub const ENV_PREFIX: &str = "WEIR__";
+
+/// Why an environment override cannot be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OverrideError {
+    #[error("empty key in the override name")]
+    EmptyKey,
+    #[error("empty override name")]
+    EmptyName,
+    #[error("connectors and pipelines cannot be overridden from the environment")]
+    NotOverridable,
+    #[error("`{0}` is not a section")]
+    NotASection(String),
+}
+
+impl Config {
+    /// Read `path`, apply environment overrides, and resolve relative paths
+    /// against the file's directory. Checks only the file's own shape; see
+    /// [`Config::check`] and the runner's validation for the rest.
+    pub fn load(path: &Path) -> Result<Self, ConfigErrors> {
+        let table = vars::load_file(path)
+            .map_err(|e| ConfigErrors::one(ConfigError::whole(e.to_string())))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::from_table(table, base, std::env::vars())
+    }
+
+    /// Parse TOML `text`, with its includes relative to `base`, variables
+    /// and overrides from `env` (pairs such as `("WEIR__WORKER__THREADS",
+    /// "8")` or `("HOST", "search.local")`), resolving paths against `base`.
+    pub fn parse(
+        text: &str,
+        base: &Path,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigErrors> {
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| ConfigErrors::one(ConfigError::whole(e.to_string())))?;
+        let table = vars::with_includes(table, base)
+            .map_err(|e| ConfigErrors::one(ConfigError::new("include", e.to_string())))?;
+        Self::from_table(table, base, env)
+    }
+
+    fn from_table(
+        mut table: toml::Table,
+        base: &Path,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigErrors> {
+        let env: Vec<(String, String)> = env.into_iter().collect();
+        let lookup = |name: &str| {
+            env.iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        };
+        let mut errors = vars::substitute(&mut table, &lookup);
+        for (key, value) in env {
+            if let Some(path) = key.strip_prefix(ENV_PREFIX)
+                && let Err(e) = apply_override(&mut table, path, &value)
+            {
+                errors.at(key, e.to_string());
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let mut config: Config = match toml::Value::Table(table.clone()).try_into() {
+            Ok(config) => config,
+            Err(e) => {
+                // serde stops at the first problem: list them all.
+                let mut errors = shape::problems(&table);
+                if errors.is_empty() {
+                    errors.push(ConfigError::whole(e.message().trim()));
+                }
+                return Err(ConfigErrors(errors));
+            }
+        };
+        config.resolve_paths(base);
+        config.apply_tenant_limits();
+        Ok(config)
+    }
+
+    /// Fill the limits the plugins of each tenant's pipelines leave unset
+    /// from the tenant's.
+    fn apply_tenant_limits(&mut self) {
+        let tenants = std::mem::take(&mut self.tenants);
+        for tenant in &tenants {
+            let owns = |pipeline: &str| tenant.pipelines.iter().any(|p| p == pipeline);
+            for (_, spec) in self.plugins_mut().filter(|(p, _)| p.is_some_and(owns)) {
+                spec.limits = spec.limits.or(&tenant.limits);
+                spec.tenant = Some(tenant.name.clone());
+            }
+        }
+        self.tenants = tenants;
+    }
+
+    fn resolve_paths(&mut self, base: &Path) {
+        let resolve = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        if let Some(dir) = &mut self.runner.cache_dir {
+            resolve(dir);
+        }
+        resolve(&mut self.dead_letters.path);
+        for (_, spec) in self.plugins_mut() {
+            resolve(&mut spec.path);
+            for dir in &mut spec.grants.dirs {
+                resolve(&mut dir.host);
+            }
+        }
+    }
+}
+
+/// Set `a__b__c` in `table` to `value`, parsed as a TOML value when it is one
+/// (numbers, booleans, arrays, durations in quotes), else taken as a string.
+fn apply_override(table: &mut toml::Table, path: &str, value: &str) -> Result<(), OverrideError> {
+    let keys: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
+    if keys.iter().any(String::is_empty) {
+        return Err(OverrideError::EmptyKey);
+    }
+    if matches!(keys[0].as_str(), "connectors" | "pipelines") {
+        return Err(OverrideError::NotOverridable);
+    }
+    let parsed = format!("v = {value}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_owned()));
+    let (last, parents) = keys.split_last().ok_or(OverrideError::EmptyName)?;
+    let mut node = table;
+    for key in parents {
+        node = node
+            .entry(key.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .ok_or_else(|| OverrideError::NotASection(key.clone()))?;
+    }
+    node.insert(last.clone(), parsed);
+    Ok(())
+}
