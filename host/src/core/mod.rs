@@ -6,4 +6,6 @@
 //! The rule is checked by `tests/all/architecture.rs`: no file under
 //! `core/` names another module of the crate.
 
+pub mod limit;
 pub mod text;
+pub mod trap;
