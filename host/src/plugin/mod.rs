@@ -10,6 +10,7 @@
 //!   memory cap, deadline and WASI grants. An instance that traps is dropped
 //!   and replaced on the next call, so one bad document never poisons the next.
 
+mod batch;
 mod bindings;
 mod budget;
 mod cache;
@@ -31,6 +32,8 @@ use std::time::{Duration, Instant};
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine};
 
+pub use crate::core::limit::{Limit, LimitHit};
+pub use batch::{BatchFailure, BatchFormat, DocumentFailure};
 pub use bindings::ConfigIssue;
 pub use cache::CacheError;
 pub use contract::ContractError;
@@ -38,8 +41,7 @@ pub use contract::{SUPPORTED as SUPPORTED_CONTRACTS, supported_list as supported
 pub use error::{KindError, PluginError, RuntimeError, TrapCause};
 pub use host::PublishSink;
 pub use kinds::{
-    BatchFailure, BatchFormat, ConnectorInstance, ConnectorPlugin, DocumentFailure,
-    IndexerInstance, IndexerPlugin, StageInstance, StagePlugin,
+    ConnectorInstance, ConnectorPlugin, IndexerInstance, IndexerPlugin, StageInstance, StagePlugin,
 };
 pub use spec::{DirGrant, Grants, InstancePolicy, Limits, PluginSpec};
 
