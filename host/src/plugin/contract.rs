@@ -152,7 +152,42 @@ pub fn supported_list() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::contract_version;
+    use super::{ContractError, contract_version};
+
+    #[test]
+    fn refusals_read_as_before() {
+        let version = ContractError::Version {
+            version: "0.1.0".into(),
+            name: "weir:plugin/log@0.1.0".into(),
+            supported: "weir:plugin@0.2.0".into(),
+        };
+        assert_eq!(
+            version.to_string(),
+            "it is built for contract weir:plugin@0.1.0 (it uses `weir:plugin/log@0.1.0`), which this Weir \
+             does not run; it runs weir:plugin@0.2.0: rebuild the plugin against one of them (see the plugin \
+             author's guide)"
+        );
+        let none = ContractError::NotAPlugin {
+            kind: "stage".into(),
+            api: "stage-api".into(),
+            exports: "a, b".into(),
+        };
+        assert_eq!(
+            none.to_string(),
+            "it exports no weir:plugin interface, so it is not a Weir plugin (a stage exports \
+             `weir:plugin/stage-api`); exports: [a, b]"
+        );
+        let wrong = ContractError::WrongKind {
+            found: "indexer-api".into(),
+            kind: "stage".into(),
+            api: "stage-api".into(),
+        };
+        assert_eq!(
+            wrong.to_string(),
+            "it exports `weir:plugin/indexer-api`, not `weir:plugin/stage-api`: it is not a stage (check \
+             the plugin's kind in the config)"
+        );
+    }
 
     #[test]
     fn versions_are_read_from_contract_names_only() {
