@@ -108,7 +108,7 @@ impl PluginTest {
 
     /// `stage`, `connector` or `indexer`.
     pub fn kind(&self) -> anyhow::Result<&'static str> {
-        self.runtime.plugin_kind(&self.spec.path)
+        Ok(self.runtime.plugin_kind(&self.spec.path)?)
     }
 
     /// Check the config, then run the plugin on `input` (ignored by a

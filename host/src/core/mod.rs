@@ -7,5 +7,7 @@
 //! `core/` names another module of the crate.
 
 pub mod failure;
+pub mod limit;
 pub mod problem;
 pub mod text;
+pub mod trap;

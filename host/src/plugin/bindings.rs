@@ -4,43 +4,40 @@
 //! generated once, with the stage world, and reused by the others, so the host
 //! implements each of them once.
 
+/// One `bindgen!` for `world`: imports trappable, exports async, and the
+/// WIT names in `with` mapped to host types or to interfaces already
+/// generated.
+macro_rules! world_bindings {
+    ($world:literal, { $($with:tt)* }) => {
+        wasmtime::component::bindgen!({
+            world: $world,
+            path: "../wit",
+            imports: { default: trappable },
+            exports: { default: async },
+            with: { $($with)* },
+        });
+    };
+}
+
 pub mod stage {
-    wasmtime::component::bindgen!({
-        world: "stage",
-        path: "../wit",
-        imports: { default: trappable },
-        exports: { default: async },
-        with: {
-            "weir:plugin/document.document": crate::document::Document,
-        },
+    world_bindings!("stage", {
+        "weir:plugin/document.document": crate::document::Document,
     });
 }
 
 pub mod connector {
-    wasmtime::component::bindgen!({
-        world: "connector",
-        path: "../wit",
-        imports: { default: trappable },
-        exports: { default: async },
-        with: {
-            "weir:plugin/types": super::stage::weir::plugin::types,
-            "weir:plugin/log": super::stage::weir::plugin::log,
-            "weir:plugin/document": super::stage::weir::plugin::document,
-            "weir:plugin/publishing.publisher": crate::plugin::host::Publisher,
-        },
+    world_bindings!("connector", {
+        "weir:plugin/types": super::stage::weir::plugin::types,
+        "weir:plugin/log": super::stage::weir::plugin::log,
+        "weir:plugin/document": super::stage::weir::plugin::document,
+        "weir:plugin/publishing.publisher": crate::plugin::host::Publisher,
     });
 }
 
 pub mod indexer {
-    wasmtime::component::bindgen!({
-        world: "indexer",
-        path: "../wit",
-        imports: { default: trappable },
-        exports: { default: async },
-        with: {
-            "weir:plugin/types": super::stage::weir::plugin::types,
-            "weir:plugin/log": super::stage::weir::plugin::log,
-        },
+    world_bindings!("indexer", {
+        "weir:plugin/types": super::stage::weir::plugin::types,
+        "weir:plugin/log": super::stage::weir::plugin::log,
     });
 }
 

@@ -13,6 +13,7 @@
 //! their own, of at most [`MAX_HANDLES`] entries, each of bounded size
 //! (HTTP fields at most [`MAX_HTTP_FIELDS_BYTES`]).
 
+use crate::core::limit::{Limit, LimitHit};
 use crate::document::DocLimits;
 
 use super::spec::Limits;
@@ -42,7 +43,7 @@ pub(crate) struct Budget {
     /// Documents the plugin holds.
     documents: usize,
     /// The limit a host call refused, which made the call trap.
-    pub(crate) hit: Option<String>,
+    pub(crate) hit: Option<LimitHit>,
     /// A memory growth that was refused: how large it wanted to grow.
     pub(crate) refused_growth: Option<usize>,
 }
@@ -74,21 +75,23 @@ impl Budget {
         self.refused_growth = None;
     }
 
-    /// Record `message` as the limit that stops the call, and return the
-    /// trap that stops it.
-    fn refuse(&mut self, message: String) -> wasmtime::Error {
-        self.hit = Some(message.clone());
-        wasmtime::Error::msg(message)
+    /// Record `limit` (and why) as what stops the call, and return the trap
+    /// that stops it.
+    pub(crate) fn refuse(&mut self, limit: Limit, message: String) -> wasmtime::Error {
+        let trap = wasmtime::Error::msg(message.clone());
+        self.hit = Some(LimitHit::new(limit, message));
+        trap
     }
 
     /// The plugin now holds one more document, of `bytes`.
     pub(crate) fn take_document(&mut self, bytes: usize) -> wasmtime::Result<()> {
         self.documents += 1;
         if self.documents > self.max_documents {
-            return Err(self.refuse(format!(
+            let message = format!(
                 "held more than {} documents at once without handing them over (limits.max_children)",
                 self.max_documents
-            )));
+            );
+            return Err(self.refuse(Limit::MaxChildren, message));
         }
         self.grow(bytes)
     }
@@ -97,7 +100,7 @@ impl Budget {
     pub(crate) fn grow(&mut self, bytes: usize) -> wasmtime::Result<()> {
         self.held = self.held.saturating_add(bytes);
         if self.linear.saturating_add(self.held) > self.memory_limit {
-            return Err(self.refuse(self.over_memory()));
+            return Err(self.refuse(Limit::MemoryMib, self.over_memory()));
         }
         Ok(())
     }

@@ -40,6 +40,22 @@ const MAC_BYTES: usize = 32;
 /// The key's file name inside the cache directory.
 const KEY_FILE: &str = "cache.key";
 
+/// Why a component could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The component file could not be read.
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    /// The file is not the one the config pins (`sha256`).
+    #[error(
+        "its SHA-256 is {digest}, but the config pins {pinned}: refusing to run a different file"
+    )]
+    Pinned { digest: String, pinned: String },
+    /// wasmtime could not compile (or load the compiled code of) the file.
+    #[error(transparent)]
+    Compile(#[from] wasmtime::Error),
+}
+
 #[derive(Debug)]
 pub(crate) struct ComponentCache {
     disk: Option<DiskCache>,
@@ -70,15 +86,16 @@ impl ComponentCache {
         engine: &Engine,
         path: &Path,
         pinned: Option<&str>,
-    ) -> anyhow::Result<Component> {
+    ) -> Result<Component, CacheError> {
         let bytes = std::fs::read(path)?;
         let digest = hex::encode(Sha256::digest(&bytes));
         if let Some(pinned) = pinned
             && !pinned.eq_ignore_ascii_case(&digest)
         {
-            anyhow::bail!(
-                "its SHA-256 is {digest}, but the config pins {pinned}: refusing to run a different file"
-            );
+            return Err(CacheError::Pinned {
+                digest,
+                pinned: pinned.to_owned(),
+            });
         }
         let key = cache_key(engine, &digest);
         if let Some(component) = self.lock().get(&key) {
@@ -195,7 +212,7 @@ impl DiskCache {
         engine: &Engine,
         wasm: &[u8],
         name: &str,
-    ) -> anyhow::Result<Component> {
+    ) -> wasmtime::Result<Component> {
         let file = self.dir.join(format!("{name}.cwasm"));
         match std::fs::read(&file) {
             Ok(entry) => {

@@ -18,6 +18,40 @@ const PACKAGE: &str = "weir:plugin";
 /// Contract versions this host runs, oldest first.
 pub const SUPPORTED: &[&str] = &["0.2.0"];
 
+/// Why a component is refused before it runs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContractError {
+    /// It names a contract version this host does not run.
+    #[error(
+        "it is built for contract {PACKAGE}@{version} (it uses `{name}`), which this Weir does not run; \
+         it runs {supported}: rebuild the plugin against one of them (see the plugin author's guide)"
+    )]
+    Version {
+        version: String,
+        name: String,
+        supported: String,
+    },
+    /// It exports no contract interface at all.
+    #[error(
+        "it exports no {PACKAGE} interface, so it is not a Weir plugin (a {kind} exports `{PACKAGE}/{api}`); \
+         exports: [{exports}]"
+    )]
+    NotAPlugin {
+        kind: String,
+        api: String,
+        exports: String,
+    },
+    /// It exports the interface of another kind.
+    #[error(
+        "it exports `{PACKAGE}/{found}`, not `{PACKAGE}/{api}`: it is not a {kind} (check the plugin's kind in the config)"
+    )]
+    WrongKind {
+        found: String,
+        kind: String,
+        api: String,
+    },
+}
+
 /// Check that `component` is built for a supported contract version and
 /// exports `api` (`weir:plugin/<api>`), the interface of plugin kind `kind`.
 pub(crate) fn check(
@@ -25,7 +59,7 @@ pub(crate) fn check(
     engine: &Engine,
     kind: &str,
     api: &str,
-) -> Result<(), String> {
+) -> Result<(), ContractError> {
     let ty = component.component_type();
     let imports = ty.imports(engine).map(|(name, _)| name.to_owned());
     let exports: Vec<String> = ty
@@ -37,11 +71,11 @@ pub(crate) fn check(
             continue;
         };
         if !SUPPORTED.contains(&version) {
-            return Err(format!(
-                "it is built for contract {PACKAGE}@{version} (it uses `{name}`), which this Weir does not run; \
-                 it runs {}: rebuild the plugin against one of them (see the plugin author's guide)",
-                supported_list()
-            ));
+            return Err(ContractError::Version {
+                version: version.to_owned(),
+                name,
+                supported: supported_list(),
+            });
         }
     }
     if exports
@@ -56,15 +90,16 @@ pub(crate) fn check(
         .filter_map(|rest| rest.split('@').next())
         .collect();
     Err(match found.as_slice() {
-        [] => format!(
-            "it exports no {PACKAGE} interface, so it is not a Weir plugin (a {kind} exports `{PACKAGE}/{api}`); \
-             exports: [{}]",
-            exports.join(", ")
-        ),
-        found => format!(
-            "it exports `{PACKAGE}/{}`, not `{PACKAGE}/{api}`: it is not a {kind} (check the plugin's kind in the config)",
-            found.join("`, `")
-        ),
+        [] => ContractError::NotAPlugin {
+            kind: kind.to_owned(),
+            api: api.to_owned(),
+            exports: exports.join(", "),
+        },
+        found => ContractError::WrongKind {
+            found: found.join("`, `"),
+            kind: kind.to_owned(),
+            api: api.to_owned(),
+        },
     })
 }
 
@@ -117,7 +152,42 @@ pub fn supported_list() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::contract_version;
+    use super::{ContractError, contract_version};
+
+    #[test]
+    fn refusals_read_as_before() {
+        let version = ContractError::Version {
+            version: "0.1.0".into(),
+            name: "weir:plugin/log@0.1.0".into(),
+            supported: "weir:plugin@0.2.0".into(),
+        };
+        assert_eq!(
+            version.to_string(),
+            "it is built for contract weir:plugin@0.1.0 (it uses `weir:plugin/log@0.1.0`), which this Weir \
+             does not run; it runs weir:plugin@0.2.0: rebuild the plugin against one of them (see the plugin \
+             author's guide)"
+        );
+        let none = ContractError::NotAPlugin {
+            kind: "stage".into(),
+            api: "stage-api".into(),
+            exports: "a, b".into(),
+        };
+        assert_eq!(
+            none.to_string(),
+            "it exports no weir:plugin interface, so it is not a Weir plugin (a stage exports \
+             `weir:plugin/stage-api`); exports: [a, b]"
+        );
+        let wrong = ContractError::WrongKind {
+            found: "indexer-api".into(),
+            kind: "stage".into(),
+            api: "stage-api".into(),
+        };
+        assert_eq!(
+            wrong.to_string(),
+            "it exports `weir:plugin/indexer-api`, not `weir:plugin/stage-api`: it is not a stage (check \
+             the plugin's kind in the config)"
+        );
+    }
 
     #[test]
     fn versions_are_read_from_contract_names_only() {

@@ -1,7 +1,10 @@
-//! Errors of the plugin runtime, and how a failed call is classified.
+//! Errors of the plugin runtime: why a plugin could not be loaded or a
+//! call into it failed, and why the runtime itself could not start. What
+//! made an instance trap is a [`TrapCause`], a core type the metrics read.
 
 use std::path::PathBuf;
-use std::time::Duration;
+
+pub use crate::core::trap::TrapCause;
 
 /// Why a plugin could not be loaded or a call into it failed.
 ///
@@ -74,76 +77,28 @@ impl PluginError {
     }
 }
 
-/// What made an instance trap.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum TrapCause {
-    /// The call ran past its deadline and was interrupted.
-    #[error("exceeded its call deadline of {0:?} and was interrupted")]
-    Deadline(Duration),
-    /// A connector's `execute` ran past its own deadline
-    /// (`limits.execute_timeout`) and was interrupted.
-    #[error("exceeded its execute deadline of {0:?} (limits.execute_timeout) and was interrupted")]
-    ExecuteDeadline(Duration),
-    /// The instance tried to grow its linear memory past its cap (which
-    /// the documents it holds in the host share).
-    #[error(
-        "exceeded its memory limit of {limit_mib} MiB (tried to grow its linear memory to {wanted_bytes} bytes)"
-    )]
-    MemoryLimit { limit_mib: u64, wanted_bytes: usize },
-    /// The guest panicked or aborted; the message is what it printed last.
-    #[error("panicked: {0}")]
-    Panic(String),
-    /// A host call refused to go past one of the plugin's limits.
-    #[error("hit a limit: {0}")]
-    Limit(String),
-    /// Host code panicked while serving the plugin: a bug in Weir, but it
-    /// fails only this call, never the worker.
-    #[error("made the host fail (a bug in Weir, please report it): {0}")]
-    HostPanic(String),
-    /// The call was stopped from outside: the run is stopping.
-    #[error("was stopped: the run is stopping")]
-    Cancelled,
-    /// Any other trap (out-of-bounds access, stack overflow, invalid handle, ...).
-    #[error("trapped: {0}")]
-    Other(String),
+/// Why a [`super::PluginRuntime`] could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The engine or its linker refused the configuration.
+    #[error(transparent)]
+    Engine(#[from] wasmtime::Error),
+    /// A thread of the runtime (the epoch ticker, the I/O runtime) could not
+    /// start.
+    #[error(transparent)]
+    Thread(#[from] std::io::Error),
 }
 
-impl TrapCause {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Deadline(_) | Self::ExecuteDeadline(_) => "deadline",
-            Self::MemoryLimit { .. } => "memory_limit",
-            Self::Panic(_) => "panic",
-            Self::Limit(_) => "limit",
-            Self::HostPanic(_) => "host_panic",
-            Self::Cancelled => "cancelled",
-            Self::Other(_) => "trap",
-        }
-    }
-
-    /// The limit (a key of a plugin's `limits`) that stopped the call, if
-    /// one did.
-    pub fn limit(&self) -> Option<&'static str> {
-        const NAMED: [&str; 6] = [
-            "memory_mib",
-            "call_timeout",
-            "execute_timeout",
-            "max_children",
-            "max_document_mib",
-            "max_depth",
-        ];
-        match self {
-            Self::Deadline(_) => Some("call_timeout"),
-            Self::ExecuteDeadline(_) => Some("execute_timeout"),
-            Self::MemoryLimit { .. } => Some("memory_mib"),
-            // The host's refusals name the limit: "... (limits.max_depth)".
-            Self::Limit(message) => Some(
-                NAMED
-                    .into_iter()
-                    .find(|name| message.contains(&format!("limits.{name}")))
-                    .unwrap_or("handles"),
-            ),
-            _ => None,
-        }
-    }
+/// Why [`super::PluginRuntime::plugin_kind`] cannot tell a component's kind.
+#[derive(Debug, thiserror::Error)]
+pub enum KindError {
+    /// The component could not be read or compiled.
+    #[error(transparent)]
+    Load(#[from] super::cache::CacheError),
+    /// The component exports none of the contract's plugin interfaces.
+    #[error(
+        "{} exports no Weir plugin interface ({supported}): it is not a stage, connector or indexer",
+        path.display()
+    )]
+    NotAPlugin { path: PathBuf, supported: String },
 }

@@ -22,8 +22,9 @@ const INTERRUPT_SLACK_TICKS: u32 = 4;
 use super::bindings::GuestError;
 use super::budget::{Budget, MAX_HANDLES, MAX_HTTP_FIELDS_BYTES};
 use super::error::{PluginError, TrapCause};
-use super::host::{GuestOutput, HttpPolicy, LogLimiter, PluginState};
-use super::spec::{HttpAllow, InstancePolicy, PluginSpec};
+use super::host::{GuestOutput, HttpAllow, HttpPolicy, LogLimiter, PluginState};
+use super::spec::{InstancePolicy, PluginSpec};
+use crate::core::limit::{Limit, LimitHit};
 use crate::document::Document;
 
 /// A compiled plugin with its name and spec, shared by all its instances.
@@ -199,8 +200,11 @@ impl Loaded {
             };
         }
         if let Some(ResourceTableError::Full) = error.downcast_ref::<ResourceTableError>() {
-            return TrapCause::Limit(format!(
-                "had more than {MAX_HANDLES} handles open at once (files, streams, HTTP requests, fields and bodies)"
+            return TrapCause::Limit(LimitHit::new(
+                Limit::Handles,
+                format!(
+                    "had more than {MAX_HANDLES} handles open at once (files, streams, HTTP requests, fields and bodies)"
+                ),
             ));
         }
         match error.downcast_ref::<Trap>() {
@@ -521,7 +525,7 @@ impl<W: World> Instance<W> {
             crate::telemetry::meters::limit_hit(
                 &loaded.name,
                 loaded.spec.tenant.as_deref(),
-                "log_lines_per_second",
+                Limit::LogLinesPerSecond,
             );
         }
         match result {

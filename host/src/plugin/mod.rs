@@ -10,6 +10,7 @@
 //!   memory cap, deadline and WASI grants. An instance that traps is dropped
 //!   and replaced on the next call, so one bad document never poisons the next.
 
+mod batch;
 mod bindings;
 mod budget;
 mod cache;
@@ -31,13 +32,16 @@ use std::time::{Duration, Instant};
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine};
 
+pub use crate::core::limit::{Limit, LimitHit};
+pub use batch::{BatchFailure, BatchFormat, DocumentFailure};
 pub use bindings::ConfigIssue;
+pub use cache::CacheError;
+pub use contract::ContractError;
 pub use contract::{SUPPORTED as SUPPORTED_CONTRACTS, supported_list as supported_contracts};
-pub use error::{PluginError, TrapCause};
+pub use error::{KindError, PluginError, RuntimeError, TrapCause};
 pub use host::PublishSink;
 pub use kinds::{
-    BatchFailure, BatchFormat, ConnectorInstance, ConnectorPlugin, DocumentFailure,
-    IndexerInstance, IndexerPlugin, StageInstance, StagePlugin,
+    ConnectorInstance, ConnectorPlugin, IndexerInstance, IndexerPlugin, StageInstance, StagePlugin,
 };
 pub use spec::{DirGrant, Grants, InstancePolicy, Limits, PluginSpec};
 
@@ -200,7 +204,7 @@ impl Drop for RuntimeInner {
 
 impl PluginRuntime {
     /// A runtime with the given options.
-    pub fn new(options: RuntimeOptions) -> anyhow::Result<Self> {
+    pub fn new(options: RuntimeOptions) -> Result<Self, RuntimeError> {
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(options.deadlines);
@@ -277,14 +281,11 @@ impl PluginRuntime {
 
     /// Which kind of plugin the component in `path` is (`stage`,
     /// `connector` or `indexer`), from the contract interface it exports.
-    pub fn plugin_kind(&self, path: &Path) -> anyhow::Result<&'static str> {
+    pub fn plugin_kind(&self, path: &Path) -> Result<&'static str, KindError> {
         let component = self.inner.cache.load(&self.inner.engine, path, None)?;
-        contract::kind_of(&component, &self.inner.engine).ok_or_else(|| {
-            anyhow::anyhow!(
-                "{} exports no Weir plugin interface ({}): it is not a stage, connector or indexer",
-                path.display(),
-                contract::supported_list()
-            )
+        contract::kind_of(&component, &self.inner.engine).ok_or_else(|| KindError::NotAPlugin {
+            path: path.to_owned(),
+            supported: contract::supported_list(),
         })
     }
 

@@ -253,58 +253,9 @@ fn mib_to_bytes(mib: u64) -> usize {
     usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
 }
 
-/// One allow-listed HTTP destination.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HttpAllow {
-    host: String,
-    port: Option<u16>,
-}
-
-impl HttpAllow {
-    /// Parse `host` or `host:port`.
-    pub(crate) fn parse(entry: &str) -> Result<Self, String> {
-        let entry = entry.trim();
-        let (host, port) = match entry.rsplit_once(':') {
-            Some((host, port)) if !host.contains(':') || host.starts_with('[') => {
-                let port = port
-                    .parse()
-                    .map_err(|_| format!("`{entry}`: `{port}` is not a port number"))?;
-                (host, Some(port))
-            }
-            _ => (entry, None),
-        };
-        if host.is_empty() || host.contains('/') {
-            return Err(format!(
-                "`{entry}` is not a host name (write `host` or `host:port`)"
-            ));
-        }
-        Ok(Self {
-            host: host.to_ascii_lowercase(),
-            port,
-        })
-    }
-
-    pub(crate) fn allows(&self, host: &str, port: u16) -> bool {
-        self.host.eq_ignore_ascii_case(host) && self.port.is_none_or(|p| p == port)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn http_allow_entries() {
-        let any_port = HttpAllow::parse("Search.Local").expect("valid");
-        assert!(any_port.allows("search.local", 9200));
-        assert!(!any_port.allows("other.local", 9200));
-        let one_port = HttpAllow::parse("127.0.0.1:9200").expect("valid");
-        assert!(one_port.allows("127.0.0.1", 9200));
-        assert!(!one_port.allows("127.0.0.1", 9201));
-        assert!(HttpAllow::parse("http://x").is_err());
-        assert!(HttpAllow::parse("x:notaport").is_err());
-        assert!(HttpAllow::parse("").is_err());
-    }
 
     #[test]
     fn spec_from_toml_with_defaults_and_durations() {

@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 
-use crate::plugin::TrapCause;
+use crate::core::limit::Limit;
+use crate::core::trap::TrapCause;
 
 /// Documents published by connectors.
 const DOCS_PUBLISHED: &str = "weir_docs_published_total";
@@ -240,14 +241,14 @@ pub(crate) fn plugin_trapped(plugin: &str, tenant: Option<&str>, cause: &TrapCau
     }
 }
 
-/// `plugin` went past `limit` (a key of `limits`): its call was stopped,
+/// `plugin` went past `limit`: its call was stopped,
 /// or its log lines dropped.
-pub(crate) fn limit_hit(plugin: &str, tenant: Option<&str>, limit: &'static str) {
+pub(crate) fn limit_hit(plugin: &str, tenant: Option<&str>, limit: Limit) {
     counter!(
         LIMIT_HITS,
         "plugin" => plugin.to_owned(),
         "tenant" => tenant.unwrap_or("").to_owned(),
-        "limit" => limit
+        "limit" => limit.label()
     )
     .increment(1);
 }

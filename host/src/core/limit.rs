@@ -1,0 +1,137 @@
+//! The limits Weir holds a plugin to, by name: each one's key in a
+//! plugin's `limits` table and its label on the limit metrics. An error
+//! that stops a call at a limit carries the [`Limit`]; the metric label is
+//! read from it, never from the error's message, so rewording a message
+//! cannot change a label.
+
+use std::fmt;
+
+/// One limit a plugin instance is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Limit {
+    /// `limits.memory_mib`: linear memory plus documents held in the host.
+    MemoryMib,
+    /// `limits.call_timeout`: how long one call may run.
+    CallTimeout,
+    /// `limits.execute_timeout`: how long a connector's `execute` may run.
+    ExecuteTimeout,
+    /// `limits.max_children`: documents one call may create and hold.
+    MaxChildren,
+    /// `limits.max_document_mib`: the largest document a plugin may build.
+    MaxDocumentMib,
+    /// `limits.max_depth`: the deepest nesting of a document's JSON.
+    MaxDepth,
+    /// `limits.log_lines_per_second`: the plugin's log rate.
+    LogLinesPerSecond,
+    /// Non-document handles open at once (files, streams, HTTP requests):
+    /// fixed by the host, not a config key.
+    Handles,
+}
+
+impl Limit {
+    /// Every limit.
+    pub const ALL: [Limit; 8] = [
+        Limit::MemoryMib,
+        Limit::CallTimeout,
+        Limit::ExecuteTimeout,
+        Limit::MaxChildren,
+        Limit::MaxDocumentMib,
+        Limit::MaxDepth,
+        Limit::LogLinesPerSecond,
+        Limit::Handles,
+    ];
+
+    /// Its key in a plugin's `limits` table (`memory_mib`), if the config
+    /// sets it.
+    pub fn key(self) -> Option<&'static str> {
+        Some(match self {
+            Limit::MemoryMib => "memory_mib",
+            Limit::CallTimeout => "call_timeout",
+            Limit::ExecuteTimeout => "execute_timeout",
+            Limit::MaxChildren => "max_children",
+            Limit::MaxDocumentMib => "max_document_mib",
+            Limit::MaxDepth => "max_depth",
+            Limit::LogLinesPerSecond => "log_lines_per_second",
+            Limit::Handles => return None,
+        })
+    }
+
+    /// Its config key as messages name it (`limits.memory_mib`), if the
+    /// config sets it.
+    pub fn config_key(self) -> Option<&'static str> {
+        Some(match self {
+            Limit::MemoryMib => "limits.memory_mib",
+            Limit::CallTimeout => "limits.call_timeout",
+            Limit::ExecuteTimeout => "limits.execute_timeout",
+            Limit::MaxChildren => "limits.max_children",
+            Limit::MaxDocumentMib => "limits.max_document_mib",
+            Limit::MaxDepth => "limits.max_depth",
+            Limit::LogLinesPerSecond => "limits.log_lines_per_second",
+            Limit::Handles => return None,
+        })
+    }
+
+    /// Its `limit` label on the limit metrics: the config key without its
+    /// table, or `handles`.
+    pub fn label(self) -> &'static str {
+        self.key().unwrap_or("handles")
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.config_key().unwrap_or("handles"))
+    }
+}
+
+/// A host call refused to go past `limit`, saying why in `message`.
+///
+/// It reads as its message (it derefs to it), so `hit.contains("...")`
+/// and `{hit}` see the text a user sees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitHit {
+    pub limit: Limit,
+    pub message: String,
+}
+
+impl LimitHit {
+    pub fn new(limit: Limit, message: impl Into<String>) -> Self {
+        Self {
+            limit,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for LimitHit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::ops::Deref for LimitHit {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.message
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Limit;
+
+    #[test]
+    fn keys_and_labels_agree() {
+        for limit in Limit::ALL {
+            match (limit.key(), limit.config_key()) {
+                (Some(key), Some(config_key)) => {
+                    assert_eq!(config_key, format!("limits.{key}"));
+                    assert_eq!(limit.label(), key);
+                }
+                (None, None) => assert_eq!(limit.label(), "handles"),
+                other => panic!("{limit:?}: {other:?}"),
+            }
+        }
+    }
+}

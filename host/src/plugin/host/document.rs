@@ -1,0 +1,302 @@
+//! The host side of the `document` interface: a plugin's handles on the
+//! documents it is lent or holds, every change charged to its budget.
+
+use serde_json::Value as Json;
+
+use super::convert::{from_wit, to_wit, to_wit_error, wit_result};
+use super::{Handle, PluginState, Wasm};
+use crate::core::limit::Limit;
+use crate::document::{self, Document};
+use crate::plugin::bindings::{FieldError, UpdateMode, Value, stage};
+
+impl PluginState {
+    fn doc(&self, handle: &Handle) -> wasmtime::Result<&Document> {
+        Ok(self.docs.get(handle)?)
+    }
+
+    /// Change the document behind `h` with `change`. The document checks
+    /// its own limits; what a document the plugin holds grows by is charged
+    /// to its budget (and traps past it).
+    fn edit<T>(
+        &mut self,
+        h: &Handle,
+        change: impl FnOnce(&mut Document) -> Result<T, document::FieldError>,
+    ) -> Wasm<Result<T, FieldError>> {
+        let held = !self.lent.contains(&h.rep());
+        let doc = self.docs.get_mut(h)?;
+        let before = doc.approx_json_bytes();
+        let result = change(doc);
+        let after = doc.approx_json_bytes();
+        if held {
+            if after > before {
+                self.budget.grow(after - before)?;
+            } else {
+                self.budget.shrink(before - after);
+            }
+        }
+        Ok(wit_result(result))
+    }
+
+    /// Hand the plugin a document it now holds: built under its limits,
+    /// counted, and with no run id (only the host says which run a document
+    /// belongs to).
+    fn hold(&mut self, mut doc: Document) -> Wasm<Handle> {
+        doc.clear_run_ids();
+        doc.set_limits(self.budget.doc_limits);
+        self.budget.take_document(doc.approx_json_bytes())?;
+        Ok(self.docs.push(doc)?)
+    }
+
+    /// Take back a document the plugin held (it published, attached,
+    /// returned or dropped it).
+    pub(crate) fn take_back(&mut self, h: Handle) -> Wasm<Document> {
+        let doc = self.docs.delete(h)?;
+        self.budget.release_document(doc.approx_json_bytes());
+        Ok(doc)
+    }
+
+    /// A new document from the plugin's JSON text, or why it cannot be one.
+    /// Text longer than a document may be is refused before it is parsed.
+    fn parse(
+        &mut self,
+        json: &str,
+        parse: impl FnOnce(&str, document::DocLimits) -> Result<Document, document::FieldError>,
+    ) -> Wasm<Result<Handle, FieldError>> {
+        let limits = self.budget.doc_limits;
+        if json.len() > limits.max_bytes {
+            return Ok(Err(too_much_json(json.len())));
+        }
+        match parse(json, limits) {
+            Ok(doc) => Ok(Ok(self.hold(doc)?)),
+            Err(e) => Ok(Err(to_wit_error(e))),
+        }
+    }
+}
+
+fn too_much_json(bytes: usize) -> FieldError {
+    FieldError::TooLarge(format!(
+        "{bytes} bytes of JSON are over the document limit (limits.max_document_mib)"
+    ))
+}
+
+impl stage::weir::plugin::document::Host for PluginState {}
+
+impl stage::weir::plugin::document::HostDocument for PluginState {
+    fn new(&mut self, id: String) -> Wasm<Handle> {
+        // An id is as much of the document as a field: the same limit.
+        if id.len() > self.budget.doc_limits.max_bytes {
+            let hit = format!(
+                "a document id of {} bytes is over the document limit (limits.max_document_mib)",
+                id.len()
+            );
+            // The constructor cannot return an error: the call stops.
+            return Err(self.budget.refuse(Limit::MaxDocumentMib, hit));
+        }
+        self.hold(Document::new(id))
+    }
+
+    fn from_json(&mut self, json: String) -> Wasm<Result<Handle, FieldError>> {
+        self.parse(&json, Document::from_json_str_within)
+    }
+
+    fn from_json_with_id(&mut self, id: String, json: String) -> Wasm<Result<Handle, FieldError>> {
+        self.parse(&json, |json, limits| {
+            Document::from_fields_json_str(id, json, limits)
+        })
+    }
+
+    fn id(&mut self, h: Handle) -> Wasm<String> {
+        Ok(self.doc(&h)?.id().to_owned())
+    }
+
+    fn run_id(&mut self, h: Handle) -> Wasm<Option<String>> {
+        Ok(self.doc(&h)?.run_id().map(str::to_owned))
+    }
+
+    fn has(&mut self, h: Handle, name: String) -> Wasm<bool> {
+        Ok(self.doc(&h)?.has(&name))
+    }
+
+    fn field_names(&mut self, h: Handle) -> Wasm<Vec<String>> {
+        Ok(self.doc(&h)?.field_names().map(str::to_owned).collect())
+    }
+
+    fn value_count(&mut self, h: Handle, name: String) -> Wasm<u32> {
+        Ok(u32::try_from(self.doc(&h)?.value_count(&name)).unwrap_or(u32::MAX))
+    }
+
+    fn is_multi_valued(&mut self, h: Handle, name: String) -> Wasm<bool> {
+        Ok(self.doc(&h)?.is_multi_valued(&name))
+    }
+
+    fn remove(&mut self, h: Handle, name: String) -> Wasm<Result<bool, FieldError>> {
+        self.edit(&h, |doc| doc.remove(&name))
+    }
+
+    fn rename(
+        &mut self,
+        h: Handle,
+        source: String,
+        target: String,
+        mode: UpdateMode,
+    ) -> Wasm<Result<bool, FieldError>> {
+        let mode = match mode {
+            UpdateMode::Overwrite => document::UpdateMode::Overwrite,
+            UpdateMode::Append => document::UpdateMode::Append,
+            UpdateMode::Skip => document::UpdateMode::Skip,
+        };
+        self.edit(&h, |doc| doc.rename(&source, &target, mode))
+    }
+
+    fn get(&mut self, h: Handle, name: String) -> Wasm<Option<Value>> {
+        Ok(self.doc(&h)?.get(&name).map(to_wit))
+    }
+
+    fn get_all(&mut self, h: Handle, name: String) -> Wasm<Vec<Value>> {
+        Ok(self.doc(&h)?.get_all(&name).map(to_wit).collect())
+    }
+
+    fn get_string(&mut self, h: Handle, name: String) -> Wasm<Option<String>> {
+        Ok(self.doc(&h)?.get_string(&name))
+    }
+
+    fn get_strings(&mut self, h: Handle, name: String) -> Wasm<Vec<String>> {
+        Ok(self
+            .doc(&h)?
+            .get_all(&name)
+            .filter_map(document::value_as_text)
+            .collect())
+    }
+
+    fn get_json(&mut self, h: Handle, name: String) -> Wasm<Option<String>> {
+        Ok(self.doc(&h)?.fields().get(&name).map(Json::to_string))
+    }
+
+    fn set_json(&mut self, h: Handle, name: String, json: String) -> Wasm<Result<(), FieldError>> {
+        self.edit(&h, |doc| {
+            doc.set(
+                &name,
+                document::parse_value_within(&json, doc.limits().max_bytes)?,
+            )
+        })
+    }
+
+    fn set(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
+        self.edit(&h, |doc| {
+            doc.set(&name, from_wit(value, doc.limits().max_bytes)?)
+        })
+    }
+
+    fn set_string(
+        &mut self,
+        h: Handle,
+        name: String,
+        value: String,
+    ) -> Wasm<Result<(), FieldError>> {
+        self.edit(&h, |doc| doc.set(&name, Json::String(value)))
+    }
+
+    fn set_all(
+        &mut self,
+        h: Handle,
+        name: String,
+        values: Vec<Value>,
+    ) -> Wasm<Result<(), FieldError>> {
+        self.edit(&h, |doc| {
+            let max = doc.limits().max_bytes;
+            let values = values
+                .into_iter()
+                .map(|v| from_wit(v, max))
+                .collect::<Result<Vec<_>, _>>()?;
+            doc.set_all(&name, values)
+        })
+    }
+
+    fn add(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
+        self.edit(&h, |doc| {
+            doc.add(&name, from_wit(value, doc.limits().max_bytes)?)
+        })
+    }
+
+    fn set_or_add(
+        &mut self,
+        h: Handle,
+        name: String,
+        value: Value,
+    ) -> Wasm<Result<(), FieldError>> {
+        self.edit(&h, |doc| {
+            doc.set_or_add(&name, from_wit(value, doc.limits().max_bytes)?)
+        })
+    }
+
+    fn get_path(&mut self, h: Handle, path: String) -> Wasm<Result<Option<Value>, FieldError>> {
+        Ok(wit_result(
+            self.doc(&h)?.get_path(&path).map(|v| v.map(to_wit)),
+        ))
+    }
+
+    fn set_path(&mut self, h: Handle, path: String, value: Value) -> Wasm<Result<(), FieldError>> {
+        self.edit(&h, |doc| {
+            doc.set_path(&path, from_wit(value, doc.limits().max_bytes)?)
+        })
+    }
+
+    fn remove_path(&mut self, h: Handle, path: String) -> Wasm<Result<bool, FieldError>> {
+        self.edit(&h, |doc| doc.remove_path(&path))
+    }
+
+    fn add_child(&mut self, h: Handle, child: Handle) -> Wasm<Result<(), FieldError>> {
+        // The child is handed over either way: refused, it is dropped.
+        let child = self.take_back(child)?;
+        self.edit(&h, |parent| parent.add_child(child))
+    }
+
+    fn children(&mut self, h: Handle) -> Wasm<Vec<Handle>> {
+        // One copy at a time, each counted before the next is made.
+        let count = self.doc(&h)?.children().len();
+        (0..count)
+            .map(|i| {
+                let copy = self.doc(&h)?.children()[i].clone();
+                self.hold(copy)
+            })
+            .collect()
+    }
+
+    fn has_children(&mut self, h: Handle) -> Wasm<bool> {
+        Ok(!self.doc(&h)?.children().is_empty())
+    }
+
+    fn set_dropped(&mut self, h: Handle, dropped: bool) -> Wasm<()> {
+        self.docs.get_mut(&h)?.set_dropped(dropped);
+        Ok(())
+    }
+
+    fn is_dropped(&mut self, h: Handle) -> Wasm<bool> {
+        Ok(self.doc(&h)?.is_dropped())
+    }
+
+    fn set_skip_stages(&mut self, h: Handle, skip: bool) -> Wasm<()> {
+        self.docs.get_mut(&h)?.set_skip_stages(skip);
+        Ok(())
+    }
+
+    fn skips_stages(&mut self, h: Handle) -> Wasm<bool> {
+        Ok(self.doc(&h)?.skips_stages())
+    }
+
+    fn to_json(&mut self, h: Handle) -> Wasm<String> {
+        Ok(self.doc(&h)?.to_json_string())
+    }
+
+    fn load_json(&mut self, h: Handle, json: String) -> Wasm<Result<(), FieldError>> {
+        self.edit(&h, |doc| {
+            let parsed = document::parse_value_within(&json, doc.limits().max_bytes)?;
+            doc.load_json(parsed)
+        })
+    }
+
+    fn drop(&mut self, h: Handle) -> Wasm<()> {
+        self.take_back(h)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,66 @@
+//! What a plugin instance can call: the data of its store, and the host
+//! side of the interfaces it imports, one file per job.
+//!
+//! - [`document`]: the `document` interface, charged to the [`Budget`].
+//! - [`log`]: the `log` interface and the log rate ([`LogLimiter`]).
+//! - [`output`]: the guest's stdout and stderr ([`GuestOutput`]).
+//! - [`publisher`]: a connector's `publishing` interface ([`PublishSink`]).
+//! - [`http`]: the allow-list for outgoing HTTP ([`HttpPolicy`]).
+//! - [`wasi`]: the WASI view of the store.
+//! - [`convert`]: values between JSON and WIT.
+
+mod convert;
+mod document;
+mod http;
+mod log;
+mod output;
+mod publisher;
+mod wasi;
+
+use std::sync::{Arc, Mutex};
+
+use wasmtime::component::{Resource, ResourceTable};
+use wasmtime_wasi::WasiCtx;
+use wasmtime_wasi_http::WasiHttpCtx;
+
+use super::bindings::stage;
+use super::budget::Budget;
+use crate::document::Document;
+
+pub(crate) use http::{HttpAllow, HttpPolicy};
+pub(crate) use log::LogLimiter;
+pub(crate) use output::GuestOutput;
+pub use publisher::{PublishSink, Publisher};
+
+/// A plugin's handle on a document.
+type Handle = Resource<Document>;
+/// What a host call answers, or the trap that stops the call.
+type Wasm<T> = wasmtime::Result<T>;
+
+/// The data of one plugin instance's `Store`.
+pub(crate) struct PluginState {
+    pub(crate) plugin: Arc<str>,
+    /// WASI and HTTP handles, and the connector's publisher: at most
+    /// [`super::budget::MAX_HANDLES`] of them.
+    pub(crate) table: ResourceTable,
+    /// Documents, apart from other handles: the budget counts them.
+    pub(crate) docs: ResourceTable,
+    pub(crate) wasi: WasiCtx,
+    pub(crate) http: WasiHttpCtx,
+    pub(crate) http_policy: HttpPolicy,
+    /// What the instance holds, against its limits; also its memory limiter.
+    pub(crate) budget: Budget,
+    /// The handles of the documents the host lent for the current call: the
+    /// host's, so not counted as held by the plugin.
+    pub(crate) lent: Vec<u32>,
+    pub(crate) stderr: GuestOutput,
+    pub(crate) logs: Arc<Mutex<LogLimiter>>,
+    /// Set from outside to stop the call in progress (a run interrupted).
+    pub(crate) cancel: super::Cancel,
+    /// When a computing guest is interrupted: a few epoch ticks after its
+    /// call's deadline (so that a host call returning at the deadline is
+    /// seen first). `None` between calls.
+    pub(crate) interrupt_at: Option<std::time::Instant>,
+}
+
+impl stage::weir::plugin::types::Host for PluginState {}
