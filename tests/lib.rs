@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::Value;
-use weir::document::Document;
+use weir::core::document::Document;
 use weir::plugin::{PluginRuntime, PluginSpec, RuntimeOptions};
 
 /// The repository root.

@@ -4,25 +4,40 @@
 //! connector -> stages -> indexer, and each of those is a sandboxed
 //! WebAssembly component written against the WIT contract in `wit/`.
 //!
-//! The core ideas, from the bottom up:
+//! The core ideas, from the bottom up, each with what it costs and how long
+//! it lives:
 //!
-//! - [`Document`](document::Document): an id, a run id and JSON fields. It
-//!   lives in the host; plugins touch it through handle methods, so a stage
-//!   pays only for the fields it reads or writes.
-//! - [`PluginRuntime`](plugin::PluginRuntime): loads components (compiled once,
-//!   cached on disk), and makes sandboxed instances: a memory cap, a deadline
-//!   per call, and only the files, environment and HTTP hosts the config grants.
-//!   A plugin that traps fails the document it was working on; its instance is
-//!   replaced and the host goes on.
-//! - Plugin kinds: [`StagePlugin`](plugin::StagePlugin) changes documents,
-//!   [`ConnectorPlugin`](plugin::ConnectorPlugin) publishes them,
-//!   [`IndexerPlugin`](plugin::IndexerPlugin) sends batches to a backend.
+//! - [`Document`]: an id, a run id and JSON fields. It lives in the host;
+//!   plugins touch it through handle methods, so a stage pays only for the
+//!   fields it reads or writes. One per document, from its publish to its
+//!   indexing.
+//! - [`PluginRuntime`]: loads components (compiled once, cached on disk) and
+//!   makes sandboxed instances: a memory cap, a deadline per call, and only
+//!   the files, environment and HTTP hosts the config grants. One per
+//!   process; an instance per worker (or per document), ~20-50 µs to make.
+//!   A plugin that traps fails the document it was working on; its instance
+//!   is replaced and the host goes on.
+//! - Plugin kinds: [`StagePlugin`] changes documents, [`ConnectorPlugin`]
+//!   publishes them, [`IndexerPlugin`] sends batches to a backend.
+//! - Messengers ([`messenger`]) carry documents and events between the
+//!   connector, the workers and the indexers: in-memory queues in local
+//!   mode, Kafka topics in Kafka and Hybrid modes.
+//! - [`Runner`]: runs a [`Config`]'s connectors one after the other, each
+//!   through its pipeline's workers into its indexer, and counts every
+//!   document until it is indexed, dropped or failed ([`RunResult`]).
+//!   [`topology`] builds one for a mode; `weir run` and `weir serve` both
+//!   call it.
+//!
+//! The layers, lowest first (checked by `tests/all/architecture.rs`):
+//! [`core`] (documents, events, failures, limits, problems) -> [`http`],
+//! [`telemetry`] -> [`plugin`] -> [`config`] -> [`messenger`] -> [`run`],
+//! [`testing`] -> [`topology`] -> [`control`]. A module uses only those
+//! before it; the `weir` binary's command line sits on top.
 //!
 //! ```no_run
-//! use weir::document::Document;
-//! use weir::plugin::{PluginRuntime, PluginSpec, RuntimeOptions};
+//! use weir::{Document, PluginRuntime, PluginSpec, RuntimeOptions};
 //!
-//! # fn main() -> anyhow::Result<()> {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let runtime = PluginRuntime::new(RuntimeOptions::default())?;
 //! let spec = PluginSpec::new(
 //!     "plugins/dist/copy_fields.wasm",
@@ -43,8 +58,6 @@
 pub mod config;
 pub mod control;
 pub mod core;
-pub mod document;
-pub mod event;
 pub mod http;
 pub mod messenger;
 pub mod plugin;
@@ -52,3 +65,13 @@ pub mod run;
 pub mod telemetry;
 pub mod testing;
 pub mod topology;
+
+pub use crate::config::Config;
+pub use crate::core::document::{DocLimits, Document, FieldError};
+pub use crate::core::problem::{Problem, Problems};
+pub use crate::plugin::{
+    ConnectorPlugin, IndexerPlugin, PluginError, PluginRuntime, PluginSpec, RuntimeOptions,
+    StagePlugin,
+};
+pub use crate::run::{RunResult, RunStatus, Runner};
+pub use crate::topology::{Mode, SetupError};

@@ -5,7 +5,7 @@
 //! ```no_run
 //! use weir::testing::{PluginTest, read_jsonl};
 //!
-//! # fn main() -> anyhow::Result<()> {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let transcript = PluginTest::new("target/wasm32-wasip2/release/my_stage.wasm")?
 //!     .config(serde_json::json!({ "field": "title" }))
 //!     .run(weir::testing::read_documents("tests/input.jsonl".as_ref())?)?;
@@ -29,12 +29,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use serde_json::{Map, Value, json};
 
-use crate::document::Document;
+use crate::core::document::Document;
 use crate::plugin::{
-    ConfigIssue, DirGrant, PluginError, PluginRuntime, PluginSpec, PublishSink, RuntimeOptions,
+    ConfigIssue, DirGrant, KindError, PluginError, PluginRuntime, PluginSpec, PublishSink,
+    RuntimeError, RuntimeOptions,
 };
 
 /// The run id documents published by a tested connector carry.
@@ -57,13 +57,14 @@ pub enum TestError {
     /// The plugin could not be loaded, started or called.
     #[error(transparent)]
     Plugin(#[from] PluginError),
+    /// The plugin's kind could not be read from its exports.
     #[error(transparent)]
-    Other(#[from] anyhow::Error),
+    Kind(#[from] KindError),
 }
 
 impl PluginTest {
     /// The plugin in `path`, with an empty config, no grants and default limits.
-    pub fn new(path: impl Into<PathBuf>) -> anyhow::Result<Self> {
+    pub fn new(path: impl Into<PathBuf>) -> Result<Self, RuntimeError> {
         Ok(Self::with_runtime(
             PluginRuntime::new(RuntimeOptions::default())?,
             path,
@@ -107,8 +108,8 @@ impl PluginTest {
     }
 
     /// `stage`, `connector` or `indexer`.
-    pub fn kind(&self) -> anyhow::Result<&'static str> {
-        Ok(self.runtime.plugin_kind(&self.spec.path)?)
+    pub fn kind(&self) -> Result<&'static str, KindError> {
+        self.runtime.plugin_kind(&self.spec.path)
     }
 
     /// Check the config, then run the plugin on `input` (ignored by a
@@ -329,7 +330,7 @@ pub fn compare(expected: &[Value], actual: &[Value]) -> Result<(), Mismatch> {
     for line in 0..expected.len().max(actual.len()) {
         let (e, a) = (expected.get(line), actual.get(line));
         if let (Some(e), Some(a)) = (e, a)
-            && crate::document::same_json(e, a)
+            && crate::core::document::same_json(e, a)
         {
             continue;
         }
@@ -378,7 +379,7 @@ fn differences(path: &str, e: &Value, a: &Value, report: &mut String) {
                 format!("{path}.{key}")
             };
             match (eo.get(key), ao.get(key)) {
-                (Some(ev), Some(av)) if crate::document::same_json(ev, av) => {}
+                (Some(ev), Some(av)) if crate::core::document::same_json(ev, av) => {}
                 (Some(ev), Some(av)) => differences(&at, ev, av, report),
                 (ev, av) => report.push_str(&format!(
                     "  {at}: expected {}, actual {}\n",
@@ -393,15 +394,31 @@ fn differences(path: &str, e: &Value, a: &Value, report: &mut String) {
     report.push_str(&format!("  {at}: expected {e}, actual {a}\n"));
 }
 
+/// Why a JSON-lines file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read {}: {error}", path.display())]
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}:{line}: {why}", path.display())]
+    Line {
+        path: PathBuf,
+        line: usize,
+        why: String,
+    },
+}
+
 /// The JSON values of a JSON-lines file (blank lines skipped).
-pub fn read_jsonl(path: &Path) -> anyhow::Result<Vec<Value>> {
+pub fn read_jsonl(path: &Path) -> Result<Vec<Value>, ReadError> {
     parse_lines(path, |line| {
         serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))
     })
 }
 
 /// The documents of a JSON-lines file: one object with a string `id` per line.
-pub fn read_documents(path: &Path) -> anyhow::Result<Vec<Document>> {
+pub fn read_documents(path: &Path) -> Result<Vec<Document>, ReadError> {
     parse_lines(path, |line| {
         Document::from_json_str(line).map_err(|e| format!("not a document: {e}"))
     })
@@ -411,14 +428,20 @@ pub fn read_documents(path: &Path) -> anyhow::Result<Vec<Document>> {
 fn parse_lines<T>(
     path: &Path,
     parse: impl Fn(&str) -> Result<T, String>,
-) -> anyhow::Result<Vec<T>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+) -> Result<Vec<T>, ReadError> {
+    let text = std::fs::read_to_string(path).map_err(|error| ReadError::Io {
+        path: path.to_owned(),
+        error,
+    })?;
     text.lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
         .map(|(n, line)| {
-            parse(line).map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), n + 1))
+            parse(line).map_err(|why| ReadError::Line {
+                path: path.to_owned(),
+                line: n + 1,
+                why,
+            })
         })
         .collect()
 }

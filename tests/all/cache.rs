@@ -25,8 +25,8 @@ fn entries(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     files
 }
 
-fn noop_processes(runtime: &PluginRuntime) -> weir::document::Document {
-    let mut d = weir::document::Document::new("d");
+fn noop_processes(runtime: &PluginRuntime) -> weir::core::document::Document {
+    let mut d = weir::core::document::Document::new("d");
     d.set("title", json!("kept")).expect("set");
     runtime
         .load_stage("noop", &spec("noop-stage", json!({})))
@@ -60,7 +60,7 @@ fn a_component_is_compiled_once_and_reused_from_disk() {
     stage
         .instantiate()
         .expect("instantiate")
-        .process(&mut weir::document::Document::new("d"))
+        .process(&mut weir::core::document::Document::new("d"))
         .expect("process");
     assert_eq!(entries(cache.path()), files);
     assert_eq!(inode(&files[0]), written, "the entry was compiled again");
@@ -87,7 +87,7 @@ fn a_corrupt_cache_entry_is_replaced() {
     stage
         .instantiate()
         .expect("instantiate")
-        .process(&mut weir::document::Document::new("d"))
+        .process(&mut weir::core::document::Document::new("d"))
         .expect("process");
     assert!(
         std::fs::read(&entry).expect("read").len() > 1000,

@@ -25,7 +25,7 @@ fn component(lang: &str, kind: &str) -> PathBuf {
     }
 }
 
-fn input() -> Vec<weir::document::Document> {
+fn input() -> Vec<weir::core::document::Document> {
     read_documents(&conformance_dir().join("inputs").join("documents.jsonl")).expect("input")
 }
 
@@ -222,7 +222,10 @@ fn a_pipeline_mixing_the_three_languages_runs_end_to_end() {
         let big: Value =
             serde_json::from_str(&(18_446_744_073_709_551_616_u128 + u128::from(n)).to_string())
                 .expect("number");
-        assert!(weir::document::same_json(&line["big_copy"], &big), "{line}");
+        assert!(
+            weir::core::document::same_json(&line["big_copy"], &big),
+            "{line}"
+        );
         assert_eq!(line["text"], json!(["ünï", "😀", n.to_string()]), "{line}");
     }
 }

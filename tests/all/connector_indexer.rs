@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-use weir::document::Document;
+use weir::core::document::Document;
 use weir::plugin::{DirGrant, PluginError, PublishSink};
 use weir_tests::{doc, runtime, spec};
 

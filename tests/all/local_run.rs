@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use weir::event::EventKind;
+use weir::core::event::EventKind;
 use weir::messenger::recording::{Recording, RecordingMessengers};
 use weir::run::{RunResult, RunStatus, Runner};
 use weir_tests::{config, runtime, with_plugins};

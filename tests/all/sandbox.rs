@@ -26,7 +26,7 @@ fn hostile(configure: impl FnOnce(&mut PluginSpec)) -> StageInstance {
 fn process(
     instance: &mut StageInstance,
     input: Value,
-) -> Result<weir::document::Document, PluginError> {
+) -> Result<weir::core::document::Document, PluginError> {
     let mut d = doc(input);
     instance.process(&mut d).map(|_| d)
 }
@@ -37,7 +37,7 @@ fn assert_recovers(instance: &mut StageInstance) {
     assert_eq!(d.get("processed"), Some(&json!(true)));
 }
 
-fn expect_trap(result: Result<weir::document::Document, PluginError>) -> TrapCause {
+fn expect_trap(result: Result<weir::core::document::Document, PluginError>) -> TrapCause {
     match result {
         Err(PluginError::Trap { plugin, cause }) => {
             assert_eq!(plugin, "hostile");
@@ -47,7 +47,7 @@ fn expect_trap(result: Result<weir::document::Document, PluginError>) -> TrapCau
     }
 }
 
-fn expect_document_error(result: Result<weir::document::Document, PluginError>) -> String {
+fn expect_document_error(result: Result<weir::core::document::Document, PluginError>) -> String {
     match result {
         Err(e @ PluginError::Document { .. }) => {
             assert_eq!(e.plugin(), "hostile");
@@ -853,7 +853,7 @@ struct PanickingSink;
 impl weir::plugin::PublishSink for PanickingSink {
     fn publish(
         &mut self,
-        _: weir::document::Document,
+        _: weir::core::document::Document,
         _: std::time::Instant,
     ) -> Result<(), String> {
         panic!("a host bug reached through publish");

@@ -1,7 +1,7 @@
 //! Each example stage, loaded through the runtime, and its effect on documents.
 
 use serde_json::{Value, json};
-use weir::document::Document;
+use weir::core::document::Document;
 use weir_tests::{doc, runtime, spec};
 
 /// Run `stage` with `config` over `input`; return the document and children.

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use weir::event::EventKind;
+use weir::core::event::EventKind;
 use weir::messenger::recording::RecordingMessengers;
 use weir::plugin::{PluginRuntime, PoolOptions, RuntimeOptions};
 use weir::run::{RunStatus, Runner};

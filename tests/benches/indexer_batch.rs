@@ -17,7 +17,7 @@
 mod measure;
 
 use serde_json::json;
-use weir::document::Document;
+use weir::core::document::Document;
 use weir_tests::{runtime, spec};
 
 const BATCH: usize = 500;

@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use serde_json::json;
-use weir::document::Document;
+use weir::core::document::Document;
 use weir::plugin::{
     InstancePolicy, PluginRuntime, PoolOptions, RuntimeOptions, StageInstance, StagePlugin,
 };

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use weir::document::Document;
+use weir::core::document::Document;
 use weir::plugin::{PluginRuntime, PluginSpec, RuntimeOptions};
 use weir_tests::{doc, plugin, repo_root, sdk_component};
 

@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use weir::document::Document;
+use weir::core::document::Document;
 use weir::messenger::LocalMessengers;
 use weir::plugin::{PluginRuntime, RuntimeOptions};
 use weir::run::{RunStatus, Runner};
@@ -106,7 +106,7 @@ fn native(input: &Path, output: &Path, csv: bool) -> usize {
                     "id" => doc.id().to_owned(),
                     field => doc
                         .get_all(field)
-                        .filter_map(weir::document::value_as_text)
+                        .filter_map(weir::core::document::value_as_text)
                         .collect::<Vec<_>>()
                         .join("|"),
                 };

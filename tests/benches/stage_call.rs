@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
 use serde_json::json;
-use weir::document::Document;
+use weir::core::document::Document;
 use weir_tests::{runtime, spec};
 
 fn sample() -> Document {

@@ -205,7 +205,8 @@ mod tests {
     }
 
     #[test]
-    fn finished_runs_outlive_a_reopen_and_live_ones_are_lost() -> anyhow::Result<()> {
+    fn finished_runs_outlive_a_reopen_and_live_ones_are_lost()
+    -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         {
             let store = Store::open(dir.path())?;

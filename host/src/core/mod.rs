@@ -6,6 +6,8 @@
 //! The rule is checked by `tests/all/architecture.rs`: no file under
 //! `core/` names another module of the crate.
 
+pub mod document;
+pub mod event;
 pub mod failure;
 pub mod limit;
 pub mod problem;

@@ -26,8 +26,8 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender, bo
 use super::{
     Failure, IndexerMessenger, MessengerError, Polled, PublisherMessenger, WorkerMessenger,
 };
-use crate::document::Document;
-use crate::event::Event;
+use crate::core::document::Document;
+use crate::core::event::Event;
 
 /// How long a blocked worker waits before checking that the indexer is
 /// still there.
@@ -385,7 +385,7 @@ impl IndexerMessenger for LocalIndexerMessenger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::EventKind;
+    use crate::core::event::EventKind;
 
     const T: Duration = Duration::from_millis(10);
 

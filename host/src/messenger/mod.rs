@@ -15,9 +15,9 @@ pub mod recording;
 
 use std::time::Duration;
 
+use crate::core::document::Document;
+use crate::core::event::Event;
 pub use crate::core::failure::Failure;
-use crate::document::Document;
-use crate::event::Event;
 
 /// Why a messenger call failed. Messenger failures are structural: the run stops.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

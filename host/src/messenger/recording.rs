@@ -9,8 +9,8 @@ use super::{
     Failure, IndexerMessenger, MessengerError, MessengerFactory, MessengerParts, Polled,
     PublisherMessenger, WorkerMessenger,
 };
-use crate::document::Document;
-use crate::event::Event;
+use crate::core::document::Document;
+use crate::core::event::Event;
 
 /// Everything that went through a recording messenger.
 #[derive(Debug, Default)]

@@ -2,7 +2,7 @@
 //! each document rendered to it, and what the backend answers.
 
 use super::bindings::indexer::exports::weir::plugin::indexer_api::BatchEntry;
-use crate::document::Document;
+use crate::core::document::Document;
 
 /// How an indexer wants its batches (what its `start` answered).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -95,7 +95,7 @@ pub(crate) fn batch_entry(doc: &Document, format: &BatchFormat) -> BatchEntry {
             .iter()
             .map(|name| {
                 doc.get_all(name)
-                    .filter_map(crate::document::value_as_text)
+                    .filter_map(crate::core::document::value_as_text)
                     .collect()
             })
             .collect(),

@@ -21,7 +21,7 @@ macro_rules! world_bindings {
 
 pub mod stage {
     world_bindings!("stage", {
-        "weir:plugin/document.document": crate::document::Document,
+        "weir:plugin/document.document": crate::core::document::Document,
     });
 }
 

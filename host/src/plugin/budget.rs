@@ -5,7 +5,7 @@
 //! parsed or copied and has not handed over yet). Both count toward
 //! `limits.memory_mib`; the documents also toward `limits.max_children`. Each
 //! single document is bounded by the document layer itself
-//! ([`crate::document::DocLimits`]), so a change that passes its checks grows
+//! ([`crate::core::document::DocLimits`]), so a change that passes its checks grows
 //! the account by at most one document; past the account the call traps and
 //! the instance, with everything it held, is discarded.
 //!
@@ -13,8 +13,8 @@
 //! their own, of at most [`MAX_HANDLES`] entries, each of bounded size
 //! (HTTP fields at most [`MAX_HTTP_FIELDS_BYTES`]).
 
+use crate::core::document::DocLimits;
 use crate::core::limit::{Limit, LimitHit};
-use crate::document::DocLimits;
 
 use super::spec::Limits;
 

@@ -25,7 +25,7 @@ use super::bindings::{UpdateMode, Value};
 use super::budget::Budget;
 use super::host::{GuestOutput, HttpPolicy, LogLimiter, PluginState};
 use super::spec::Limits;
-use crate::document::{DocLimits, Document};
+use crate::core::document::{DocLimits, Document};
 
 // ---- memory: what this thread has allocated, at most, during a case ----
 

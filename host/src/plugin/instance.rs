@@ -24,8 +24,8 @@ use super::budget::{Budget, MAX_HANDLES, MAX_HTTP_FIELDS_BYTES};
 use super::error::{PluginError, TrapCause};
 use super::host::{GuestOutput, HttpAllow, HttpPolicy, LogLimiter, PluginState};
 use super::spec::{InstancePolicy, PluginSpec};
+use crate::core::document::Document;
 use crate::core::limit::{Limit, LimitHit};
-use crate::document::Document;
 
 /// A compiled plugin with its name and spec, shared by all its instances.
 #[derive(Clone)]

@@ -13,7 +13,7 @@ use super::bindings::{ConfigIssue, GuestError};
 use super::error::{PluginError, TrapCause};
 use super::host::{PluginState, PublishSink, Publisher};
 use super::instance::{Instance, Loaded, Prepared, World};
-use crate::document::Document;
+use crate::core::document::Document;
 
 macro_rules! world {
     ($world:ty, $pre:ident, $kind:literal, $started:ty, |$b:ident, $store:ident, $config:ident| $start:expr) => {

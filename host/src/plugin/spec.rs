@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::document::DocLimits;
+use crate::core::document::DocLimits;
 
 /// One plugin as the config names it.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]

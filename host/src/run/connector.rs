@@ -7,11 +7,11 @@ use std::thread;
 use std::time::Duration;
 
 use super::dead_letters::DeadLetterFile;
-use super::pipeline::{spawn_in_span, start_stages};
+use super::pipeline::{join_all, spawn_in_span, start_stages};
 use super::publisher::{Abort, Accounting, Publish};
 use super::{LoadedPlugins, Runner, StopReason, replay, watch};
 use crate::config::ConnectorConfig;
-use crate::document::Document;
+use crate::core::document::Document;
 use crate::messenger::{MessengerParts, Polled, PublisherMessenger};
 use crate::plugin::ConnectorInstance;
 
@@ -154,16 +154,8 @@ impl Runner {
             // (a batch indexed as the run failed), so the summary counts
             // exactly what was indexed.
             let events = abort.is_set().then_some(publisher);
-            for handle in worker_threads {
-                if handle.join().is_err() {
-                    abort.trigger("a worker thread panicked");
-                }
-            }
-            for handle in indexer_threads {
-                if handle.join().is_err() {
-                    abort.trigger("an indexer thread panicked");
-                }
-            }
+            join_all(worker_threads, &abort, "a worker");
+            join_all(indexer_threads, &abort, "an indexer");
             if let Some(events) = events {
                 while let Ok(Polled::Item(event)) = events.poll_event(Duration::ZERO) {
                     accounting.apply(&event);

@@ -11,9 +11,9 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
+use crate::core::document::Document;
 pub use crate::core::failure::DeadLetter;
 use crate::core::failure::Failure;
-use crate::document::Document;
 use crate::plugin::{IndexerInstance, IndexerPlugin};
 
 /// The dead-letter file of one run, shared by its workers and indexers,

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use super::publisher::Abort;
 use super::retry::{self, Backoff};
 use crate::config::IndexerConfig;
-use crate::document::Document;
-use crate::event::{Event, EventKind};
+use crate::core::document::Document;
+use crate::core::event::{Event, EventKind};
 use crate::messenger::{Failure, IndexerMessenger, MessengerError, Polled};
 use crate::plugin::{BatchFailure, DocumentFailure, IndexerInstance};
 use crate::telemetry::RunStats;
@@ -33,6 +33,21 @@ struct Refusal {
     index: usize,
     message: String,
     attempts: u32,
+}
+
+/// Refusals by position in the batch: the last word on each document.
+type Refused = HashMap<usize, Refusal>;
+
+/// Record that the document at `index` failed for good.
+fn refuse(refused: &mut Refused, index: usize, message: String, attempts: u32) {
+    refused.insert(
+        index,
+        Refusal {
+            index,
+            message,
+            attempts,
+        },
+    );
 }
 
 /// What one send of some of a batch's documents came to.
@@ -236,7 +251,7 @@ impl IndexerLoop {
     /// later documents of the batch with its id, so the last version sent
     /// is still the last indexed; each document's outcome is its last send's.
     fn send_with_retries(&mut self, docs: &[Document]) -> Result<BatchOutcome, String> {
-        let mut refused: HashMap<usize, Refusal> = HashMap::new();
+        let mut refused = Refused::new();
         // Positions to send, in batch order, and how often each was sent.
         let mut pending: Vec<usize> = (0..docs.len()).collect();
         let mut attempts = vec![0u32; docs.len()];
@@ -259,15 +274,7 @@ impl IndexerLoop {
                 } => {
                     for &index in &pending {
                         let attempts = attempts[index] - 1 + tries;
-                        let message = message.clone();
-                        refused.insert(
-                            index,
-                            Refusal {
-                                index,
-                                message,
-                                attempts,
-                            },
-                        );
+                        refuse(&mut refused, index, message.clone(), attempts);
                     }
                     break;
                 }
@@ -288,15 +295,7 @@ impl IndexerLoop {
                     let tries = retry::attempts_text(attempts[index]);
                     message.push_str(&format!(" (transient; {tries})"));
                 }
-                let attempts = attempts[index];
-                refused.insert(
-                    index,
-                    Refusal {
-                        index,
-                        message,
-                        attempts,
-                    },
-                );
+                refuse(&mut refused, index, message, attempts[index]);
             }
             if retry.is_empty() {
                 break;

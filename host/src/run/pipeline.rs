@@ -144,3 +144,13 @@ pub(super) fn spawn_in_span<'scope, T: Send + 'scope>(
         .spawn_scoped(scope, move || span.in_scope(f))
         .expect("the OS refused to start a thread")
 }
+
+/// Wait for each of `threads`; one that panicked stops the rest of its
+/// pipeline through `abort`, saying which kind of thread (`what`) it was.
+pub(super) fn join_all(threads: Vec<thread::ScopedJoinHandle<'_, ()>>, abort: &Abort, what: &str) {
+    for handle in threads {
+        if handle.join().is_err() {
+            abort.trigger(format!("{what} thread panicked"));
+        }
+    }
+}

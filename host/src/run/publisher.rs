@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub(crate) use super::stop::Abort;
 use std::time::Duration;
 
-use crate::document::Document;
-use crate::event::{Event, EventKind};
+use crate::core::document::Document;
+use crate::core::event::{Event, EventKind};
 use crate::messenger::{MessengerError, PublisherMessenger};
 use crate::plugin::PublishSink;
 use crate::telemetry::RunStats;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::Source;
 use super::dead_letters::DeadLetter;
 use crate::config::{Config, ConnectorConfig};
-use crate::document::Document;
+use crate::core::document::Document;
 use crate::plugin::{Cancel, PluginSpec, PublishSink};
 
 /// One source per pipeline the letters name (or all into `pipeline`), in

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::thread;
 
-use super::pipeline::{spawn_in_span, start_stages};
+use super::pipeline::{join_all, spawn_in_span, start_stages};
 use super::publisher::Abort;
 use super::{LoadedPlugins, Runner, StopReason};
 use crate::messenger::{IndexerMessenger, WorkerMessenger};
@@ -50,11 +50,7 @@ impl Runner {
         let pipeline: Arc<str> = Arc::from(pipeline);
         thread::scope(|scope| {
             let handles = self.spawn_workers(scope, &pipeline, workers, &shutdown.0, None);
-            for handle in handles {
-                if handle.join().is_err() {
-                    shutdown.0.trigger("a worker thread panicked");
-                }
-            }
+            join_all(handles, &shutdown.0, "a worker");
         });
         shutdown.outcome()
     }
@@ -154,16 +150,8 @@ impl Runner {
                 })
                 .collect();
             let handles = self.spawn_workers(scope, &pipeline, workers, &shutdown.0, None);
-            for handle in handles {
-                if handle.join().is_err() {
-                    shutdown.0.trigger("a worker thread panicked");
-                }
-            }
-            for handle in indexer_threads {
-                if handle.join().is_err() {
-                    shutdown.0.trigger("an indexer thread panicked");
-                }
-            }
+            join_all(handles, &shutdown.0, "a worker");
+            join_all(indexer_threads, &shutdown.0, "an indexer");
         });
         shutdown.outcome()
     }

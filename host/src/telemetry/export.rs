@@ -20,8 +20,13 @@ const BATCH_BUCKETS: [f64; 9] = [
     1.0, 10.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 5000.0, 10000.0,
 ];
 
+/// Why the Prometheus recorder could not be installed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct RecorderError(String);
+
 /// The Prometheus recorder of this process, installed on first use.
-pub fn recorder() -> anyhow::Result<PrometheusHandle> {
+pub fn recorder() -> Result<PrometheusHandle, RecorderError> {
     static HANDLE: OnceLock<Result<PrometheusHandle, String>> = OnceLock::new();
     HANDLE
         .get_or_init(|| {
@@ -40,7 +45,7 @@ pub fn recorder() -> anyhow::Result<PrometheusHandle> {
             Ok(handle)
         })
         .clone()
-        .map_err(anyhow::Error::msg)
+        .map_err(RecorderError)
 }
 
 /// The metrics text as of now.

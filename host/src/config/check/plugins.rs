@@ -82,7 +82,7 @@ fn check_limits(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Foun
             ));
         }
     }
-    let max_depth = crate::document::DocLimits::MAX_DEPTH;
+    let max_depth = crate::core::document::DocLimits::MAX_DEPTH;
     if !(1..=max_depth).contains(&(limits.max_depth() as usize)) {
         found.push(ConfigError::new(
             format!("{location}.plugin.limits.max_depth"),

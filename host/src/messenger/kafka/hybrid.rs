@@ -24,8 +24,8 @@ use super::delivery::{Deliveries, Origin, Shared, Tag};
 use super::output::Queued;
 use super::revocations::Revocations;
 use super::wire::{EventBuffer, Lineages, dead_letter};
-use crate::document::Document;
-use crate::event::Event;
+use crate::core::document::Document;
+use crate::core::event::Event;
 use crate::messenger::{Failure, IndexerMessenger, MessengerError, Polled};
 
 /// The indexer end of a Hybrid pair: memory in, events and dead letters out.

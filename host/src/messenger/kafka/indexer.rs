@@ -17,8 +17,8 @@ use super::wire::{
     undecodable_event,
 };
 use super::{COMMIT_INTERVAL, KafkaTopics, transport};
-use crate::document::Document;
-use crate::event::Event;
+use crate::core::document::Document;
+use crate::core::event::Event;
 use crate::messenger::{Failure, IndexerMessenger, MessengerError, Polled};
 
 /// What an indexer may commit: the offsets it has polled, and the batches

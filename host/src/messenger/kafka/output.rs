@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use super::delivery::Origin;
 use super::revocations::Revocations;
 use super::wire::Lineage;
-use crate::document::Document;
+use crate::core::document::Document;
 
 /// Where a worker's processed documents go.
 pub(super) enum Output {

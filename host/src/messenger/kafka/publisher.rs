@@ -16,8 +16,8 @@ use super::liveness::HeartbeatReader;
 use super::topics::TopicSpec;
 use super::wire::{dead_letter, document_headers, events_from, too_large};
 use super::{KafkaTopics, settled, transport};
-use crate::document::Document;
-use crate::event::Event;
+use crate::core::document::Document;
+use crate::core::event::Event;
 use crate::messenger::{MessengerError, Polled, PublisherMessenger, Seen};
 
 /// The runner's messenger in Kafka mode: produces to the source topic and

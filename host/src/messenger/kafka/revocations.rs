@@ -4,7 +4,7 @@
 
 use foldhash::HashMap;
 
-use crate::document::Document;
+use crate::core::document::Document;
 
 /// Revocations seen by an indexer, to tell documents polled before their
 /// partition was revoked (the new owner has them) from those polled after it

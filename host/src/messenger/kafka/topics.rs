@@ -11,7 +11,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use super::client::{Quiet, cluster_down, error_code, is_outage};
 use super::transport;
 use crate::config::KafkaConfig;
-use crate::document::Document;
+use crate::core::document::Document;
 use crate::messenger::MessengerError;
 
 /// Topic names and client settings for one pipeline.

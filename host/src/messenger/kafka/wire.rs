@@ -10,8 +10,8 @@ use rdkafka::producer::ThreadedProducer;
 
 use super::delivery::{Deliveries, Tag, produce, produce_events};
 use super::{KafkaTopics, transport};
-use crate::document::{Document, FieldError};
-use crate::event::{Event, EventKind};
+use crate::core::document::{Document, FieldError};
+use crate::core::event::{Event, EventKind};
 use crate::messenger::{Failure, MessengerError};
 
 /// The header naming a message's run, so that even a message that is not a

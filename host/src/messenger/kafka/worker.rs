@@ -22,8 +22,8 @@ use super::wire::{
 };
 use super::worker_rebalance::{WorkerRebalance, committable_list};
 use super::{COMMIT_INTERVAL, KafkaTopics, transport};
-use crate::document::Document;
-use crate::event::Event;
+use crate::core::document::Document;
+use crate::core::event::Event;
 use crate::messenger::{Failure, MessengerError, Polled, WorkerMessenger};
 
 /// A worker's messenger: consumes the source topic in the workers' group.
@@ -389,7 +389,7 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                 // rather than the worker (which would crash on it forever).
                 let failure = too_large(&self.topics, json.len());
                 tracing::warn!(doc_id = doc.id(), message = %failure.message, "document failed");
-                let event = Event::new(&doc, crate::event::EventKind::Fail)
+                let event = Event::new(&doc, crate::core::event::EventKind::Fail)
                     .with_message(failure.message.clone());
                 self.send_failed(doc, &failure)?;
                 self.send_event(event)

@@ -4,7 +4,7 @@
 
 use serde_json::Value as Json;
 
-use crate::document;
+use crate::core::document;
 use crate::plugin::bindings::{FieldError, Value};
 
 /// A WIT `value` from a JSON value.
@@ -110,7 +110,7 @@ mod tests {
                 panic!("{exact} was not handed over as its text");
             };
             assert!(
-                crate::document::same_number(&text, exact),
+                crate::core::document::same_number(&text, exact),
                 "{exact} became {text}"
             );
         }

@@ -5,8 +5,8 @@ use serde_json::Value as Json;
 
 use super::convert::{from_wit, to_wit, to_wit_error, wit_result};
 use super::{Handle, PluginState, Wasm};
+use crate::core::document::{self, Document};
 use crate::core::limit::Limit;
-use crate::document::{self, Document};
 use crate::plugin::bindings::{FieldError, UpdateMode, Value, stage};
 
 impl PluginState {

@@ -25,7 +25,7 @@ use wasmtime_wasi_http::WasiHttpCtx;
 
 use super::bindings::stage;
 use super::budget::Budget;
-use crate::document::Document;
+use crate::core::document::Document;
 
 pub(crate) use http::{HttpAllow, HttpPolicy};
 pub(crate) use log::LogLimiter;

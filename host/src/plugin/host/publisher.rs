@@ -4,7 +4,7 @@
 use wasmtime::component::Resource;
 
 use super::{Handle, PluginState, Wasm};
-use crate::document::Document;
+use crate::core::document::Document;
 use crate::plugin::bindings::connector;
 
 /// Where a connector's published documents go. The host's publisher

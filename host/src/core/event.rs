@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::core::document::Document;
 use crate::core::text::cut_at;
-use crate::document::Document;
 
 /// What happened to a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
