@@ -100,7 +100,7 @@ fn main() {
         setup.push((lang, size, compile_ms, load_ms, instantiate_ns / 1e6));
         for (op, config) in &ops {
             let mut instance = warm
-                .load_stage(op, &spec(config))
+                .load_stage(*op, &spec(config))
                 .expect("load")
                 .instantiate()
                 .expect("instantiate");

@@ -95,7 +95,6 @@ impl Config {
             let owns = |pipeline: &str| tenant.pipelines.iter().any(|p| p == pipeline);
             for (_, spec) in self.plugins_mut().filter(|(p, _)| p.is_some_and(owns)) {
                 spec.limits = spec.limits.or(&tenant.limits);
-                spec.tenant = Some(tenant.name.clone());
             }
         }
         self.tenants = tenants;

@@ -113,6 +113,14 @@ impl Config {
             .map(|t| t.name.as_str())
     }
 
+    /// The tenant that owns every pipeline, if one does (a run submitted
+    /// to `weir serve`): what the plugins outside any pipeline serve.
+    pub fn sole_tenant(&self) -> Option<&str> {
+        let mut tenants = self.pipelines.iter().map(|p| self.tenant_of(&p.name));
+        let first = tenants.next()??;
+        tenants.all(|t| t == Some(first)).then_some(first)
+    }
+
     /// The pipeline named `name`.
     pub fn pipeline(&self, name: &str) -> Option<&PipelineConfig> {
         self.pipelines.iter().find(|p| p.name == name)

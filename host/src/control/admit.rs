@@ -77,7 +77,6 @@ pub fn admit(
     let pipelines: Vec<String> = config.pipelines.iter().map(|p| p.name.clone()).collect();
     for (_, spec) in config.plugins_mut() {
         spec.limits = spec.limits.or(&tenant.limits);
-        spec.tenant = Some(tenant.name.clone());
     }
     config.tenants = vec![TenantConfig {
         name: tenant.name.clone(),
@@ -289,7 +288,6 @@ mod tests {
         assert_eq!(config.dead_letters.path, dir.path().join("dl.jsonl"));
         for PluginAt { spec, .. } in config.plugins() {
             assert_eq!(spec.limits.memory_mib, Some(64));
-            assert_eq!(spec.tenant.as_deref(), Some("acme"));
         }
     }
 

@@ -10,7 +10,7 @@ use wasmtime::component::{Component, InstancePre, Resource, ResourceTableError};
 use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use super::RuntimeInner;
+use super::{PluginLabel, RuntimeInner};
 
 /// How many epoch ticks a computing guest runs between checks of its
 /// deadline and of cancellation.
@@ -32,6 +32,8 @@ use crate::core::limit::{Limit, LimitHit};
 pub(crate) struct Loaded {
     runtime: Arc<RuntimeInner>,
     pub(crate) name: Arc<str>,
+    /// The tenant whose run the plugin serves: a label of its metrics.
+    pub(crate) tenant: Option<Arc<str>>,
     pub(crate) spec: PluginSpec,
     component: Component,
     http_allow: Arc<[HttpAllow]>,
@@ -42,9 +44,10 @@ pub(crate) struct Loaded {
 impl Loaded {
     pub(crate) fn new(
         runtime: Arc<RuntimeInner>,
-        name: &str,
+        label: PluginLabel<'_>,
         spec: &PluginSpec,
     ) -> Result<Self, PluginError> {
+        let name = label.name;
         let http_allow = spec
             .grants
             .http
@@ -66,6 +69,7 @@ impl Loaded {
         Ok(Self {
             runtime,
             name: Arc::from(name),
+            tenant: label.tenant.map(Arc::from),
             spec: spec.clone(),
             component,
             http_allow: http_allow.into(),
@@ -524,7 +528,7 @@ impl<W: World> Instance<W> {
             );
             crate::telemetry::meters::limit_hit(
                 &loaded.name,
-                loaded.spec.tenant.as_deref(),
+                loaded.tenant.as_deref(),
                 Limit::LogLinesPerSecond,
             );
         }
@@ -540,7 +544,7 @@ impl<W: World> Instance<W> {
                 tracing::warn!(plugin = %loaded.name, %cause, "plugin trapped; its instance will be replaced");
                 crate::telemetry::meters::plugin_trapped(
                     &loaded.name,
-                    loaded.spec.tenant.as_deref(),
+                    loaded.tenant.as_deref(),
                     &cause,
                 );
                 self.live = None;

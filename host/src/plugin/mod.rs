@@ -45,6 +45,27 @@ pub use kinds::{
 };
 pub use spec::{DirGrant, Grants, InstancePolicy, Limits, PluginSpec};
 
+/// Who a plugin is in logs and metrics: the name the config gives it, and
+/// the tenant whose run it serves. Labels only: what a plugin may do is in
+/// its [`PluginSpec`]. A plain name converts into a label with no tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PluginLabel<'a> {
+    pub name: &'a str,
+    pub tenant: Option<&'a str>,
+}
+
+impl<'a> From<&'a str> for PluginLabel<'a> {
+    fn from(name: &'a str) -> Self {
+        Self { name, tenant: None }
+    }
+}
+
+impl<'a> From<&'a String> for PluginLabel<'a> {
+    fn from(name: &'a String) -> Self {
+        name.as_str().into()
+    }
+}
+
 use cache::ComponentCache;
 use host::PluginState;
 
@@ -257,26 +278,30 @@ impl PluginRuntime {
     }
 
     /// Load a stage plugin named `name` (the name used in logs and errors).
-    pub fn load_stage(&self, name: &str, spec: &PluginSpec) -> Result<StagePlugin, PluginError> {
-        StagePlugin::load(self.loader(name, spec)?)
+    pub fn load_stage<'a>(
+        &self,
+        label: impl Into<PluginLabel<'a>>,
+        spec: &PluginSpec,
+    ) -> Result<StagePlugin, PluginError> {
+        StagePlugin::load(self.loader(label.into(), spec)?)
     }
 
     /// Load a connector plugin.
-    pub fn load_connector(
+    pub fn load_connector<'a>(
         &self,
-        name: &str,
+        label: impl Into<PluginLabel<'a>>,
         spec: &PluginSpec,
     ) -> Result<ConnectorPlugin, PluginError> {
-        ConnectorPlugin::load(self.loader(name, spec)?)
+        ConnectorPlugin::load(self.loader(label.into(), spec)?)
     }
 
     /// Load an indexer plugin.
-    pub fn load_indexer(
+    pub fn load_indexer<'a>(
         &self,
-        name: &str,
+        label: impl Into<PluginLabel<'a>>,
         spec: &PluginSpec,
     ) -> Result<IndexerPlugin, PluginError> {
-        IndexerPlugin::load(self.loader(name, spec)?)
+        IndexerPlugin::load(self.loader(label.into(), spec)?)
     }
 
     /// Which kind of plugin the component in `path` is (`stage`,
@@ -289,8 +314,12 @@ impl PluginRuntime {
         })
     }
 
-    fn loader(&self, name: &str, spec: &PluginSpec) -> Result<instance::Loaded, PluginError> {
-        instance::Loaded::new(Arc::clone(&self.inner), name, spec)
+    fn loader(
+        &self,
+        label: PluginLabel<'_>,
+        spec: &PluginSpec,
+    ) -> Result<instance::Loaded, PluginError> {
+        instance::Loaded::new(Arc::clone(&self.inner), label, spec)
     }
 }
 

@@ -35,10 +35,6 @@ pub struct PluginSpec {
     /// other digest is refused.
     #[serde(default)]
     pub sha256: Option<String>,
-    /// The tenant whose pipeline uses the plugin, for metrics; set from
-    /// `[[tenants]]`, never by the plugin's own table.
-    #[serde(skip)]
-    pub tenant: Option<String>,
 }
 
 /// Whether a stage's instance is reused across documents.
@@ -64,7 +60,6 @@ impl PluginSpec {
             limits: Limits::default(),
             instance: InstancePolicy::default(),
             sha256: None,
-            tenant: None,
         }
     }
 }

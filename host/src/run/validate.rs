@@ -4,8 +4,11 @@
 use std::collections::HashMap;
 
 use super::Runner;
+use crate::config::PluginRole;
 use crate::config::{ConfigError, ConfigErrors};
-use crate::plugin::{ConnectorPlugin, IndexerPlugin, PluginError, PluginSpec, StagePlugin};
+use crate::plugin::{
+    ConnectorPlugin, IndexerPlugin, PluginError, PluginLabel, PluginSpec, StagePlugin,
+};
 
 /// Every plugin of a config, loaded and with its config checked.
 #[derive(Debug)]
@@ -16,20 +19,13 @@ pub struct LoadedPlugins {
     pub(super) indexers: HashMap<String, IndexerPlugin>,
 }
 
-fn config_error(location: impl Into<String>, message: impl Into<String>) -> ConfigError {
-    ConfigError {
-        location: location.into(),
-        message: message.into(),
-    }
-}
-
 impl Runner {
     /// Check the whole config, plugins included: every structural problem and
     /// every issue each plugin finds in its own settings, all at once.
     pub fn validate(&self) -> Result<LoadedPlugins, ConfigErrors> {
         let mut errors = self.config.check();
         let load_failed = |location: &str, e: PluginError| {
-            config_error(format!("{location}.plugin"), e.to_string())
+            ConfigError::new(format!("{location}.plugin"), e.to_string())
         };
         let mut check =
             |location: &str, issues: Result<Vec<crate::plugin::ConfigIssue>, PluginError>| {
@@ -40,67 +36,74 @@ impl Runner {
                         } else {
                             format!("{location}.plugin.config.{}", i.path)
                         };
-                        config_error(path, i.message)
+                        ConfigError::new(path, i.message)
                     })),
                     Err(e) => errors.push(load_failed(location, e)),
                 }
             };
         let loadable = |spec: &PluginSpec| spec.path.is_file();
 
+        let config = &self.config;
         let mut connectors = HashMap::new();
-        for c in &self.config.connectors {
-            let location = format!("connectors.{}", c.name);
-            if !loadable(&c.plugin) {
-                continue;
-            }
-            match self.runtime.load_connector(&c.name, &c.plugin) {
-                Ok(plugin) => {
-                    check(&location, plugin.check_config());
-                    connectors.insert(c.name.clone(), plugin);
-                }
-                Err(e) => check(&location, Err(e)),
-            }
-        }
-        let mut pipelines = HashMap::new();
-        for p in &self.config.pipelines {
-            let mut stages = Vec::new();
-            for s in &p.stages {
-                let location = format!("pipelines.{}.stages.{}", p.name, s.name);
-                if !loadable(&s.plugin) {
-                    continue;
-                }
-                match self.runtime.load_stage(&s.name, &s.plugin) {
-                    Ok(plugin) => {
-                        check(&location, plugin.check_config());
-                        stages.push(plugin);
-                    }
-                    Err(e) => check(&location, Err(e)),
-                }
-            }
-            pipelines.insert(p.name.clone(), stages);
-        }
-        let mut indexers = HashMap::new();
-        let indexer_configs = self.config.indexers();
-        let dead_letters = self
-            .config
-            .dead_letters
-            .plugin
+        let mut pipelines: HashMap<String, Vec<StagePlugin>> = config
+            .pipelines
             .iter()
-            .filter(|_| self.config.dead_letters.enabled)
-            .map(|spec| ("dead_letters".to_owned(), spec));
-        let indexer_specs = indexer_configs
-            .map(|(location, indexer)| (location, &indexer.plugin))
-            .chain(dead_letters);
-        for (location, spec) in indexer_specs {
-            if !loadable(spec) {
-                continue;
-            }
-            match self.runtime.load_indexer(&location, spec) {
-                Ok(plugin) => {
-                    check(&location, plugin.check_config());
-                    indexers.insert(location, plugin);
+            .map(|p| (p.name.clone(), Vec::new()))
+            .collect();
+        let mut indexers = HashMap::new();
+        for at in config.plugins().filter(|at| loadable(at.spec)) {
+            let location = at.location.as_str();
+            // Metrics name the tenant whose pipeline a plugin serves; the
+            // top-level indexer and the dead letters', the tenant that owns
+            // every pipeline, if one does.
+            let tenant = match at.role {
+                PluginRole::Connector { pipeline, .. }
+                | PluginRole::Stage { pipeline, .. }
+                | PluginRole::Indexer {
+                    pipeline: Some(pipeline),
+                } => config.tenant_of(pipeline),
+                PluginRole::Indexer { pipeline: None } | PluginRole::DeadLetters => {
+                    config.sole_tenant()
                 }
-                Err(e) => check(&location, Err(e)),
+            };
+            match at.role {
+                PluginRole::Connector { name, .. } => {
+                    let label = PluginLabel { name, tenant };
+                    match self.runtime.load_connector(label, at.spec) {
+                        Ok(plugin) => {
+                            check(location, plugin.check_config());
+                            connectors.insert(name.to_owned(), plugin);
+                        }
+                        Err(e) => check(location, Err(e)),
+                    }
+                }
+                PluginRole::Stage { pipeline, name } => {
+                    let label = PluginLabel { name, tenant };
+                    match self.runtime.load_stage(label, at.spec) {
+                        Ok(plugin) => {
+                            check(location, plugin.check_config());
+                            pipelines
+                                .entry(pipeline.to_owned())
+                                .or_default()
+                                .push(plugin);
+                        }
+                        Err(e) => check(location, Err(e)),
+                    }
+                }
+                PluginRole::DeadLetters if !config.dead_letters.enabled => {}
+                PluginRole::Indexer { .. } | PluginRole::DeadLetters => {
+                    let label = PluginLabel {
+                        name: location,
+                        tenant,
+                    };
+                    match self.runtime.load_indexer(label, at.spec) {
+                        Ok(plugin) => {
+                            check(location, plugin.check_config());
+                            indexers.insert(at.location.clone(), plugin);
+                        }
+                        Err(e) => check(location, Err(e)),
+                    }
+                }
             }
         }
         if errors.is_empty() {
