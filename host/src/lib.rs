@@ -30,7 +30,7 @@
 //!
 //! The layers, lowest first (checked by `tests/all/architecture.rs`):
 //! [`core`] (documents, events, failures, limits, problems) -> [`http`],
-//! [`telemetry`] -> [`plugin`] -> [`config`] -> [`messenger`] -> [`run`],
+//! `telemetry` -> [`plugin`] -> [`config`] -> [`messenger`] -> [`run`],
 //! [`testing`] -> [`topology`] -> [`control`]. A module uses only those
 //! before it; the `weir` binary's command line sits on top.
 //!
@@ -62,7 +62,7 @@ pub mod http;
 pub mod messenger;
 pub mod plugin;
 pub mod run;
-pub mod telemetry;
+pub(crate) mod telemetry;
 pub mod testing;
 pub mod topology;
 

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use weir::messenger::recording::{Recording, RecordingMessengers};
 use weir::run::{DeadLetter, RunResult, RunStatus, Runner, read_dead_letters};
+use weir::testing::recording::{Recording, RecordingMessengers};
 use weir_tests::{config, runtime};
 
 /// `docs` (a TOML array) through the hostile stage into the test indexer,

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use weir::core::event::EventKind;
-use weir::messenger::recording::{Recording, RecordingMessengers};
 use weir::run::{RunResult, RunStatus, Runner};
+use weir::testing::recording::{Recording, RecordingMessengers};
 use weir_tests::{config, runtime, with_plugins};
 
 /// Run `toml` (with `@plugin` placeholders) with a recording messenger.

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use weir::messenger::recording::{Recording, RecordingMessengers};
 use weir::run::{RunResult, RunStatus, Runner};
+use weir::testing::recording::{Recording, RecordingMessengers};
 use weir_tests::{authority, config, http_json, opensearch_url, runtime, solr_url};
 
 /// A name no other test (or earlier run against a long-lived server) uses.

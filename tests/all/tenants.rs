@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use weir::core::event::EventKind;
-use weir::messenger::recording::RecordingMessengers;
 use weir::plugin::{PluginRuntime, PoolOptions, RuntimeOptions};
 use weir::run::{RunStatus, Runner};
+use weir::testing::recording::RecordingMessengers;
 use weir_tests::config;
 
 const TOML: &str = r#"

@@ -8,9 +8,8 @@ use std::sync::Arc;
 use weir::config::{Config, ConfigErrors};
 use weir::messenger::kafka::KafkaTopics;
 use weir::run::{RunStatus, Runner, Shutdown, new_run_id};
-use weir::telemetry::export::Health;
 use weir::topology::serving::{self, Role};
-use weir::topology::{self, Mode, SetupError};
+use weir::topology::{self, Health, Mode, SetupError};
 
 use super::EXIT_INVALID_CONFIG;
 use super::signals::{control_by_signals, on_pause_signals, on_signal};

@@ -18,7 +18,7 @@ mod auth;
 mod error;
 mod live;
 pub mod operator;
-pub mod store;
+pub(crate) mod store;
 #[cfg(test)]
 mod tests;
 mod view;

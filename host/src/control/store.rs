@@ -49,9 +49,6 @@ pub enum StoreError {
     Json(#[from] serde_json::Error),
 }
 
-/// Statuses of a run that is going on.
-pub const LIVE: [&str; 3] = ["running", "paused", "stopping"];
-
 #[derive(Debug)]
 pub struct Store {
     db: Mutex<Connection>,

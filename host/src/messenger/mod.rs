@@ -10,8 +10,7 @@
 //! Polls take a timeout so loops can check for shutdown between documents.
 
 pub mod kafka;
-pub mod local;
-pub mod recording;
+pub(crate) mod local;
 
 use std::time::Duration;
 
@@ -163,7 +162,7 @@ impl std::fmt::Debug for MessengerParts {
 }
 
 /// Makes the messengers for one connector's pipeline. Local mode uses
-/// [`LocalMessengers`]; tests use [`recording`]; Kafka mode its own.
+/// [`LocalMessengers`]; tests use [`crate::testing::recording`]; Kafka mode its own.
 pub trait MessengerFactory: Send + Sync {
     /// Messengers for `pipeline` in run `run_id`, with `workers` worker
     /// ends and up to `indexers` indexer ends (none where indexers are other

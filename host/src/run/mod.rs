@@ -22,6 +22,7 @@ mod validate;
 mod watch;
 mod worker;
 
+pub use crate::telemetry::{CpuSummary, RunStats, StageSummary, StatsSnapshot};
 use dead_letters::DeadLetterFile;
 pub use dead_letters::{DeadLetter, read_dead_letters};
 pub use outcome::{ConnectorResult, RunResult, RunStatus};
@@ -36,7 +37,6 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, ConfigErrors, ConnectorConfig};
 use crate::messenger::MessengerFactory;
 use crate::plugin::PluginRuntime;
-use crate::telemetry::RunStats;
 use crate::telemetry::meters::Scope;
 
 use connector::Source;

@@ -19,7 +19,7 @@ use crate::plugin::{
     InstancePolicy, PluginRuntime, PoolOptions, RuntimeOptions, default_cache_dir,
 };
 use crate::run::Runner;
-use crate::telemetry::export::Health;
+pub use crate::telemetry::export::Health;
 
 /// Where a run's workers and indexers are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,13 +4,13 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::local::LocalMessenger;
-use super::{
+use crate::core::document::Document;
+use crate::core::event::Event;
+use crate::messenger::local::LocalMessenger;
+use crate::messenger::{
     Failure, IndexerMessenger, MessengerError, MessengerFactory, MessengerParts, Polled,
     PublisherMessenger, WorkerMessenger,
 };
-use crate::core::document::Document;
-use crate::core::event::Event;
 
 /// Everything that went through a recording messenger.
 #[derive(Debug, Default)]

@@ -27,6 +27,8 @@
 //!   an indexer's failures add `status` when the backend gave one;
 //! - `{"event": "ERROR", "call": ..., "message": ...}`: a connector call failed.
 
+pub mod recording;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
