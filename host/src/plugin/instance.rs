@@ -11,6 +11,7 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::{PluginLabel, RuntimeInner};
+use crate::telemetry::events::{LogLinesDropped, PluginTrapped};
 
 /// How many epoch ticks a computing guest runs between checks of its
 /// deadline and of cancellation.
@@ -520,17 +521,13 @@ impl<W: World> Instance<W> {
             .take_counts();
         self.log_lines = log_lines;
         if self.log_lines.1 > 0 {
-            tracing::warn!(
-                plugin = %loaded.name,
-                dropped = self.log_lines.1,
-                limit = loaded.spec.limits.log_lines_per_second(),
-                "log lines dropped: over the plugin's limits.log_lines_per_second"
-            );
-            crate::telemetry::meters::limit_hit(
-                &loaded.name,
-                loaded.tenant.as_deref(),
-                Limit::LogLinesPerSecond,
-            );
+            LogLinesDropped {
+                plugin: &loaded.name,
+                tenant: loaded.tenant.as_deref(),
+                dropped: self.log_lines.1,
+                per_second: loaded.spec.limits.log_lines_per_second(),
+            }
+            .emit();
         }
         match result {
             Ok(r) => {
@@ -541,12 +538,12 @@ impl<W: World> Instance<W> {
                 Ok(r)
             }
             Err(cause) => {
-                tracing::warn!(plugin = %loaded.name, %cause, "plugin trapped; its instance will be replaced");
-                crate::telemetry::meters::plugin_trapped(
-                    &loaded.name,
-                    loaded.tenant.as_deref(),
-                    &cause,
-                );
+                PluginTrapped {
+                    plugin: &loaded.name,
+                    tenant: loaded.tenant.as_deref(),
+                    cause: &cause,
+                }
+                .emit();
                 self.live = None;
                 self.restarts += 1;
                 Err(PluginError::Trap {

@@ -14,6 +14,7 @@ use crate::core::event::{Event, EventKind};
 use crate::messenger::{Failure, IndexerMessenger, MessengerError, Polled};
 use crate::plugin::{BatchFailure, DocumentFailure, IndexerInstance};
 use crate::telemetry::RunStats;
+use crate::telemetry::events::{DocumentFailed, FailedIn};
 use crate::telemetry::meters::{IndexerMeters, Scope};
 
 /// How long a poll waits before the indexer checks for an abort.
@@ -191,9 +192,16 @@ impl IndexerLoop {
                     completed.push(doc);
                 }
                 Some(refusal) => {
-                    RunStats::add(&self.stats.failed, 1);
-                    self.scope.document_failed(&self.plugin);
-                    tracing::warn!(doc_id = doc.id(), run_id = doc.run_id(), message = %refusal.message, "document failed in the indexer");
+                    DocumentFailed {
+                        scope: &self.scope,
+                        stats: &self.stats,
+                        place: FailedIn::Indexer,
+                        plugin: &self.plugin,
+                        doc_id: doc.id(),
+                        run_id: doc.run_id(),
+                        message: &refusal.message,
+                    }
+                    .emit();
                     let failure = Failure {
                         plugin: self.plugin.to_string(),
                         message: refusal.message,

@@ -12,6 +12,7 @@ use crate::core::event::{Event, EventKind};
 use crate::messenger::{MessengerError, PublisherMessenger};
 use crate::plugin::PublishSink;
 use crate::telemetry::RunStats;
+use crate::telemetry::events::{DocumentFailed, FailedIn};
 
 /// How long a blocked publish waits before checking whether the run aborted.
 const PUBLISH_WAIT: Duration = Duration::from_millis(50);
@@ -307,9 +308,16 @@ impl PublishSink for Publish {
                     // The document fails alone; the connector goes on.
                     self.accounting.unpublished(&id);
                     self.accounting.refused();
-                    RunStats::add(&self.stats.failed, 1);
-                    self.scope.document_failed("weir");
-                    tracing::warn!(doc_id = %id, %reason, "document failed: the pipeline refused it");
+                    DocumentFailed {
+                        scope: &self.scope,
+                        stats: &self.stats,
+                        place: FailedIn::Publisher,
+                        plugin: "weir",
+                        doc_id: &id,
+                        run_id: None,
+                        message: &reason,
+                    }
+                    .emit();
                     return Ok(());
                 }
                 Err(e) => {

@@ -12,6 +12,7 @@ use crate::core::document::Document;
 use crate::core::event::{Event, EventKind};
 use crate::messenger::{Failure, MessengerError, Polled, WorkerMessenger};
 use crate::plugin::{PluginError, StageInstance, TrapCause};
+use crate::telemetry::events::{DocumentFailed, FailedIn};
 use crate::telemetry::meters::{PipelineMeters, Scope, StageMeters};
 use crate::telemetry::{self, RunStats, StageStats};
 
@@ -256,9 +257,16 @@ impl Worker {
                 self.messenger.send_event(Event::new(&doc, EventKind::Drop))
             }
             Outcome::Failed(doc, failure) => {
-                RunStats::add(&self.stats.failed, 1);
-                self.scope.document_failed(&failure.plugin);
-                tracing::warn!(doc_id = doc.id(), run_id = doc.run_id(), plugin = %failure.plugin, message = %failure.message, "document failed in the pipeline");
+                DocumentFailed {
+                    scope: &self.scope,
+                    stats: &self.stats,
+                    place: FailedIn::Pipeline,
+                    plugin: &failure.plugin,
+                    doc_id: doc.id(),
+                    run_id: doc.run_id(),
+                    message: &failure.message,
+                }
+                .emit();
                 let event = Event::new(&doc, EventKind::Fail).with_message(failure.message.clone());
                 if let Some(letters) = &self.dead_letters {
                     letters

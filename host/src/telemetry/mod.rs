@@ -7,6 +7,7 @@
 //! program installs sees them; `weir` installs the Prometheus one when it is
 //! given a metrics address.
 
+pub(crate) mod events;
 pub mod export;
 pub(crate) mod meters;
 

@@ -1,0 +1,117 @@
+//! Telemetry as typed events: each struct is one thing that happened, and
+//! its `emit()` logs it and counts it together, so a log line and its
+//! counters cannot drift apart (as Vector's `internal_events`). Metric
+//! labels stay bounded: a document id goes into the log line, never into a
+//! metric.
+
+use super::RunStats;
+use super::meters::{self, Scope};
+use crate::core::limit::Limit;
+use crate::core::trap::TrapCause;
+
+/// Where a document failed for good.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FailedIn {
+    /// A stage of the pipeline failed it (its own error, or a trap).
+    Pipeline,
+    /// The indexer's backend refused it.
+    Indexer,
+    /// The host refused it before any stage saw it (the pipeline's queue
+    /// would not take it).
+    Publisher,
+}
+
+/// A document failed for good: counted in the run's live counts and in
+/// `weir_docs_failed_total`, and logged with its id.
+#[derive(Debug)]
+pub(crate) struct DocumentFailed<'a> {
+    pub(crate) scope: &'a Scope,
+    pub(crate) stats: &'a RunStats,
+    pub(crate) place: FailedIn,
+    /// The plugin that failed it (`weir` for the host's own refusals).
+    pub(crate) plugin: &'a str,
+    pub(crate) doc_id: &'a str,
+    pub(crate) run_id: Option<&'a str>,
+    pub(crate) message: &'a str,
+}
+
+impl DocumentFailed<'_> {
+    pub(crate) fn emit(self) {
+        RunStats::add(&self.stats.failed, 1);
+        self.scope.document_failed(self.plugin);
+        let Self {
+            plugin,
+            doc_id,
+            run_id,
+            message,
+            ..
+        } = self;
+        match self.place {
+            FailedIn::Pipeline => {
+                tracing::warn!(
+                    doc_id,
+                    run_id,
+                    plugin,
+                    message,
+                    "document failed in the pipeline"
+                );
+            }
+            FailedIn::Indexer => {
+                tracing::warn!(
+                    doc_id,
+                    run_id,
+                    plugin,
+                    message,
+                    "document failed in the indexer"
+                );
+            }
+            FailedIn::Publisher => {
+                tracing::warn!(
+                    doc_id,
+                    run_id,
+                    reason = message,
+                    "document failed: the pipeline refused it"
+                );
+            }
+        }
+    }
+}
+
+/// A call into a plugin trapped: its instance is replaced. Counted by
+/// cause in `weir_plugin_traps_total`, and as a limit hit when a limit
+/// stopped it.
+#[derive(Debug)]
+pub(crate) struct PluginTrapped<'a> {
+    pub(crate) plugin: &'a str,
+    pub(crate) tenant: Option<&'a str>,
+    pub(crate) cause: &'a TrapCause,
+}
+
+impl PluginTrapped<'_> {
+    pub(crate) fn emit(self) {
+        tracing::warn!(plugin = %self.plugin, cause = %self.cause, "plugin trapped; its instance will be replaced");
+        meters::plugin_trapped(self.plugin, self.tenant, self.cause);
+    }
+}
+
+/// A plugin wrote more log lines than `limits.log_lines_per_second` lets
+/// through during one call: the rest were dropped, and the limit counted as hit.
+#[derive(Debug)]
+pub(crate) struct LogLinesDropped<'a> {
+    pub(crate) plugin: &'a str,
+    pub(crate) tenant: Option<&'a str>,
+    pub(crate) dropped: u64,
+    pub(crate) per_second: u32,
+}
+
+impl LogLinesDropped<'_> {
+    pub(crate) fn emit(self) {
+        tracing::warn!(
+            plugin = %self.plugin,
+            dropped = self.dropped,
+            limit = self.per_second,
+            "log lines dropped: over the plugin's limits.log_lines_per_second"
+        );
+        meters::limit_hit(self.plugin, self.tenant, Limit::LogLinesPerSecond);
+    }
+}
