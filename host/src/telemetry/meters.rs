@@ -132,6 +132,19 @@ impl Scope {
         counter!(DOCS_FAILED, &self.with(&[("plugin", plugin)])).increment(1);
     }
 
+    /// How long `plugin`'s calls of `call` take.
+    fn call_seconds(&self, plugin: &str, call: &str) -> Histogram {
+        histogram!(
+            PLUGIN_CALL_SECONDS,
+            &self.with(&[("plugin", plugin), ("call", call)])
+        )
+    }
+
+    /// Retries of `what` (a call, a batch, a document) for `plugin`.
+    fn retries(&self, plugin: &str, what: &str) -> Counter {
+        counter!(RETRIES, &self.with(&[("plugin", plugin), ("what", what)]))
+    }
+
     pub(crate) fn pipeline(&self) -> &Arc<str> {
         &self.pipeline
     }
@@ -181,15 +194,11 @@ pub(crate) struct StageMeters {
 
 impl StageMeters {
     pub(crate) fn new(scope: &Scope, stage: &str) -> Self {
-        let plugin = scope.with(&[("plugin", stage)]);
         Self {
-            call_seconds: histogram!(
-                PLUGIN_CALL_SECONDS,
-                &scope.with(&[("plugin", stage), ("call", "process-document")])
-            ),
-            created: counter!(DOCS_CREATED, &plugin),
-            retries: counter!(RETRIES, &scope.with(&[("plugin", stage), ("what", "call")])),
-            restarts: counter!(INSTANCE_RESTARTS, &plugin),
+            call_seconds: scope.call_seconds(stage, "process-document"),
+            created: counter!(DOCS_CREATED, &scope.with(&[("plugin", stage)])),
+            retries: scope.retries(stage, "call"),
+            restarts: counter!(INSTANCE_RESTARTS, &scope.with(&[("plugin", stage)])),
         }
     }
 }
@@ -206,21 +215,13 @@ pub(crate) struct IndexerMeters {
 
 impl IndexerMeters {
     pub(crate) fn new(scope: &Scope, plugin: &str) -> Self {
+        let labels = scope.with(&[("plugin", plugin)]);
         Self {
-            indexed: counter!(DOCS_INDEXED, &scope.with(&[("plugin", plugin)])),
-            call_seconds: histogram!(
-                PLUGIN_CALL_SECONDS,
-                &scope.with(&[("plugin", plugin), ("call", "send-batch")])
-            ),
-            batch_size: histogram!(BATCH_SIZE, &scope.with(&[("plugin", plugin)])),
-            batch_retries: counter!(
-                RETRIES,
-                &scope.with(&[("plugin", plugin), ("what", "batch")])
-            ),
-            document_retries: counter!(
-                RETRIES,
-                &scope.with(&[("plugin", plugin), ("what", "document")])
-            ),
+            indexed: counter!(DOCS_INDEXED, &labels),
+            call_seconds: scope.call_seconds(plugin, "send-batch"),
+            batch_size: histogram!(BATCH_SIZE, &labels),
+            batch_retries: scope.retries(plugin, "batch"),
+            document_retries: scope.retries(plugin, "document"),
         }
     }
 }
