@@ -6,13 +6,17 @@ use weir_tests::{plugins_dir, repo_root, with_plugins};
 
 const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 
-/// The exit code of the `weir` binary run with `args`.
+/// The exit code of the `weir` binary run with `args`. What it printed goes
+/// to the test's captured output, shown when the test fails.
 fn weir(args: &[&str]) -> u8 {
-    let status = std::process::Command::new(WEIR)
+    let output = std::process::Command::new(WEIR)
         .args(args)
-        .status()
+        .output()
         .expect("the weir binary starts");
-    status
+    print!("{}", String::from_utf8_lossy(&output.stdout));
+    print!("{}", String::from_utf8_lossy(&output.stderr));
+    output
+        .status
         .code()
         .and_then(|c| u8::try_from(c).ok())
         .expect("weir exits with a code")
