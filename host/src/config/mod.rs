@@ -36,6 +36,7 @@
 use serde::{Deserialize, Serialize};
 
 mod check;
+pub use check::MAX_DURATION;
 mod dead_letters;
 mod indexer;
 mod kafka;

@@ -12,4 +12,5 @@ pub mod failure;
 pub mod limit;
 pub mod problem;
 pub mod text;
+pub mod time;
 pub mod trap;

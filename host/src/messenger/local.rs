@@ -78,7 +78,8 @@ impl QueueBytes {
                 state.0 = held.saturating_add(bytes);
                 return Room::Granted;
             }
-            let deadline = *deadline.get_or_insert_with(|| Instant::now() + timeout);
+            let deadline =
+                *deadline.get_or_insert_with(|| crate::core::time::deadline_after(timeout));
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Room::Full;

@@ -235,11 +235,13 @@ impl Loaded {
         timeout: Duration,
         call: impl AsyncFnOnce(&mut Store<PluginState>) -> wasmtime::Result<R>,
     ) -> Result<R, TrapCause> {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::core::time::deadline_after(timeout);
         store.set_epoch_deadline(self.deadline_ticks(timeout));
         store.data_mut().http_policy.deadline = Some(deadline);
-        store.data_mut().interrupt_at =
-            Some(deadline + INTERRUPT_SLACK_TICKS * self.runtime.epoch_tick);
+        store.data_mut().interrupt_at = Some(crate::core::time::saturating_add(
+            deadline,
+            INTERRUPT_SLACK_TICKS * self.runtime.epoch_tick,
+        ));
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             self.runtime
                 .block_on_until(deadline, cancel, call(&mut *store))

@@ -246,7 +246,7 @@ impl Runner {
             .plugin
             .limits
             .execute_timeout()
-            .min(timeout + Duration::from_secs(1));
+            .min(timeout.saturating_add(Duration::from_secs(1)));
         thread::scope(|scope| {
             let stats = &self.stats;
             let mut execution = Some(spawn_in_span(scope, "weir-connector", move || {

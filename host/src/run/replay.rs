@@ -1,7 +1,7 @@
 //! `weir replay`: dead letters sent through their pipelines again, each
 //! pipeline's as one source of a new run.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::Source;
 use super::dead_letters::DeadLetter;
@@ -54,7 +54,7 @@ pub(super) fn publish(
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<(), String> {
-    let deadline = Instant::now() + timeout;
+    let deadline = crate::core::time::deadline_after(timeout);
     for mut doc in docs {
         if cancel.is_cancelled() {
             return Err("the replay was stopped".into());

@@ -31,7 +31,7 @@ const TICK: Duration = Duration::from_millis(50);
 
 /// Sleep `duration`, waking early when `stop` says so; false when it did.
 pub(crate) fn pause(duration: Duration, stop: impl Fn() -> bool) -> bool {
-    let until = Instant::now() + duration;
+    let until = crate::core::time::deadline_after(duration);
     loop {
         if stop() {
             return false;

@@ -4,6 +4,9 @@
 
 use super::{Config, ConfigError};
 
+pub use bounds::MAX_DURATION;
+
+mod bounds;
 mod counts;
 mod kafka;
 mod names;
@@ -24,6 +27,7 @@ impl Config {
         timeouts::check(self, &mut found);
         names::check(self, &mut found);
         counts::check(self, &mut found);
+        bounds::check(self, &mut found);
         if let Some(kafka) = &self.kafka {
             kafka::check(kafka, &mut found);
         }

@@ -77,3 +77,112 @@ fn instance_policy_and_digest_are_checked() {
         "a stage may be fresh: {messages:?}"
     );
 }
+
+/// A config setting `key = value` (dotted: `publisher.queue_capacity`).
+fn with_setting(key: &str, value: &str) -> String {
+    let (table, name) = key.rsplit_once('.').expect("a dotted key");
+    let header = format!("[{table}]\n");
+    if MINIMAL.contains(&header) {
+        MINIMAL.replace(&header, &format!("{header}{name} = {value}\n"))
+    } else {
+        format!("{MINIMAL}\n{header}{name} = {value}\n")
+    }
+}
+
+#[test]
+fn numbers_past_what_the_runtime_can_give_are_refused_before_anything_is_built() {
+    // Each of these would size an allocation, start threads or overflow a
+    // clock if it were taken as it is.
+    for (key, value) in [
+        ("publisher.queue_capacity", "1000000000000000"),
+        ("publisher.queue_max_mib", "1000000000000"),
+        ("publisher.max_docs_per_second", "4294967295"),
+        ("worker.threads", "1000000"),
+        ("indexer.batch_size", "1000000000000000"),
+        ("indexer.batch_max_bytes", "9223372036854775807"),
+        ("runner.cache_max_mib", "9223372036854775807"),
+        ("runner.connector_timeout", "\"500000000000years\""),
+        ("runner.grace_period", "\"1000years\""),
+        ("worker.retry_max_backoff", "\"100years\""),
+        ("indexer.batch_timeout", "\"31days\""),
+    ] {
+        let text = with_setting(key, value);
+        let config = parse(&text, &[]).unwrap_or_else(|e| panic!("{key} = {value}: {e}"));
+        let errors = config.check();
+        let error = errors
+            .iter()
+            .find(|e| e.location == key)
+            .unwrap_or_else(|| panic!("{key} = {value} was not refused: {errors:?}"));
+        assert!(error.message.starts_with("must be at most"), "{error}");
+    }
+}
+
+#[test]
+fn plugin_limits_past_what_an_instance_can_hold_are_refused() {
+    let text = MINIMAL.replace(
+        "config = { a = 1 } }",
+        r#"config = { a = 1 }, limits = { memory_mib = 1000000, max_document_mib = 5000, max_children = 4000000000, log_lines_per_second = 4000000000, call_timeout = "100years", execute_timeout = "100years" } }"#,
+    );
+    let config = parse(&text, &[]).expect("parses");
+    let errors = config.check();
+    for name in [
+        "memory_mib",
+        "max_document_mib",
+        "max_children",
+        "log_lines_per_second",
+        "call_timeout",
+        "execute_timeout",
+    ] {
+        let at = format!("pipelines.p.stages.s.plugin.limits.{name}");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.location == at && e.message.starts_with("must be at most")),
+            "{at} not refused: {errors:?}"
+        );
+    }
+}
+
+#[test]
+fn the_largest_accepted_values_are_accepted() {
+    for (key, value) in [
+        ("publisher.queue_capacity", "1000000"),
+        ("worker.threads", "256"),
+        ("indexer.batch_size", "100000"),
+        ("runner.connector_timeout", "\"30days\""),
+    ] {
+        let text = with_setting(key, value);
+        let config = parse(&text, &[]).expect("parses");
+        assert!(
+            config.check().iter().all(|e| e.location != key),
+            "{key} = {value}: {:?}",
+            config.check()
+        );
+    }
+}
+
+proptest::proptest! {
+    /// Whatever number a config sets, checking it never panics, and a value
+    /// past the setting's bound is always reported.
+    #[test]
+    fn any_number_is_checked_without_a_panic(
+        which in 0usize..5,
+        value in proptest::prop_oneof![0u64..=2_000_000, proptest::num::u64::ANY],
+    ) {
+        let (key, max) = [
+            ("publisher.queue_capacity", super::bounds::MAX_QUEUE_CAPACITY),
+            ("publisher.queue_max_mib", super::bounds::MAX_QUEUE_MIB),
+            ("worker.threads", super::bounds::MAX_WORKER_THREADS),
+            ("indexer.batch_size", super::bounds::MAX_BATCH_SIZE),
+            ("indexer.batch_max_bytes", super::bounds::MAX_BATCH_BYTES),
+        ][which];
+        // TOML integers are signed 64-bit: larger ones do not parse at all.
+        let Ok(config) = parse(&with_setting(key, &value.to_string()), &[]) else {
+            proptest::prop_assert!(i64::try_from(value).is_err());
+            return Ok(());
+        };
+        let errors = config.check();
+        let refused = errors.iter().any(|e| e.location == key);
+        proptest::prop_assert_eq!(refused, value == 0 || value > max, "{} = {}: {:?}", key, value, errors);
+    }
+}

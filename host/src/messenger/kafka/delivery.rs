@@ -203,7 +203,7 @@ impl Shared {
     /// Wait until `done` tells the outcome (it sees the tracker after each
     /// change); false when `timeout` passes first.
     fn wait_until(&self, timeout: Duration, done: impl Fn(&Tracker) -> Option<bool>) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::core::time::deadline_after(timeout);
         let mut tracker = self.lock();
         loop {
             if let Some(outcome) = done(&tracker) {

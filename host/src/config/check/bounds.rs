@@ -1,0 +1,230 @@
+//! The largest value of every number a config sets: what the runtime can
+//! give, and nothing that would size an allocation, start threads or add to
+//! a clock past what one machine holds. (Retry counts are not bounded here:
+//! retrying allocates nothing, and deadlines and stall detection bound how
+//! long a run may retry.) A number is checked here before
+//! anything is built from it; the lower bounds (at least 1, more than zero)
+//! are the other checks', and `weir serve` applies the operator's tighter
+//! ceilings on top of these.
+
+use std::time::Duration;
+
+use super::Found;
+use crate::config::{Config, ConfigError, KafkaConfig};
+
+/// Longest any duration a config sets: 30 days.
+pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
+/// Documents a queue may hold.
+pub const MAX_QUEUE_CAPACITY: u64 = 1_000_000;
+/// MiB of documents a queue may hold (64 GiB).
+pub const MAX_QUEUE_MIB: u64 = 64 << 10;
+/// Worker threads (and worker–indexer pairs) of one process.
+pub const MAX_WORKER_THREADS: u64 = 256;
+/// Documents in one indexer batch.
+pub const MAX_BATCH_SIZE: u64 = 100_000;
+/// Bytes of documents in one indexer batch (1 GiB).
+pub const MAX_BATCH_BYTES: u64 = 1 << 30;
+/// Documents per second a publisher may be set to.
+pub const MAX_DOCS_PER_SECOND: u64 = 1_000_000_000;
+/// MiB of compiled plugins kept on disk (1 TiB).
+pub const MAX_CACHE_MIB: u64 = 1 << 20;
+/// MiB of memory one plugin instance may hold: a 32-bit WebAssembly memory
+/// holds at most 4 GiB.
+pub const MAX_PLUGIN_MEMORY_MIB: u64 = 4 << 10;
+/// Documents one plugin call may create and hold.
+pub const MAX_CHILDREN: u64 = 1_000_000;
+/// Log lines per second one plugin may write.
+pub const MAX_LOG_LINES_PER_SECOND: u64 = 1_000_000;
+/// Bytes of one Kafka message (Kafka's own ceiling is just under 2 GiB).
+pub const MAX_MESSAGE_BYTES: u64 = 1 << 30;
+/// Partitions of a pipeline's topics.
+pub const MAX_PARTITIONS: u64 = 100_000;
+/// Longest `kafka.max_poll_interval`: Kafka's `max.poll.interval.ms` is a
+/// 32-bit count of milliseconds (about 24.8 days).
+pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(24 * 24 * 60 * 60);
+
+/// Refuse `value` at `location` when it is over `max`.
+fn count(found: &mut Found, location: impl Into<String>, value: u64, max: u64) {
+    if value > max {
+        found.push(ConfigError::new(location, format!("must be at most {max}")));
+    }
+}
+
+/// Refuse a duration at `location` when it is longer than `max`.
+fn span(found: &mut Found, location: impl Into<String>, value: Duration, max: Duration) {
+    if value > max {
+        found.push(ConfigError::new(
+            location,
+            format!("must be at most {}", humantime::format_duration(max)),
+        ));
+    }
+}
+
+/// A `usize` as the `u64` the bounds are written in (saturating).
+fn wide(value: usize) -> u64 {
+    u64::try_from(value).unwrap_or(u64::MAX)
+}
+
+pub(super) fn check(config: &Config, found: &mut Found) {
+    let runner = &config.runner;
+    for (name, value) in [
+        ("connector_timeout", runner.connector_timeout),
+        ("log_interval", runner.log_interval),
+        ("stall_timeout", runner.stall_timeout),
+        ("liveness_timeout", runner.liveness_timeout),
+        ("grace_period", runner.grace_period),
+    ] {
+        span(found, format!("runner.{name}"), value, MAX_DURATION);
+    }
+    count(
+        found,
+        "runner.cache_max_mib",
+        runner.cache_max_mib,
+        MAX_CACHE_MIB,
+    );
+
+    let publisher = &config.publisher;
+    count(
+        found,
+        "publisher.queue_capacity",
+        wide(publisher.queue_capacity),
+        MAX_QUEUE_CAPACITY,
+    );
+    count(
+        found,
+        "publisher.queue_max_mib",
+        wide(publisher.queue_max_mib),
+        MAX_QUEUE_MIB,
+    );
+    if let Some(rate) = publisher.max_docs_per_second {
+        if rate == 0 {
+            found.push(ConfigError::new(
+                "publisher.max_docs_per_second",
+                "must be at least 1",
+            ));
+        }
+        count(
+            found,
+            "publisher.max_docs_per_second",
+            rate.into(),
+            MAX_DOCS_PER_SECOND,
+        );
+    }
+
+    let worker = &config.worker;
+    count(
+        found,
+        "worker.threads",
+        wide(worker.threads),
+        MAX_WORKER_THREADS,
+    );
+    span(
+        found,
+        "worker.retry_backoff",
+        worker.retry_backoff,
+        MAX_DURATION,
+    );
+    span(
+        found,
+        "worker.retry_max_backoff",
+        worker.retry_max_backoff,
+        MAX_DURATION,
+    );
+
+    for (location, indexer) in config.indexers() {
+        count(
+            found,
+            format!("{location}.batch_size"),
+            wide(indexer.batch_size),
+            MAX_BATCH_SIZE,
+        );
+        count(
+            found,
+            format!("{location}.batch_max_bytes"),
+            wide(indexer.batch_max_bytes),
+            MAX_BATCH_BYTES,
+        );
+        for (name, value) in [
+            ("batch_timeout", indexer.batch_timeout),
+            ("retry_backoff", indexer.retry_backoff),
+            ("retry_max_backoff", indexer.retry_max_backoff),
+        ] {
+            span(found, format!("{location}.{name}"), value, MAX_DURATION);
+        }
+    }
+
+    for at in config.plugins() {
+        let limits = &at.spec.limits;
+        let at = |name: &str| format!("{}.plugin.limits.{name}", at.location);
+        count(
+            found,
+            at("memory_mib"),
+            limits.memory_mib(),
+            MAX_PLUGIN_MEMORY_MIB,
+        );
+        count(
+            found,
+            at("max_document_mib"),
+            limits.max_document_mib(),
+            MAX_PLUGIN_MEMORY_MIB,
+        );
+        count(
+            found,
+            at("max_children"),
+            limits.max_children().into(),
+            MAX_CHILDREN,
+        );
+        count(
+            found,
+            at("log_lines_per_second"),
+            limits.log_lines_per_second().into(),
+            MAX_LOG_LINES_PER_SECOND,
+        );
+        span(
+            found,
+            at("call_timeout"),
+            limits.call_timeout(),
+            MAX_DURATION,
+        );
+        span(
+            found,
+            at("execute_timeout"),
+            limits.execute_timeout(),
+            MAX_DURATION,
+        );
+    }
+
+    if let Some(kafka) = &config.kafka {
+        check_kafka(kafka, found);
+    }
+}
+
+fn check_kafka(kafka: &KafkaConfig, found: &mut Found) {
+    span(
+        found,
+        "kafka.max_poll_interval",
+        kafka.max_poll_interval,
+        MAX_POLL_INTERVAL,
+    );
+    span(
+        found,
+        "kafka.heartbeat_interval",
+        kafka.heartbeat_interval,
+        MAX_DURATION,
+    );
+    count(
+        found,
+        "kafka.max_message_bytes",
+        wide(kafka.max_message_bytes),
+        MAX_MESSAGE_BYTES,
+    );
+    if let Some(partitions) = kafka.topic_partitions {
+        count(
+            found,
+            "kafka.topic_partitions",
+            partitions.into(),
+            MAX_PARTITIONS,
+        );
+    }
+}
