@@ -137,6 +137,26 @@ fn document_and_fatal_errors_are_told_apart() {
 }
 
 #[test]
+fn a_huge_error_message_is_clipped_where_it_enters_the_host() {
+    let mut instance = hostile(|_| {});
+    let err = process(
+        &mut instance,
+        json!({ "id": "d1", "action": "huge_error", "mib": "16" }),
+    )
+    .expect_err("fails");
+    let PluginError::Document { message, .. } = &err else {
+        panic!("a document error: {err}");
+    };
+    assert!(message.len() <= 5 * 1024, "{} bytes kept", message.len());
+    assert!(
+        message.ends_with(&format!("({} bytes in all)", 16 << 20)),
+        "the full size is said: {}",
+        &message[message.len() - 40..]
+    );
+    assert_recovers(&mut instance);
+}
+
+#[test]
 fn a_stage_that_fails_to_start_is_refused_before_any_document() {
     let plugin = runtime()
         .load_stage(

@@ -14,6 +14,7 @@ use super::error::{PluginError, TrapCause};
 use super::host::{PluginState, PublishSink, Publisher};
 use super::instance::{Instance, Loaded, Prepared, World};
 use crate::core::document::Document;
+use crate::core::text::clip_message;
 
 macro_rules! world {
     ($world:ty, $pre:ident, $kind:literal, $started:ty, |$b:ident, $store:ident, $config:ident| $start:expr) => {
@@ -147,6 +148,11 @@ plugin_kind!(
 
 /// A guest's own error as a host error.
 fn guest_error(plugin: &str, error: GuestError) -> PluginError {
+    let error = match error {
+        GuestError::Document(message) => GuestError::Document(clip_message(message)),
+        GuestError::Transient(message) => GuestError::Transient(clip_message(message)),
+        GuestError::Fatal(message) => GuestError::Fatal(clip_message(message)),
+    };
     match error {
         GuestError::Document(message) => PluginError::Document {
             plugin: plugin.to_owned(),
@@ -185,7 +191,14 @@ fn check_config<W: World>(
         loaded.spec.limits.call_timeout(),
         loaded.config_json.clone(),
     );
-    instance.call(timeout, async |b, store| call(b, store, &config).await)
+    let issues = instance.call(timeout, async |b, store| call(b, store, &config).await)?;
+    Ok(issues
+        .into_iter()
+        .map(|i| ConfigIssue {
+            path: clip_message(i.path),
+            message: clip_message(i.message),
+        })
+        .collect())
 }
 
 // ---- stage ----
@@ -441,13 +454,16 @@ impl IndexerInstance {
         Ok(match sent {
             Ok(refused) => {
                 let mut seen = vec![false; count];
-                let mut failures = Vec::with_capacity(refused.len());
+                let mut failures = Vec::with_capacity(refused.len().min(count));
+                let mut repeated = 0u64;
                 for f in refused {
                     let index = f.index as usize;
                     match seen.get_mut(index) {
                         Some(seen) if !*seen => *seen = true,
                         Some(_) => {
-                            tracing::warn!(plugin = %name, index, "indexer reported one batch position twice; the first report counts");
+                            // Counted, and said once below: a plugin that
+                            // repeats positions cannot flood the log.
+                            repeated += 1;
                             continue;
                         }
                         None => {
@@ -462,15 +478,18 @@ impl IndexerInstance {
                     }
                     failures.push(DocumentFailure {
                         index,
-                        message: f.message,
+                        message: clip_message(f.message),
                         status: f.status,
                         transient: f.transient,
                     });
                 }
+                if repeated > 0 {
+                    tracing::warn!(plugin = %name, repeated, "indexer reported batch positions more than once; the first report of each counts");
+                }
                 Ok(failures)
             }
             Err(e) => Err(BatchFailure {
-                message: e.message,
+                message: clip_message(e.message),
                 status: e.status,
                 connection_failed: e.connection_failed,
             }),

@@ -351,6 +351,9 @@ impl Stage for Hostile {
                     .map_err(doc_error)?;
             }
             "fail" => return Err(PluginError::Document("asked to fail".into())),
+            "huge_error" => {
+                return Err(PluginError::Document("E".repeat(number(doc, "mib")? << 20)));
+            }
             "transient" => {
                 let calls = self.calls_for(doc.id());
                 let limit = doc.get_string("count").and_then(|c| c.parse().ok());
