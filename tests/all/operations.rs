@@ -134,8 +134,9 @@ plugins = ["generator_connector.wasm", "nop_indexer.wasm"]
         }
     }
 
+    /// The server's `/metrics`, as the operator reads them.
     fn metrics(&self) -> prometheus_parse::Scrape {
-        scrape(&format!("{}/metrics", self.url))
+        scrape_with(&format!("{}/metrics", self.url), Some(ADMIN))
     }
 }
 
@@ -172,7 +173,12 @@ pub(crate) fn request(method: &str, url: &str, token: Option<&str>, body: &str) 
 
 /// `/metrics` at `url`, parsed by a Prometheus text-format parser.
 pub(crate) fn scrape(url: &str) -> prometheus_parse::Scrape {
-    let (status, body) = request("GET", url, None, "");
+    scrape_with(url, None)
+}
+
+/// [`scrape`], sending `token`.
+fn scrape_with(url: &str, token: Option<&str>) -> prometheus_parse::Scrape {
+    let (status, body) = request("GET", url, token, "");
     assert_eq!(status, 200);
     let text = body.as_str().expect("metrics are text").to_owned();
     prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
@@ -241,6 +247,9 @@ fn tenants_submit_watch_pause_resume_and_stop_runs_through_the_api_and_metrics_m
     // No token, or an unknown one: 401.
     assert_eq!(serve.call("GET", "/api/runs", None, "").0, 401);
     assert_eq!(serve.call("GET", "/api/runs", Some("guess"), "").0, 401);
+    // The server's metrics name every tenant's pipelines: the operator's only.
+    assert_eq!(serve.call("GET", "/metrics", None, "").0, 401);
+    assert_eq!(serve.call("GET", "/metrics", Some(ACME), "").0, 403);
 
     // 1,000 documents at acme's 400 documents a second: a run that lasts.
     let (status, run) = serve.submit(ACME, &generated("acme-books", 1000, nop));

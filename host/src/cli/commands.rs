@@ -233,7 +233,7 @@ pub(super) fn control_plane(path: &Path, metrics_addr: Option<&str>) -> anyhow::
     let addr = metrics_addr.unwrap_or(&operator.server.addr).to_owned();
     let plane = weir::control::ControlPlane::new(operator)?;
     let health = Health::default();
-    let routes = weir::control::routes(Arc::clone(&plane)).merge(topology::ops_routes(&health)?);
+    let routes = weir::control::server_routes(Arc::clone(&plane), &health)?;
     let server = weir::http::HttpServer::start(&addr, routes)?;
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
     on_signal(move || {

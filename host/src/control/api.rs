@@ -8,20 +8,26 @@
 //! | `POST /api/runs/{id}/pause`, `/resume`, `/stop` | control a live run |
 //! | `GET /api/runs/{id}/dead-letters` | the run's failed documents |
 //! | `GET /` | the status page |
+//! | `GET /metrics` | the server's metrics: the operator's token only |
+//! | `GET /healthz`, `/readyz` | health, for anyone |
 //!
-//! Every `/api` request carries `Authorization: Bearer <token>`: 401
-//! without a known token, 404 for a run that is not the caller's.
+//! Every `/api` request (and `/metrics`) carries `Authorization: Bearer
+//! <token>`: 401 without a known token, 404 for a run that is not the
+//! caller's, 403 for a tenant asking for `/metrics` (it names every
+//! tenant's pipelines). Every answer says `nosniff`; the status page also
+//! carries a content security policy that forbids framing it.
 
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
-use axum::response::Html;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::{ApiError, ControlPlane, Principal, RunView};
+use crate::telemetry::export::Health;
 
 /// The status page: one file, no build step.
 const PAGE: &str = include_str!("page.html");
@@ -35,13 +41,64 @@ type Plane = Arc<ControlPlane>;
 /// `control/tests.rs`.
 pub fn routes(plane: Arc<ControlPlane>) -> Router {
     Router::new()
-        .route("/", get(|| async { Html(PAGE) }))
+        .route("/", get(status_page))
         .route("/api/runs", post(submit).get(list))
         .route("/api/runs/{id}", get(one))
         .route("/api/runs/{id}/{action}", post(control))
         .route("/api/runs/{id}/dead-letters", get(dead_letters))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_CONFIG_BYTES))
+        .layer(axum::middleware::map_response(no_sniffing))
         .with_state(plane)
+}
+
+/// Everything `weir serve` answers on its address: [`routes`], `/healthz`
+/// and `/readyz` as `health` says, and `/metrics` for the operator only.
+pub fn server_routes(
+    plane: Arc<ControlPlane>,
+    health: &Health,
+) -> Result<Router, crate::telemetry::export::RecorderError> {
+    let handle = crate::telemetry::export::recorder()?;
+    let metrics = Router::new()
+        .route(
+            "/metrics",
+            get(move |who: Principal| {
+                let text = matches!(who, Principal::Admin)
+                    .then(|| crate::telemetry::export::metrics_text(&handle));
+                async move { text.ok_or(ApiError::OperatorOnly) }
+            }),
+        )
+        .layer(axum::middleware::map_response(no_sniffing))
+        .with_state(Arc::clone(&plane));
+    Ok(routes(plane)
+        .merge(metrics)
+        .merge(crate::telemetry::export::health_routes(health.clone())))
+}
+
+/// The status page, with headers that keep it from being framed or fed
+/// scripts from elsewhere.
+async fn status_page() -> impl IntoResponse {
+    (
+        [
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+                 connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; \
+                 frame-ancestors 'none'",
+            ),
+            (header::X_FRAME_OPTIONS, "DENY"),
+            (header::REFERRER_POLICY, "no-referrer"),
+        ],
+        Html(PAGE),
+    )
+}
+
+/// Every answer: its content type is what it says.
+async fn no_sniffing(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 async fn submit(

@@ -17,6 +17,9 @@ pub enum ApiError {
     /// A token that is nobody's (401).
     #[error("unknown token")]
     UnknownToken,
+    /// A tenant's token asked for what only the operator reads (403).
+    #[error("only the operator's token reads this")]
+    OperatorOnly,
     /// The operator's token submitted a run (403).
     #[error("the operator's token does not submit runs: use a tenant's")]
     OperatorSubmits,
@@ -85,9 +88,10 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::NoToken | Self::UnknownToken => StatusCode::UNAUTHORIZED,
-            Self::OperatorSubmits | Self::NoSuchTenant | Self::Forbidden { .. } => {
-                StatusCode::FORBIDDEN
-            }
+            Self::OperatorOnly
+            | Self::OperatorSubmits
+            | Self::NoSuchTenant
+            | Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             Self::TooManyRuns { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Invalid(_) => StatusCode::BAD_REQUEST,

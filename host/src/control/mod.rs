@@ -36,7 +36,7 @@ use live::{Live, LiveRun};
 use operator::{OperatorConfig, TenantPolicy};
 use store::{RunRecord, Store, StoreError, now_ms};
 
-pub use api::routes;
+pub use api::{routes, server_routes};
 pub use auth::Principal;
 pub use error::ApiError;
 pub use view::RunView;

@@ -215,3 +215,45 @@ async fn dead_letters_are_read_from_the_runs_directory_up_to_the_limit() {
     let (_, letters) = get(&plane, "/api/runs/a1/dead-letters?limit=2", Some(ACME)).await;
     assert_eq!(letters, serde_json::json!([{ "id": "x" }, { "id": "y" }]));
 }
+
+#[tokio::test]
+async fn the_servers_metrics_are_the_operators_and_every_answer_says_nosniff() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plane = plane(dir.path());
+    let health = crate::telemetry::export::Health::default();
+    let app = super::server_routes(plane, &health).expect("routes");
+    let status = |token: Option<&str>| {
+        let app = app.clone();
+        let token = token.map(str::to_owned);
+        async move {
+            let mut request = Request::get("/metrics");
+            if let Some(token) = token {
+                request = request.header("authorization", format!("Bearer {token}"));
+            }
+            let response = app
+                .oneshot(request.body(Body::empty()).expect("request"))
+                .await
+                .expect("answer");
+            let nosniff = response.headers().get("x-content-type-options").cloned();
+            (response.status().as_u16(), nosniff)
+        }
+    };
+    assert_eq!(status(None).await.0, 401);
+    assert_eq!(status(Some(ACME)).await.0, 403);
+    let (code, nosniff) = status(Some(ADMIN)).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        nosniff.as_ref().and_then(|v| v.to_str().ok()),
+        Some("nosniff")
+    );
+    let page = app
+        .oneshot(Request::get("/").body(Body::empty()).expect("request"))
+        .await
+        .expect("answer");
+    let csp = page
+        .headers()
+        .get("content-security-policy")
+        .and_then(|v| v.to_str().ok())
+        .expect("a content security policy");
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+}

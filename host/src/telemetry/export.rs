@@ -97,18 +97,27 @@ pub fn routes(handle: PrometheusHandle, health: Health) -> Router {
         .route(
             "/metrics",
             get(move || {
-                let text = render(&handle);
-                async move {
-                    (
-                        [(
-                            axum::http::header::CONTENT_TYPE,
-                            "text/plain; version=0.0.4; charset=utf-8",
-                        )],
-                        text,
-                    )
-                }
+                let text = metrics_text(&handle);
+                async move { text }
             }),
         )
+        .merge(health_routes(health))
+}
+
+/// The metrics as of now, as a Prometheus text-format response.
+pub fn metrics_text(handle: &PrometheusHandle) -> impl axum::response::IntoResponse + use<> {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        render(handle),
+    )
+}
+
+/// `/healthz` and `/readyz`, answering as `health` says.
+pub fn health_routes(health: Health) -> Router {
+    Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route(
             "/readyz",
