@@ -388,7 +388,28 @@ fn configs_asking_for_what_a_tenant_may_not_have_are_refused_with_the_reason() {
     let outside = dir.path().join("elsewhere");
     std::fs::create_dir_all(&outside).expect("dir");
     let cases: Vec<(String, u16, &str)> = vec![
-        (generated("zeta-books", 1, nop), 403, "another tenant's"),
+        // Another tenant's pipeline reads as an unknown one: no oracle.
+        (
+            generated("zeta-books", 1, nop),
+            403,
+            "not one of tenant `acme`'s",
+        ),
+        // Paths outside the tenant's folders are refused the same way
+        // whether they exist or not.
+        (
+            generated("acme-books", 1, r#"{ path = "/etc/no-such-plugin.wasm" }"#),
+            403,
+            "not a plugin tenant `acme` may use",
+        ),
+        (
+            generated(
+                "acme-books",
+                1,
+                r#"{ path = "nop_indexer.wasm", grants = { dirs = [{ host = "/no/such/dir", guest = "/x" }] } }"#,
+            ),
+            403,
+            "not under a directory tenant `acme` may grant",
+        ),
         (
             generated("nobodys", 1, nop),
             403,
