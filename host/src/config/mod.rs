@@ -117,7 +117,13 @@ impl Config {
     /// The tenant that owns every pipeline, if one does (a run submitted
     /// to `weir serve`): what the plugins outside any pipeline serve.
     pub fn sole_tenant(&self) -> Option<&str> {
-        let mut tenants = self.pipelines.iter().map(|p| self.tenant_of(&p.name));
+        self.common_tenant(self.pipelines.iter().map(|p| p.name.as_str()))
+    }
+
+    /// The tenant that owns every one of `pipelines`, if one does (none
+    /// when there are none).
+    pub fn common_tenant<'a>(&self, pipelines: impl IntoIterator<Item = &'a str>) -> Option<&str> {
+        let mut tenants = pipelines.into_iter().map(|p| self.tenant_of(p));
         let first = tenants.next()??;
         tenants.all(|t| t == Some(first)).then_some(first)
     }

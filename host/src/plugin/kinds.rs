@@ -148,25 +148,21 @@ plugin_kind!(
 
 /// A guest's own error as a host error.
 fn guest_error(plugin: &str, error: GuestError) -> PluginError {
-    let error = match error {
-        GuestError::Document(message) => GuestError::Document(clip_message(message)),
-        GuestError::Transient(message) => GuestError::Transient(clip_message(message)),
-        GuestError::Fatal(message) => GuestError::Fatal(clip_message(message)),
-    };
+    let plugin = plugin.to_owned();
     match error {
         GuestError::Document(message) => PluginError::Document {
-            plugin: plugin.to_owned(),
-            message,
+            plugin,
+            message: clip_message(message),
             transient: false,
         },
         GuestError::Transient(message) => PluginError::Document {
-            plugin: plugin.to_owned(),
-            message,
+            plugin,
+            message: clip_message(message),
             transient: true,
         },
         GuestError::Fatal(message) => PluginError::Fatal {
-            plugin: plugin.to_owned(),
-            message,
+            plugin,
+            message: clip_message(message),
         },
     }
 }

@@ -107,11 +107,8 @@ impl Runner {
 
     /// The tenant every connector of a run feeds, if they all feed one.
     fn tenant_of_run(&self, sources: &[(ConnectorConfig, Source)]) -> Option<&str> {
-        let mut tenants = sources
-            .iter()
-            .map(|(c, _)| self.config.tenant_of(&c.pipeline));
-        let first = tenants.next()??;
-        tenants.all(|t| t == Some(first)).then_some(first)
+        self.config
+            .common_tenant(sources.iter().map(|(c, _)| c.pipeline.as_str()))
     }
 
     /// The labels of `pipeline`'s metrics.
