@@ -20,11 +20,7 @@ impl PublishSink for Collect {
 }
 
 fn read_dir_grant(dir: &std::path::Path) -> DirGrant {
-    DirGrant {
-        host: dir.to_owned(),
-        guest: "/data".into(),
-        writable: false,
-    }
+    DirGrant::new(dir.to_owned(), "/data", false)
 }
 
 fn run_connector(
@@ -199,11 +195,7 @@ fn a_refused_publish_reaches_the_connector_as_its_error() {
 }
 
 fn out_grant(dir: &std::path::Path) -> DirGrant {
-    DirGrant {
-        host: dir.to_owned(),
-        guest: "/out".into(),
-        writable: true,
-    }
+    DirGrant::new(dir.to_owned(), "/out", true)
 }
 
 #[test]

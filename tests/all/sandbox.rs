@@ -193,11 +193,9 @@ fn files_outside_granted_directories_cannot_be_read() {
     assert!(err.contains("cannot read /etc/passwd"), "{err}");
 
     let mut instance = hostile(|s| {
-        s.grants.dirs.push(DirGrant {
-            host: granted.path().to_owned(),
-            guest: "/data".into(),
-            writable: false,
-        });
+        s.grants
+            .dirs
+            .push(DirGrant::new(granted.path().to_owned(), "/data", false));
     });
     let ok = process(
         &mut instance,
@@ -239,11 +237,9 @@ fn files_outside_granted_directories_cannot_be_read() {
 fn a_writable_grant_allows_writes_inside_it_only() {
     let granted = tempfile::tempdir().expect("tempdir");
     let mut instance = hostile(|s| {
-        s.grants.dirs.push(DirGrant {
-            host: granted.path().to_owned(),
-            guest: "/out".into(),
-            writable: true,
-        });
+        s.grants
+            .dirs
+            .push(DirGrant::new(granted.path().to_owned(), "/out", true));
     });
     process(
         &mut instance,
@@ -383,15 +379,13 @@ fn bad_plugin_files_and_wrong_kinds_are_clear_errors() {
     assert!(err.to_string().contains("grants.http"), "{err}");
 
     let mut missing_dir = spec("hostile-stage", json!({}));
-    missing_dir.grants.dirs.push(DirGrant {
-        host: "/nonexistent/dir".into(),
-        guest: "/d".into(),
-        writable: false,
-    });
+    missing_dir
+        .grants
+        .dirs
+        .push(DirGrant::new("/nonexistent/dir", "/d", false));
+    // A grant is opened once, when its plugin is loaded.
     let err = rt
         .load_stage("hostile", &missing_dir)
-        .expect("load")
-        .instantiate()
         .expect_err("missing dir");
     assert!(err.to_string().contains("/nonexistent/dir"), "{err}");
 }

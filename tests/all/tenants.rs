@@ -118,3 +118,77 @@ fn a_hostile_tenant_fails_its_own_documents_only() {
         "the calm tenant is untouched"
     );
 }
+
+/// A tenant that swaps its granted folder for a link once its run is
+/// admitted reads only what was admitted: every fresh instance is given the
+/// directory handle opened at admission, never the path again.
+#[test]
+fn a_granted_folder_swapped_for_a_link_after_admission_still_reads_as_admitted() {
+    use weir::control::admit::admit;
+    use weir::control::operator::OperatorConfig;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("acme/data");
+    let elsewhere = dir.path().join("zeta");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    std::fs::write(data.join("file.txt"), "acme's own").expect("write");
+    std::fs::write(elsewhere.join("file.txt"), "zeta's secret").expect("write");
+    let operator = dir.path().join("operator.toml");
+    std::fs::write(
+        &operator,
+        format!(
+            r#"
+            [server]
+            data_dir = "served"
+            plugin_dir = {plugins:?}
+            [[tenants]]
+            name = "acme"
+            token_env = "ACME_TOKEN"
+            pipelines = ["a"]
+            plugins = ["test_connector.wasm", "hostile_stage.wasm", "test_indexer.wasm"]
+            dirs = ["acme"]
+            "#,
+            plugins = weir_tests::plugins_dir().display().to_string()
+        ),
+    )
+    .expect("operator config");
+    let operator = OperatorConfig::load(&operator).expect("operator config");
+    let acme = operator.tenant("acme").expect("acme");
+    let reads: Vec<String> = (0..5)
+        .map(|i| format!(r#"{{ id = "r{i}", action = "read", path = "/d/file.txt" }}"#))
+        .collect();
+    let submitted = format!(
+        r#"
+        [[connectors]]
+        name = "c"
+        pipeline = "a"
+        plugin = {{ path = "test_connector.wasm", config = {{ docs = [{}] }} }}
+        [[pipelines]]
+        name = "a"
+        stages = [{{ name = "read", plugin = {{ path = "hostile_stage.wasm", instance = "fresh", grants = {{ dirs = [{{ host = {data:?}, guest = "/d" }}] }} }} }}]
+        [indexer]
+        plugin = {{ path = "test_indexer.wasm" }}
+        "#,
+        reads.join(", "),
+        data = data.display().to_string()
+    );
+    let config = admit(&submitted, acme, &operator, &dir.path().join("dl.jsonl"))
+        .unwrap_or_else(|refusal| panic!("refused: {refusal:?}"));
+
+    std::fs::rename(&data, dir.path().join("acme/before")).expect("rename");
+    std::os::unix::fs::symlink(&elsewhere, &data).expect("symlink");
+
+    let messengers = RecordingMessengers::new(16);
+    let recording = messengers.recording();
+    let result = Runner::new(config, weir_tests::runtime(), Arc::new(messengers))
+        .run()
+        .expect("valid");
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    let read: Vec<String> = recording
+        .sent_for_indexing()
+        .iter()
+        .map(|d| d.get_string("content").unwrap_or_default())
+        .collect();
+    assert_eq!(read, vec!["acme's own"; 5]);
+}

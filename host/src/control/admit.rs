@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{Config, PluginAt, TenantConfig};
 use crate::core::problem::{Problem, Problems};
+use crate::plugin::{OpenedDir, file_sha256, relative_below};
 
 use super::operator::{OperatorConfig, TenantPolicy};
 
@@ -72,15 +73,24 @@ pub fn admit(
     // checked: the checks look at files (does a plugin or a granted
     // directory exist?), and their answers must never tell a tenant about
     // paths outside its own folders.
-    forbidden_parts(&config, tenant, operator)
-        .or_ok(())
-        .map_err(Refusal::Forbidden)?;
+    let mut forbidden = forbidden_parts(&config, tenant, operator);
+    forbidden.extend(open_grants(&mut config, tenant));
+    forbidden.or_ok(()).map_err(Refusal::Forbidden)?;
     Problems(config.check())
         .or_ok(())
         .map_err(Refusal::Invalid)?;
     let pipelines: Vec<String> = config.pipelines.iter().map(|p| p.name.clone()).collect();
+    let mut digests = std::collections::HashMap::new();
     for (_, spec) in config.plugins_mut() {
         spec.limits = spec.limits.or(&tenant.limits);
+        // What is admitted is what runs: a plugin file changed before the
+        // run loads it is refused then, as a pinned one would be.
+        if spec.sha256.is_none() {
+            spec.sha256 = digests
+                .entry(spec.path.clone())
+                .or_insert_with(|| file_sha256(&spec.path).ok())
+                .clone();
+        }
     }
     config.tenants = vec![TenantConfig {
         name: tenant.name.clone(),
@@ -144,11 +154,6 @@ fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorCo
             ),
         );
     }
-    let allowed_dirs: Vec<PathBuf> = tenant
-        .dirs
-        .iter()
-        .filter_map(|d| d.canonicalize().ok())
-        .collect();
     for PluginAt { location, spec, .. } in config.plugins() {
         let file = spec.path.file_name().and_then(|f| f.to_str()).unwrap_or("");
         let in_dir = spec.path.parent() == Some(operator.server.plugin_dir.as_path());
@@ -166,22 +171,6 @@ fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorCo
                 ),
             );
         }
-        for (i, dir) in spec.grants.dirs.iter().enumerate() {
-            let inside = dir
-                .host
-                .canonicalize()
-                .is_ok_and(|host| allowed_dirs.iter().any(|root| host.starts_with(root)));
-            if !inside {
-                out.at(
-                    format!("{location}.plugin.grants.dirs[{i}]"),
-                    format!(
-                        "`{}` is not under a directory tenant `{}` may grant",
-                        dir.host.display(),
-                        tenant.name
-                    ),
-                );
-            }
-        }
         for host in &spec.grants.http {
             let allowed = tenant.http.iter().any(|a| {
                 a == host || (!a.contains(':') && host.split(':').next() == Some(a.as_str()))
@@ -198,6 +187,54 @@ fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorCo
                 format!("{location}.plugin.limits.{over}"),
                 format!("over tenant `{}`'s ceiling", tenant.name),
             );
+        }
+    }
+    out
+}
+
+/// Open every directory `config` grants beneath one of the directories
+/// `tenant` may grant, and keep the handle in the grant: what its plugins
+/// reach is what was checked here, whatever the tenant does to the path
+/// later. A path that is not a directory beneath one of them, or that leads
+/// out through a link, is refused with one message whatever the reason, so
+/// a refusal says nothing of what exists outside the tenant's folders.
+fn open_grants(config: &mut Config, tenant: &TenantPolicy) -> Problems {
+    // The operator's paths, as written and as resolved, each with a handle.
+    let roots: Vec<(Vec<PathBuf>, OpenedDir)> = tenant
+        .dirs
+        .iter()
+        .filter_map(|root| {
+            let handle = OpenedDir::open(root).ok()?;
+            let names = std::iter::once(root.clone())
+                .chain(root.canonicalize().ok())
+                .collect();
+            Some((names, handle))
+        })
+        .collect();
+    let beneath = |path: &Path| {
+        roots.iter().find_map(|(names, handle)| {
+            names
+                .iter()
+                .find_map(|name| relative_below(path, name))
+                .and_then(|relative| handle.open_beneath(&relative).ok())
+        })
+    };
+    let mut out = Problems::default();
+    let locations: Vec<String> = config.plugins().map(|at| at.location).collect();
+    for (location, (_, spec)) in locations.iter().zip(config.plugins_mut()) {
+        for (i, dir) in spec.grants.dirs.iter_mut().enumerate() {
+            dir.opened = beneath(&dir.host);
+            if dir.opened.is_none() {
+                out.at(
+                    format!("{location}.plugin.grants.dirs[{i}]"),
+                    format!(
+                        "`{}` is not a directory under one tenant `{}` may grant \
+                         (nor may a link in it lead out of one)",
+                        dir.host.display(),
+                        tenant.name
+                    ),
+                );
+            }
         }
     }
     out
@@ -290,6 +327,11 @@ mod tests {
         assert_eq!(config.dead_letters.path, dir.path().join("dl.jsonl"));
         for PluginAt { spec, .. } in config.plugins() {
             assert_eq!(spec.limits.memory_mib, Some(64));
+            // The plugin file as admitted (an empty one here).
+            assert_eq!(
+                spec.sha256.as_deref(),
+                Some("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+            );
         }
     }
 
@@ -305,9 +347,68 @@ mod tests {
         );
         let reasons = forbidden(&run("a", &grant), dir.path());
         assert!(
-            reasons.iter().any(|r| r.contains("not under a directory")),
+            reasons
+                .iter()
+                .any(|r| r.contains("not a directory under one")),
             "{reasons:?}"
         );
+    }
+
+    #[test]
+    fn an_admitted_grant_is_the_directory_admitted_whatever_its_path_leads_to_later() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let operator = operator(dir.path());
+        let acme = operator.tenant("acme").expect("acme");
+        let data = dir.path().join("acme/data");
+        std::fs::write(data.join("mine.txt"), "mine").expect("write");
+        std::fs::write(dir.path().join("elsewhere/secret.txt"), "theirs").expect("write");
+        let grant = format!(
+            ", grants = {{ dirs = [{{ host = {:?}, guest = \"/d\" }}] }}",
+            data.display().to_string()
+        );
+        let config =
+            admit(&run("a", &grant), acme, &operator, &dir.path().join("dl")).expect("admitted");
+        // The tenant swaps its folder for a link once admitted.
+        std::fs::rename(&data, dir.path().join("acme/old")).expect("rename");
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &data).expect("symlink");
+
+        let opened = config.connectors[0].plugin.grants.dirs[0]
+            .opened
+            .clone()
+            .expect("opened at admission");
+        let listed: Vec<_> = std::fs::read_dir(opened.handle_path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(listed, ["mine.txt"]);
+    }
+
+    #[test]
+    fn grants_that_climb_out_or_do_not_exist_are_refused_alike() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        operator(dir.path());
+        let outside = dir.path().join("elsewhere");
+        let missing_outside = dir.path().join("nothing-here");
+        let paths = [
+            dir.path().join("acme/data/../../elsewhere"),
+            dir.path().join("acme/../elsewhere"),
+            outside.clone(),
+            missing_outside.clone(),
+            dir.path().join("acme/data/../../nothing-here"),
+        ];
+        let mut messages = Vec::new();
+        for path in &paths {
+            let grant = format!(
+                ", grants = {{ dirs = [{{ host = {:?}, guest = \"/d\" }}] }}",
+                path.display().to_string()
+            );
+            let reasons = forbidden(&run("a", &grant), dir.path());
+            assert_eq!(reasons.len(), 1, "{reasons:?}");
+            // The same words whether or not the path exists outside.
+            messages.push(reasons[0].replace(&path.display().to_string(), "PATH"));
+        }
+        messages.dedup();
+        assert_eq!(messages.len(), 1, "{messages:?}");
     }
 
     #[test]

@@ -114,6 +114,11 @@ impl ComponentCache {
     }
 }
 
+/// The SHA-256 (hex) of the file at `path`, as `sha256` pins it.
+pub fn file_sha256(path: &Path) -> std::io::Result<String> {
+    Ok(hex::encode(Sha256::digest(std::fs::read(path)?)))
+}
+
 fn cache_key(engine: &Engine, digest: &str) -> String {
     let mut hasher = DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);

@@ -23,6 +23,7 @@ const INTERRUPT_SLACK_TICKS: u32 = 4;
 use super::bindings::GuestError;
 use super::budget::{Budget, MAX_HANDLES, MAX_HTTP_FIELDS_BYTES};
 use super::error::{PluginError, TrapCause};
+use super::grant::OpenedDir;
 use super::host::{GuestOutput, HttpAllow, HttpPolicy, LogLimiter, PluginState};
 use super::spec::{InstancePolicy, PluginSpec};
 use crate::core::document::Document;
@@ -59,6 +60,19 @@ impl Loaded {
                 plugin: name.to_owned(),
                 message: format!("grants.http: {message}"),
             })?;
+        let mut spec = spec.clone();
+        for dir in spec.grants.dirs.iter_mut().filter(|d| d.opened.is_none()) {
+            dir.opened =
+                Some(
+                    OpenedDir::open(&dir.host).map_err(|e| PluginError::Instantiate {
+                        plugin: name.to_owned(),
+                        message: format!(
+                            "granted directory {} cannot be opened: {e}",
+                            dir.host.display()
+                        ),
+                    })?,
+                );
+        }
         let component = runtime
             .cache
             .load(&runtime.engine, &spec.path, spec.sha256.as_deref())
@@ -71,10 +85,10 @@ impl Loaded {
             runtime,
             name: Arc::from(name),
             tenant: label.tenant.map(Arc::from),
-            spec: spec.clone(),
+            config_json: spec.config.to_string(),
+            spec,
             component,
             http_allow: http_allow.into(),
-            config_json: spec.config.to_string(),
         })
     }
 
@@ -126,13 +140,18 @@ impl Loaded {
             } else {
                 FsPerms::ReadOnly
             };
-            wasi.preopened_dir(&dir.host, &dir.guest, perms)
-                .map_err(|e| {
-                    self.instantiate_error(format!(
-                        "granted directory {} cannot be opened: {e:#}",
-                        dir.host.display()
-                    ))
-                })?;
+            // The handle opened when the plugin was loaded (or admitted):
+            // whatever its path leads to now is not what was granted.
+            let host = dir
+                .opened
+                .as_ref()
+                .map_or_else(|| dir.host.clone(), OpenedDir::handle_path);
+            wasi.preopened_dir(&host, &dir.guest, perms).map_err(|e| {
+                self.instantiate_error(format!(
+                    "granted directory {} cannot be opened: {e:#}",
+                    dir.host.display()
+                ))
+            })?;
         }
         let budget = Budget::new(limits);
         let mut table = wasmtime::component::ResourceTable::new();

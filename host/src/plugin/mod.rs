@@ -18,6 +18,7 @@ mod contract;
 mod error;
 #[cfg(test)]
 mod fuzz;
+mod grant;
 mod host;
 mod instance;
 mod kinds;
@@ -35,10 +36,11 @@ use wasmtime::{Config, Engine};
 pub use crate::core::limit::{Limit, LimitHit};
 pub use batch::{BatchFailure, BatchFormat, DocumentFailure};
 pub use bindings::ConfigIssue;
-pub use cache::CacheError;
+pub use cache::{CacheError, file_sha256};
 pub use contract::ContractError;
 pub use contract::{SUPPORTED as SUPPORTED_CONTRACTS, supported_list as supported_contracts};
 pub use error::{KindError, PluginError, RuntimeError, TrapCause};
+pub use grant::{OpenedDir, relative_below};
 pub use host::PublishSink;
 pub use kinds::{
     ConnectorInstance, ConnectorPlugin, IndexerInstance, IndexerPlugin, StageInstance, StagePlugin,

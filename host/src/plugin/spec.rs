@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::grant::OpenedDir;
 use crate::core::document::DocLimits;
 
 /// One plugin as the config names it.
@@ -93,6 +94,22 @@ pub struct DirGrant {
     /// Whether the plugin may create, write and delete files there.
     #[serde(default)]
     pub writable: bool,
+    /// The directory as opened once, at admission or when the plugin is
+    /// loaded: every instance is given this handle, never `host` again.
+    #[serde(skip)]
+    pub opened: Option<OpenedDir>,
+}
+
+impl DirGrant {
+    /// A grant of `host` as `guest`, not yet opened.
+    pub fn new(host: impl Into<PathBuf>, guest: impl Into<String>, writable: bool) -> Self {
+        Self {
+            host: host.into(),
+            guest: guest.into(),
+            writable,
+            opened: None,
+        }
+    }
 }
 
 /// Per-plugin resource limits; each unset one takes its tenant's, else the

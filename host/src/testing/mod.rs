@@ -90,11 +90,10 @@ impl PluginTest {
 
     /// Let the plugin open host directory `host` as `guest`.
     pub fn grant_dir(mut self, host: impl Into<PathBuf>, guest: &str, writable: bool) -> Self {
-        self.spec.grants.dirs.push(DirGrant {
-            host: host.into(),
-            guest: guest.to_owned(),
-            writable,
-        });
+        self.spec
+            .grants
+            .dirs
+            .push(DirGrant::new(host, guest, writable));
         self
     }
 
