@@ -19,6 +19,7 @@ mod error;
 mod live;
 pub mod operator;
 pub(crate) mod store;
+mod supervise;
 #[cfg(test)]
 mod tests;
 mod view;
@@ -30,7 +31,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::config::Config;
-use crate::run::{RunResult, Runner, Throttle};
+use crate::run::{Runner, Throttle};
 use auth::Tokens;
 use live::{Live, LiveRun};
 use operator::{OperatorConfig, TenantPolicy};
@@ -140,24 +141,13 @@ impl ControlPlane {
             return Err(ApiError::ShuttingDown);
         }
         let tenant = self.tenant(who)?;
-        {
-            let mut live = self.lock();
-            let going = live.going(&tenant.name);
-            if going >= tenant.max_concurrent_runs {
-                return Err(ApiError::TooManyRuns {
-                    tenant: tenant.name.clone(),
-                    going,
-                    max: tenant.max_concurrent_runs,
-                });
-            }
-            *live.starting.entry(tenant.name.clone()).or_default() += 1;
-        }
+        // Its place in the quota is given back once the run is live (when
+        // it counts as going) or has failed to start, whichever way.
+        let starting = self.reserve(tenant)?;
         let started = self.start(tenant, config);
-        let mut live = self.lock();
-        if let Some(n) = live.starting.get_mut(&tenant.name) {
-            *n -= 1;
-        }
+        drop(starting);
         let (run, thread) = started?;
+        let mut live = self.lock();
         live.threads.retain(|t| !t.is_finished());
         live.threads.push(thread);
         Ok(RunView {
@@ -197,10 +187,7 @@ impl ControlPlane {
         let live = Arc::clone(&run);
         let thread = std::thread::Builder::new()
             .name(format!("weir-run-{id}"))
-            .spawn(move || {
-                let result = runner.run_validated(&plugins, &live.id);
-                plane.finish(&live, &result);
-            })
+            .spawn(move || plane.supervise(&live, || runner.run_validated(&plugins, &live.id)))
             .map_err(|e| {
                 // Never started: not live, and recorded as failed.
                 self.lock().runs.remove(&id);
@@ -214,14 +201,6 @@ impl ControlPlane {
             })?;
         tracing::info!(run_id = %id, tenant = %tenant.name, "run submitted");
         Ok((run, thread))
-    }
-
-    /// Record how `run` ended and forget it as live.
-    fn finish(&self, run: &LiveRun, result: &RunResult) {
-        if let Err(e) = self.store.finish(&view::finished_record(run, result)) {
-            tracing::error!(run_id = %run.id, error = %e, "cannot record the run's end");
-        }
-        self.lock().runs.remove(&run.id);
     }
 
     /// The runs `who` may see, newest first, live ones with live counts.

@@ -257,3 +257,65 @@ async fn the_servers_metrics_are_the_operators_and_every_answer_says_nosniff() {
         .expect("a content security policy");
     assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
 }
+
+#[test]
+fn a_run_that_panics_is_recorded_as_failed_and_gives_its_tenants_slot_back() {
+    use super::auth::Principal;
+    use super::live::LiveRun;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plane = plane(dir.path());
+    let acme = plane.operator.tenant("acme").expect("acme").clone();
+    let run = Arc::new(LiveRun::new(
+        "p1".into(),
+        "acme".into(),
+        Arc::default(),
+        Default::default(),
+        Default::default(),
+    ));
+    {
+        let _starting = plane.reserve(&acme).expect("a place in the quota");
+        plane.store.insert(&run.record(), "").expect("insert");
+        plane.lock().runs.insert("p1".into(), Arc::clone(&run));
+    }
+    assert_eq!(plane.lock().going("acme"), 1, "the live run counts");
+    let worker = {
+        let plane = Arc::clone(&plane);
+        let run = Arc::clone(&run);
+        std::thread::spawn(move || plane.supervise(&run, || panic!("a bug in the run")))
+    };
+    worker.join().expect("the panic stays inside supervise");
+
+    assert_eq!(plane.lock().going("acme"), 0, "the slot is given back");
+    let record = plane
+        .get(&Principal::Tenant("acme".into()), "p1")
+        .expect("recorded")
+        .record;
+    assert_eq!(record.status, "failure");
+    let error = record.error.unwrap_or_default();
+    assert!(error.contains("a bug in the run"), "{error}");
+    assert!(record.finished_ms.is_some());
+}
+
+#[test]
+fn a_start_that_fails_any_way_gives_the_place_in_the_quota_back() {
+    use super::auth::Principal;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plane = plane(dir.path());
+    let acme = Principal::Tenant("acme".into());
+    let max = plane
+        .operator
+        .tenant("acme")
+        .expect("acme")
+        .max_concurrent_runs;
+    // More failed starts than the quota has places: none leaks one.
+    for text in ["not toml [", "[[pipelines]]\nname = \"zeta-books\"\n", ""]
+        .iter()
+        .cycle()
+        .take(max + 3)
+    {
+        assert!(plane.submit(&acme, text).is_err(), "{text:?} was admitted");
+    }
+    assert_eq!(plane.lock().going("acme"), 0);
+}
