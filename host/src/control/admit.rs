@@ -25,6 +25,9 @@ pub enum Refusal {
 const MAX_THREADS: usize = 16;
 /// Most MiB a submitted run's in-memory queues may hold.
 const MAX_QUEUE_MIB: usize = 1024;
+/// Most plugin instances a submitted run may hold at once: its connectors,
+/// each stage once per worker thread, and its indexers' instances.
+const MAX_INSTANCES: usize = 256;
 
 /// Keys a submitted config may not set: the operator's.
 const OPERATOR_KEYS: [(&str, &str); 5] = [
@@ -142,6 +145,25 @@ fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorCo
             format!(
                 "{} is more than a run may have here ({MAX_THREADS})",
                 config.worker.threads
+            ),
+        );
+    }
+    let instances = config.connectors.len()
+        + config
+            .pipelines
+            .iter()
+            .map(|p| p.stages.len().saturating_mul(config.worker.threads))
+            .fold(0, usize::saturating_add)
+        + config
+            .indexers()
+            .map(|(_, i)| i.instances)
+            .fold(0, usize::saturating_add);
+    if instances > MAX_INSTANCES {
+        out.at(
+            "pipelines",
+            format!(
+                "{instances} plugin instances (connectors, stages times worker.threads, \
+                 indexer instances) are more than a run may have here ({MAX_INSTANCES})"
             ),
         );
     }
@@ -381,6 +403,28 @@ mod tests {
             .map(|e| e.expect("entry").file_name())
             .collect();
         assert_eq!(listed, ["mine.txt"]);
+    }
+
+    #[test]
+    fn a_run_may_hold_only_so_many_plugin_instances() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stages: Vec<String> = (0..20)
+            .map(|i| format!("{{ name = \"s{i}\", plugin = {{ path = \"p.wasm\" }} }}"))
+            .collect();
+        let text = run("a", "").replace(
+            "name = \"a\"\n",
+            &format!(
+                "name = \"a\"\n            stages = [{}]\n",
+                stages.join(", ")
+            ),
+        ) + "\n[worker]\nthreads = 16\n";
+        let reasons = forbidden(&text, dir.path());
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.contains("322 plugin instances") && r.contains("(256)")),
+            "{reasons:?}"
+        );
     }
 
     #[test]

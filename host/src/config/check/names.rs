@@ -1,13 +1,23 @@
 //! Names and references: connectors exist and are uniquely named, each
 //! names a pipeline that has an indexer, pipelines and their stages are
-//! uniquely named.
+//! uniquely named, and names and their numbers are bounded: they become
+//! metric labels, log fields and the locations in messages.
 
 use std::collections::HashSet;
 
 use super::Found;
 use crate::config::{Config, ConfigError};
 
+/// Longest name of a connector, pipeline or stage, in bytes.
+pub const MAX_NAME_BYTES: usize = 128;
+/// Most connectors, and most pipelines, one config may have.
+pub const MAX_CONNECTORS: usize = 256;
+pub const MAX_PIPELINES: usize = 256;
+/// Most stages one pipeline may have.
+pub const MAX_STAGES: usize = 256;
+
 pub(super) fn check(config: &Config, found: &mut Found) {
+    bounded(config, found);
     if config.connectors.is_empty() {
         found.push(ConfigError::new(
             "connectors",
@@ -51,5 +61,61 @@ pub(super) fn check(config: &Config, found: &mut Found) {
                 ));
             }
         }
+    }
+}
+
+/// Names that are not empty, short and printable; not too many of them.
+fn bounded(config: &Config, found: &mut Found) {
+    let mut too_many = |location: String, count: usize, max: usize| {
+        if count > max {
+            found.push(ConfigError::new(
+                location,
+                format!("{count} is more than the {max} a config may have"),
+            ));
+        }
+    };
+    too_many("connectors".into(), config.connectors.len(), MAX_CONNECTORS);
+    too_many("pipelines".into(), config.pipelines.len(), MAX_PIPELINES);
+    for p in &config.pipelines {
+        too_many(
+            format!("pipelines.{}.stages", clip(&p.name)),
+            p.stages.len(),
+            MAX_STAGES,
+        );
+    }
+    let names = config
+        .connectors
+        .iter()
+        .map(|c| ("connectors", &c.name))
+        .chain(config.pipelines.iter().map(|p| ("pipelines", &p.name)))
+        .chain(config.pipelines.iter().flat_map(|p| {
+            p.stages
+                .iter()
+                .map(move |s| ("pipelines.*.stages", &s.name))
+        }));
+    for (table, name) in names {
+        let why = if name.is_empty() {
+            Some("a name must not be empty".to_owned())
+        } else if name.len() > MAX_NAME_BYTES {
+            Some(format!(
+                "a name of {} bytes is longer than the {MAX_NAME_BYTES} a name may have",
+                name.len()
+            ))
+        } else if name.chars().any(char::is_control) {
+            Some("a name must not hold control characters".to_owned())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            found.push(ConfigError::new(format!("{table}.{}", clip(name)), why));
+        }
+    }
+}
+
+/// `name` as a location may quote it: at most its first 32 characters.
+fn clip(name: &str) -> String {
+    match name.char_indices().nth(32) {
+        Some((at, _)) => format!("{}...", &name[..at]).escape_debug().to_string(),
+        None => name.escape_debug().to_string(),
     }
 }

@@ -186,3 +186,41 @@ proptest::proptest! {
         proptest::prop_assert_eq!(refused, value == 0 || value > max, "{} = {}: {:?}", key, value, errors);
     }
 }
+
+#[test]
+fn names_and_their_numbers_are_bounded() {
+    let long = "n".repeat(super::names::MAX_NAME_BYTES + 1);
+    let text = MINIMAL
+        .replace("name = \"c\"", &format!("name = {long:?}"))
+        .replace("name = \"s\"", "name = \"\"")
+        .replace("name = \"p\"", "name = \"p\\u0007\"")
+        .replace("pipeline = \"p\"", "pipeline = \"p\\u0007\"");
+    let config = parse(&text, &[]).expect("parses");
+    let errors = config.check();
+    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    for expected in [
+        "a name of 129 bytes is longer than the 128 a name may have",
+        "a name must not be empty",
+        "a name must not hold control characters",
+    ] {
+        assert!(
+            messages.iter().any(|m| m.contains(expected)),
+            "{expected} not in {messages:?}"
+        );
+    }
+    // A location quotes at most the first 32 characters of a name.
+    assert!(messages.iter().all(|m| m.len() < 200), "{messages:?}");
+
+    let stages: Vec<String> = (0..=super::names::MAX_STAGES)
+        .map(|i| format!("{{ name = \"s{i}\", plugin = {{ path = \"s.wasm\" }} }}"))
+        .collect();
+    let text = MINIMAL.replace(
+        r#"stages = [{ name = "s", plugin = { path = "/abs/stage.wasm", config = { a = 1 } } }]"#,
+        &format!("stages = [{}]", stages.join(", ")),
+    );
+    let config = parse(&text, &[]).expect("parses");
+    assert_reported(
+        &config.check(),
+        &["pipelines.p.stages: 257 is more than the 256 a config may have"],
+    );
+}
