@@ -57,7 +57,9 @@ pub fn server_routes(
     plane: Arc<ControlPlane>,
     health: &Health,
 ) -> Result<Router, crate::telemetry::export::RecorderError> {
-    let handle = crate::telemetry::export::recorder()?;
+    let idle = plane.operator.server.metrics_idle_timeout;
+    let handle = crate::telemetry::export::expiring_recorder(idle)?;
+    let own = handle.clone();
     let metrics = Router::new()
         .route(
             "/metrics",
@@ -65,6 +67,18 @@ pub fn server_routes(
                 let text = matches!(who, Principal::Admin)
                     .then(|| crate::telemetry::export::metrics_text(&handle));
                 async move { text.ok_or(ApiError::OperatorOnly) }
+            }),
+        )
+        // Each tenant's own figures; the operator's are all of them.
+        .route(
+            "/api/metrics",
+            get(move |who: Principal| {
+                let text = crate::telemetry::export::render(&own);
+                let text = match &who {
+                    Principal::Admin => text,
+                    Principal::Tenant(name) => crate::telemetry::export::tenant_lines(&text, name),
+                };
+                async move { crate::telemetry::export::text_response(text) }
             }),
         )
         .layer(axum::middleware::map_response(no_sniffing))

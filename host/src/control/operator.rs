@@ -78,11 +78,23 @@ pub struct ServerConfig {
     /// The compiled-component cache (default: the user's cache directory).
     #[serde(default)]
     pub cache_dir: Option<PathBuf>,
+    /// A metric series not updated for this long is dropped from
+    /// `/metrics` (default 15 minutes): finished runs' pipelines,
+    /// connectors and stages do not pile up as series.
+    #[serde(
+        default = "ServerConfig::default_metrics_idle_timeout",
+        with = "humantime_serde"
+    )]
+    pub metrics_idle_timeout: std::time::Duration,
 }
 
 impl ServerConfig {
     fn default_addr() -> String {
         "127.0.0.1:8750".into()
+    }
+
+    fn default_metrics_idle_timeout() -> std::time::Duration {
+        std::time::Duration::from_secs(15 * 60)
     }
 }
 
@@ -157,6 +169,12 @@ impl OperatorConfig {
 
     fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
+        let idle = self.server.metrics_idle_timeout;
+        if idle.is_zero() || idle > crate::config::MAX_DURATION {
+            problems.push(
+                "server.metrics_idle_timeout: must be more than 0 and at most 30 days".into(),
+            );
+        }
         let mut names = std::collections::HashSet::new();
         let mut owners = std::collections::HashMap::new();
         for t in &self.tenants {

@@ -319,3 +319,47 @@ fn a_start_that_fails_any_way_gives_the_place_in_the_quota_back() {
     }
     assert_eq!(plane.lock().going("acme"), 0);
 }
+
+#[tokio::test]
+async fn a_tenant_reads_its_own_figures_and_no_one_elses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plane = plane(dir.path());
+    let health = crate::telemetry::export::Health::default();
+    let app = super::server_routes(plane, &health).expect("routes");
+    for (tenant, n) in [("acme", 3), ("zeta", 4)] {
+        metrics::counter!("weir_figures_test_total", "tenant" => tenant, "pipeline" => format!("{tenant}-books"))
+            .increment(n);
+    }
+    let read = |token: Option<&'static str>| {
+        let app = app.clone();
+        async move {
+            let mut request = Request::get("/api/metrics");
+            if let Some(token) = token {
+                request = request.header("authorization", format!("Bearer {token}"));
+            }
+            let response = app
+                .oneshot(request.body(Body::empty()).expect("request"))
+                .await
+                .expect("answer");
+            let status = response.status();
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+                .await
+                .expect("body");
+            (status, String::from_utf8_lossy(&bytes).into_owned())
+        }
+    };
+    assert_eq!(read(None).await.0, StatusCode::UNAUTHORIZED);
+    let (status, acme) = read(Some(ACME)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(acme.contains("pipeline=\"acme-books\""), "{acme}");
+    assert!(!acme.contains("zeta"), "{acme}");
+    assert!(
+        !acme.contains("weir_resident_bytes"),
+        "the process is the operator's"
+    );
+    let (_, all) = read(Some(ADMIN)).await;
+    assert!(
+        all.contains("acme-books") && all.contains("zeta-books"),
+        "{all}"
+    );
+}
