@@ -408,7 +408,7 @@ fn configs_asking_for_what_a_tenant_may_not_have_are_refused_with_the_reason() {
                 r#"{ path = "nop_indexer.wasm", grants = { dirs = [{ host = "/no/such/dir", guest = "/x" }] } }"#,
             ),
             403,
-            "not under a directory tenant `acme` may grant",
+            "is not a directory under one tenant `acme` may grant",
         ),
         (
             generated("nobodys", 1, nop),
@@ -435,7 +435,7 @@ fn configs_asking_for_what_a_tenant_may_not_have_are_refused_with_the_reason() {
                 ),
             ),
             403,
-            "not under a directory tenant `acme` may grant",
+            "is not a directory under one tenant `acme` may grant",
         ),
         (
             generated(

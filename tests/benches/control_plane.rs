@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use weir::control::ControlPlane;
+use weir::control::isolate::Isolation;
 use weir::control::operator::OperatorConfig;
 use weir::messenger::LocalMessengers;
 use weir::plugin::{PluginRuntime, RuntimeOptions};
@@ -145,8 +146,12 @@ max_concurrent_runs = 1
     std::fs::write(&path, operator).expect("operator config");
     // SAFETY: no other thread runs yet.
     unsafe { std::env::set_var("WEIR_BENCH_TOKEN", TOKEN) };
-    let plane = ControlPlane::new(OperatorConfig::load(&path).expect("operator config"))
-        .expect("control plane");
+    // In this process, as the run it is compared with.
+    let plane = ControlPlane::new(
+        OperatorConfig::load(&path).expect("operator config"),
+        Isolation::Thread,
+    )
+    .expect("control plane");
     let server =
         weir::http::HttpServer::start("127.0.0.1:0", weir::control::routes(Arc::clone(&plane)))
             .expect("server");

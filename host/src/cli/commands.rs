@@ -228,10 +228,25 @@ pub(super) fn serve(
 }
 
 /// `weir serve`: the control plane until SIGINT or SIGTERM.
-pub(super) fn control_plane(path: &Path, metrics_addr: Option<&str>) -> anyhow::Result<u8> {
+pub(super) fn control_plane(
+    path: &Path,
+    metrics_addr: Option<&str>,
+    log_format: &str,
+) -> anyhow::Result<u8> {
+    use weir::control::isolate::{Isolation, RunProcess};
+    use weir::control::operator::RunIsolation;
     let operator = weir::control::operator::OperatorConfig::load(path)?;
     let addr = metrics_addr.unwrap_or(&operator.server.addr).to_owned();
-    let plane = weir::control::ControlPlane::new(operator)?;
+    let isolation = match operator.server.isolation {
+        RunIsolation::Thread => Isolation::Thread,
+        // Each run in a process of this very binary, logging as it does.
+        RunIsolation::Process => Isolation::Process(RunProcess {
+            program: std::env::current_exe()?,
+            args: vec!["--log-format".into(), log_format.into()],
+            memory_mib: Some(operator.server.run_memory_mib),
+        }),
+    };
+    let plane = weir::control::ControlPlane::new(operator, isolation)?;
     let health = Health::default();
     let routes = weir::control::server_routes(Arc::clone(&plane), &health)?;
     let server = weir::http::HttpServer::start(&addr, routes)?;

@@ -34,7 +34,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         signals::end_quietly_on_a_closed_pipe();
     }
     init_logging(cli.log_format);
-    match execute(cli.command, cli.metrics_addr.as_deref()) {
+    match execute(cli.command, cli.metrics_addr.as_deref(), cli.log_format) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -218,6 +218,10 @@ enum Command {
         /// The operator's config (TOML): `[server]` and `[[tenants]]`.
         config: PathBuf,
     },
+    /// One run of `weir serve`, in a process of its own: started by
+    /// `weir serve`, which sends it the run on stdin.
+    #[command(hide = true)]
+    ServeRun,
     /// Check a config and every plugin's settings without running anything.
     Validate {
         /// The run configuration (TOML).
@@ -256,7 +260,11 @@ impl From<Mode> for weir::topology::Mode {
     }
 }
 
-fn execute(command: Command, metrics_addr: Option<&str>) -> anyhow::Result<u8> {
+fn execute(
+    command: Command,
+    metrics_addr: Option<&str>,
+    log_format: LogFormat,
+) -> anyhow::Result<u8> {
     use weir::topology::serving::Role;
     match command {
         Command::Validate { config } => commands::validate(&config),
@@ -284,7 +292,14 @@ fn execute(command: Command, metrics_addr: Option<&str>) -> anyhow::Result<u8> {
             );
             Ok(0)
         }
-        Command::Serve { config } => commands::control_plane(&config, metrics_addr),
+        Command::Serve { config } => {
+            let log_format = match log_format {
+                LogFormat::Text => "text",
+                LogFormat::Json => "json",
+            };
+            commands::control_plane(&config, metrics_addr, log_format)
+        }
+        Command::ServeRun => Ok(weir::control::isolate::serve_run()),
         Command::Worker { config, pipeline } => {
             commands::serve(&config, pipeline, Role::Worker, metrics_addr)
         }

@@ -59,13 +59,17 @@ pub fn server_routes(
 ) -> Result<Router, crate::telemetry::export::RecorderError> {
     let idle = plane.operator.server.metrics_idle_timeout;
     let handle = crate::telemetry::export::expiring_recorder(idle)?;
-    let own = handle.clone();
+    let all = {
+        let plane = Arc::clone(&plane);
+        move || plane.metrics_text(&crate::telemetry::export::render(&handle))
+    };
+    let own = all.clone();
     let metrics = Router::new()
         .route(
             "/metrics",
             get(move |who: Principal| {
                 let text = matches!(who, Principal::Admin)
-                    .then(|| crate::telemetry::export::metrics_text(&handle));
+                    .then(|| crate::telemetry::export::text_response(all()));
                 async move { text.ok_or(ApiError::OperatorOnly) }
             }),
         )
@@ -73,7 +77,7 @@ pub fn server_routes(
         .route(
             "/api/metrics",
             get(move |who: Principal| {
-                let text = crate::telemetry::export::render(&own);
+                let text = own();
                 let text = match &who {
                     Principal::Admin => text,
                     Principal::Tenant(name) => crate::telemetry::export::tenant_lines(&text, name),

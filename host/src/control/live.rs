@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::run::{Interrupt, Pause};
 use crate::telemetry::RunStats;
 
+use super::isolate::{Remote, ToRun};
 use super::store::{Counts, RunRecord, now_ms};
 
 /// Points of throughput history kept per run (one a second).
@@ -23,6 +24,8 @@ pub(super) struct LiveRun {
     pub(super) stats: Arc<RunStats>,
     pub(super) pause: Pause,
     pub(super) interrupt: Interrupt,
+    /// The run's own process, when it runs in one: controls go there too.
+    pub(super) remote: Option<Arc<Remote>>,
     stopping: AtomicBool,
     /// (milliseconds since the epoch, documents indexed) once a second.
     samples: Mutex<VecDeque<(u64, u64)>>,
@@ -35,6 +38,7 @@ impl LiveRun {
         stats: Arc<RunStats>,
         pause: Pause,
         interrupt: Interrupt,
+        remote: Option<Arc<Remote>>,
     ) -> Self {
         Self {
             id,
@@ -43,6 +47,7 @@ impl LiveRun {
             stats,
             pause,
             interrupt,
+            remote,
             stopping: AtomicBool::new(false),
             samples: Mutex::default(),
         }
@@ -64,6 +69,30 @@ impl LiveRun {
         self.stopping.store(true, Ordering::Relaxed);
         self.pause.resume();
         self.interrupt.trigger();
+        self.tell(&ToRun::Stop);
+    }
+
+    /// Pause it: connectors wait to publish, workers take nothing new.
+    pub(super) fn pause(&self) {
+        self.pause.pause();
+        self.tell(&ToRun::Pause);
+    }
+
+    pub(super) fn resume(&self) {
+        self.pause.resume();
+        self.tell(&ToRun::Resume);
+    }
+
+    /// Its share of its tenant's rate, when it runs in its own process (in
+    /// this one, its tenant's runs share one bucket).
+    pub(super) fn set_rate(&self, per_second: u32) {
+        self.tell(&ToRun::Rate { per_second });
+    }
+
+    fn tell(&self, message: &ToRun) {
+        if let Some(remote) = &self.remote {
+            remote.send(message);
+        }
     }
 
     fn counts(&self) -> Counts {

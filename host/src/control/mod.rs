@@ -16,6 +16,7 @@ pub mod admit;
 mod api;
 mod auth;
 mod error;
+pub mod isolate;
 mod live;
 pub mod operator;
 pub(crate) mod store;
@@ -31,11 +32,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::config::Config;
-use crate::run::{Runner, Throttle};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::run::{Interrupt, Pause, Runner, Throttle};
+use crate::telemetry::merge::{Merged, Take};
 use auth::Tokens;
+use isolate::Isolation;
 use live::{Live, LiveRun};
 use operator::{OperatorConfig, TenantPolicy};
 use store::{RunRecord, Store, StoreError, now_ms};
+use supervise::RunBody;
 
 pub use api::{routes, server_routes};
 pub use auth::Principal;
@@ -61,6 +67,10 @@ pub struct ControlPlane {
     /// Each tenant's documents-per-second quota, shared by its runs.
     throttles: HashMap<String, Arc<Throttle>>,
     tokens: Tokens,
+    /// Where runs run: on threads of this process, or each in its own.
+    isolation: Isolation,
+    /// What runs that ran in processes of their own counted, summed.
+    finished_metrics: Mutex<Merged>,
     shutting_down: AtomicBool,
 }
 
@@ -68,13 +78,15 @@ impl ControlPlane {
     /// The control plane for `operator`: its store opened, each tenant's
     /// token read from the environment (a tenant whose variable is unset
     /// cannot sign in, and is warned about).
-    pub fn new(operator: OperatorConfig) -> Result<Arc<Self>, StartError> {
-        Self::with_tokens(operator, |var| std::env::var(var).ok())
+    /// Runs run as `isolation` says.
+    pub fn new(operator: OperatorConfig, isolation: Isolation) -> Result<Arc<Self>, StartError> {
+        Self::with_tokens(operator, isolation, |var| std::env::var(var).ok())
     }
 
     /// As [`new`](Self::new), with each token variable read by `var`.
     fn with_tokens(
         operator: OperatorConfig,
+        isolation: Isolation,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Arc<Self>, StartError> {
         let store = Store::open(&operator.server.data_dir)?;
@@ -93,6 +105,8 @@ impl ControlPlane {
             live: Mutex::default(),
             throttles,
             tokens,
+            isolation,
+            finished_metrics: Mutex::default(),
             shutting_down: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&plane);
@@ -132,7 +146,7 @@ impl ControlPlane {
     }
 
     fn run_dir(&self, id: &str) -> PathBuf {
-        self.operator.server.data_dir.join("runs").join(id)
+        run_dir(&self.operator, id)
     }
 
     /// Admit, validate and start the run `config` (TOML text) of `who`.
@@ -162,32 +176,64 @@ impl ControlPlane {
         text: &str,
     ) -> Result<(Arc<LiveRun>, std::thread::JoinHandle<()>), ApiError> {
         let id = crate::run::new_run_id();
-        let dead_letters = self.run_dir(&id).join("dead-letters.jsonl");
-        let mut config = admit::admit(text, tenant, &self.operator, &dead_letters)
-            .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
-        config.runner.cache_dir = self.operator.server.cache_dir.clone();
-        let mut runner = local_runner(config)?;
-        if let Some(throttle) = self.throttles.get(&tenant.name) {
-            runner = runner.with_throttle(Arc::clone(throttle));
-        }
-        let plugins = runner.validate().map_err(|errors| {
-            ApiError::Invalid(errors.0.iter().map(ToString::to_string).collect())
-        })?;
-        let run = Arc::new(LiveRun::new(
-            id.clone(),
-            tenant.name.clone(),
-            runner.stats(),
-            runner.pauser(),
-            runner.interrupter(),
-        ));
+        let (run, body) = match &self.isolation {
+            Isolation::Thread => {
+                let throttle = self.throttles.get(&tenant.name).cloned();
+                let (runner, plugins) = prepare(&self.operator, tenant, &id, text, throttle)?;
+                let run = Arc::new(LiveRun::new(
+                    id.clone(),
+                    tenant.name.clone(),
+                    runner.stats(),
+                    runner.pauser(),
+                    runner.interrupter(),
+                    None,
+                ));
+                let body: RunBody = Box::new(move |live: &LiveRun| {
+                    let result = catch_unwind(AssertUnwindSafe(|| {
+                        runner.run_validated(&plugins, &live.id)
+                    }));
+                    supervise::ended(live, result)
+                });
+                (run, body)
+            }
+            Isolation::Process(process) => {
+                // Refused here, without a process, when admission refuses it.
+                admit::admit(text, tenant, &self.operator, &self.run_dir(&id).join("x"))
+                    .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
+                let start = isolate::ToRun::Start {
+                    operator: Box::new(self.operator.clone()),
+                    tenant: tenant.name.clone(),
+                    run_id: id.clone(),
+                    config: text.to_owned(),
+                    per_second: self.share(tenant, 1),
+                };
+                let remote = isolate::Remote::start(process, &start, &tenant.name)?;
+                let run = Arc::new(LiveRun::new(
+                    id.clone(),
+                    tenant.name.clone(),
+                    Arc::default(),
+                    Pause::default(),
+                    Interrupt::default(),
+                    Some(Arc::clone(&remote)),
+                ));
+                let plane = Arc::clone(self);
+                let body: RunBody = Box::new(move |live: &LiveRun| {
+                    let record = remote.wait(live);
+                    plane.keep_totals(&remote.metrics());
+                    record
+                });
+                (run, body)
+            }
+        };
         self.store.insert(&run.record(), text)?;
         // Listed before its thread starts, which forgets it when it ends.
         self.lock().runs.insert(id.clone(), Arc::clone(&run));
+        self.rebalance(&tenant.name);
         let plane = Arc::clone(self);
         let live = Arc::clone(&run);
         let thread = std::thread::Builder::new()
             .name(format!("weir-run-{id}"))
-            .spawn(move || plane.supervise(&live, || runner.run_validated(&plugins, &live.id)))
+            .spawn(move || plane.supervise(&live, body))
             .map_err(|e| {
                 // Never started: not live, and recorded as failed.
                 self.lock().runs.remove(&id);
@@ -197,6 +243,7 @@ impl ControlPlane {
                     error: Some(format!("cannot start the run's thread: {e}")),
                     ..run.record()
                 });
+                run.stop();
                 ApiError::internal(e)
             })?;
         tracing::info!(run_id = %id, tenant = %tenant.name, "run submitted");
@@ -248,14 +295,14 @@ impl ControlPlane {
     /// Pause run `id`: connectors wait to publish, workers take nothing new.
     pub fn pause(&self, who: &Principal, id: &str) -> Result<RunView, ApiError> {
         let run = self.live_run(who, id)?;
-        run.pause.pause();
+        run.pause();
         self.set_status(&run);
         self.get(who, id)
     }
 
     pub fn resume(&self, who: &Principal, id: &str) -> Result<RunView, ApiError> {
         let run = self.live_run(who, id)?;
-        run.pause.resume();
+        run.resume();
         self.set_status(&run);
         self.get(who, id)
     }
@@ -296,6 +343,41 @@ impl ControlPlane {
             .collect())
     }
 
+    /// Add what a run that ran in its own process counted, as it ended.
+    fn keep_totals(&self, text: &str) {
+        let mut kept = self
+            .finished_metrics
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        kept.add(text, Take::Totals);
+    }
+
+    /// The metrics as `/metrics` shows them: this process's `own` and,
+    /// for runs in processes of their own, theirs as last reported and the
+    /// totals of those that ended (until idle for the metrics idle timeout).
+    pub fn metrics_text(&self, own: &str) -> String {
+        if matches!(self.isolation, Isolation::Thread) {
+            return own.to_owned();
+        }
+        let mut now = Merged::default();
+        now.add(own, Take::Everything);
+        let remotes: Vec<_> = self
+            .lock()
+            .runs
+            .values()
+            .filter_map(|r| r.remote.clone())
+            .collect();
+        for remote in remotes {
+            now.add(&remote.metrics(), Take::Everything);
+        }
+        let mut kept = self
+            .finished_metrics
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        kept.expire(self.operator.server.metrics_idle_timeout);
+        kept.with(&now).render()
+    }
+
     /// Stop every live run and wait for them to end (their ends recorded).
     pub fn shut_down(&self) {
         self.shutting_down.store(true, Ordering::Relaxed);
@@ -310,6 +392,35 @@ impl ControlPlane {
             let _ = thread.join();
         }
     }
+}
+
+/// Where run `id`'s files are kept (its dead letters).
+fn run_dir(operator: &OperatorConfig, id: &str) -> PathBuf {
+    operator.server.data_dir.join("runs").join(id)
+}
+
+/// Run `text` of `tenant`, admitted and validated, ready to run as `id`,
+/// under `throttle` when the tenant has a rate: the same steps in this
+/// process and in a run's own.
+fn prepare(
+    operator: &OperatorConfig,
+    tenant: &TenantPolicy,
+    id: &str,
+    text: &str,
+    throttle: Option<Arc<Throttle>>,
+) -> Result<(Runner, crate::run::LoadedPlugins), ApiError> {
+    let dead_letters = run_dir(operator, id).join("dead-letters.jsonl");
+    let mut config = admit::admit(text, tenant, operator, &dead_letters)
+        .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
+    config.runner.cache_dir = operator.server.cache_dir.clone();
+    let mut runner = local_runner(config)?;
+    if let Some(throttle) = throttle {
+        runner = runner.with_throttle(throttle);
+    }
+    let plugins = runner
+        .validate()
+        .map_err(|errors| ApiError::Invalid(errors.0.iter().map(ToString::to_string).collect()))?;
+    Ok((runner, plugins))
 }
 
 /// The runner of an admitted `config`: a local run, as `weir run` makes it.

@@ -24,7 +24,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::plugin::Limits;
 
@@ -51,7 +51,7 @@ pub enum OperatorError {
 }
 
 /// The whole operator config.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct OperatorConfig {
     pub server: ServerConfig,
@@ -60,7 +60,7 @@ pub struct OperatorConfig {
 }
 
 /// `[server]`
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
     /// `host:port` of the API, the status page, `/metrics` and the health
@@ -86,11 +86,33 @@ pub struct ServerConfig {
         with = "humantime_serde"
     )]
     pub metrics_idle_timeout: std::time::Duration,
+    /// Where submitted runs run: `process` (default), each in a process of
+    /// its own, so that nothing a run does can take the server or another
+    /// run with it; or `thread`, on threads of the server's process.
+    #[serde(default)]
+    pub isolation: RunIsolation,
+    /// The most writable memory a run's process may map, in MiB (default
+    /// 4,096): past it the run's allocations fail, and it ends `failure`.
+    #[serde(default = "ServerConfig::default_run_memory_mib")]
+    pub run_memory_mib: u64,
+}
+
+/// `server.isolation`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunIsolation {
+    #[default]
+    Process,
+    Thread,
 }
 
 impl ServerConfig {
     fn default_addr() -> String {
         "127.0.0.1:8750".into()
+    }
+
+    fn default_run_memory_mib() -> u64 {
+        4096
     }
 
     fn default_metrics_idle_timeout() -> std::time::Duration {
@@ -99,7 +121,7 @@ impl ServerConfig {
 }
 
 /// `[[tenants]]`: what one tenant may do.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TenantPolicy {
     pub name: String,
@@ -169,6 +191,12 @@ impl OperatorConfig {
 
     fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
+        // At least what a run's process needs to start (measured: ~250 MiB
+        // of writable mappings for a run of the bundled example), at most
+        // what a 64-bit address space is sure to hold.
+        if !(256..=1 << 30).contains(&self.server.run_memory_mib) {
+            problems.push("server.run_memory_mib: must be between 256 and 1073741824".into());
+        }
         let idle = self.server.metrics_idle_timeout;
         if idle.is_zero() || idle > crate::config::MAX_DURATION {
             problems.push(

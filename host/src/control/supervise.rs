@@ -4,8 +4,6 @@
 //! takes one run down never leaves a tenant's slot taken or a run `running`
 //! for good.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
 use super::live::LiveRun;
 use super::operator::TenantPolicy;
 use super::store::{RunRecord, now_ms};
@@ -41,29 +39,69 @@ impl ControlPlane {
         })
     }
 
-    /// Run `body` (the run itself) on this thread, then record how it
-    /// ended and forget it as live. A panic out of `body` is recorded as
-    /// the run's failure, with the panic's message; the run is forgotten
-    /// even if recording fails.
-    pub(super) fn supervise(&self, run: &LiveRun, body: impl FnOnce() -> RunResult) {
-        let _forget = Forget { plane: self, run };
-        let record = match catch_unwind(AssertUnwindSafe(body)) {
-            Ok(result) => view::finished_record(run, &result),
-            Err(panic) => {
-                let why = crate::core::text::panic_text(&*panic);
-                tracing::error!(run_id = %run.id, panic = %why, "the run stopped on a bug in Weir");
-                RunRecord {
-                    status: "failure".into(),
-                    finished_ms: Some(now_ms()),
-                    error: Some(format!(
-                        "the run stopped on a bug in Weir (please report it): {why}"
-                    )),
-                    ..run.record()
-                }
-            }
+    /// Run `body` (the run itself, here or in its own process) on this
+    /// thread, then record how it ended and forget it as live, even if
+    /// recording fails; its tenant's other runs get the freed share of its
+    /// rate.
+    pub(super) fn supervise(&self, run: &LiveRun, body: RunBody) {
+        let record = {
+            let _forget = Forget { plane: self, run };
+            body(run)
         };
         if let Err(e) = self.store.finish(&record) {
             tracing::error!(run_id = %run.id, error = %e, "cannot record the run's end");
+        }
+    }
+
+    /// The share of `tenant`'s documents per second each of its runs gets
+    /// with `more` runs besides those going on: a run in its own process
+    /// cannot share the tenant's one bucket.
+    pub(super) fn share(&self, tenant: &TenantPolicy, more: usize) -> Option<u32> {
+        let rate = tenant.max_docs_per_second?;
+        let runs = self
+            .lock()
+            .runs
+            .values()
+            .filter(|r| r.tenant == tenant.name)
+            .count()
+            + more;
+        Some((rate / u32::try_from(runs.max(1)).unwrap_or(u32::MAX)).max(1))
+    }
+
+    /// Give each run of `tenant` in a process of its own its share again.
+    pub(super) fn rebalance(&self, tenant: &str) {
+        let Some(policy) = self.operator.tenant(tenant) else {
+            return;
+        };
+        let Some(per_second) = self.share(policy, 0) else {
+            return;
+        };
+        let runs: Vec<_> = self.lock().runs.values().cloned().collect();
+        for run in runs.iter().filter(|r| r.tenant == tenant) {
+            run.set_rate(per_second);
+        }
+    }
+}
+
+/// A run's body: what runs it, to its record as it ended.
+pub(super) type RunBody = Box<dyn FnOnce(&LiveRun) -> RunRecord + Send>;
+
+/// The record of `run` once its runner returned `outcome`: how it ended,
+/// or, for a panic, a failure with the panic's message.
+pub(super) fn ended(run: &LiveRun, outcome: std::thread::Result<RunResult>) -> RunRecord {
+    match outcome {
+        Ok(result) => view::finished_record(run, &result),
+        Err(panic) => {
+            let why = crate::core::text::panic_text(&*panic);
+            tracing::error!(run_id = %run.id, panic = %why, "the run stopped on a bug in Weir");
+            RunRecord {
+                status: "failure".into(),
+                finished_ms: Some(now_ms()),
+                error: Some(format!(
+                    "the run stopped on a bug in Weir (please report it): {why}"
+                )),
+                ..run.record()
+            }
         }
     }
 }
@@ -86,5 +124,6 @@ struct Forget<'a> {
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
         self.plane.lock().runs.remove(&self.run.id);
+        self.plane.rebalance(&self.run.tenant);
     }
 }

@@ -41,7 +41,8 @@ fn plane(dir: &std::path::Path) -> Arc<ControlPlane> {
         };
         Some(token.to_owned())
     };
-    let plane = ControlPlane::with_tokens(operator, token).expect("control plane");
+    let plane = ControlPlane::with_tokens(operator, super::Isolation::Thread, token)
+        .expect("control plane");
     for (id, tenant, at) in [("a1", "acme", 1), ("z1", "zeta", 2)] {
         let record = RunRecord {
             id: id.into(),
@@ -272,6 +273,7 @@ fn a_run_that_panics_is_recorded_as_failed_and_gives_its_tenants_slot_back() {
         Arc::default(),
         Default::default(),
         Default::default(),
+        None,
     ));
     {
         let _starting = plane.reserve(&acme).expect("a place in the quota");
@@ -282,7 +284,17 @@ fn a_run_that_panics_is_recorded_as_failed_and_gives_its_tenants_slot_back() {
     let worker = {
         let plane = Arc::clone(&plane);
         let run = Arc::clone(&run);
-        std::thread::spawn(move || plane.supervise(&run, || panic!("a bug in the run")))
+        std::thread::spawn(move || {
+            plane.supervise(
+                &run,
+                Box::new(|live| {
+                    let panicked = std::panic::catch_unwind(|| -> crate::run::RunResult {
+                        panic!("a bug in the run")
+                    });
+                    super::supervise::ended(live, panicked)
+                }),
+            )
+        })
     };
     worker.join().expect("the panic stays inside supervise");
 

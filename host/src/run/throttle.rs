@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 /// for room in the pipeline.
 #[derive(Debug)]
 pub struct Throttle {
-    rate: f64,
     state: Mutex<Bucket>,
 }
 
 #[derive(Debug)]
 struct Bucket {
+    /// Documents a second, and the most the bucket holds (a second's worth).
+    rate: f64,
     tokens: f64,
     at: Instant,
 }
@@ -27,12 +28,20 @@ impl Throttle {
     pub fn new(per_second: u32) -> Self {
         let rate = f64::from(per_second.max(1));
         Self {
-            rate,
             state: Mutex::new(Bucket {
+                rate,
                 tokens: rate,
                 at: Instant::now(),
             }),
         }
+    }
+
+    /// From now on, at most `per_second` documents a second (at least 1):
+    /// a run's share of its tenant's rate, as its other runs come and go.
+    pub fn set_rate(&self, per_second: u32) {
+        let mut bucket = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        bucket.rate = f64::from(per_second.max(1));
+        bucket.tokens = bucket.tokens.min(bucket.rate);
     }
 
     /// Take one document's turn, waiting for it; false when `stop` said to
@@ -42,14 +51,14 @@ impl Throttle {
             let wait = {
                 let mut bucket = self.state.lock().unwrap_or_else(PoisonError::into_inner);
                 let now = Instant::now();
-                let refill = now.duration_since(bucket.at).as_secs_f64() * self.rate;
-                bucket.tokens = (bucket.tokens + refill).min(self.rate);
+                let refill = now.duration_since(bucket.at).as_secs_f64() * bucket.rate;
+                bucket.tokens = (bucket.tokens + refill).min(bucket.rate);
                 bucket.at = now;
                 if bucket.tokens >= 1.0 {
                     bucket.tokens -= 1.0;
                     return true;
                 }
-                Duration::from_secs_f64((1.0 - bucket.tokens) / self.rate)
+                Duration::from_secs_f64((1.0 - bucket.tokens) / bucket.rate)
             };
             if stop() {
                 return false;

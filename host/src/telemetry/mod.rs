@@ -9,6 +9,7 @@
 
 pub(crate) mod events;
 pub mod export;
+pub mod merge;
 pub(crate) mod meters;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,0 +1,311 @@
+//! Each submitted run in a process of its own, so that no tenant's run can
+//! take the server (or another tenant's run) with it: an abort, a crash, an
+//! allocation the machine refuses end that run's process only, and the
+//! server records the run as failed, with why. The process is bounded by
+//! the operating system: its writable memory (`RLIMIT_DATA`, so a run that
+//! balloons fails its own allocations), no core files, and a session of its
+//! own, so Linux's scheduler shares the CPU between runs rather than
+//! between their threads. It never sees the server's environment (the
+//! tenants' and the operator's tokens).
+//!
+//! The server admits a config before it starts a process (a refusal costs
+//! no process); the process admits it again (its directory handles are its
+//! own) and validates it, then runs it as a thread of `weir serve` would,
+//! talking to the server over its stdin and stdout ([`protocol`]).
+
+mod child;
+mod protocol;
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
+
+pub use child::serve_run;
+pub(in crate::control) use protocol::{FromRun, ToRun};
+
+use super::ApiError;
+use super::live::LiveRun;
+use super::store::{RunRecord, now_ms};
+
+/// Where a submitted run runs.
+#[derive(Debug, Clone)]
+pub enum Isolation {
+    /// On a thread of the server's process: a run that aborts the process
+    /// takes every run with it. For tests and for trusted tenants.
+    Thread,
+    /// In a process of its own.
+    Process(RunProcess),
+}
+
+/// How to start a run's process: a `weir` binary, its global arguments
+/// (the log format) before the hidden `serve-run` command, and the bound
+/// on its writable memory.
+#[derive(Debug, Clone)]
+pub struct RunProcess {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub memory_mib: Option<u64>,
+}
+
+/// Variables a run's process keeps from the server's environment: where
+/// caches and temporary files go, and what to log. Nothing else (the
+/// tokens least of all).
+const KEPT_VARIABLES: [&str; 6] = [
+    "HOME",
+    "XDG_CACHE_HOME",
+    "TMPDIR",
+    "RUST_LOG",
+    "LANG",
+    "PATH",
+];
+
+/// Lines of a run process's log kept to say why it died, and the most
+/// bytes kept of each.
+const LAST_WORDS: usize = 6;
+const LAST_WORD_BYTES: usize = 512;
+
+/// A run going on in its own process.
+#[derive(Debug)]
+pub(in crate::control) struct Remote {
+    stdin: Mutex<Option<ChildStdin>>,
+    stdout: Mutex<Option<std::io::Lines<BufReader<ChildStdout>>>>,
+    child: Mutex<Child>,
+    /// Its log's last lines, for a death's record.
+    last_words: Arc<Mutex<VecDeque<String>>>,
+    /// Its metrics as it last reported them (Prometheus text).
+    metrics: Mutex<String>,
+}
+
+impl Remote {
+    /// Start `start`'s run in a process of its own and wait until it is
+    /// admitted and validated there (or refused, as for `tenant`).
+    pub(in crate::control) fn start(
+        process: &RunProcess,
+        start: &ToRun,
+        tenant: &str,
+    ) -> Result<Arc<Self>, ApiError> {
+        let mut child = spawn(process)
+            .map_err(|e| ApiError::Internal(format!("cannot start the run's process: {e}")))?;
+        let last_words = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(stderr) = child.stderr.take() {
+            pass_on_log(stderr, Arc::clone(&last_words));
+        }
+        let remote = Arc::new(Self {
+            stdin: Mutex::new(child.stdin.take()),
+            stdout: Mutex::new(child.stdout.take().map(|o| BufReader::new(o).lines())),
+            child: Mutex::new(child),
+            last_words,
+            metrics: Mutex::default(),
+        });
+        remote.send(start);
+        loop {
+            match remote.next() {
+                Some(FromRun::Started) => return Ok(remote),
+                Some(FromRun::Counts(_) | FromRun::Metrics { .. }) => {}
+                Some(FromRun::Refused {
+                    forbidden: true,
+                    problems,
+                }) => {
+                    return Err(ApiError::Forbidden {
+                        tenant: tenant.to_owned(),
+                        problems,
+                    });
+                }
+                Some(FromRun::Refused { problems, .. }) => return Err(ApiError::Invalid(problems)),
+                Some(FromRun::Failed { error }) => return Err(ApiError::Internal(error)),
+                Some(FromRun::Finished(_)) | None => {
+                    let why = remote.death();
+                    return Err(ApiError::Internal(format!(
+                        "the run's process ended before its run started: {why}"
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Tell the process `message`; a process that is gone hears nothing
+    /// (its end is read from its output).
+    pub(in crate::control) fn send(&self, message: &ToRun) {
+        let mut stdin = self.stdin.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(pipe) = stdin.as_mut()
+            && pipe
+                .write_all(protocol::line(message).as_bytes())
+                .and_then(|()| pipe.flush())
+                .is_err()
+        {
+            *stdin = None;
+        }
+    }
+
+    /// The process's next message; `None` once its output ends.
+    fn next(&self) -> Option<FromRun> {
+        let mut stdout = self.stdout.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            let line = stdout.as_mut()?.next()?.ok()?;
+            match serde_json::from_str(&line) {
+                Ok(message) => return Some(message),
+                Err(e) => tracing::warn!(error = %e, "a run's process said what is not a message"),
+            }
+        }
+    }
+
+    /// Mirror the run's counts into `live` until it ends; how it ended, or
+    /// a failure saying how its process died.
+    pub(in crate::control) fn wait(&self, live: &LiveRun) -> RunRecord {
+        let mut finished = None;
+        while let Some(message) = self.next() {
+            match message {
+                FromRun::Counts(counts) => {
+                    let stats = &live.stats;
+                    stats.published.store(counts.published, Ordering::Relaxed);
+                    stats.processed.store(counts.processed, Ordering::Relaxed);
+                    stats.indexed.store(counts.indexed, Ordering::Relaxed);
+                    stats.failed.store(counts.failed, Ordering::Relaxed);
+                    stats.dropped.store(counts.dropped, Ordering::Relaxed);
+                }
+                FromRun::Metrics { text } => {
+                    *self.metrics.lock().unwrap_or_else(PoisonError::into_inner) = text;
+                }
+                FromRun::Finished(record) => finished = Some(*record),
+                _ => {}
+            }
+        }
+        // Its output is closed: the process is ending, or has ended.
+        let why = self.death();
+        match finished {
+            Some(record) => RunRecord {
+                id: live.id.clone(),
+                tenant: live.tenant.clone(),
+                submitted_ms: live.submitted_ms,
+                ..record
+            },
+            None => {
+                tracing::error!(run_id = %live.id, why = %why, "a run's process died");
+                RunRecord {
+                    status: "failure".into(),
+                    finished_ms: Some(now_ms()),
+                    error: Some(format!("the run's process died: {why}")),
+                    ..live.record()
+                }
+            }
+        }
+    }
+
+    /// Its metrics as it last reported them.
+    pub(in crate::control) fn metrics(&self) -> String {
+        self.metrics
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// How the process ended (waiting for it to), with its last log lines.
+    fn death(&self) -> String {
+        *self.stdin.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        let status = self
+            .child
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .wait();
+        let how = match status {
+            Ok(status) => exit_text(status),
+            Err(e) => format!("cannot wait for it: {e}"),
+        };
+        let words = self
+            .last_words
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if words.is_empty() {
+            how
+        } else {
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            format!("{how}; its log ended: {}", words.join(" | "))
+        }
+    }
+}
+
+/// The run's process: this binary's `serve-run`, with its own session,
+/// its writable memory bounded, no core file, and none of the server's
+/// environment but [`KEPT_VARIABLES`].
+fn spawn(process: &RunProcess) -> std::io::Result<Child> {
+    let mut command = Command::new(&process.program);
+    command
+        .args(&process.args)
+        .arg("serve-run")
+        .env_clear()
+        .envs(std::env::vars_os().filter(|(k, _)| KEPT_VARIABLES.iter().any(|v| k == v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let data_bytes = process.memory_mib.map(|mib| {
+        libc::rlim_t::try_from(mib.saturating_mul(1 << 20)).unwrap_or(libc::RLIM_INFINITY)
+    });
+    // SAFETY: between fork and exec the closure calls only setsid and
+    // setrlimit, which are async-signal-safe, and allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let limits = [
+                Some((libc::RLIMIT_CORE, 0)),
+                data_bytes.map(|bytes| (libc::RLIMIT_DATA, bytes)),
+            ];
+            for (resource, bytes) in limits.into_iter().flatten() {
+                let limit = libc::rlimit {
+                    rlim_cur: bytes,
+                    rlim_max: bytes,
+                };
+                if libc::setrlimit(resource, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    command.spawn()
+}
+
+/// Pass a run process's log on to the server's, keeping its last lines.
+fn pass_on_log(stderr: std::process::ChildStderr, last: Arc<Mutex<VecDeque<String>>>) {
+    let spawned = std::thread::Builder::new()
+        .name("weir-run-log".into())
+        .spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
+                if last.len() == LAST_WORDS {
+                    last.pop_front();
+                }
+                let line = line.trim();
+                let kept = crate::core::text::cut_at(line, LAST_WORD_BYTES).unwrap_or(line);
+                last.push_back(kept.to_owned());
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot pass on a run process's log");
+    }
+}
+
+/// How a process ended, in words.
+fn exit_text(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("it exited with status {code}"),
+        (None, Some(signal)) => {
+            let name = match signal {
+                libc::SIGKILL => " (SIGKILL: killed, or out of memory)",
+                libc::SIGABRT => " (SIGABRT: it aborted, e.g. an allocation failed)",
+                libc::SIGSEGV => " (SIGSEGV)",
+                libc::SIGTERM => " (SIGTERM)",
+                _ => "",
+            };
+            format!("it was killed by signal {signal}{name}")
+        }
+        (None, None) => "it ended".into(),
+    }
+}

@@ -1,0 +1,99 @@
+//! What `weir serve` and a run's own process say to each other: one JSON
+//! object a line, the server's on the process's stdin, the process's on its
+//! stdout. Its stderr is its log, which the server passes on.
+
+use serde::{Deserialize, Serialize};
+
+use crate::control::operator::OperatorConfig;
+use crate::control::store::{Counts, RunRecord};
+
+/// The server to the run's process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "do", rename_all = "snake_case")]
+pub(in crate::control) enum ToRun {
+    /// The first line: what to run, for whom. The process admits `config`
+    /// itself (its directory handles are its own) and validates it.
+    Start {
+        operator: Box<OperatorConfig>,
+        tenant: String,
+        run_id: String,
+        config: String,
+        /// The run's share of its tenant's documents per second.
+        per_second: Option<u32>,
+    },
+    Pause,
+    Resume,
+    Stop,
+    /// A new share of the tenant's rate (its other runs started or ended).
+    Rate {
+        per_second: u32,
+    },
+}
+
+/// The run's process to the server.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "is", rename_all = "snake_case")]
+pub(in crate::control) enum FromRun {
+    /// The config was refused: `forbidden` (403) or invalid (400).
+    Refused {
+        forbidden: bool,
+        problems: Vec<String>,
+    },
+    /// It could not be started, for a reason of the server's side.
+    Failed { error: String },
+    /// Admitted and validated: the run goes on.
+    Started,
+    /// Its counts, a few times a second.
+    Counts(Counts),
+    /// Its metrics (Prometheus text), once a second and last of all.
+    Metrics { text: String },
+    /// How it ended: the last line.
+    Finished(Box<RunRecord>),
+}
+
+/// `message` as its line (with the newline).
+pub(in crate::control) fn line<T: Serialize>(message: &T) -> String {
+    let mut text = serde_json::to_string(message).unwrap_or_else(|e| {
+        // Every message is plain data; say so if that ever stops being true.
+        format!("{{\"is\":\"unwritable\",\"error\":{:?}}}", e.to_string())
+    });
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_message_is_one_line_and_reads_back() {
+        let from = [
+            FromRun::Refused {
+                forbidden: true,
+                problems: vec!["a\nb".into()],
+            },
+            FromRun::Failed { error: "e".into() },
+            FromRun::Started,
+            FromRun::Counts(Counts::default()),
+            FromRun::Metrics {
+                text: "# TYPE x counter\nx 1\n".into(),
+            },
+        ];
+        for message in from {
+            let text = line(&message);
+            assert_eq!(text.matches('\n').count(), 1, "{text}");
+            let back: FromRun = serde_json::from_str(&text).expect("reads back");
+            assert_eq!(line(&back), text);
+        }
+        for message in [
+            ToRun::Pause,
+            ToRun::Resume,
+            ToRun::Stop,
+            ToRun::Rate { per_second: 5 },
+        ] {
+            let text = line(&message);
+            let back: ToRun = serde_json::from_str(&text).expect("reads back");
+            assert_eq!(line(&back), text);
+        }
+    }
+}
