@@ -231,10 +231,11 @@ pub(super) fn serve(
 pub(super) fn control_plane(path: &Path, metrics_addr: Option<&str>) -> anyhow::Result<u8> {
     let operator = weir::control::operator::OperatorConfig::load(path)?;
     let addr = metrics_addr.unwrap_or(&operator.server.addr).to_owned();
+    let limits = operator.server.http_limits();
     let plane = weir::control::ControlPlane::new(operator)?;
     let health = Health::default();
     let routes = weir::control::server_routes(Arc::clone(&plane), &health)?;
-    let server = weir::http::HttpServer::start(&addr, routes)?;
+    let server = weir::http::HttpServer::start_with(&addr, routes, limits)?;
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
     on_signal(move || {
         let _ = stop.send(());
