@@ -16,5 +16,6 @@ mod sandbox;
 mod scaffold;
 mod sdk;
 mod search;
+mod serve_limits;
 mod stages;
 mod tenants;

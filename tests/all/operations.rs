@@ -12,19 +12,24 @@ use serde_json::Value;
 use weir_tests::{Proc, plugins_dir};
 
 const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
-const ACME: &str = "acme-token-0123456789";
+pub(crate) const ACME: &str = "acme-token-0123456789";
 const ZETA: &str = "zeta-token-9876543210";
-const ADMIN: &str = "admin-token-5555";
+pub(crate) const ADMIN: &str = "admin-token-5555";
 
 /// A `weir serve` process on a free port, with tenants `acme` and `zeta`.
-struct Serve {
-    proc: Proc,
-    url: String,
-    log: PathBuf,
+pub(crate) struct Serve {
+    pub(crate) proc: Proc,
+    pub(crate) url: String,
+    pub(crate) log: PathBuf,
 }
 
 impl Serve {
-    fn start(dir: &Path) -> Self {
+    pub(crate) fn start(dir: &Path) -> Self {
+        Self::start_with(dir, "")
+    }
+
+    /// [`start`](Self::start), with more `[server]` settings.
+    pub(crate) fn start_with(dir: &Path, server: &str) -> Self {
         std::fs::create_dir_all(dir.join("acme-files")).expect("tenant dir");
         let operator = format!(
             r#"
@@ -33,6 +38,7 @@ addr = "127.0.0.1:0"
 data_dir = "data"
 plugin_dir = {plugins:?}
 admin_token_env = "TEST_ADMIN_TOKEN"
+{server}
 
 [[tenants]]
 name = "acme"
@@ -76,16 +82,22 @@ plugins = ["generator_connector.wasm", "nop_indexer.wasm"]
         Self { proc, url, log }
     }
 
-    fn call(&self, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, Value) {
+    pub(crate) fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: &str,
+    ) -> (u16, Value) {
         request(method, &format!("{}{path}", self.url), token, body)
     }
 
-    fn submit(&self, token: &str, config: &str) -> (u16, Value) {
+    pub(crate) fn submit(&self, token: &str, config: &str) -> (u16, Value) {
         self.call("POST", "/api/runs", Some(token), config)
     }
 
     /// Run `id` once it has ended, as `token` sees it.
-    fn ended(&self, token: &str, id: &str) -> Value {
+    pub(crate) fn ended(&self, token: &str, id: &str) -> Value {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let (status, run) = self.call("GET", &format!("/api/runs/{id}"), Some(token), "");
@@ -206,7 +218,7 @@ pub(crate) fn value(
 }
 
 /// A run of `count` generated documents through `pipeline` into `indexer`.
-fn generated(pipeline: &str, count: u64, indexer: &str) -> String {
+pub(crate) fn generated(pipeline: &str, count: u64, indexer: &str) -> String {
     format!(
         r#"
 [worker]
@@ -282,7 +294,11 @@ fn tenants_submit_watch_pause_resume_and_stop_runs_through_the_api_and_metrics_m
         );
     }
     let (_, zeta_runs) = serve.call("GET", "/api/runs", Some(ZETA), "");
-    assert_eq!(zeta_runs.as_array().map(Vec::len), Some(0), "{zeta_runs}");
+    assert_eq!(
+        zeta_runs["runs"].as_array().map(Vec::len),
+        Some(0),
+        "{zeta_runs}"
+    );
 
     // Pause: nothing is published while paused.
     let settled = serve.pause_when_published(ACME, &id, 1);
@@ -307,7 +323,8 @@ fn tenants_submit_watch_pause_resume_and_stop_runs_through_the_api_and_metrics_m
     // The operator sees every tenant's runs.
     let (_, all) = serve.call("GET", "/api/runs", Some(ADMIN), "");
     assert!(
-        all.as_array()
+        all["runs"]
+            .as_array()
             .is_some_and(|runs| runs.iter().any(|r| r["id"] == id.as_str())),
         "{all}"
     );
@@ -497,7 +514,7 @@ fn configs_asking_for_what_a_tenant_may_not_have_are_refused_with_the_reason() {
     assert_eq!(serve.submit(ADMIN, &generated("acme-books", 1, nop)).0, 403);
     // Nothing was run.
     let (_, runs) = serve.call("GET", "/api/runs", Some(ADMIN), "");
-    assert_eq!(runs.as_array().map(Vec::len), Some(0), "{runs}");
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(0), "{runs}");
 }
 
 #[test]
@@ -525,7 +542,7 @@ fn dead_letters_are_served_and_finished_runs_outlive_a_restart() {
             "",
         );
         assert_eq!(status, 200, "{letters}");
-        let mut ids: Vec<&str> = letters
+        let mut ids: Vec<&str> = letters["letters"]
             .as_array()
             .expect("a list")
             .iter()

@@ -246,10 +246,11 @@ pub(super) fn control_plane(
             memory_mib: Some(operator.server.run_memory_mib),
         }),
     };
+    let limits = operator.server.http_limits();
     let plane = weir::control::ControlPlane::new(operator, isolation)?;
     let health = Health::default();
     let routes = weir::control::server_routes(Arc::clone(&plane), &health)?;
-    let server = weir::http::HttpServer::start(&addr, routes)?;
+    let server = weir::http::HttpServer::start_with(&addr, routes, limits)?;
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
     on_signal(move || {
         let _ = stop.send(());

@@ -3,10 +3,10 @@
 //! | Method and path | What it does |
 //! | --- | --- |
 //! | `POST /api/runs` | submit a run: the body is its config (TOML) |
-//! | `GET /api/runs` | the caller's runs, newest first, with live counts |
+//! | `GET /api/runs?limit=&before=` | a page of the caller's runs, newest first, with live counts |
 //! | `GET /api/runs/{id}` | one run: counts, status, throughput, summary |
 //! | `POST /api/runs/{id}/pause`, `/resume`, `/stop` | control a live run |
-//! | `GET /api/runs/{id}/dead-letters` | the run's failed documents |
+//! | `GET /api/runs/{id}/dead-letters?offset=&limit=` | a page of the run's failed documents |
 //! | `GET /` | the status page |
 //! | `GET /metrics` | the server's metrics: the operator's token only |
 //! | `GET /healthz`, `/readyz` | health, for anyone |
@@ -14,11 +14,18 @@
 //! Every `/api` request (and `/metrics`) carries `Authorization: Bearer
 //! <token>`: 401 without a known token, 404 for a run that is not the
 //! caller's, 403 for a tenant asking for `/metrics` (it names every
-//! tenant's pipelines). Every answer says `nosniff`; the status page also
-//! carries a content security policy that forbids framing it.
+//! tenant's pipelines), 429 with `Retry-After` over the token's rate. The
+//! token is checked before a body is read: a request without one is
+//! answered without reading what it sends. Every answer says `nosniff`; the
+//! status page also carries a content security policy that forbids
+//! framing it.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
+use axum::body::{Body, HttpBody};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
@@ -26,7 +33,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use super::{ApiError, ControlPlane, Principal, RunView};
+use super::letters::{DEFAULT_LETTERS, MAX_LETTERS};
+use super::store::Cursor;
+use super::{ApiError, ControlPlane, LetterPage, Principal, RunPage, RunView};
 use crate::telemetry::export::Health;
 
 /// The status page: one file, no build step.
@@ -34,6 +43,10 @@ const PAGE: &str = include_str!("page.html");
 
 /// Largest config a tenant may submit.
 const MAX_CONFIG_BYTES: usize = 1 << 20;
+/// Runs in a page unless the caller asks for fewer.
+const DEFAULT_RUNS: usize = 50;
+/// Most runs a caller may ask for in one page.
+const MAX_RUNS: usize = 500;
 
 type Plane = Arc<ControlPlane>;
 
@@ -119,39 +132,107 @@ async fn no_sniffing(mut response: Response) -> Response {
     response
 }
 
+/// `POST /api/runs`. The caller is known before the body is read.
 async fn submit(
     State(plane): State<Plane>,
     who: Principal,
-    body: String,
+    body: Body,
 ) -> Result<(StatusCode, Json<RunView>), ApiError> {
+    let config = read_config(body, plane.operator.server.body_read_timeout).await?;
     // Admission loads and checks the plugins: work for a blocking thread.
-    let run = tokio::task::spawn_blocking(move || plane.submit(&who, &body))
+    let run = tokio::task::spawn_blocking(move || plane.submit(&who, &config))
         .await
         .map_err(ApiError::internal)??;
     Ok((StatusCode::CREATED, Json(run)))
 }
 
-#[derive(Debug, Deserialize)]
-struct Limit {
-    limit: Option<usize>,
+/// A submitted config: at most [`MAX_CONFIG_BYTES`] (refused on its
+/// `Content-Length` before a byte is read), sent within `timeout`, UTF-8.
+async fn read_config(mut body: Body, timeout: Duration) -> Result<String, ApiError> {
+    let too_large = ApiError::TooLarge {
+        max: MAX_CONFIG_BYTES,
+    };
+    if body.size_hint().lower() > MAX_CONFIG_BYTES as u64 {
+        return Err(too_large);
+    }
+    let read = async {
+        let mut bytes = Vec::new();
+        while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
+        {
+            let frame =
+                frame.map_err(|e| ApiError::BadRequest(format!("cannot read the config: {e}")))?;
+            if let Ok(data) = frame.into_data() {
+                if bytes.len() + data.len() > MAX_CONFIG_BYTES {
+                    return Err(too_large);
+                }
+                bytes.extend_from_slice(&data);
+            }
+        }
+        Ok(bytes)
+    };
+    let bytes = tokio::time::timeout(timeout, read)
+        .await
+        .map_err(|_| ApiError::SlowBody(timeout))??;
+    String::from_utf8(bytes)
+        .map_err(|_| ApiError::Invalid(vec!["the config is not UTF-8 text".into()]))
 }
 
-impl Limit {
-    fn get(&self) -> usize {
-        self.limit.unwrap_or(100).clamp(1, 1000)
+/// `?limit=&before=` of a list of runs.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunsQuery {
+    limit: Option<String>,
+    before: Option<String>,
+}
+
+/// `?offset=&limit=` of a page of dead letters.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LettersQuery {
+    offset: Option<String>,
+    limit: Option<String>,
+}
+
+/// A query that parses, or 400 saying why not.
+fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
+    query
+        .map(|Query(q)| q)
+        .map_err(|e| ApiError::BadRequest(e.body_text()))
+}
+
+/// `limit=`: from 1 to `max`, `default` when not given.
+fn limit(text: Option<&str>, default: usize, max: usize) -> Result<usize, ApiError> {
+    match text.map(str::parse::<usize>) {
+        None => Ok(default),
+        Some(Ok(n)) if (1..=max).contains(&n) => Ok(n),
+        Some(_) => Err(ApiError::BadRequest(format!(
+            "limit: must be a whole number from 1 to {max}"
+        ))),
     }
 }
 
-// Each handler takes its caller after its path and query, so a malformed
-// path or query is refused (400) before the token is checked, as before
-// the caller was an extractor. A submitted body comes last, after the caller.
+// Each handler takes its caller after its path, so a request without a
+// known token is refused (401) before its query is read, and before its
+// body: a body comes last, after the caller.
 
 async fn list(
     State(plane): State<Plane>,
-    Query(limit): Query<Limit>,
     who: Principal,
-) -> Result<Json<Vec<RunView>>, ApiError> {
-    plane.list(&who, limit.get()).map(Json)
+    asked: Result<Query<RunsQuery>, QueryRejection>,
+) -> Result<Json<RunPage>, ApiError> {
+    let asked = query(asked)?;
+    let limit = limit(asked.limit.as_deref(), DEFAULT_RUNS, MAX_RUNS)?;
+    let before = asked
+        .before
+        .map(|text| {
+            Cursor::parse(&text).ok_or_else(|| {
+                ApiError::BadRequest(
+                    "before: not a cursor of this server: use the `next` of a page".into(),
+                )
+            })
+        })
+        .transpose()?;
+    plane.list(&who, before.as_ref(), limit).map(Json)
 }
 
 async fn one(
@@ -180,8 +261,23 @@ async fn control(
 async fn dead_letters(
     State(plane): State<Plane>,
     Path(id): Path<String>,
-    Query(limit): Query<Limit>,
     who: Principal,
-) -> Result<Json<Vec<serde_json::Value>>, ApiError> {
-    plane.dead_letters(&who, &id, limit.get()).map(Json)
+    asked: Result<Query<LettersQuery>, QueryRejection>,
+) -> Result<Json<LetterPage>, ApiError> {
+    let asked = query(asked)?;
+    let limit = limit(asked.limit.as_deref(), DEFAULT_LETTERS, MAX_LETTERS)?;
+    let offset = match asked.offset.as_deref().map(str::parse::<u64>) {
+        None => 0,
+        Some(Ok(offset)) => offset,
+        Some(Err(_)) => {
+            return Err(ApiError::BadRequest(
+                "offset: must be a byte offset: 0, or a page's next_offset".into(),
+            ));
+        }
+    };
+    // The file is read from disk: work for a blocking thread.
+    tokio::task::spawn_blocking(move || plane.dead_letters(&who, &id, offset, limit))
+        .await
+        .map_err(ApiError::internal)?
+        .map(Json)
 }

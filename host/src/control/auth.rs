@@ -1,10 +1,17 @@
 //! Who a request comes from: each token's owner, kept as a SHA-256 digest,
 //! and the [`Principal`] extractor, so a handler that takes a `Principal`
-//! cannot run for a request without a known token (401 instead).
+//! cannot run for a request without a known token (401 instead), nor more
+//! often than its rate allows (429, [`rate`](super::rate)).
+//!
+//! The extractor reads only the request's head: a handler takes its body
+//! after its `Principal`, so a request without a known token is answered
+//! before a byte of its body is read.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Instant;
 
-use axum::extract::FromRequestParts;
+use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
@@ -13,7 +20,7 @@ use super::operator::OperatorConfig;
 use super::{ApiError, ControlPlane};
 
 /// Who a request comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Principal {
     Tenant(String),
     /// The operator: sees and controls every tenant's runs.
@@ -70,7 +77,34 @@ fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
-/// The sender of `Authorization: Bearer <token>`, or 401.
+impl ControlPlane {
+    /// Whose `token`, sent from `from`, is, if it may be asked now: an
+    /// address over its allowance of wrong guesses is refused before the
+    /// token is looked up, a principal over its rate after.
+    pub(super) fn sign_in(&self, token: &str, from: Option<IpAddr>) -> Result<Principal, ApiError> {
+        let now = Instant::now();
+        let limited = |sender: &str| crate::telemetry::meters::api_request_limited(sender);
+        if let Err(retry_after) = self.limiter.may_try(from, now) {
+            limited("unknown");
+            return Err(ApiError::TooManyGuesses { retry_after });
+        }
+        let Some(who) = self.authenticate(token) else {
+            self.limiter.guessed_wrong(from, now);
+            return Err(ApiError::UnknownToken);
+        };
+        if let Err(retry_after) = self.limiter.admit(&who, now) {
+            limited(match &who {
+                Principal::Tenant(name) => name,
+                Principal::Admin => "operator",
+            });
+            return Err(ApiError::RateLimited { retry_after });
+        }
+        Ok(who)
+    }
+}
+
+/// The sender of `Authorization: Bearer <token>`, or 401 (429 over a
+/// rate limit).
 impl FromRequestParts<Arc<ControlPlane>> for Principal {
     type Rejection = ApiError;
 
@@ -85,6 +119,10 @@ impl FromRequestParts<Arc<ControlPlane>> for Principal {
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim)
             .ok_or(ApiError::NoToken)?;
-        plane.authenticate(token).ok_or(ApiError::UnknownToken)
+        let from = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| addr.ip());
+        plane.sign_in(token, from)
     }
 }

@@ -2,7 +2,9 @@
 //! turns it into an HTTP answer: a status and the JSON body
 //! `{"error": "...", "problems": [...]}`.
 
-use axum::http::StatusCode;
+use std::time::Duration;
+
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::admit::Refusal;
@@ -26,6 +28,31 @@ pub enum ApiError {
     /// A tenant's token whose tenant the operator's config no longer has (403).
     #[error("no such tenant")]
     NoSuchTenant,
+    /// The token's requests are over its rate (429, with `Retry-After`).
+    #[error(
+        "too many requests with this token (server.requests_per_second, request_burst): \
+         try again in {}s", super::rate::retry_after_secs(*retry_after)
+    )]
+    RateLimited { retry_after: Duration },
+    /// The client's address sent too many unknown tokens (429, with
+    /// `Retry-After`); its tokens are not looked up until then.
+    #[error(
+        "too many unknown tokens from your address: try again in {}s",
+        super::rate::retry_after_secs(*retry_after)
+    )]
+    TooManyGuesses { retry_after: Duration },
+    /// A submitted config over the largest there may be (413).
+    #[error("the config is over {max} bytes: no config needs to be this large")]
+    TooLarge { max: usize },
+    /// A submitted config not sent in time (408).
+    #[error(
+        "the config was not sent within {}s (server.body_read_timeout)",
+        .0.as_secs_f64()
+    )]
+    SlowBody(Duration),
+    /// A query or a body that cannot be read as what it must be (400).
+    #[error("{0}")]
+    BadRequest(String),
     /// A run submitted while the server stops (503).
     #[error("weir serve is shutting down")]
     ShuttingDown,
@@ -93,11 +120,26 @@ impl ApiError {
             | Self::NoSuchTenant
             | Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
-            Self::TooManyRuns { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::Invalid(_) => StatusCode::BAD_REQUEST,
+            Self::TooManyRuns { .. } | Self::RateLimited { .. } | Self::TooManyGuesses { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
+            Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::SlowBody(_) => StatusCode::REQUEST_TIMEOUT,
+            Self::Invalid(_) | Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::NoSuchRun | Self::NoSuchAction(_) => StatusCode::NOT_FOUND,
             Self::Ended(_) => StatusCode::CONFLICT,
             Self::Store(_) | Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// How long the caller should wait before it asks again, when a rate
+    /// limit refused it.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::RateLimited { retry_after } | Self::TooManyGuesses { retry_after } => {
+                Some(*retry_after)
+            }
+            _ => None,
         }
     }
 
@@ -113,6 +155,13 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = serde_json::json!({ "error": self.to_string(), "problems": self.problems() });
-        (self.status(), axum::Json(body)).into_response()
+        let mut response = (self.status(), axum::Json(body)).into_response();
+        if let Some(wait) = self.retry_after() {
+            let secs = super::rate::retry_after_secs(wait);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
     }
 }

@@ -6,7 +6,7 @@
 //! [`Runner`], the same accounting), on a thread of this process, after its
 //! config is admitted ([`admit`]) and its plugins validated. Runs and their
 //! summaries are kept in a SQLite store ([`store`]), so finished runs
-//! outlive a restart.
+//! outlive a restart, up to the operator's `keep_runs` per tenant.
 //!
 //! This file is the plane itself (submitting, listing and controlling
 //! runs); [`routes`] puts it on HTTP, the [`Principal`] extractor says who
@@ -15,10 +15,14 @@
 pub mod admit;
 mod api;
 mod auth;
+#[cfg(test)]
+mod bounds_tests;
 mod error;
 pub mod isolate;
+mod letters;
 mod live;
 pub mod operator;
+mod rate;
 pub(crate) mod store;
 mod supervise;
 #[cfg(test)]
@@ -40,13 +44,14 @@ use auth::Tokens;
 use isolate::Isolation;
 use live::{Live, LiveRun};
 use operator::{OperatorConfig, TenantPolicy};
-use store::{RunRecord, Store, StoreError, now_ms};
+use store::{Cursor, RunRecord, Store, StoreError, now_ms};
 use supervise::RunBody;
 
 pub use api::{routes, server_routes};
 pub use auth::Principal;
 pub use error::ApiError;
-pub use view::RunView;
+pub use letters::{LetterPage, Oversized};
+pub use view::{RunPage, RunView};
 
 /// Why the control plane could not start.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +76,7 @@ pub struct ControlPlane {
     isolation: Isolation,
     /// What runs that ran in processes of their own counted, summed.
     finished_metrics: Mutex<Merged>,
+    limiter: rate::Limiter,
     shutting_down: AtomicBool,
 }
 
@@ -91,6 +97,10 @@ impl ControlPlane {
     ) -> Result<Arc<Self>, StartError> {
         let store = Store::open(&operator.server.data_dir)?;
         let tokens = Tokens::read(&operator, var);
+        let limiter = rate::Limiter::new(rate::Rate::new(
+            f64::from(operator.server.requests_per_second),
+            f64::from(operator.server.request_burst),
+        ));
         let throttles = operator
             .tenants
             .iter()
@@ -107,8 +117,11 @@ impl ControlPlane {
             tokens,
             isolation,
             finished_metrics: Mutex::default(),
+            limiter,
             shutting_down: AtomicBool::new(false),
         });
+        // What the operator keeps may have changed since the last start.
+        plane.prune(None);
         let weak = Arc::downgrade(&plane);
         std::thread::Builder::new()
             .name("weir-sampler".into())
@@ -250,14 +263,55 @@ impl ControlPlane {
         Ok((run, thread))
     }
 
-    /// The runs `who` may see, newest first, live ones with live counts.
-    pub fn list(&self, who: &Principal, limit: usize) -> Result<Vec<RunView>, ApiError> {
+    /// Remove the finished runs of `tenant` (every tenant's for `None`)
+    /// the operator does not keep (`keep_runs`, `keep_runs_for`): their
+    /// records, configs and dead letters.
+    fn prune(&self, tenant: Option<&str>) {
+        let server = &self.operator.server;
+        let before = server
+            .keep_runs_for
+            .map(|age| now_ms().saturating_sub(u64::try_from(age.as_millis()).unwrap_or(u64::MAX)));
+        let removed = match self.store.prune(tenant, server.keep_runs, before) {
+            Ok(removed) => removed,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot remove the runs past keep_runs");
+                return;
+            }
+        };
+        for id in &removed {
+            match std::fs::remove_dir_all(self.run_dir(id)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => tracing::warn!(run_id = %id, error = %e, "cannot remove the run's files"),
+            }
+        }
+        if !removed.is_empty() {
+            tracing::info!(
+                removed = removed.len(),
+                tenant = tenant.unwrap_or("every tenant"),
+                keep_runs = server.keep_runs,
+                "finished runs removed (keep_runs, keep_runs_for)"
+            );
+        }
+    }
+
+    /// A page of the runs `who` may see, newest first, from just after
+    /// `after`; live ones with live counts.
+    pub fn list(
+        &self,
+        who: &Principal,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<RunPage, ApiError> {
         let tenant = match who {
             Principal::Admin => None,
             Principal::Tenant(t) => Some(t.as_str()),
         };
-        let records = self.store.list(tenant, limit)?;
-        Ok(records.into_iter().map(|r| self.view(r)).collect())
+        let (records, next) = self.store.page(tenant, after, limit)?;
+        Ok(RunPage {
+            runs: records.into_iter().map(|r| self.view(r)).collect(),
+            next: next.map(|c| c.to_string()),
+        })
     }
 
     /// A stored record, with what is live about it if it is going on.
@@ -322,25 +376,22 @@ impl ControlPlane {
         }
     }
 
-    /// The dead letters of run `id`, at most `limit`, oldest first.
+    /// A page of the dead letters of run `id`, oldest first: from byte
+    /// `offset` of its file (0, or a page's `next_offset`), at most
+    /// `limit` of them.
     pub fn dead_letters(
         &self,
         who: &Principal,
         id: &str,
+        offset: u64,
         limit: usize,
-    ) -> Result<Vec<serde_json::Value>, ApiError> {
+    ) -> Result<LetterPage, ApiError> {
         self.get(who, id)?;
         let path = self.run_dir(id).join("dead-letters.jsonl");
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(ApiError::internal(e)),
-        };
-        Ok(text
-            .lines()
-            .filter_map(|line| serde_json::from_str(line).ok())
-            .take(limit)
-            .collect())
+        letters::read_page(&path, offset, limit, letters::PAGE_BYTES).map_err(|e| match e {
+            letters::PageError::Offset(_) => ApiError::BadRequest(e.to_string()),
+            letters::PageError::Io(e) => ApiError::internal(e),
+        })
     }
 
     /// Add what a run that ran in its own process counted, as it ended.

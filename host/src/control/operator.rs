@@ -7,6 +7,13 @@
 //! data_dir = "serve-data"            # the store of runs, their dead letters
 //! plugin_dir = "../plugins/dist"     # the plugins tenants name, by file name
 //! admin_token_env = "WEIR_ADMIN_TOKEN"  # optional: sees every tenant's runs
+//! max_connections = 1024             # open at once; more are closed at once
+//! header_read_timeout = "10s"        # to send a request's headers; idle connections close after it
+//! body_read_timeout = "30s"          # to send a submitted config
+//! requests_per_second = 50           # per token, after a burst of
+//! request_burst = 100
+//! keep_runs = 1000                   # finished runs kept per tenant (the newest)
+//! keep_runs_for = "30d"              # optional: and none finished longer ago
 //!
 //! [[tenants]]
 //! name = "acme"
@@ -23,6 +30,7 @@
 //! Relative paths are relative to the file. Tokens never sit in the file.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -85,7 +93,7 @@ pub struct ServerConfig {
         default = "ServerConfig::default_metrics_idle_timeout",
         with = "humantime_serde"
     )]
-    pub metrics_idle_timeout: std::time::Duration,
+    pub metrics_idle_timeout: Duration,
     /// Where submitted runs run: `process` (default), each in a process of
     /// its own, so that nothing a run does can take the server or another
     /// run with it; or `thread`, on threads of the server's process.
@@ -95,6 +103,41 @@ pub struct ServerConfig {
     /// 4,096): past it the run's allocations fail, and it ends `failure`.
     #[serde(default = "ServerConfig::default_run_memory_mib")]
     pub run_memory_mib: u64,
+    /// Connections open at once; one more is closed as soon as it is
+    /// accepted. Default 1024.
+    #[serde(default = "ServerConfig::default_max_connections")]
+    pub max_connections: usize,
+    /// How long a client has to send a request's headers (from connecting,
+    /// or from its previous answer: an idle kept-alive connection is closed
+    /// after as long). Default 10 s.
+    #[serde(
+        default = "ServerConfig::default_header_read_timeout",
+        with = "humantime_serde"
+    )]
+    pub header_read_timeout: Duration,
+    /// How long a client has to send the config it submits, once its
+    /// headers are in (408 after). Default 30 s.
+    #[serde(
+        default = "ServerConfig::default_body_read_timeout",
+        with = "humantime_serde"
+    )]
+    pub body_read_timeout: Duration,
+    /// API requests per second each token may make, once its burst is
+    /// spent (429 with `Retry-After` beyond). Default 50.
+    #[serde(default = "ServerConfig::default_requests_per_second")]
+    pub requests_per_second: u32,
+    /// API requests a token may make at once. Default 100.
+    #[serde(default = "ServerConfig::default_request_burst")]
+    pub request_burst: u32,
+    /// Finished runs kept per tenant, the newest by submission: older ones
+    /// (record, config and dead letters) are removed as runs finish.
+    /// Default 1000.
+    #[serde(default = "ServerConfig::default_keep_runs")]
+    pub keep_runs: usize,
+    /// Also remove finished runs that ended longer ago than this. None by
+    /// default.
+    #[serde(default, with = "humantime_serde")]
+    pub keep_runs_for: Option<Duration>,
 }
 
 /// `server.isolation`.
@@ -106,6 +149,16 @@ pub enum RunIsolation {
     Thread,
 }
 
+/// Longest `header_read_timeout` and `body_read_timeout`: past it, a
+/// connection is held for nothing.
+const MAX_READ_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+/// Most `max_connections`: beyond any process's open-file limit.
+const MAX_CONNECTIONS: usize = 1 << 20;
+/// Most `requests_per_second` and `request_burst`.
+const MAX_REQUEST_RATE: u32 = 1_000_000;
+/// Most `keep_runs`.
+const MAX_KEEP_RUNS: usize = 100_000_000;
+
 impl ServerConfig {
     fn default_addr() -> String {
         "127.0.0.1:8750".into()
@@ -115,8 +168,85 @@ impl ServerConfig {
         4096
     }
 
-    fn default_metrics_idle_timeout() -> std::time::Duration {
-        std::time::Duration::from_secs(15 * 60)
+    fn default_metrics_idle_timeout() -> Duration {
+        Duration::from_secs(15 * 60)
+    }
+
+    fn default_max_connections() -> usize {
+        crate::http::ServerLimits::MAX_CONNECTIONS
+    }
+
+    fn default_header_read_timeout() -> Duration {
+        crate::http::ServerLimits::HEADER_READ_TIMEOUT
+    }
+
+    fn default_body_read_timeout() -> Duration {
+        Duration::from_secs(30)
+    }
+
+    fn default_requests_per_second() -> u32 {
+        50
+    }
+
+    fn default_request_burst() -> u32 {
+        100
+    }
+
+    fn default_keep_runs() -> usize {
+        1000
+    }
+
+    /// What the HTTP server lets its clients hold.
+    pub fn http_limits(&self) -> crate::http::ServerLimits {
+        crate::http::ServerLimits {
+            header_read_timeout: self.header_read_timeout,
+            max_connections: self.max_connections,
+        }
+    }
+
+    fn problems(&self, problems: &mut Vec<String>) {
+        let mut out_of = |name: &str, ok: bool, range: &str| {
+            if !ok {
+                problems.push(format!("server.{name}: must be {range}"));
+            }
+        };
+        out_of(
+            "max_connections",
+            (1..=MAX_CONNECTIONS).contains(&self.max_connections),
+            &format!("from 1 to {MAX_CONNECTIONS}"),
+        );
+        for (name, value) in [
+            ("header_read_timeout", self.header_read_timeout),
+            ("body_read_timeout", self.body_read_timeout),
+        ] {
+            out_of(
+                name,
+                !value.is_zero() && value <= MAX_READ_TIMEOUT,
+                "more than zero and at most 1h",
+            );
+        }
+        for (name, value) in [
+            ("requests_per_second", self.requests_per_second),
+            ("request_burst", self.request_burst),
+        ] {
+            out_of(
+                name,
+                (1..=MAX_REQUEST_RATE).contains(&value),
+                &format!("from 1 to {MAX_REQUEST_RATE}"),
+            );
+        }
+        out_of(
+            "keep_runs",
+            (1..=MAX_KEEP_RUNS).contains(&self.keep_runs),
+            &format!("from 1 to {MAX_KEEP_RUNS}"),
+        );
+        if let Some(age) = self.keep_runs_for {
+            out_of(
+                "keep_runs_for",
+                !age.is_zero() && age <= Duration::from_secs(100 * 365 * 24 * 60 * 60),
+                "more than zero and at most 100 years",
+            );
+        }
     }
 }
 
@@ -203,6 +333,7 @@ impl OperatorConfig {
                 "server.metrics_idle_timeout: must be more than 0 and at most 30 days".into(),
             );
         }
+        self.server.problems(&mut problems);
         let mut names = std::collections::HashSet::new();
         let mut owners = std::collections::HashMap::new();
         for t in &self.tenants {
@@ -237,5 +368,54 @@ impl OperatorConfig {
 
     pub fn tenant(&self, name: &str) -> Option<&TenantPolicy> {
         self.tenants.iter().find(|t| t.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(server: &str) -> Result<OperatorConfig, OperatorError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("operator.toml");
+        let text = format!("[server]\ndata_dir = \"data\"\nplugin_dir = \"plugins\"\n{server}");
+        std::fs::write(&path, text).expect("write");
+        OperatorConfig::load(&path)
+    }
+
+    #[test]
+    fn the_servers_limits_have_defaults_and_bounds_each_refused_by_name() {
+        let config = load("").expect("defaults");
+        let server = &config.server;
+        assert_eq!(
+            (server.max_connections, server.header_read_timeout),
+            (1024, Duration::from_secs(10))
+        );
+        assert_eq!(
+            (
+                server.requests_per_second,
+                server.request_burst,
+                server.keep_runs
+            ),
+            (50, 100, 1000)
+        );
+        assert_eq!(server.keep_runs_for, None);
+        let error = load(
+            "max_connections = 0\nheader_read_timeout = \"0s\"\nbody_read_timeout = \"2h\"\n\
+             requests_per_second = 0\nrequest_burst = 2000000\nkeep_runs = 0\nkeep_runs_for = \"0s\"",
+        )
+        .expect_err("out of bounds");
+        let text = error.to_string();
+        for name in [
+            "server.max_connections: must be from 1 to 1048576",
+            "server.header_read_timeout: must be more than zero and at most 1h",
+            "server.body_read_timeout: must be more than zero and at most 1h",
+            "server.requests_per_second: must be from 1 to 1000000",
+            "server.request_burst: must be from 1 to 1000000",
+            "server.keep_runs: must be from 1 to 100000000",
+            "server.keep_runs_for: must be more than zero and at most 100 years",
+        ] {
+            assert!(text.contains(name), "`{name}` not in:\n{text}");
+        }
     }
 }

@@ -1,6 +1,8 @@
 //! The control plane's memory of runs: one SQLite file in the data
 //! directory, so finished runs (their counts and summaries) outlive a
-//! restart of `weir serve`.
+//! restart of `weir serve`. Runs are listed a page at a time, newest first,
+//! from a [`Cursor`]; finished runs beyond a tenant's newest are
+//! [pruned](Store::prune).
 
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
@@ -73,7 +75,8 @@ impl Store {
                  error TEXT,
                  config TEXT NOT NULL
              );
-             CREATE INDEX IF NOT EXISTS runs_by_tenant ON runs (tenant, submitted_ms);",
+             CREATE INDEX IF NOT EXISTS runs_by_tenant ON runs (tenant, submitted_ms);
+             CREATE INDEX IF NOT EXISTS runs_by_time ON runs (submitted_ms, id);",
         )?;
         db.execute(
             "UPDATE runs SET status = 'lost', finished_ms = ?1,
@@ -136,26 +139,106 @@ impl Store {
         Ok(query.query_row(params![id], record).optional()?)
     }
 
-    /// The runs of `tenant` (every tenant's for `None`), newest first, at
-    /// most `limit`.
-    pub fn list(&self, tenant: Option<&str>, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
+    /// The runs of `tenant` (every tenant's for `None`), newest first,
+    /// from just after `after` (the start for `None`), at most `limit`;
+    /// and where the next page starts, if there are more.
+    pub fn page(
+        &self,
+        tenant: Option<&str>,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<(Vec<RunRecord>, Option<Cursor>), StoreError> {
         let db = self.db();
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = match tenant {
+        // One more than asked says whether there is a next page.
+        let take = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
+        let (ms, id) = after.map_or((i64::MAX, ""), |c| (c.submitted_ms, c.id.as_str()));
+        let order = "ORDER BY submitted_ms DESC, id DESC";
+        let mut rows = match tenant {
             Some(tenant) => db
                 .prepare(&format!(
-                    "{SELECT} WHERE tenant = ?1 ORDER BY submitted_ms DESC, id DESC LIMIT ?2"
+                    "{SELECT} WHERE tenant = ?1 AND (submitted_ms, id) < (?2, ?3) {order} LIMIT ?4"
                 ))?
-                .query_map(params![tenant, limit], record)?
+                .query_map(params![tenant, ms, id, take], record)?
                 .collect::<Result<Vec<_>, _>>()?,
             None => db
                 .prepare(&format!(
-                    "{SELECT} ORDER BY submitted_ms DESC, id DESC LIMIT ?1"
+                    "{SELECT} WHERE (submitted_ms, id) < (?1, ?2) {order} LIMIT ?3"
                 ))?
-                .query_map(params![limit], record)?
+                .query_map(params![ms, id, take], record)?
                 .collect::<Result<Vec<_>, _>>()?,
         };
-        Ok(rows)
+        let next = (rows.len() > limit).then(|| {
+            rows.truncate(limit);
+            rows.last().map(Cursor::of)
+        });
+        Ok((rows, next.flatten()))
+    }
+
+    /// Remove the finished runs of `tenant` (every tenant's for `None`)
+    /// beyond its newest `keep` by submission, and those that finished
+    /// before `finished_before_ms`; the ids of those removed. A run going
+    /// on is never removed.
+    pub fn prune(
+        &self,
+        tenant: Option<&str>,
+        keep: usize,
+        finished_before_ms: Option<u64>,
+    ) -> Result<Vec<String>, StoreError> {
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        let before = finished_before_ms.map_or(0, |ms| i64::try_from(ms).unwrap_or(i64::MAX));
+        let db = self.db();
+        let mut delete = db.prepare(
+            "DELETE FROM runs WHERE id IN (
+                 SELECT id FROM (
+                     SELECT id, finished_ms, ROW_NUMBER() OVER (
+                         PARTITION BY tenant ORDER BY submitted_ms DESC, id DESC
+                     ) AS newest
+                     FROM runs
+                     WHERE finished_ms IS NOT NULL
+                       AND status NOT IN ('running', 'paused', 'stopping')
+                       AND (?1 IS NULL OR tenant = ?1)
+                 ) WHERE newest > ?2 OR finished_ms < ?3
+             ) RETURNING id",
+        )?;
+        let ids = delete
+            .query_map(params![tenant, keep, before], |row| row.get(0))?
+            .collect::<Result<Vec<String>, _>>()?;
+        Ok(ids)
+    }
+}
+
+/// Where a page of runs starts: just after this run, newest first. Shown to
+/// the API as opaque text, `<submitted_ms>.<id>`, which stays valid when
+/// the run it names is pruned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    submitted_ms: i64,
+    id: String,
+}
+
+impl Cursor {
+    fn of(run: &RunRecord) -> Self {
+        Self {
+            submitted_ms: i64::try_from(run.submitted_ms).unwrap_or(i64::MAX),
+            id: run.id.clone(),
+        }
+    }
+
+    /// The cursor `text` says, if it is one [`Display`](std::fmt::Display) made.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (ms, id) = text.split_once('.')?;
+        let submitted_ms = ms.parse::<i64>().ok().filter(|ms| *ms >= 0)?;
+        let id_chars = |c: char| c.is_ascii_alphanumeric() || c == '-';
+        (!id.is_empty() && id.len() <= 64 && id.chars().all(id_chars)).then(|| Self {
+            submitted_ms,
+            id: id.to_owned(),
+        })
+    }
+}
+
+impl std::fmt::Display for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.submitted_ms, self.id)
     }
 }
 
@@ -217,7 +300,8 @@ mod tests {
             store.finish(&done)?;
         }
         let store = Store::open(dir.path())?;
-        let acme = store.list(Some("acme"), 10)?;
+        let (acme, next) = store.page(Some("acme"), None, 10)?;
+        assert_eq!(next, None);
         assert_eq!(
             acme.iter()
                 .map(|r| (r.id.as_str(), r.status.as_str()))
@@ -226,9 +310,91 @@ mod tests {
         );
         assert_eq!(acme[1].counts.indexed, 7);
         assert!(acme[1].summary.is_some());
-        assert_eq!(store.list(None, 10)?.len(), 3);
+        assert_eq!(store.page(None, None, 10)?.0.len(), 3);
         assert_eq!(store.get("c")?.map(|r| r.tenant), Some("zeta".into()));
         assert_eq!(store.get("nope")?, None);
+        Ok(())
+    }
+
+    fn finished(store: &Store, id: &str, tenant: &str, at: u64) -> Result<(), StoreError> {
+        store.insert(&run(id, tenant, "running", at), "config")?;
+        let mut done = run(id, tenant, "success", at);
+        done.finished_ms = Some(at + 1);
+        store.finish(&done)
+    }
+
+    #[test]
+    fn pages_walk_every_run_once_newest_first_even_with_equal_times()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let store = Store::open(dir.path())?;
+        // Three runs share each millisecond: the id breaks the tie.
+        for n in 0..30u64 {
+            let tenant = if n % 4 == 0 { "zeta" } else { "acme" };
+            store.insert(&run(&format!("r{n:02}"), tenant, "running", n / 3), "")?;
+        }
+        for (tenant, expected) in [(None, 30), (Some("acme"), 22)] {
+            let mut seen = Vec::new();
+            let mut cursor = None;
+            loop {
+                let (page, next) = store.page(tenant, cursor.as_ref(), 4)?;
+                assert!(page.len() <= 4);
+                seen.extend(page.into_iter().map(|r| (r.submitted_ms, r.id)));
+                match next {
+                    // The cursor survives its text form.
+                    Some(next) => cursor = Cursor::parse(&next.to_string()),
+                    None => break,
+                }
+                assert!(cursor.is_some());
+            }
+            let mut sorted = seen.clone();
+            sorted.sort_unstable_by(|a, b| b.cmp(a));
+            sorted.dedup();
+            assert_eq!(seen, sorted, "newest first, each once");
+            assert_eq!(seen.len(), expected);
+        }
+        for bad in ["", "12", "x.r1", "-1.r1", "12.", "12.a/b", "12.a b"] {
+            assert_eq!(Cursor::parse(bad), None, "{bad}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn pruning_removes_a_tenants_oldest_finished_runs_and_never_a_live_one()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let store = Store::open(dir.path())?;
+        // acme: a live run older than all, five finished; zeta: two finished.
+        store.insert(&run("live", "acme", "running", 0), "")?;
+        store.insert(&run("paused", "acme", "running", 1), "")?;
+        store.set_status("paused", "paused")?;
+        for n in 1..=5 {
+            finished(&store, &format!("a{n}"), "acme", 10 * n)?;
+        }
+        finished(&store, "z1", "zeta", 1)?;
+        finished(&store, "z2", "zeta", 2)?;
+        let mut removed = store.prune(Some("acme"), 2, None)?;
+        removed.sort_unstable();
+        assert_eq!(removed, ["a1", "a2", "a3"]);
+        let ids = |tenant| -> Result<Vec<String>, StoreError> {
+            Ok(store
+                .page(Some(tenant), None, 100)?
+                .0
+                .into_iter()
+                .map(|r| r.id)
+                .collect())
+        };
+        assert_eq!(ids("acme")?, ["a5", "a4", "paused", "live"]);
+        assert_eq!(ids("zeta")?, ["z2", "z1"], "another tenant's runs stay");
+        // By age: finished before 45 ms (a4 finished at 41).
+        let mut removed = store.prune(None, 1000, Some(45))?;
+        removed.sort_unstable();
+        assert_eq!(removed, ["a4", "z1", "z2"]);
+        assert_eq!(ids("acme")?, ["a5", "paused", "live"]);
+        // Every tenant at once: acme keeps its newest finished run and its
+        // live ones.
+        assert_eq!(store.prune(None, 1, None)?, Vec::<String>::new());
+        assert_eq!(ids("acme")?, ["a5", "paused", "live"]);
         Ok(())
     }
 }

@@ -44,13 +44,14 @@ impl ControlPlane {
     /// recording fails; its tenant's other runs get the freed share of its
     /// rate.
     pub(super) fn supervise(&self, run: &LiveRun, body: RunBody) {
-        let record = {
-            let _forget = Forget { plane: self, run };
-            body(run)
-        };
+        // Forgotten as live last of all: only then does the API say the run
+        // has ended, and what is not kept of its tenant's runs is gone.
+        let _forget = Forget { plane: self, run };
+        let record = body(run);
         if let Err(e) = self.store.finish(&record) {
             tracing::error!(run_id = %run.id, error = %e, "cannot record the run's end");
         }
+        self.prune(Some(&run.tenant));
     }
 
     /// The share of `tenant`'s documents per second each of its runs gets

@@ -13,15 +13,40 @@ use super::operator::OperatorConfig;
 use super::store::{Counts, RunRecord};
 use super::{ControlPlane, routes};
 
-const ACME: &str = "acme-token";
-const ZETA: &str = "zeta-token";
-const ADMIN: &str = "admin-token";
+pub(super) const ACME: &str = "acme-token";
+pub(super) const ZETA: &str = "zeta-token";
+pub(super) const ADMIN: &str = "admin-token";
 
 /// A plane with tenants `acme` and `zeta` and the operator, each signed in
 /// with its token; `acme` has run `a1` (finished), `zeta` run `z1`.
-fn plane(dir: &std::path::Path) -> Arc<ControlPlane> {
+pub(super) fn plane(dir: &std::path::Path) -> Arc<ControlPlane> {
+    plane_with(dir, "")
+}
+
+/// [`plane`], with more `[server]` settings.
+pub(super) fn plane_with(dir: &std::path::Path, server: &str) -> Arc<ControlPlane> {
+    let plane = open(dir, server);
+    for (id, tenant, at) in [("a1", "acme", 1), ("z1", "zeta", 2)] {
+        let record = RunRecord {
+            id: id.into(),
+            tenant: tenant.into(),
+            status: "success".into(),
+            submitted_ms: at,
+            finished_ms: Some(at + 1),
+            counts: Counts::default(),
+            summary: None,
+            error: None,
+        };
+        plane.store.insert(&record, "").expect("insert");
+        plane.store.finish(&record).expect("finish");
+    }
+    plane
+}
+
+/// The plane of [`plane_with`] over `dir`, with no runs put in it.
+pub(super) fn open(dir: &std::path::Path, server: &str) -> Arc<ControlPlane> {
     let mut text = format!(
-        "[server]\ndata_dir = {:?}\nplugin_dir = {:?}\nadmin_token_env = \"ADMIN\"\n",
+        "[server]\ndata_dir = {:?}\nplugin_dir = {:?}\nadmin_token_env = \"ADMIN\"\n{server}\n",
         dir.join("data").display().to_string(),
         dir.join("plugins").display().to_string(),
     );
@@ -41,27 +66,11 @@ fn plane(dir: &std::path::Path) -> Arc<ControlPlane> {
         };
         Some(token.to_owned())
     };
-    let plane = ControlPlane::with_tokens(operator, super::Isolation::Thread, token)
-        .expect("control plane");
-    for (id, tenant, at) in [("a1", "acme", 1), ("z1", "zeta", 2)] {
-        let record = RunRecord {
-            id: id.into(),
-            tenant: tenant.into(),
-            status: "success".into(),
-            submitted_ms: at,
-            finished_ms: Some(at + 1),
-            counts: Counts::default(),
-            summary: None,
-            error: None,
-        };
-        plane.store.insert(&record, "").expect("insert");
-        plane.store.finish(&record).expect("finish");
-    }
-    plane
+    ControlPlane::with_tokens(operator, super::Isolation::Thread, token).expect("control plane")
 }
 
 /// `method path` with `token` and `body`: the status and the JSON answer.
-async fn call(
+pub(super) async fn call(
     plane: &Arc<ControlPlane>,
     method: &str,
     path: &str,
@@ -85,19 +94,25 @@ async fn call(
     (status, value)
 }
 
-async fn get(plane: &Arc<ControlPlane>, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+pub(super) async fn get(
+    plane: &Arc<ControlPlane>,
+    path: &str,
+    token: Option<&str>,
+) -> (StatusCode, Value) {
     call(plane, "GET", path, token, Body::empty()).await
 }
 
 /// The one error shape: the message and the problems, nothing else.
-fn assert_error(answer: &Value, message: &str) {
+pub(super) fn assert_error(answer: &Value, message: &str) {
     assert_eq!(answer["error"], message, "{answer}");
     assert!(answer["problems"].is_array(), "{answer}");
     assert_eq!(answer.as_object().map(|o| o.len()), Some(2), "{answer}");
 }
 
-fn ids(runs: &Value) -> Vec<&str> {
-    runs.as_array()
+/// The ids of a page of runs.
+pub(super) fn ids(page: &Value) -> Vec<&str> {
+    page["runs"]
+        .as_array()
         .map(|runs| runs.iter().filter_map(|r| r["id"].as_str()).collect())
         .unwrap_or_default()
 }
@@ -201,10 +216,13 @@ async fn refused_requests_have_their_status_and_the_one_error_shape() {
 async fn dead_letters_are_read_from_the_runs_directory_up_to_the_limit() {
     let dir = tempfile::tempdir().expect("tempdir");
     let plane = plane(dir.path());
-    let (status, letters) = get(&plane, "/api/runs/a1/dead-letters", Some(ACME)).await;
+    let (status, page) = get(&plane, "/api/runs/a1/dead-letters", Some(ACME)).await;
+    assert_eq!(status, StatusCode::OK);
     assert_eq!(
-        (status, letters),
-        (StatusCode::OK, Value::Array(Vec::new()))
+        page,
+        serde_json::json!({
+            "letters": [], "oversized": [], "unreadable": 0, "next_offset": 0, "more": false
+        })
     );
     let run_dir = plane.run_dir("a1");
     std::fs::create_dir_all(&run_dir).expect("run dir");
@@ -213,8 +231,19 @@ async fn dead_letters_are_read_from_the_runs_directory_up_to_the_limit() {
         "{\"id\":\"x\"}\nnot json\n{\"id\":\"y\"}\n{\"id\":\"z\"}\n",
     )
     .expect("dead letters");
-    let (_, letters) = get(&plane, "/api/runs/a1/dead-letters?limit=2", Some(ACME)).await;
-    assert_eq!(letters, serde_json::json!([{ "id": "x" }, { "id": "y" }]));
+    let (_, page) = get(&plane, "/api/runs/a1/dead-letters?limit=3", Some(ACME)).await;
+    assert_eq!(
+        page["letters"],
+        serde_json::json!([{ "id": "x" }, { "id": "y" }])
+    );
+    assert_eq!(
+        (&page["unreadable"], &page["more"]),
+        (&1.into(), &true.into())
+    );
+    let next = format!("/api/runs/a1/dead-letters?offset={}", page["next_offset"]);
+    let (_, rest) = get(&plane, &next, Some(ACME)).await;
+    assert_eq!(rest["letters"], serde_json::json!([{ "id": "z" }]));
+    assert_eq!(rest["more"], false);
 }
 
 #[tokio::test]

@@ -15,6 +15,14 @@ pub struct RunView {
     pub throughput: Vec<(u64, f64)>,
 }
 
+/// A page of runs, newest first, and where the next starts (`before=`),
+/// if there are more.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunPage {
+    pub runs: Vec<RunView>,
+    pub next: Option<String>,
+}
+
 /// A run's summary as JSON: what `weir run` prints.
 fn summary_json(result: &RunResult) -> serde_json::Value {
     let connectors: Vec<_> = result

@@ -59,6 +59,12 @@ const RESIDENT_BYTES: &str = "weir_process_resident_memory_bytes";
 const RUNS: &str = "weir_runs_total";
 /// Runs going on in this process now.
 const RUNS_ACTIVE: &str = "weir_runs_active";
+/// Connections an HTTP server of this process closed at once, being at its
+/// `max_connections`.
+const HTTP_CONNECTIONS_REFUSED: &str = "weir_http_connections_refused_total";
+/// `weir serve` API requests answered 429 by a rate limit, by who sent them
+/// (a tenant, `operator`, or `unknown` for unknown tokens).
+const API_REQUESTS_LIMITED: &str = "weir_api_requests_limited_total";
 
 /// Describe every metric to the recorder (Prometheus' `# HELP` lines).
 pub(crate) fn describe() {
@@ -96,6 +102,14 @@ pub(crate) fn describe() {
     );
     describe_counter!(RUNS, "Runs finished, by status");
     describe_gauge!(RUNS_ACTIVE, "Runs going on now");
+    describe_counter!(
+        HTTP_CONNECTIONS_REFUSED,
+        "Connections closed at once, the server being at its max_connections"
+    );
+    describe_counter!(
+        API_REQUESTS_LIMITED,
+        "API requests answered 429 by a rate limit, by sender"
+    );
 }
 
 /// The labels every document metric of a pipeline carries.
@@ -281,6 +295,17 @@ pub(crate) fn record_process_memory() {
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     let page = u64::try_from(page).unwrap_or(4096);
     gauge!(RESIDENT_BYTES).set((pages * page) as f64);
+}
+
+/// An HTTP server closed a connection at once, at its `max_connections`.
+pub(crate) fn http_connection_refused() {
+    counter!(HTTP_CONNECTIONS_REFUSED).increment(1);
+}
+
+/// A rate limit answered a request of `sender` (a tenant's name,
+/// `operator` or `unknown`: bounded by the operator's config) with 429.
+pub(crate) fn api_request_limited(sender: &str) {
+    counter!(API_REQUESTS_LIMITED, "sender" => sender.to_owned()).increment(1);
 }
 
 /// A run of this process: counted active while it lives, and by status
