@@ -243,6 +243,30 @@ pub fn authority(url: &str) -> &str {
     rest.split('/').next().unwrap_or(rest)
 }
 
+/// `grants.http` for the server at `url`, as a TOML array: its `host:port`
+/// and, for a name, the addresses it resolves to now. A granted name
+/// reaches only public addresses unless its addresses are granted too, and
+/// a test's server is on this machine or a private network.
+pub fn http_grants(url: &str) -> String {
+    let authority = authority(url);
+    let default_port = if url.starts_with("https://") { 443 } else { 80 };
+    let with_port = if authority.ends_with(']') || !authority.contains(':') {
+        format!("{authority}:{default_port}")
+    } else {
+        authority.to_owned()
+    };
+    let mut grants = vec![authority.to_owned()];
+    let resolved = std::net::ToSocketAddrs::to_socket_addrs(with_port.as_str());
+    for addr in resolved.into_iter().flatten() {
+        let addr = addr.to_string();
+        if !grants.contains(&addr) {
+            grants.push(addr);
+        }
+    }
+    let quoted: Vec<String> = grants.iter().map(|g| format!("{g:?}")).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
 /// Send `method url` with an optional JSON body; the status and the body
 /// parsed as JSON (null when it is not JSON). Any status is an answer.
 pub fn http_json(method: &str, url: &str, body: Option<&str>) -> (u16, Value) {

@@ -461,7 +461,7 @@ fn configs_asking_for_what_a_tenant_may_not_have_are_refused_with_the_reason() {
                 r#"{ path = "nop_indexer.wasm", grants = { http = ["example.com"] } }"#,
             ),
             403,
-            "not a host tenant `acme` may reach",
+            "not a host or address tenant `acme` may reach",
         ),
         (
             generated(

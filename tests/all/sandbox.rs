@@ -349,6 +349,49 @@ fn http_reaches_only_allow_listed_hosts() {
     assert_recovers(&mut instance);
 }
 
+/// A granted name reaches only public addresses, unless the address it
+/// resolves to is granted too. `127.1` is a name to `wasi:http` (not an
+/// address in the standard form), which the system resolver turns into
+/// 127.0.0.1 (as an attacker's DNS name could): no `/etc/hosts` edits.
+#[test]
+fn a_granted_name_reaches_loopback_only_when_the_address_is_granted() {
+    let (port, served) = http_server();
+    let url = format!("http://127.1:{port}/ping");
+    let mut name_only = hostile(|s| s.grants.http.push(format!("127.1:{port}")));
+    let err = expect_document_error(process(
+        &mut name_only,
+        json!({ "id": "d", "action": "http", "url": url }),
+    ));
+    assert!(err.contains("DestinationIpProhibited"), "{err}");
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        0,
+        "refused before connecting"
+    );
+
+    let mut with_address = hostile(|s| {
+        s.grants.http.push(format!("127.1:{port}"));
+        s.grants.http.push(format!("127.0.0.1:{port}"));
+    });
+    let d = process(
+        &mut with_address,
+        json!({ "id": "d", "action": "http", "url": url }),
+    )
+    .expect("the address is granted");
+    assert_eq!(d.get("status"), Some(&json!(200)));
+
+    // `localhost` is loopback by definition: granting it grants loopback.
+    let mut localhost = hostile(|s| s.grants.http.push(format!("localhost:{port}")));
+    let d = process(
+        &mut localhost,
+        json!({ "id": "d", "action": "http", "url": format!("http://localhost:{port}/ping") }),
+    )
+    .expect("localhost is granted");
+    assert_eq!(d.get("status"), Some(&json!(200)));
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+    assert_recovers(&mut name_only);
+}
+
 #[test]
 fn bad_plugin_files_and_wrong_kinds_are_clear_errors() {
     let rt = runtime();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use weir::run::{RunResult, RunStatus, Runner};
 use weir::testing::recording::{Recording, RecordingMessengers};
-use weir_tests::{authority, config, http_json, opensearch_url, runtime, solr_url};
+use weir_tests::{config, http_grants, http_json, opensearch_url, runtime, solr_url};
 
 /// A name no other test (or earlier run against a long-lived server) uses.
 fn unique(prefix: &str) -> String {
@@ -53,8 +53,8 @@ fn docs(docs: &str) -> String {
 fn opensearch_indexer(index: &str, settings: &str) -> String {
     let url = opensearch_url();
     format!(
-        r#"path = @opensearch-indexer, config = {{ url = "{url}", index = "{index}", refresh = "true", {settings} }}, grants = {{ http = ["{}"] }}"#,
-        authority(url)
+        r#"path = @opensearch-indexer, config = {{ url = "{url}", index = "{index}", refresh = "true", {settings} }}, grants = {{ http = {} }}"#,
+        http_grants(url)
     )
 }
 
@@ -307,8 +307,8 @@ fn opensearch_index_is_read_back_by_the_connector_into_another_index() {
     let url = opensearch_url();
     // Pages of 50: three requests, the last one short.
     let reader = format!(
-        r#"path = @opensearch-connector, config = {{ url = "{url}", index = "{source}", page_size = 50, query = {{ range = {{ n = {{ gte = 10 }} }} }} }}, grants = {{ http = ["{}"] }}"#,
-        authority(url)
+        r#"path = @opensearch-connector, config = {{ url = "{url}", index = "{source}", page_size = 50, query = {{ range = {{ n = {{ gte = 10 }} }} }} }}, grants = {{ http = {} }}"#,
+        http_grants(url)
     );
     let pits_before = open_pits();
     let (result, recording) = run(&reader, &opensearch_indexer(&copy, ""), "");
@@ -338,8 +338,8 @@ fn open_pits() -> usize {
 fn solr_indexer(core: &str, settings: &str) -> String {
     let url = solr_url();
     format!(
-        r#"path = @solr-indexer, config = {{ url = "{url}", collection = "{core}", commit_on_close = true, {settings} }}, grants = {{ http = ["{}"] }}"#,
-        authority(url)
+        r#"path = @solr-indexer, config = {{ url = "{url}", collection = "{core}", commit_on_close = true, {settings} }}, grants = {{ http = {} }}"#,
+        http_grants(url)
     )
 }
 

@@ -26,7 +26,7 @@ use serde_json::json;
 use weir::messenger::LocalMessengers;
 use weir::plugin::{PluginRuntime, RuntimeOptions};
 use weir::run::{RunStatus, Runner};
-use weir_tests::{authority, http_json, opensearch_url};
+use weir_tests::{http_grants, http_json, opensearch_url};
 
 #[path = "common/measure.rs"]
 mod measure;
@@ -124,7 +124,7 @@ fn weir(dir: &Path, index: &str) -> (usize, f64, f64) {
         threads = 2
         [indexer]
         batch_size = {BATCH}
-        plugin = {{ path = {indexer}, config = {{ url = "{url}", index = "{index}" }}, grants = {{ http = ["{authority}"] }} }}
+        plugin = {{ path = {indexer}, config = {{ url = "{url}", index = "{index}" }}, grants = {{ http = {grants} }} }}
         [[connectors]]
         name = "bench"
         pipeline = "p"
@@ -134,7 +134,7 @@ fn weir(dir: &Path, index: &str) -> (usize, f64, f64) {
         stages = [{{ name = "trim", plugin = {{ path = {trim}, config = {{ fields = ["title"] }} }} }}]
         "#,
         dir = dir.display().to_string(),
-        authority = authority(url),
+        grants = http_grants(url),
         indexer = plugin("opensearch_indexer.wasm"),
         files = plugin("file_connector.wasm"),
         trim = plugin("trim_whitespace.wasm"),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{Config, PluginAt, TenantConfig};
 use crate::core::problem::{Problem, Problems};
-use crate::plugin::{OpenedDir, file_sha256, relative_below};
+use crate::plugin::{HttpAllow, OpenedDir, file_sha256, relative_below};
 
 use super::operator::{OperatorConfig, TenantPolicy};
 
@@ -193,16 +193,21 @@ fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorCo
                 ),
             );
         }
-        for host in &spec.grants.http {
-            let allowed = tenant.http.iter().any(|a| {
-                a == host || (!a.contains(':') && host.split(':').next() == Some(a.as_str()))
-            });
-            if !allowed {
-                out.at(
-                    format!("{location}.plugin.grants.http"),
-                    format!("`{host}` is not a host tenant `{}` may reach", tenant.name),
-                );
-            }
+        let reachable: Vec<HttpAllow> = tenant
+            .http
+            .iter()
+            .filter_map(|entry| HttpAllow::parse(entry).ok())
+            .collect();
+        for (i, entry) in spec.grants.http.iter().enumerate() {
+            let why = match HttpAllow::parse(entry) {
+                Ok(grant) if reachable.iter().any(|r| r.covers(&grant)) => continue,
+                Ok(_) => format!(
+                    "`{entry}` is not a host or address tenant `{}` may reach",
+                    tenant.name
+                ),
+                Err(e) => e.to_string(),
+            };
+            out.at(format!("{location}.plugin.grants.http[{i}]"), why);
         }
         for over in spec.limits.over(&tenant.limits) {
             out.at(
@@ -293,6 +298,7 @@ mod tests {
             pipelines = ["a"]
             plugins = ["p.wasm"]
             dirs = ["acme"]
+            http = ["search.acme.internal", "10.20.0.0/16:9200"]
             limits = { memory_mib = 64 }
             [[tenants]]
             name = "zeta"
@@ -355,6 +361,63 @@ mod tests {
                 Some("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
             );
         }
+    }
+
+    #[test]
+    fn http_grants_must_be_covered_by_the_tenants_entries() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let operator = operator(dir.path());
+        let acme = operator.tenant("acme").expect("acme");
+        let within = r#", grants = { http = ["search.acme.internal:9200", "10.20.1.2:9200", "10.20.4.0/24:9200"] }"#;
+        admit(
+            &run("a", within),
+            acme,
+            &operator,
+            &dir.path().join("dl.jsonl"),
+        )
+        .expect("admitted");
+        let beyond = r#", grants = { http = ["10.20.1.2:80", "10.0.0.0/8:9200", "search.acme.internal.evil", "x:bad"] }"#;
+        let reasons = forbidden(&run("a", beyond), dir.path());
+        assert_eq!(reasons.len(), 4, "{reasons:?}");
+        for (i, expected) in [
+            "`10.20.1.2:80` is not a host or address tenant `acme` may reach",
+            "`10.0.0.0/8:9200` is not",
+            "`search.acme.internal.evil` is not",
+            "not a port number",
+        ]
+        .iter()
+        .enumerate()
+        {
+            assert!(
+                reasons[i].contains(&format!("grants.http[{i}]")) && reasons[i].contains(expected),
+                "{reasons:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_tenants_http_entries_are_checked_when_the_operator_config_loads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("operator.toml");
+        let text = r#"
+            [server]
+            data_dir = "data"
+            plugin_dir = "plugins"
+            [[tenants]]
+            name = "acme"
+            token_env = "T"
+            pipelines = ["a"]
+            plugins = []
+            http = ["10.0.0.5/8", "http://x"]
+        "#;
+        std::fs::write(&path, text).expect("operator config");
+        let err = OperatorConfig::load(&path)
+            .expect_err("invalid")
+            .to_string();
+        assert!(
+            err.contains("tenants.acme.http: `10.0.0.5/8`") && err.contains("`http://x`"),
+            "{err}"
+        );
     }
 
     #[test]

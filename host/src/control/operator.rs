@@ -21,7 +21,7 @@
 //! pipelines = ["acme-books"]         # the pipeline names its configs may use
 //! plugins = ["file_connector.wasm", "jsonl_indexer.wasm"]
 //! dirs = ["/srv/acme"]               # host directories its plugins may be granted
-//! http = ["search.acme.internal"]    # hosts its plugins may reach
+//! http = ["search.acme.internal", "10.20.0.0/16:9200"]  # hosts, and the private addresses they are at
 //! max_concurrent_runs = 2
 //! max_docs_per_second = 10000
 //! limits = { memory_mib = 128 }      # ceilings (and defaults) for its plugins
@@ -264,7 +264,9 @@ pub struct TenantPolicy {
     /// Host directories (and what is under them) its plugins may be granted.
     #[serde(default)]
     pub dirs: Vec<PathBuf>,
-    /// Hosts its plugins may be granted HTTP to (`host` or `host:port`).
+    /// What its plugins may be granted HTTP to: entries as in `grants.http`
+    /// (`host`, `host:port`, addresses and ranges such as `10.0.0.0/8`), each
+    /// covering the grants it is equal to or wider than.
     #[serde(default)]
     pub http: Vec<String>,
     /// Runs going on at once. Default 2.
@@ -354,6 +356,11 @@ impl OperatorConfig {
                         "tenants.{}.plugins: `{plugin}` must be a file name in server.plugin_dir",
                         t.name
                     ));
+                }
+            }
+            for entry in &t.http {
+                if let Err(e) = crate::plugin::HttpAllow::parse(entry) {
+                    problems.push(format!("tenants.{}.http: {e}", t.name));
                 }
             }
             if t.max_concurrent_runs == 0 {

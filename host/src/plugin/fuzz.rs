@@ -253,11 +253,7 @@ fn plugin_state() -> PluginState {
         docs,
         wasi: wasmtime_wasi::WasiCtxBuilder::new().build(),
         http: Default::default(),
-        http_policy: HttpPolicy {
-            plugin: Arc::clone(&plugin),
-            allow: Arc::from([]),
-            deadline: None,
-        },
+        http_policy: HttpPolicy::new(Arc::clone(&plugin), None, Arc::from([]), Arc::clone(&logs)),
         budget,
         lent: Vec::new(),
         stderr: GuestOutput::new(Arc::clone(&plugin), "stderr", Arc::clone(&logs)),

@@ -166,11 +166,12 @@ impl Loaded {
             docs,
             wasi: wasi.build(),
             http,
-            http_policy: HttpPolicy {
-                plugin: Arc::clone(&self.name),
-                allow: Arc::clone(&self.http_allow),
-                deadline: None,
-            },
+            http_policy: HttpPolicy::new(
+                Arc::clone(&self.name),
+                self.tenant.clone(),
+                Arc::clone(&self.http_allow),
+                Arc::clone(&logs),
+            ),
             budget,
             lent: Vec::new(),
             stderr,

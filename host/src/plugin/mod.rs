@@ -41,6 +41,7 @@ pub use contract::ContractError;
 pub use contract::{SUPPORTED as SUPPORTED_CONTRACTS, supported_list as supported_contracts};
 pub use error::{KindError, PluginError, RuntimeError, TrapCause};
 pub use grant::{OpenedDir, relative_below};
+pub(crate) use host::HttpAllow;
 pub use host::PublishSink;
 pub use kinds::{
     ConnectorInstance, ConnectorPlugin, IndexerInstance, IndexerPlugin, StageInstance, StagePlugin,

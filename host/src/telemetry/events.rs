@@ -115,3 +115,36 @@ impl LogLinesDropped<'_> {
         meters::limit_hit(self.plugin, self.tenant, Limit::LogLinesPerSecond);
     }
 }
+
+/// A plugin's outgoing HTTP request was refused by its grants: counted in
+/// `weir_http_requests_refused_total`, and logged with why and what to
+/// grant when the plugin's log rate has room (a plugin makes as many
+/// requests as it likes, so it must not flood the log with refusals).
+#[derive(Debug)]
+pub(crate) struct HttpRefused<'a> {
+    pub(crate) plugin: &'a str,
+    pub(crate) tenant: Option<&'a str>,
+    pub(crate) host: &'a str,
+    pub(crate) port: u16,
+    /// The bounded label of the reason.
+    pub(crate) reason: &'static str,
+    /// Why, and what to grant, in words.
+    pub(crate) why: &'a str,
+    /// Whether to log the line: the plugin's log rate has room for it.
+    pub(crate) log: bool,
+}
+
+impl HttpRefused<'_> {
+    pub(crate) fn emit(self) {
+        if self.log {
+            tracing::warn!(
+                plugin = %self.plugin,
+                host = %self.host,
+                port = self.port,
+                "outgoing HTTP refused: {}",
+                self.why
+            );
+        }
+        meters::http_refused(self.plugin, self.tenant, self.reason);
+    }
+}

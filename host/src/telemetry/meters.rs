@@ -47,6 +47,8 @@ const RETRIES: &str = "weir_retries_total";
 const PLUGIN_TRAPS: &str = "weir_plugin_traps_total";
 /// Plugin calls stopped, or log lines dropped, at one of the plugin's limits.
 const LIMIT_HITS: &str = "weir_limit_hits_total";
+/// Plugins' outgoing HTTP requests refused by their grants, by reason.
+const HTTP_REFUSED: &str = "weir_http_requests_refused_total";
 /// Plugin instances replaced after a trap.
 const INSTANCE_RESTARTS: &str = "weir_plugin_instance_restarts_total";
 /// Documents published and not yet settled in a run of this process.
@@ -91,6 +93,10 @@ pub(crate) fn describe() {
     describe_counter!(
         LIMIT_HITS,
         "Plugin calls stopped (or log lines dropped) at a limit"
+    );
+    describe_counter!(
+        HTTP_REFUSED,
+        "Plugins' outgoing HTTP requests refused by their grants"
     );
     describe_counter!(INSTANCE_RESTARTS, "Plugin instances replaced after a trap");
     describe_gauge!(DOCS_PENDING, "Documents published and not yet settled");
@@ -264,6 +270,18 @@ pub(crate) fn limit_hit(plugin: &str, tenant: Option<&str>, limit: Limit) {
         "plugin" => plugin.to_owned(),
         "tenant" => tenant.unwrap_or("").to_owned(),
         "limit" => limit.label()
+    )
+    .increment(1);
+}
+
+/// A plugin's outgoing HTTP request was refused, for `reason` (a bounded
+/// label: `not_granted`, `address_not_granted`).
+pub(crate) fn http_refused(plugin: &str, tenant: Option<&str>, reason: &'static str) {
+    counter!(
+        HTTP_REFUSED,
+        "plugin" => plugin.to_owned(),
+        "tenant" => tenant.unwrap_or("").to_owned(),
+        "reason" => reason
     )
     .increment(1);
 }

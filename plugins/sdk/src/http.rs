@@ -1,7 +1,9 @@
 //! Outgoing HTTP for plugins (`wasi:http`), blocking, one request at a time.
 //!
-//! The host lets a plugin reach only the hosts its `grants.http` lists, and
-//! caps each request's time at what is left of the call's deadline.
+//! The host lets a plugin reach only the hosts its `grants.http` lists (a
+//! name only at public addresses, unless the address it resolves to is
+//! granted too), and caps each request's time at what is left of the call's
+//! deadline.
 //!
 //! ```ignore
 //! let response = weir_plugin::http::Request::post("http://localhost:9200/_bulk")?
@@ -275,6 +277,11 @@ fn error(url: &Url, code: ErrorCode) -> HttpError {
             "{url}: refused by the host: add `{}` to the plugin's grants.http",
             url.authority
         )),
+        ErrorCode::DestinationIpProhibited => HttpError::Failed(format!(
+            "{url}: refused by the host: `{}` resolves to an address the plugin was not granted \
+             (the host's log names it; add it to the plugin's grants.http)",
+            url.authority
+        )),
         _ => HttpError::Failed(message),
     }
 }
@@ -390,6 +397,25 @@ mod tests {
         };
         assert!(half.problems().is_some());
         assert_eq!(AuthConfig::default().header(), Ok(None));
+    }
+
+    #[test]
+    fn the_hosts_refusals_say_what_to_grant() {
+        let url = Url::parse("http://search.internal:9200").expect("url");
+        for code in [
+            ErrorCode::HttpRequestDenied,
+            ErrorCode::DestinationIpProhibited,
+        ] {
+            match error(&url, code) {
+                HttpError::Failed(m) => assert!(
+                    m.contains("refused by the host")
+                        && m.contains("`search.internal:9200`")
+                        && m.contains("grants.http"),
+                    "{m}"
+                ),
+                other => panic!("a refusal is not worth retrying: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! - [`log`]: the `log` interface and the log rate ([`LogLimiter`]).
 //! - [`output`]: the guest's stdout and stderr ([`GuestOutput`]).
 //! - [`publisher`]: a connector's `publishing` interface ([`PublishSink`]).
-//! - [`http`]: the allow-list for outgoing HTTP ([`HttpPolicy`]).
+//! - [`http`]: outgoing HTTP: what `grants.http` allows, and sending it ([`HttpPolicy`]).
 //! - [`wasi`]: the WASI view of the store.
 //! - [`convert`]: values between JSON and WIT.
 
