@@ -9,6 +9,7 @@ mod cli;
 mod conformance;
 mod connector_indexer;
 mod failures;
+mod isolation;
 mod kafka;
 mod local_run;
 mod operations;

@@ -13,7 +13,7 @@ use weir_tests::{Proc, plugins_dir};
 
 const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 pub(crate) const ACME: &str = "acme-token-0123456789";
-const ZETA: &str = "zeta-token-9876543210";
+pub(crate) const ZETA: &str = "zeta-token-9876543210";
 pub(crate) const ADMIN: &str = "admin-token-5555";
 
 /// A `weir serve` process on a free port, with tenants `acme` and `zeta`.
@@ -54,7 +54,7 @@ limits = {{ memory_mib = 128 }}
 name = "zeta"
 token_env = "TEST_ZETA_TOKEN"
 pipelines = ["zeta-books"]
-plugins = ["generator_connector.wasm", "nop_indexer.wasm"]
+plugins = ["generator_connector.wasm", "nop_indexer.wasm", "trim_whitespace.wasm", "test_connector.wasm", "hostile_stage.wasm"]
 "#,
             plugins = plugins_dir().display().to_string(),
         );
