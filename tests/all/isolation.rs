@@ -30,6 +30,50 @@ fn run_processes(server: u32) -> Vec<u32> {
     found
 }
 
+/// The one run process of `server`, once there is one.
+fn the_run_process(server: u32) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match run_processes(server).as_slice() {
+            [one] => return *one,
+            found => assert!(Instant::now() < deadline, "not one run process: {found:?}"),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_stopped_run_whose_process_is_wedged_is_killed_after_its_grace_period() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(dir.path());
+    let text = format!(
+        "[runner]\ngrace_period = \"1s\"\n{}",
+        generated("acme-books", 1_000_000, NOP)
+    );
+    let (status, run) = serve.submit(ACME, &text);
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().expect("id").to_owned();
+    let wedged = the_run_process(serve.proc.child.id());
+    // SAFETY: kill(2) on a pid this test found as the server's child.
+    assert_eq!(
+        unsafe { libc::kill(i32::try_from(wedged).expect("pid"), libc::SIGSTOP) },
+        0
+    );
+    let asked = Instant::now();
+    let (status, stopping) = serve.call("POST", &format!("/api/runs/{id}/stop"), Some(ACME), "");
+    assert_eq!(status, 200, "{stopping}");
+    let ended = serve.ended(ACME, &id);
+    assert_eq!(ended["status"], "failure", "{ended}");
+    let error = ended["error"].as_str().unwrap_or_default();
+    assert!(error.contains("signal 9"), "{error}");
+    // Its grace period (1 s) and the slack (5 s), not forever.
+    assert!(
+        asked.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        asked.elapsed()
+    );
+}
+
 #[test]
 fn a_run_whose_process_dies_fails_alone_and_the_server_and_other_runs_go_on() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -211,8 +211,9 @@ impl ControlPlane {
             }
             Isolation::Process(process) => {
                 // Refused here, without a process, when admission refuses it.
-                admit::admit(text, tenant, &self.operator, &self.run_dir(&id).join("x"))
-                    .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
+                let admitted =
+                    admit::admit(text, tenant, &self.operator, &self.run_dir(&id).join("x"))
+                        .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
                 let start = isolate::ToRun::Start {
                     operator: Box::new(self.operator.clone()),
                     tenant: tenant.name.clone(),
@@ -220,7 +221,8 @@ impl ControlPlane {
                     config: text.to_owned(),
                     per_second: self.share(tenant, 1),
                 };
-                let remote = isolate::Remote::start(process, &start, &tenant.name)?;
+                let grace = admitted.runner.grace_period;
+                let remote = isolate::Remote::start(process, &start, &tenant.name, grace)?;
                 let run = Arc::new(LiveRun::new(
                     id.clone(),
                     tenant.name.clone(),

@@ -24,6 +24,7 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 pub use child::serve_run;
 pub(in crate::control) use protocol::{FromRun, ToRun};
@@ -64,6 +65,10 @@ const KEPT_VARIABLES: [&str; 6] = [
     "PATH",
 ];
 
+/// How much longer than its grace period a stopped run may take to end
+/// before its process is killed.
+const STOP_SLACK: Duration = Duration::from_secs(5);
+
 /// Lines of a run process's log kept to say why it died, and the most
 /// bytes kept of each.
 const LAST_WORDS: usize = 6;
@@ -79,18 +84,29 @@ pub(in crate::control) struct Remote {
     last_words: Arc<Mutex<VecDeque<String>>>,
     /// Its metrics as it last reported them (Prometheus text).
     metrics: Mutex<String>,
+    /// The process itself, to kill: a pidfd names this process and no
+    /// other, even once it has ended and its pid is someone else's.
+    pidfd: Option<std::os::fd::OwnedFd>,
+    /// Set once the process has ended and been waited for.
+    ended: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    /// How long a stopped run may take to end before its process is killed.
+    stop_grace: Duration,
 }
 
 impl Remote {
     /// Start `start`'s run in a process of its own and wait until it is
     /// admitted and validated there (or refused, as for `tenant`).
+    /// A stopped run that has not ended within `stop_grace` (its grace
+    /// period) and [`STOP_SLACK`] more has its process killed.
     pub(in crate::control) fn start(
         process: &RunProcess,
         start: &ToRun,
         tenant: &str,
+        stop_grace: Duration,
     ) -> Result<Arc<Self>, ApiError> {
         let mut child = spawn(process)
             .map_err(|e| ApiError::Internal(format!("cannot start the run's process: {e}")))?;
+        let pidfd = pidfd_of(child.id());
         let last_words = Arc::new(Mutex::new(VecDeque::new()));
         if let Some(stderr) = child.stderr.take() {
             pass_on_log(stderr, Arc::clone(&last_words));
@@ -101,6 +117,9 @@ impl Remote {
             child: Mutex::new(child),
             last_words,
             metrics: Mutex::default(),
+            pidfd,
+            ended: Arc::default(),
+            stop_grace: stop_grace.saturating_add(STOP_SLACK),
         });
         remote.send(start);
         loop {
@@ -129,8 +148,12 @@ impl Remote {
     }
 
     /// Tell the process `message`; a process that is gone hears nothing
-    /// (its end is read from its output).
+    /// (its end is read from its output). A stop is also a deadline: a
+    /// process wedged past it (a run that cannot end) is killed.
     pub(in crate::control) fn send(&self, message: &ToRun) {
+        if matches!(message, ToRun::Stop) {
+            self.kill_unless_ended_within(self.stop_grace);
+        }
         let mut stdin = self.stdin.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(pipe) = stdin.as_mut()
             && pipe
@@ -204,6 +227,30 @@ impl Remote {
             .clone()
     }
 
+    /// Kill the process unless it has ended within `wait`.
+    fn kill_unless_ended_within(&self, wait: Duration) {
+        let Some(pidfd) = self.pidfd.as_ref().and_then(|fd| fd.try_clone().ok()) else {
+            return;
+        };
+        let ended = Arc::clone(&self.ended);
+        let spawned = std::thread::Builder::new()
+            .name("weir-run-stop".into())
+            .spawn(move || {
+                let (lock, signal) = &*ended;
+                let done = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                let (done, _) = signal
+                    .wait_timeout_while(done, wait, |done| !*done)
+                    .unwrap_or_else(PoisonError::into_inner);
+                if !*done {
+                    tracing::error!(after = ?wait, "a stopped run did not end: its process is killed");
+                    kill(&pidfd);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot watch a stopped run's process");
+        }
+    }
+
     /// How the process ended (waiting for it to), with its last log lines.
     fn death(&self) -> String {
         *self.stdin.lock().unwrap_or_else(PoisonError::into_inner) = None;
@@ -212,6 +259,11 @@ impl Remote {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .wait();
+        {
+            let (lock, signal) = &*self.ended;
+            *lock.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            signal.notify_all();
+        }
         let how = match status {
             Ok(status) => exit_text(status),
             Err(e) => format!("cannot wait for it: {e}"),
@@ -269,6 +321,35 @@ fn spawn(process: &RunProcess) -> std::io::Result<Child> {
         });
     }
     command.spawn()
+}
+
+/// A pidfd for process `pid`, a child of this one not yet waited for.
+fn pidfd_of(pid: u32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
+    // (or -1); the pid is a child not yet reaped, so it is this process.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: `fd` was just opened and is owned by nothing else.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// SIGKILL the process `pidfd` names; one that has ended is not touched.
+fn kill(pidfd: &std::os::fd::OwnedFd) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: pidfd_send_signal with a valid pidfd, a signal, no info, no flags.
+    let sent = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    if sent != 0 {
+        tracing::warn!(error = %std::io::Error::last_os_error(), "cannot kill a run's process");
+    }
 }
 
 /// Pass a run process's log on to the server's, keeping its last lines.
