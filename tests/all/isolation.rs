@@ -179,3 +179,62 @@ plugin = { path = "nop_indexer.wasm" }
     let next = serve.ended(ZETA, next["id"].as_str().expect("id"));
     assert_eq!(next["status"], "success", "{next}");
 }
+
+/// CPU time (user and system) process `pid` has used.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after `)`.
+    let ticks: u64 = fields
+        .get(11..13)
+        .map(|f| f.iter().filter_map(|t| t.parse::<u64>().ok()).sum())
+        .unwrap_or(0);
+    // SAFETY: sysconf with a valid name.
+    let per_second = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100);
+    Duration::from_millis(ticks * 1000 / per_second.max(1))
+}
+
+#[test]
+fn a_tenants_runs_together_use_at_most_its_cpus() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start_full(dir.path(), "", "cpus = 0.25");
+    let spins: Vec<String> = (0..64)
+        .map(|i| format!(r#"{{ id = "spin-{i}", action = "loop" }}"#))
+        .collect();
+    let spin = format!(
+        r#"
+[worker]
+threads = 4
+[[connectors]]
+name = "c"
+pipeline = "zeta-books"
+plugin = {{ path = "test_connector.wasm", config = {{ docs = [{}] }} }}
+[[pipelines]]
+name = "zeta-books"
+stages = [{{ name = "spin", plugin = {{ path = "hostile_stage.wasm", limits = {{ call_timeout = "30s" }} }} }}]
+[indexer]
+plugin = {{ path = "nop_indexer.wasm" }}
+"#,
+        spins.join(", ")
+    );
+    let (status, run) = serve.submit(ZETA, &spin);
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().expect("id").to_owned();
+    let spinner = the_run_process(serve.proc.child.id());
+    // Four threads spin; over two seconds of the wall clock, the group
+    // lets them have a quarter of a core (measured from outside).
+    let (cpu0, wall0) = (cpu_time(spinner), Instant::now());
+    std::thread::sleep(Duration::from_secs(2));
+    let used = cpu_time(spinner).saturating_sub(cpu0).as_secs_f64();
+    let cores = used / wall0.elapsed().as_secs_f64();
+    assert!(
+        cores < 0.4,
+        "{cores:.2} cores used by a tenant held to 0.25"
+    );
+    let (status, _) = serve.call("POST", &format!("/api/runs/{id}/stop"), Some(ZETA), "");
+    assert_eq!(status, 200);
+    serve.ended(ZETA, &id);
+}

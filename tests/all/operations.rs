@@ -30,6 +30,12 @@ impl Serve {
 
     /// [`start`](Self::start), with more `[server]` settings.
     pub(crate) fn start_with(dir: &Path, server: &str) -> Self {
+        Self::start_full(dir, server, "")
+    }
+
+    /// [`start`](Self::start), with more `[server]` settings and more of
+    /// tenant `zeta`'s.
+    pub(crate) fn start_full(dir: &Path, server: &str, zeta: &str) -> Self {
         std::fs::create_dir_all(dir.join("acme-files")).expect("tenant dir");
         let operator = format!(
             r#"
@@ -55,8 +61,10 @@ name = "zeta"
 token_env = "TEST_ZETA_TOKEN"
 pipelines = ["zeta-books"]
 plugins = ["generator_connector.wasm", "nop_indexer.wasm", "trim_whitespace.wasm", "test_connector.wasm", "hostile_stage.wasm"]
+{zeta}
 "#,
             plugins = plugins_dir().display().to_string(),
+            zeta = zeta,
         );
         std::fs::write(dir.join("operator.toml"), operator).expect("operator config");
         let log = dir.join(format!("serve-{}.log", fastrand::u32(..)));

@@ -61,6 +61,12 @@ pub enum StartError {
     /// The throughput sampler's thread could not start.
     #[error(transparent)]
     Sampler(std::io::Error),
+    /// A tenant's `cpus` cannot be held to: no control group could be made.
+    #[error("tenants.{tenant}.cpus: cannot make its control group: {error}")]
+    Cpus {
+        tenant: String,
+        error: std::io::Error,
+    },
 }
 
 /// The control plane's state.
@@ -76,6 +82,8 @@ pub struct ControlPlane {
     isolation: Isolation,
     /// What runs that ran in processes of their own counted, summed.
     finished_metrics: Mutex<Merged>,
+    /// The control group of each tenant with a `cpus` bound.
+    cpu_groups: HashMap<String, isolate::TenantCpu>,
     limiter: rate::Limiter,
     shutting_down: AtomicBool,
 }
@@ -97,6 +105,18 @@ impl ControlPlane {
     ) -> Result<Arc<Self>, StartError> {
         let store = Store::open(&operator.server.data_dir)?;
         let tokens = Tokens::read(&operator, var);
+        let mut cpu_groups = HashMap::new();
+        for tenant in &operator.tenants {
+            if let (Some(cpus), Isolation::Process(_)) = (tenant.cpus, &isolation) {
+                let group = isolate::TenantCpu::new(&tenant.name, cpus).map_err(|error| {
+                    StartError::Cpus {
+                        tenant: tenant.name.clone(),
+                        error,
+                    }
+                })?;
+                cpu_groups.insert(tenant.name.clone(), group);
+            }
+        }
         let limiter = rate::Limiter::new(rate::Rate::new(
             f64::from(operator.server.requests_per_second),
             f64::from(operator.server.request_burst),
@@ -117,6 +137,7 @@ impl ControlPlane {
             tokens,
             isolation,
             finished_metrics: Mutex::default(),
+            cpu_groups,
             limiter,
             shutting_down: AtomicBool::new(false),
         });
@@ -222,7 +243,8 @@ impl ControlPlane {
                     per_second: self.share(tenant, 1),
                 };
                 let grace = admitted.runner.grace_period;
-                let remote = isolate::Remote::start(process, &start, &tenant.name, grace)?;
+                let group = self.cpu_groups.get(&tenant.name);
+                let remote = isolate::Remote::start(process, &start, &tenant.name, grace, group)?;
                 let run = Arc::new(LiveRun::new(
                     id.clone(),
                     tenant.name.clone(),

@@ -275,6 +275,11 @@ pub struct TenantPolicy {
     /// Documents per second published over all its runs; none by default.
     #[serde(default)]
     pub max_docs_per_second: Option<u32>,
+    /// Most CPU cores its runs use together (e.g. `0.5`), held by a
+    /// control group of the operating system's; none by default. Needs
+    /// `server.isolation = "process"`.
+    #[serde(default)]
+    pub cpus: Option<f64>,
     /// Ceilings on its plugins' limits, which are also their defaults.
     #[serde(default)]
     pub limits: Limits,
@@ -362,6 +367,21 @@ impl OperatorConfig {
                 if let Err(e) = crate::plugin::HttpAllow::parse(entry) {
                     problems.push(format!("tenants.{}.http: {e}", t.name));
                 }
+            }
+            if let Some(cpus) = t.cpus
+                && !(0.01..=1024.0).contains(&cpus)
+            {
+                problems.push(format!(
+                    "tenants.{}.cpus: must be from 0.01 to 1024 (cores)",
+                    t.name
+                ));
+            }
+            if t.cpus.is_some() && self.server.isolation == RunIsolation::Thread {
+                problems.push(format!(
+                    "tenants.{}.cpus: only runs in processes of their own can be held to it \
+                     (server.isolation = \"process\")",
+                    t.name
+                ));
             }
             if t.max_concurrent_runs == 0 {
                 problems.push(format!(

@@ -13,6 +13,7 @@
 //! own) and validates it, then runs it as a thread of `weir serve` would,
 //! talking to the server over its stdin and stdout ([`protocol`]).
 
+mod cgroup;
 mod child;
 mod protocol;
 
@@ -26,6 +27,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+pub use cgroup::TenantCpu;
 pub use child::serve_run;
 pub(in crate::control) use protocol::{FromRun, ToRun};
 
@@ -97,15 +99,25 @@ impl Remote {
     /// Start `start`'s run in a process of its own and wait until it is
     /// admitted and validated there (or refused, as for `tenant`).
     /// A stopped run that has not ended within `stop_grace` (its grace
-    /// period) and [`STOP_SLACK`] more has its process killed.
+    /// period) and [`STOP_SLACK`] more has its process killed. The process
+    /// joins `cpu`, its tenant's control group, when the tenant has one.
     pub(in crate::control) fn start(
         process: &RunProcess,
         start: &ToRun,
         tenant: &str,
         stop_grace: Duration,
+        cpu: Option<&TenantCpu>,
     ) -> Result<Arc<Self>, ApiError> {
         let mut child = spawn(process)
             .map_err(|e| ApiError::Internal(format!("cannot start the run's process: {e}")))?;
+        // In its tenant's group before it starts a thread: it waits for its run.
+        if let Some(Err(e)) = cpu.map(|group| group.add(child.id())) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(ApiError::Internal(format!(
+                "cannot hold the run's process to its tenant's cpus: {e}"
+            )));
+        }
         let pidfd = pidfd_of(child.id());
         let last_words = Arc::new(Mutex::new(VecDeque::new()));
         if let Some(stderr) = child.stderr.take() {

@@ -8,8 +8,12 @@ use crate::control::operator::OperatorConfig;
 use crate::control::store::{Counts, RunRecord};
 
 /// The server to the run's process.
+///
+/// Externally tagged (`{"start": {...}}`, `"pause"`): an internally tagged
+/// enum is read through a buffer that cannot hold the exact numbers
+/// (`arbitrary_precision`) an operator's `cpus` is.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "do", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub(in crate::control) enum ToRun {
     /// The first line: what to run, for whom. The process admits `config`
     /// itself (its directory handles are its own) and validates it.
@@ -32,7 +36,7 @@ pub(in crate::control) enum ToRun {
 
 /// The run's process to the server.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "is", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub(in crate::control) enum FromRun {
     /// The config was refused: `forbidden` (403) or invalid (400).
     Refused {
@@ -55,7 +59,7 @@ pub(in crate::control) enum FromRun {
 pub(in crate::control) fn line<T: Serialize>(message: &T) -> String {
     let mut text = serde_json::to_string(message).unwrap_or_else(|e| {
         // Every message is plain data; say so if that ever stops being true.
-        format!("{{\"is\":\"unwritable\",\"error\":{:?}}}", e.to_string())
+        format!("{{\"unwritable\":{:?}}}", e.to_string())
     });
     text.push('\n');
     text
