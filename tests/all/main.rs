@@ -4,6 +4,7 @@
 
 mod accounting;
 mod architecture;
+mod blocking_io;
 mod cache;
 mod cli;
 mod conformance;

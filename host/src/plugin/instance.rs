@@ -108,9 +108,12 @@ impl Loaded {
         let logs = Arc::new(Mutex::new(LogLimiter::new(limits.log_lines_per_second())));
         let stderr = GuestOutput::new(Arc::clone(&self.name), "stderr", Arc::clone(&logs));
         let mut wasi = WasiCtxBuilder::new();
-        // Plugin calls are synchronous on their worker thread: let file I/O
-        // block that thread rather than hop through a thread pool per call.
-        wasi.allow_blocking_current_thread(true);
+        // File I/O runs on the runtime's blocking pool, never on the
+        // worker's thread: a read that never returns (a FIFO with no
+        // writer, a hung mount) then ends at the call's deadline like any
+        // other wait, instead of holding the worker past it. It costs a
+        // thread hop per operation (measured in docs/sandbox.md).
+        wasi.allow_blocking_current_thread(false);
         wasi.stdout(GuestOutput::new(
             Arc::clone(&self.name),
             "stdout",
