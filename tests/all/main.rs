@@ -11,6 +11,7 @@ mod conformance;
 mod connector_indexer;
 mod failures;
 mod kafka;
+mod limits;
 mod local_run;
 mod operations;
 mod sandbox;

@@ -162,8 +162,12 @@ impl Loaded {
             cancel: super::Cancel::default(),
             interrupt_at: None,
         };
+        let handles = state.budget.component_handles();
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.budget);
+        // Room in the engine for every document `limits.max_children` lets
+        // the guest hold: the budget refuses the next one, naming the limit.
+        store.set_max_component_handles(handles);
         // A computing guest is interrupted at its deadline, or sooner when
         // the call is cancelled: checked every few ticks, and in the tick
         // the deadline falls in.

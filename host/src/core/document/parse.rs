@@ -5,7 +5,8 @@
 //!
 //! The budget also records why a parse was refused (a typed [`Refusal`]),
 //! so whether an error is "too large" or "not JSON" never depends on its
-//! message text.
+//! message text; and it stops nesting at the deepest a document may be, so
+//! a refusal names `limits.max_depth` (never serde_json's recursion limit).
 
 use std::cell::Cell;
 
@@ -29,14 +30,16 @@ pub fn parse_value_within(text: &str, max_bytes: usize) -> Result<Value, FieldEr
             text.len()
         )));
     }
-    let budget = ParseBudget::new(max_bytes);
+    // Nested as deep as any document may hold: where the value goes, the
+    // document's own check says how deep it may be there.
+    let budget = ParseBudget::new(max_bytes, DocLimits::MAX_DEPTH, 0);
     parse_text(text, &budget, |reader| budget.seed().deserialize(reader))
 }
 
 /// Whole-document JSON text as a document, checked against `limits`;
 /// nothing larger than they allow is built on the way.
 pub(super) fn parse_document_within(text: &str, limits: DocLimits) -> Result<Document, FieldError> {
-    let budget = ParseBudget::new(limits.max_bytes);
+    let budget = document_budget(limits);
     let visitor = DocumentVisitor {
         limits,
         budget: &budget,
@@ -51,11 +54,21 @@ pub(super) fn deserialize_document<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
     limits: DocLimits,
 ) -> Result<Document, D::Error> {
-    let budget = ParseBudget::new(limits.max_bytes);
+    let budget = document_budget(limits);
     deserializer.deserialize_map(DocumentVisitor {
         limits,
         budget: &budget,
     })
+}
+
+/// The budget of a document read under `limits`: the document object is
+/// its first level.
+fn document_budget(limits: DocLimits) -> ParseBudget {
+    ParseBudget::new(
+        limits.max_bytes,
+        limits.max_depth.min(DocLimits::MAX_DEPTH),
+        1,
+    )
 }
 
 /// `text`, all of it, through `read`, which charges `budget`.
@@ -124,26 +137,54 @@ const OVER_BUDGET: &str = "JSON over the size limit";
 enum Refusal {
     /// The budget ran out: the value would count more than the byte limit.
     Budget,
+    /// The text nests deeper than the depth limit.
+    Depth,
     /// The parsed document failed its own check against its limits.
     Document,
 }
 
 /// What a parse may still build, in [`value_bytes`](super::value_bytes),
-/// and why it was refused, if it was.
+/// how deep it may nest, and why it was refused, if it was.
 struct ParseBudget {
     left: Cell<usize>,
     max: usize,
+    /// Levels of objects and arrays open, and the most there may be.
+    depth: Cell<usize>,
+    max_depth: usize,
     refused: Cell<Option<Refusal>>,
 }
 
 impl ParseBudget {
-    fn new(max: usize) -> Self {
+    /// `max` bytes, `max_depth` levels of which `depth` are already open.
+    fn new(max: usize, max_depth: usize, depth: usize) -> Self {
         Self {
             left: Cell::new(max),
             max,
+            depth: Cell::new(depth),
+            max_depth,
             refused: Cell::new(None),
         }
     }
+
+    /// One more level of nesting opens.
+    fn enter<E: serde::de::Error>(&self) -> Result<(), E> {
+        let depth = self.depth.get() + 1;
+        if depth > self.max_depth {
+            self.refused.set(Some(Refusal::Depth));
+            return Err(E::custom(format!(
+                "JSON nested deeper than the limit of {} levels (limits.max_depth)",
+                self.max_depth
+            )));
+        }
+        self.depth.set(depth);
+        Ok(())
+    }
+
+    /// A level of nesting closes.
+    fn leave(&self) {
+        self.depth.set(self.depth.get().saturating_sub(1));
+    }
+
 
     fn charge<E: serde::de::Error>(&self, bytes: usize) -> Result<(), E> {
         match self.left.get().checked_sub(bytes) {
@@ -173,7 +214,7 @@ impl ParseBudget {
             Some(Refusal::Budget) => {
                 FieldError::TooLarge(format!("{message} (limits.max_document_mib)"))
             }
-            Some(Refusal::Document) => FieldError::TooLarge(message),
+            Some(Refusal::Depth | Refusal::Document) => FieldError::TooLarge(message),
             None => FieldError::InvalidJson(message),
         }
     }
@@ -184,8 +225,7 @@ const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// Builds a [`Value`], charging each part to the budget before it is built
 /// (the same amounts [`value_bytes`](super::value_bytes) counts).
-/// serde_json stops nesting at 128 levels; the document's own check is
-/// tighter.
+/// serde_json stops nesting at 128 levels; the budget stops sooner.
 struct Budgeted<'a> {
     budget: &'a ParseBudget,
 }
@@ -241,30 +281,44 @@ impl<'de> serde::de::Visitor<'de> for Budgeted<'_> {
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         self.budget.charge(MIN_VALUE_BYTES)?;
+        self.budget.enter()?;
         let mut items = Vec::new();
         while let Some(item) = seq.next_element_seed(self.budget.seed())? {
             self.budget.charge(1)?;
             items.push(item);
         }
+        self.budget.leave();
         Ok(Value::Array(items))
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         self.budget.charge(MIN_VALUE_BYTES)?;
         let mut out = Map::new();
+        let mut entered = false;
         while let Some(key) = map.next_key::<String>()? {
-            // Numbers are kept exactly as written (serde_json's
-            // `arbitrary_precision`): they arrive as a one-entry map holding
-            // the number's text under this reserved key.
-            if out.is_empty() && key == NUMBER_TOKEN {
-                let text: String = map.next_value()?;
-                self.budget.charge(text.len().max(MIN_VALUE_BYTES))?;
-                let number = text.parse().map_err(serde::de::Error::custom)?;
-                return Ok(Value::Number(number));
+            if !entered {
+                // Numbers are kept exactly as written (serde_json's
+                // `arbitrary_precision`): they arrive as a one-entry map
+                // holding the number's text under this reserved key.
+                if key == NUMBER_TOKEN {
+                    let text: String = map.next_value()?;
+                    self.budget.charge(text.len().max(MIN_VALUE_BYTES))?;
+                    let number = text.parse().map_err(serde::de::Error::custom)?;
+                    return Ok(Value::Number(number));
+                }
+                self.budget.enter()?;
+                entered = true;
             }
             self.budget.charge(entry_bytes(&key, 0))?;
             let value = map.next_value_seed(self.budget.seed())?;
             out.insert(key, value);
+        }
+        if entered {
+            self.budget.leave();
+        } else {
+            // `{}` is a level too.
+            self.budget.enter()?;
+            self.budget.leave();
         }
         Ok(Value::Object(out))
     }
