@@ -14,6 +14,7 @@ mod kafka;
 mod limits;
 mod local_run;
 mod operations;
+mod run_timeouts;
 mod sandbox;
 mod scaffold;
 mod sdk;

@@ -101,8 +101,9 @@ impl Loaded {
         }
     }
 
-    /// A fresh store with this plugin's grants and limits.
-    fn new_store(&self) -> Result<Store<PluginState>, PluginError> {
+    /// A fresh store with this plugin's grants and limits, its calls
+    /// stopped by `cancel`.
+    fn new_store(&self, cancel: &super::Cancel) -> Result<Store<PluginState>, PluginError> {
         let grants = &self.spec.grants;
         let limits = &self.spec.limits;
         let logs = Arc::new(Mutex::new(LogLimiter::new(limits.log_lines_per_second())));
@@ -159,7 +160,7 @@ impl Loaded {
             lent: Vec::new(),
             stderr,
             logs,
-            cancel: super::Cancel::default(),
+            cancel: cancel.clone(),
             interrupt_at: None,
         };
         let handles = state.budget.component_handles();
@@ -351,11 +352,11 @@ impl<W: World> Prepared<W> {
     /// A new instance in a new store, its start-up code run within the call
     /// deadline; then, when `start`, the kind's `start` call (its errors are
     /// fatal, whatever the guest called them).
-    fn instantiate(&self, start: bool) -> Result<Live<W>, PluginError> {
+    fn instantiate(&self, start: bool, cancel: &super::Cancel) -> Result<Live<W>, PluginError> {
         let loaded = &*self.loaded;
-        let mut store = loaded.new_store()?;
+        let mut store = loaded.new_store(cancel)?;
         // Kept beside the store: a call borrows the store whole.
-        let cancel = store.data().cancel.clone();
+        let cancel = cancel.clone();
         let timeout = loaded.spec.limits.call_timeout();
         let bindings = loaded
             .run(&mut store, &cancel, timeout, async |store| {
@@ -414,6 +415,9 @@ pub(crate) struct Instance<W: World> {
     live: Option<Live<W>>,
     /// Whether a new instance gets the kind's `start` call.
     start: bool,
+    /// Stops the call in progress, whichever instance makes it: the same
+    /// handle serves every replacement.
+    cancel: super::Cancel,
     /// How many times this instance was replaced after a trap.
     pub(crate) restarts: u64,
     /// Log lines written during the last call (`.0`), and dropped as over
@@ -429,6 +433,7 @@ impl<W: World> Instance<W> {
             prepared,
             live: None,
             start,
+            cancel: super::Cancel::default(),
             restarts: 0,
             log_lines: (0, 0),
         };
@@ -440,9 +445,15 @@ impl<W: World> Instance<W> {
         &self.prepared.loaded
     }
 
-    /// A handle that stops the live instance's call in progress.
-    pub(crate) fn canceller(&mut self) -> Result<super::Cancel, PluginError> {
-        Ok(self.live()?.store.data().cancel.clone())
+    /// A handle that stops the call in progress, now or after the instance
+    /// is replaced.
+    pub(crate) fn canceller(&self) -> super::Cancel {
+        self.cancel.clone()
+    }
+
+    /// Whether an instance is live (none after a trap, until the next call).
+    pub(crate) fn is_live(&self) -> bool {
+        self.live.is_some()
     }
 
     /// What the live instance's `start` answered (instantiating it if needed).
@@ -452,7 +463,7 @@ impl<W: World> Instance<W> {
 
     fn live(&mut self) -> Result<&mut Live<W>, PluginError> {
         if self.live.is_none() {
-            let live = self.prepared.instantiate(self.start)?;
+            let live = self.prepared.instantiate(self.start, &self.cancel)?;
             // Lines its start-up wrote count toward the rate, not toward
             // the first call.
             live.store
