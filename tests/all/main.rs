@@ -4,6 +4,7 @@
 
 mod accounting;
 mod architecture;
+mod blocking_io;
 mod cache;
 mod cli;
 mod conformance;
@@ -11,8 +12,10 @@ mod connector_indexer;
 mod failures;
 mod isolation;
 mod kafka;
+mod limits;
 mod local_run;
 mod operations;
+mod run_timeouts;
 mod sandbox;
 mod scaffold;
 mod sdk;

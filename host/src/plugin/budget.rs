@@ -23,6 +23,10 @@ use super::spec::Limits;
 /// a few dozen.
 pub(crate) const MAX_HANDLES: usize = 1024;
 
+/// Handles a guest may have live beyond its documents and host resources
+/// (borrows of what it is lent, resources of its own).
+const HANDLE_HEADROOM: usize = 1024;
+
 /// Most bytes one `wasi:http` fields collection (a request's or response's
 /// headers) may hold.
 pub(crate) const MAX_HTTP_FIELDS_BYTES: usize = 64 << 10;
@@ -67,6 +71,18 @@ impl Budget {
     /// every document it may hold and the one it is lent.
     pub(crate) fn documents_capacity(&self) -> usize {
         self.max_documents.saturating_add(1)
+    }
+
+    /// How many handles the guest may have live at once, over all its
+    /// tables (wasmtime's store-wide cap, 100,000 by default): every
+    /// document it may hold, the ones it is lent, and its other handles,
+    /// with room to spare, so that `limits.max_children` (up to its
+    /// ceiling) is what stops a plugin that holds too many documents, never
+    /// the engine's own cap.
+    pub(crate) fn component_handles(&self) -> usize {
+        self.documents_capacity()
+            .saturating_add(MAX_HANDLES)
+            .saturating_add(HANDLE_HEADROOM)
     }
 
     /// A new call starts: nothing refused yet.

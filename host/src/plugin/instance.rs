@@ -115,16 +115,20 @@ impl Loaded {
         }
     }
 
-    /// A fresh store with this plugin's grants and limits.
-    fn new_store(&self) -> Result<Store<PluginState>, PluginError> {
+    /// A fresh store with this plugin's grants and limits, its calls
+    /// stopped by `cancel`.
+    fn new_store(&self, cancel: &super::Cancel) -> Result<Store<PluginState>, PluginError> {
         let grants = &self.spec.grants;
         let limits = &self.spec.limits;
         let logs = Arc::new(Mutex::new(LogLimiter::new(limits.log_lines_per_second())));
         let stderr = GuestOutput::new(Arc::clone(&self.name), "stderr", Arc::clone(&logs));
         let mut wasi = WasiCtxBuilder::new();
-        // Plugin calls are synchronous on their worker thread: let file I/O
-        // block that thread rather than hop through a thread pool per call.
-        wasi.allow_blocking_current_thread(true);
+        // File I/O runs on the runtime's blocking pool, never on the
+        // worker's thread: a read that never returns (a FIFO with no
+        // writer, a hung mount) then ends at the call's deadline like any
+        // other wait, instead of holding the worker past it. It costs a
+        // thread hop per operation (measured in docs/sandbox.md).
+        wasi.allow_blocking_current_thread(false);
         wasi.stdout(GuestOutput::new(
             Arc::clone(&self.name),
             "stdout",
@@ -176,11 +180,15 @@ impl Loaded {
             lent: Vec::new(),
             stderr,
             logs,
-            cancel: super::Cancel::default(),
+            cancel: cancel.clone(),
             interrupt_at: None,
         };
+        let handles = state.budget.component_handles();
         let mut store = Store::new(&self.runtime.engine, state);
         store.limiter(|s| &mut s.budget);
+        // Room in the engine for every document `limits.max_children` lets
+        // the guest hold: the budget refuses the next one, naming the limit.
+        store.set_max_component_handles(handles);
         // A computing guest is interrupted at its deadline, or sooner when
         // the call is cancelled: checked every few ticks, and in the tick
         // the deadline falls in.
@@ -364,11 +372,11 @@ impl<W: World> Prepared<W> {
     /// A new instance in a new store, its start-up code run within the call
     /// deadline; then, when `start`, the kind's `start` call (its errors are
     /// fatal, whatever the guest called them).
-    fn instantiate(&self, start: bool) -> Result<Live<W>, PluginError> {
+    fn instantiate(&self, start: bool, cancel: &super::Cancel) -> Result<Live<W>, PluginError> {
         let loaded = &*self.loaded;
-        let mut store = loaded.new_store()?;
+        let mut store = loaded.new_store(cancel)?;
         // Kept beside the store: a call borrows the store whole.
-        let cancel = store.data().cancel.clone();
+        let cancel = cancel.clone();
         let timeout = loaded.spec.limits.call_timeout();
         let bindings = loaded
             .run(&mut store, &cancel, timeout, async |store| {
@@ -427,6 +435,9 @@ pub(crate) struct Instance<W: World> {
     live: Option<Live<W>>,
     /// Whether a new instance gets the kind's `start` call.
     start: bool,
+    /// Stops the call in progress, whichever instance makes it: the same
+    /// handle serves every replacement.
+    cancel: super::Cancel,
     /// How many times this instance was replaced after a trap.
     pub(crate) restarts: u64,
     /// Log lines written during the last call (`.0`), and dropped as over
@@ -442,6 +453,7 @@ impl<W: World> Instance<W> {
             prepared,
             live: None,
             start,
+            cancel: super::Cancel::default(),
             restarts: 0,
             log_lines: (0, 0),
         };
@@ -453,9 +465,15 @@ impl<W: World> Instance<W> {
         &self.prepared.loaded
     }
 
-    /// A handle that stops the live instance's call in progress.
-    pub(crate) fn canceller(&mut self) -> Result<super::Cancel, PluginError> {
-        Ok(self.live()?.store.data().cancel.clone())
+    /// A handle that stops the call in progress, now or after the instance
+    /// is replaced.
+    pub(crate) fn canceller(&self) -> super::Cancel {
+        self.cancel.clone()
+    }
+
+    /// Whether an instance is live (none after a trap, until the next call).
+    pub(crate) fn is_live(&self) -> bool {
+        self.live.is_some()
     }
 
     /// What the live instance's `start` answered (instantiating it if needed).
@@ -465,7 +483,7 @@ impl<W: World> Instance<W> {
 
     fn live(&mut self) -> Result<&mut Live<W>, PluginError> {
         if self.live.is_none() {
-            let live = self.prepared.instantiate(self.start)?;
+            let live = self.prepared.instantiate(self.start, &self.cancel)?;
             // Lines its start-up wrote count toward the rate, not toward
             // the first call.
             live.store

@@ -270,8 +270,19 @@ impl StageInstance {
         Ok(children)
     }
 
-    /// Call the stage's `stop`.
+    /// A handle that stops this stage's call in progress from another
+    /// thread (and its later calls, until reset); the instance is then
+    /// discarded.
+    pub fn canceller(&self) -> super::Cancel {
+        self.inner.canceller()
+    }
+
+    /// Call the stage's `stop`; an instance that is not live (replaced
+    /// after a trap, not yet made again) has nothing to stop.
     pub fn stop(&mut self) -> Result<(), PluginError> {
+        if !self.inner.is_live() {
+            return Ok(());
+        }
         let timeout = self.inner.loaded().spec.limits.call_timeout();
         let r = self.inner.call(timeout, async |b, store| {
             b.weir_plugin_stage_api().call_stop(store).await
@@ -324,7 +335,7 @@ impl ConnectorInstance {
 
     /// A handle that stops this connector's call in progress (its
     /// `execute`) from another thread; the instance is then discarded.
-    pub fn canceller(&mut self) -> Result<super::Cancel, PluginError> {
+    pub fn canceller(&self) -> super::Cancel {
         self.inner.canceller()
     }
 
@@ -348,9 +359,7 @@ impl ConnectorInstance {
             result
         });
         // A cancellation was for `execute`: `post-execute` and `close` run.
-        if let Ok(cancel) = self.canceller() {
-            cancel.reset();
-        }
+        self.canceller().reset();
         // Its deadline is the execute limit's, not a call's: name that one.
         result.map_err(|e| match e {
             PluginError::Trap {
@@ -419,6 +428,12 @@ impl IndexerInstance {
                 .await
         });
         flatten(&self.inner.loaded().name, r)
+    }
+
+    /// A handle that stops this indexer's call in progress from another
+    /// thread (and its later calls, until reset).
+    pub fn canceller(&self) -> super::Cancel {
+        self.inner.canceller()
     }
 
     /// How the backend wants its batches.

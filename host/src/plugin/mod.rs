@@ -148,9 +148,45 @@ pub(crate) struct RuntimeInner {
     cache: ComponentCache,
     epoch_tick: Duration,
     stop_ticker: Arc<AtomicBool>,
-    /// Drives what plugin calls wait on (timers, sockets, HTTP, blocking
-    /// file work). The calls themselves run on the caller's thread.
-    io: tokio::runtime::Runtime,
+    /// Drives what plugin calls wait on (timers, sockets, HTTP, file work
+    /// on its blocking pool). The calls themselves run on the caller's thread.
+    io: IoRuntime,
+}
+
+/// Most threads plugins' file I/O runs on at once, in one process. A file
+/// operation that never returns (a read of a FIFO with no writer) holds
+/// its thread until it does, though the call that started it ended at its
+/// deadline: at most this many are ever held, and past them further file
+/// I/O waits for a free thread (within its call's deadline).
+pub(crate) const MAX_FILE_IO_THREADS: usize = 512;
+
+/// The runtime behind plugin calls' waits. Dropped without waiting for its
+/// blocking pool: a thread stuck in a file operation that never returns
+/// must not hold up the end of a run.
+struct IoRuntime(Option<tokio::runtime::Runtime>);
+
+impl IoRuntime {
+    fn new() -> std::io::Result<Self> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(MAX_FILE_IO_THREADS)
+            .thread_name("weir-plugin-io")
+            .enable_all()
+            .build()
+            .map(|runtime| Self(Some(runtime)))
+    }
+
+    fn get(&self) -> &tokio::runtime::Runtime {
+        self.0.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for IoRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 impl RuntimeInner {
@@ -169,14 +205,15 @@ impl RuntimeInner {
         // Entered for the whole call: a call cut off at its deadline is
         // dropped here too, and dropping it runs host code (the guest's
         // stack unwinds) that may need the runtime.
-        let _context = self.io.enter();
+        let io = self.io.get();
+        let _context = io.enter();
         let mut call = std::pin::pin!(call);
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         if let std::task::Poll::Ready(out) = call.as_mut().poll(&mut cx) {
             return Some(out);
         }
         // Waiting: polled again with a real waker, which replaces the no-op one.
-        self.io.handle().block_on(async {
+        io.handle().block_on(async {
             tokio::select! {
                 // The call first: one that completes as time runs out counts.
                 biased;
@@ -271,11 +308,7 @@ impl PluginRuntime {
                 linker,
                 epoch_tick: options.epoch_tick,
                 stop_ticker,
-                io: tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .thread_name("weir-plugin-io")
-                    .enable_all()
-                    .build()?,
+                io: IoRuntime::new()?,
             }),
         })
     }

@@ -147,6 +147,9 @@ impl Runner {
             let outcome = self.connector_lifecycle(&run, &mut source);
             if let Err(reason) = &outcome {
                 abort.trigger(reason.clone());
+                // Stage and indexer calls in flight end now, their
+                // documents left pending: the run ends on time.
+                abort.stop_calls();
             }
             // Closing the source lets workers drain and stop, then the indexer.
             // A failed run's workers and indexer stop on the abort instead;
@@ -188,9 +191,7 @@ impl Runner {
             .pre_execute(run.run_id)
             .map_err(|e| StopReason::from(format!("pre-execute failed: {e}")))
             .and_then(|()| {
-                let cancel = connector
-                    .canceller()
-                    .map_err(|e| format!("the connector could not start: {e}"))?;
+                let cancel = connector.canceller();
                 let run_id = run.run_id;
                 self.execute_and_wait(run, &cancel, |sink, timeout| {
                     connector
@@ -211,7 +212,8 @@ impl Runner {
 
     /// Run `execute` on its own thread and count events until every published
     /// document is done, the connector fails, the run aborts, stalls or is
-    /// interrupted (`cancel` then stops it), or time runs out.
+    /// interrupted, or time runs out; on all but the first, `cancel` stops
+    /// `execute` and the run's plugin calls in flight are stopped.
     fn execute_and_wait(
         &self,
         run: &ConnectorRun<'_>,
@@ -257,7 +259,7 @@ impl Runner {
             let mut watch = watch::Watch::new(&self.config.runner, &c.pipeline, &self.stats);
             let pending = self.scope(&c.pipeline).pending();
             let mut events = Vec::with_capacity(EVENT_CHUNK);
-            loop {
+            let outcome = loop {
                 // Drain what is there, then sleep: waiting on the queue instead
                 // would wake this thread once per event.
                 let mut drained = 0usize;
@@ -300,25 +302,25 @@ impl Runner {
                     });
                 }
                 if let Some(reason) = abort.reason() {
-                    return Err(reason.clone());
+                    break Err(reason.clone());
                 }
                 // Complete before an interrupt was seen: complete.
                 if let Some(Ok(())) = &executed
                     && accounting.pending() == 0
                     && !watch.was_interrupted()
                 {
-                    return Ok(());
+                    break Ok(());
                 }
                 if self.interrupt.is_set() {
                     // The connector stops; what is in flight gets the grace period.
                     if watch.interrupted(cancel, accounting.pending()) {
                         let pending = watch::pending_suffix(accounting);
-                        return Err(StopReason::Interrupted { pending });
+                        break Err(StopReason::Interrupted { pending });
                     }
                     continue;
                 }
                 if let Some(Err(e)) = &executed {
-                    return Err(e.clone().into());
+                    break Err(e.clone().into());
                 }
                 if watch.started.elapsed() >= timeout {
                     let reason = format!(
@@ -326,16 +328,25 @@ impl Runner {
                         watch::pending_suffix(accounting)
                     );
                     abort.trigger(reason.clone());
-                    return Err(reason.into());
+                    break Err(reason.into());
                 }
                 if let Some(reason) = watch.stalled(publisher.as_ref(), accounting) {
                     abort.trigger(reason.clone());
-                    return Err(reason.into());
+                    break Err(reason.into());
                 }
                 let now_pending = accounting.pending();
                 pending.set(now_pending as f64);
                 watch.log_throughput(now_pending);
+            };
+            if let Err(reason) = &outcome {
+                // The reason first: a worker whose call is cut short sees
+                // why, and leaves its document pending instead of failing
+                // it. Then `execute` ends too, before the scope waits for it.
+                abort.trigger(reason.clone());
+                cancel.cancel();
+                abort.stop_calls();
             }
+            outcome
         })
     }
 }

@@ -12,7 +12,7 @@ use crate::config::IndexerConfig;
 use crate::core::document::Document;
 use crate::core::event::{Event, EventKind};
 use crate::messenger::{Failure, IndexerMessenger, MessengerError, Polled};
-use crate::plugin::{BatchFailure, DocumentFailure, IndexerInstance};
+use crate::plugin::{BatchFailure, DocumentFailure, IndexerInstance, PluginError, TrapCause};
 use crate::telemetry::RunStats;
 use crate::telemetry::events::{DocumentFailed, FailedIn};
 use crate::telemetry::meters::{IndexerMeters, Scope};
@@ -89,7 +89,11 @@ impl IndexerLoop {
     pub(crate) fn run(mut self) {
         let stats = Arc::clone(&self.stats);
         let _cpu = crate::telemetry::ThreadCpu::count_into(&stats.indexer_cpu_nanos);
+        self.abort.watch_calls(self.instance.canceller());
         let result = self.work();
+        // A stopped run cancelled its calls; `close` still runs, under its
+        // own deadline.
+        self.instance.canceller().reset();
         if let Err(e) = self.instance.close() {
             tracing::warn!(plugin = %self.plugin, error = %e, "indexer close failed");
         }
@@ -375,6 +379,12 @@ impl IndexerLoop {
                         attempts,
                     });
                 }
+                // The run is stopping and cut the call short: the batch is
+                // left for redelivery, not failed.
+                Err(PluginError::Trap {
+                    cause: TrapCause::Cancelled,
+                    ..
+                }) if self.stopping() => return Ok(Sent::Abandoned),
                 Err(e) if e.is_document_error() => {
                     return Ok(Sent::Failed {
                         message: e.to_string(),

@@ -2,9 +2,11 @@
 //! first-reason-wins [`Abort`] a pipeline's threads share, and the handles a
 //! signal handler or the control plane holds ([`Interrupt`], [`Pause`]).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread;
 use std::time::Duration;
+
+use crate::plugin::Cancel;
 
 /// Why a connector, a run or a serving process stopped before it completed.
 /// Control flow reads this, never the text a reason prints as.
@@ -47,22 +49,56 @@ impl From<&str> for StopReason {
     }
 }
 
-/// The first reason a run must stop, shared by every thread of a connector.
+/// The first reason a run must stop, shared by every thread of a connector,
+/// and the plugin calls its threads make, which [`Abort::stop_calls`] cuts
+/// short.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Abort(Arc<OnceLock<StopReason>>);
+pub(crate) struct Abort {
+    reason: Arc<OnceLock<StopReason>>,
+    calls: Arc<Mutex<Calls>>,
+}
+
+/// The plugin instances whose calls an [`Abort`] may stop.
+#[derive(Debug, Default)]
+struct Calls {
+    cancels: Vec<Cancel>,
+    stopped: bool,
+}
 
 impl Abort {
     /// Record `reason` unless a reason is already recorded.
     pub(crate) fn trigger(&self, reason: impl Into<StopReason>) {
-        let _ = self.0.set(reason.into());
+        let _ = self.reason.set(reason.into());
     }
 
     pub(crate) fn reason(&self) -> Option<&StopReason> {
-        self.0.get()
+        self.reason.get()
     }
 
     pub(crate) fn is_set(&self) -> bool {
-        self.0.get().is_some()
+        self.reason.get().is_some()
+    }
+
+    /// Let [`Abort::stop_calls`] stop the calls of the instance `cancel`
+    /// belongs to (at once when it already has).
+    pub(crate) fn watch_calls(&self, cancel: Cancel) {
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        if calls.stopped {
+            cancel.cancel();
+        }
+        calls.cancels.push(cancel);
+    }
+
+    /// Stop every watched instance's call in progress, and the calls they
+    /// make after until each is reset (for its closing `stop` or `close`,
+    /// each under its own deadline): a run that must end ends now, not when
+    /// its slowest call returns.
+    pub(crate) fn stop_calls(&self) {
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        calls.stopped = true;
+        for cancel in &calls.cancels {
+            cancel.cancel();
+        }
     }
 }
 
@@ -141,6 +177,21 @@ mod tests {
         abort.trigger("first");
         abort.trigger(StopReason::Shutdown);
         assert_eq!(abort.reason(), Some(&StopReason::Failed("first".into())));
+    }
+
+    #[test]
+    fn stopping_calls_cancels_those_watched_before_and_after() {
+        let abort = Abort::default();
+        let before = Cancel::default();
+        abort.watch_calls(before.clone());
+        assert!(!before.is_cancelled());
+        abort.trigger("timed out");
+        assert!(!before.is_cancelled(), "a reason alone stops no call");
+        abort.stop_calls();
+        assert!(before.is_cancelled());
+        let after = Cancel::default();
+        abort.watch_calls(after.clone());
+        assert!(after.is_cancelled(), "watched once calls were stopped");
     }
 
     #[test]

@@ -89,6 +89,15 @@ impl Drop for LocalCount {
     }
 }
 
+/// Why a worker stops processing a document before its end.
+enum Halt {
+    /// A fatal plugin error: the run must stop; the document's outcome is sent.
+    Fatal(String),
+    /// The run is stopping and cut the document's stage call short: nothing
+    /// of it is sent or committed (it stays pending, or is redelivered).
+    Abandoned,
+}
+
 /// What became of one document (or one of its children).
 enum Outcome {
     Created(Event),
@@ -150,8 +159,14 @@ impl Worker {
     pub(crate) fn run(mut self) {
         let stats = Arc::clone(&self.stats);
         let _cpu = telemetry::ThreadCpu::count_into(&stats.worker_cpu_nanos);
+        for stage in &self.stages {
+            self.abort.watch_calls(stage.instance.canceller());
+        }
         let result = self.work();
         for stage in &mut self.stages {
+            // A stopped run cancelled its calls; `stop` still runs, under
+            // its own deadline.
+            stage.instance.canceller().reset();
             if let Err(e) = stage.instance.stop() {
                 tracing::warn!(stage = %stage.name, error = %e, "stage stop failed");
             }
@@ -192,7 +207,11 @@ impl Worker {
             let span = tracing::debug_span!("document", run_id = doc.run_id(), doc_id = doc.id());
             let _entered = span.enter();
             let start = Instant::now();
-            let fatal = self.process(doc, &mut outcomes);
+            let halt = self.process(doc, &mut outcomes);
+            if let Some(Halt::Abandoned) = halt {
+                outcomes.clear();
+                return Ok(());
+            }
             let now = Instant::now();
             let elapsed = now.duration_since(start);
             self.meters.seconds.record(elapsed);
@@ -207,16 +226,16 @@ impl Worker {
             self.messenger
                 .commit_pending_doc_offsets()
                 .map_err(messenger_error)?;
-            if let Some(reason) = fatal {
+            if let Some(Halt::Fatal(reason)) = halt {
                 return Err(reason);
             }
         }
     }
 
     /// What became of `doc` and its children (into `outcomes`), and whether
-    /// the run must stop. A panic in host code fails the document (never the
+    /// processing halts. A panic in host code fails the document (never the
     /// worker), so every document gets a terminal event.
-    fn process(&mut self, doc: Document, outcomes: &mut Vec<Outcome>) -> Option<String> {
+    fn process(&mut self, doc: Document, outcomes: &mut Vec<Outcome>) -> Option<Halt> {
         let (id, run_id) = (doc.id().to_owned(), doc.run_id().map(str::to_owned));
         let pipeline = Pipeline {
             stages: &mut self.stages,
@@ -291,18 +310,14 @@ struct Pipeline<'a> {
 impl Pipeline<'_> {
     /// Run `doc` through `stages[from..]`, appending what became of it and
     /// of the children it made. Children are run through the stages after
-    /// the one that made them, and go on ahead of their parent. Returns a
-    /// reason when the run must stop (a fatal plugin error).
-    fn run(mut self, doc: Document, from: usize, out: &mut Vec<Outcome>) -> Option<String> {
+    /// the one that made them, and go on ahead of their parent. Returns why
+    /// it halted, if it did: a fatal plugin error, or a call the stopping
+    /// run cut short.
+    fn run(mut self, doc: Document, from: usize, out: &mut Vec<Outcome>) -> Option<Halt> {
         self.run_from(doc, from, out)
     }
 
-    fn run_from(
-        &mut self,
-        mut doc: Document,
-        from: usize,
-        out: &mut Vec<Outcome>,
-    ) -> Option<String> {
+    fn run_from(&mut self, mut doc: Document, from: usize, out: &mut Vec<Outcome>) -> Option<Halt> {
         for i in from..self.stages.len() {
             if doc.is_dropped() || doc.skips_stages() {
                 break;
@@ -321,8 +336,12 @@ impl Pipeline<'_> {
                         }
                     }
                 }
+                Err(PluginError::Trap {
+                    cause: TrapCause::Cancelled,
+                    ..
+                }) if self.abort.is_set() => return Some(Halt::Abandoned),
                 Err(e) => {
-                    let fatal = (!e.is_document_error()).then(|| e.to_string());
+                    let fatal = (!e.is_document_error()).then(|| Halt::Fatal(e.to_string()));
                     let mut message = e.to_string();
                     if attempts > 1 {
                         message.push_str(&format!(" (after {})", retry::attempts_text(attempts)));

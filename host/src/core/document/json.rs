@@ -1,6 +1,8 @@
 //! Documents to and from JSON: whole-document JSON text and values, the
 //! shaped text an indexer asks for, and the serde impls.
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 use super::parse::{deserialize_document, parse_document_within, parse_value_within};
@@ -22,8 +24,13 @@ impl Document {
     /// The document as JSON text shaped for an indexer: with `include`,
     /// only `id`, `run_id` and the fields named (in that order; `_children`
     /// for nested children); without it, everything. Names in `exclude`
-    /// are left out, reserved names included.
-    pub fn to_json_string_shaped(&self, include: Option<&[String]>, exclude: &[String]) -> String {
+    /// are left out, reserved names included. Each name is looked up once,
+    /// whatever the number of names in `exclude`.
+    pub fn to_json_string_shaped(
+        &self,
+        include: Option<&[String]>,
+        exclude: &HashSet<String>,
+    ) -> String {
         let Some(include) = include else {
             if exclude.is_empty() {
                 return self.to_json_string();
@@ -34,8 +41,12 @@ impl Document {
         self.shaped(include.iter().map(String::as_str), exclude)
     }
 
-    fn shaped<'a>(&self, names: impl Iterator<Item = &'a str>, exclude: &[String]) -> String {
-        let kept = |name: &str| !exclude.iter().any(|e| e == name);
+    fn shaped<'a>(
+        &self,
+        names: impl Iterator<Item = &'a str>,
+        exclude: &HashSet<String>,
+    ) -> String {
+        let kept = |name: &str| !exclude.contains(name);
         let mut out = Vec::with_capacity(self.approx_json_bytes());
         let mut first = true;
         let mut key = |out: &mut Vec<u8>, name: &str| {

@@ -28,7 +28,7 @@ mod writer;
 
 pub use error::FieldError;
 pub use limits::DocLimits;
-pub use number::{same_json, same_number};
+pub use number::{number_as_written, same_json, same_number};
 pub use parse::parse_value_within;
 pub use sizing::{MIN_DOCUMENT_BYTES, MIN_VALUE_BYTES, container_depth, value_bytes};
 

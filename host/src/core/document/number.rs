@@ -1,8 +1,114 @@
-//! Comparing JSON numbers by value. Documents keep numbers exactly as
-//! written (`1.0e-7` stays `1.0e-7`), so `==` on two values compares their
-//! text; these compare the decimal numbers the texts denote.
+//! Numbers exactly as written, and compared by value. Documents keep
+//! numbers as their text (`1.0e-7` stays `1.0e-7`, `1E400` stays `1E400`),
+//! so `==` on two values compares their text; [`same_number`] and
+//! [`same_json`] compare the decimal numbers the texts denote.
+//!
+//! serde_json (`arbitrary_precision`) keeps a number's digits but writes its
+//! exponent its own way (`1E5` reads as `1e+5`); [`Spellings`] finds the
+//! number as the JSON text wrote it, so the document keeps that.
 
-use serde_json::Value;
+use std::cell::Cell;
+
+use serde_json::{Number, Value};
+
+/// A number from its text, kept exactly as written when `text` is one JSON
+/// number token and nothing else (with whitespace around it, as serde_json
+/// writes it); `None` when it is not a JSON number.
+pub fn number_as_written(text: &str) -> Option<Number> {
+    let parsed: Number = serde_json::from_str(text).ok()?;
+    Some(spelled(text, parsed))
+}
+
+/// `parsed` (serde_json's reading of a number) holding `written`, the text
+/// it was read from, when that is a plain number token that denotes it.
+fn spelled(written: &str, parsed: Number) -> Number {
+    let token = written.bytes().all(is_number_byte);
+    if token && written != parsed.as_str() && same_number(written, parsed.as_str()) {
+        // The only way to keep a number's text as is: serde_json's own
+        // parser rewrites the exponent. `written` is a valid JSON number
+        // (it parsed, and is nothing but number characters).
+        Number::from_string_unchecked(written.to_owned())
+    } else {
+        parsed
+    }
+}
+
+fn is_number_byte(b: u8) -> bool {
+    matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+}
+
+/// The numbers of one JSON text as written, for a parse of that text that
+/// meets them in order. serde_json keeps a number's digits, sign and
+/// fraction as written; only one with an exponent can differ, so only those
+/// are looked up, each as the next exponent token of the text (the text is
+/// read once, from where the last look ended).
+pub(super) struct Spellings<'t> {
+    text: &'t str,
+    /// Where the next exponent token not yet handed out may start.
+    at: Cell<usize>,
+}
+
+impl<'t> Spellings<'t> {
+    pub(super) fn new(text: &'t str) -> Self {
+        Self {
+            text,
+            at: Cell::new(0),
+        }
+    }
+
+    /// `parsed`, the next number the parse met, as the text wrote it. A
+    /// token that denotes another number is left for the next look (the
+    /// parse met something that was not a number token: serde_json's
+    /// reserved map key), and `parsed` kept as it is.
+    pub(super) fn next(&self, parsed: Number) -> Number {
+        if !parsed.as_str().contains('e') {
+            return parsed;
+        }
+        match self.next_exponent_token() {
+            Some((written, end)) if same_number(written, parsed.as_str()) => {
+                self.at.set(end);
+                spelled(written, parsed)
+            }
+            _ => parsed,
+        }
+    }
+
+    /// The next number token with an exponent, outside strings, and where
+    /// it ends.
+    fn next_exponent_token(&self) -> Option<(&'t str, usize)> {
+        let bytes = self.text.as_bytes();
+        let mut i = self.at.get();
+        while i < bytes.len() {
+            match bytes[i] {
+                b'"' => i = string_end(bytes, i + 1),
+                b'-' | b'0'..=b'9' => {
+                    let start = i;
+                    while i < bytes.len() && is_number_byte(bytes[i]) {
+                        i += 1;
+                    }
+                    let token = self.text.get(start..i)?;
+                    if token.contains(['e', 'E']) {
+                        return Some((token, i));
+                    }
+                }
+                _ => i += 1,
+            }
+        }
+        None
+    }
+}
+
+/// Where the string whose text starts at `i` ends (past its closing quote).
+fn string_end(bytes: &[u8], mut i: usize) -> usize {
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            _ => i += 1,
+        }
+    }
+    i
+}
 
 /// Whether two JSON number texts denote the same decimal number
 /// (`1.50` and `1.5e0` do; `0.1` and `0.1000000000000000055` do not).
@@ -57,7 +163,51 @@ pub fn same_json(a: &Value, b: &Value) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{same_json, same_number};
+    use super::{Spellings, number_as_written, same_json, same_number};
+
+    #[test]
+    fn numbers_are_kept_as_written() {
+        for text in [
+            "1e400",
+            "1E400",
+            "-0",
+            "-0.0",
+            "1E5",
+            "1e+5",
+            "1E-5",
+            "0.1e-7",
+            "123456789012345678901234567890",
+            "-123456789012345678901234567890.0000000000000000001e-99999",
+        ] {
+            let number = number_as_written(text).expect("a number");
+            assert_eq!(number.as_str(), text);
+            assert_eq!(serde_json::to_string(&number).expect("write"), text);
+        }
+        assert!(number_as_written("1e").is_none());
+        assert!(number_as_written("x").is_none());
+        // Not a bare token: read as serde_json reads it.
+        assert_eq!(
+            number_as_written(" 1E5").map(|n| n.as_str().to_owned()),
+            Some("1e+5".into())
+        );
+    }
+
+    #[test]
+    fn spellings_follow_the_text_past_strings() {
+        let text = r#"{"a\"1E1":1E2,"b\\\\":[3,"4E4",5e5,-6E-6],"c":7}"#;
+        let spellings = Spellings::new(text);
+        let parsed = ["1e+2", "3", "5e+5", "-6e-6", "7"];
+        let kept: Vec<String> = parsed
+            .iter()
+            .map(|p| {
+                spellings
+                    .next(p.parse().expect("number"))
+                    .as_str()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(kept, ["1E2", "3", "5e5", "-6E-6", "7"]);
+    }
 
     #[test]
     fn numbers_compare_by_value() {

@@ -5,7 +5,9 @@
 //!
 //! The budget also records why a parse was refused (a typed [`Refusal`]),
 //! so whether an error is "too large" or "not JSON" never depends on its
-//! message text.
+//! message text; and it stops nesting at the deepest a document may be, so
+//! a refusal names `limits.max_depth` (never serde_json's recursion limit).
+//! Numbers are kept as the text wrote them ([`Spellings`]).
 
 use std::cell::Cell;
 
@@ -13,6 +15,7 @@ use serde::de::DeserializeSeed;
 use serde_json::{Map, Value};
 
 use super::limits::human_bytes;
+use super::number::Spellings;
 use super::sizing::{MIN_VALUE_BYTES, entry_bytes};
 use super::{CHILDREN_FIELD, DocLimits, Document, FieldError, ID_FIELD, RUN_ID_FIELD};
 
@@ -29,14 +32,16 @@ pub fn parse_value_within(text: &str, max_bytes: usize) -> Result<Value, FieldEr
             text.len()
         )));
     }
-    let budget = ParseBudget::new(max_bytes);
+    // Nested as deep as any document may hold: where the value goes, the
+    // document's own check says how deep it may be there.
+    let budget = ParseBudget::new(max_bytes, DocLimits::MAX_DEPTH, 0).reading(text);
     parse_text(text, &budget, |reader| budget.seed().deserialize(reader))
 }
 
 /// Whole-document JSON text as a document, checked against `limits`;
 /// nothing larger than they allow is built on the way.
 pub(super) fn parse_document_within(text: &str, limits: DocLimits) -> Result<Document, FieldError> {
-    let budget = ParseBudget::new(limits.max_bytes);
+    let budget = document_budget(limits).reading(text);
     let visitor = DocumentVisitor {
         limits,
         budget: &budget,
@@ -51,17 +56,27 @@ pub(super) fn deserialize_document<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
     limits: DocLimits,
 ) -> Result<Document, D::Error> {
-    let budget = ParseBudget::new(limits.max_bytes);
+    let budget = document_budget(limits);
     deserializer.deserialize_map(DocumentVisitor {
         limits,
         budget: &budget,
     })
 }
 
+/// The budget of a document read under `limits`: the document object is
+/// its first level.
+fn document_budget<'t>(limits: DocLimits) -> ParseBudget<'t> {
+    ParseBudget::new(
+        limits.max_bytes,
+        limits.max_depth.min(DocLimits::MAX_DEPTH),
+        1,
+    )
+}
+
 /// `text`, all of it, through `read`, which charges `budget`.
 fn parse_text<'t, T>(
     text: &'t str,
-    budget: &ParseBudget,
+    budget: &ParseBudget<'_>,
     read: impl FnOnce(
         &mut serde_json::Deserializer<serde_json::de::StrRead<'t>>,
     ) -> serde_json::Result<T>,
@@ -74,12 +89,12 @@ fn parse_text<'t, T>(
 
 /// Reads a document under `limits`: its values are parsed within the size
 /// budget (nothing larger is ever built), then it is checked.
-struct DocumentVisitor<'a> {
+struct DocumentVisitor<'a, 't> {
     limits: DocLimits,
-    budget: &'a ParseBudget,
+    budget: &'a ParseBudget<'t>,
 }
 
-impl<'de> serde::de::Visitor<'de> for DocumentVisitor<'_> {
+impl<'de> serde::de::Visitor<'de> for DocumentVisitor<'_, '_> {
     type Value = Document;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -124,24 +139,68 @@ const OVER_BUDGET: &str = "JSON over the size limit";
 enum Refusal {
     /// The budget ran out: the value would count more than the byte limit.
     Budget,
+    /// The text nests deeper than the depth limit.
+    Depth,
     /// The parsed document failed its own check against its limits.
     Document,
 }
 
 /// What a parse may still build, in [`value_bytes`](super::value_bytes),
-/// and why it was refused, if it was.
-struct ParseBudget {
+/// how deep it may nest, and why it was refused, if it was.
+struct ParseBudget<'t> {
     left: Cell<usize>,
     max: usize,
+    /// Levels of objects and arrays open, and the most there may be.
+    depth: Cell<usize>,
+    max_depth: usize,
     refused: Cell<Option<Refusal>>,
+    /// The text being parsed, for its numbers as written.
+    spellings: Option<Spellings<'t>>,
 }
 
-impl ParseBudget {
-    fn new(max: usize) -> Self {
+impl<'t> ParseBudget<'t> {
+    /// `max` bytes, `max_depth` levels of which `depth` are already open.
+    fn new(max: usize, max_depth: usize, depth: usize) -> Self {
         Self {
             left: Cell::new(max),
             max,
+            depth: Cell::new(depth),
+            max_depth,
             refused: Cell::new(None),
+            spellings: None,
+        }
+    }
+
+    /// Parsing `text`: its numbers are kept as it writes them.
+    fn reading(mut self, text: &'t str) -> Self {
+        self.spellings = Some(Spellings::new(text));
+        self
+    }
+
+    /// One more level of nesting opens.
+    fn enter<E: serde::de::Error>(&self) -> Result<(), E> {
+        let depth = self.depth.get() + 1;
+        if depth > self.max_depth {
+            self.refused.set(Some(Refusal::Depth));
+            return Err(E::custom(format!(
+                "JSON nested deeper than the limit of {} levels (limits.max_depth)",
+                self.max_depth
+            )));
+        }
+        self.depth.set(depth);
+        Ok(())
+    }
+
+    /// A level of nesting closes.
+    fn leave(&self) {
+        self.depth.set(self.depth.get().saturating_sub(1));
+    }
+
+    /// A number serde_json read, as the text wrote it.
+    fn number(&self, parsed: serde_json::Number) -> serde_json::Number {
+        match &self.spellings {
+            Some(spellings) => spellings.next(parsed),
+            None => parsed,
         }
     }
 
@@ -161,7 +220,7 @@ impl ParseBudget {
         }
     }
 
-    fn seed(&self) -> Budgeted<'_> {
+    fn seed(&self) -> Budgeted<'_, 't> {
         Budgeted { budget: self }
     }
 
@@ -173,7 +232,7 @@ impl ParseBudget {
             Some(Refusal::Budget) => {
                 FieldError::TooLarge(format!("{message} (limits.max_document_mib)"))
             }
-            Some(Refusal::Document) => FieldError::TooLarge(message),
+            Some(Refusal::Depth | Refusal::Document) => FieldError::TooLarge(message),
             None => FieldError::InvalidJson(message),
         }
     }
@@ -184,20 +243,19 @@ const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// Builds a [`Value`], charging each part to the budget before it is built
 /// (the same amounts [`value_bytes`](super::value_bytes) counts).
-/// serde_json stops nesting at 128 levels; the document's own check is
-/// tighter.
-struct Budgeted<'a> {
-    budget: &'a ParseBudget,
+/// serde_json stops nesting at 128 levels; the budget stops sooner.
+struct Budgeted<'a, 't> {
+    budget: &'a ParseBudget<'t>,
 }
 
-impl<'de> serde::de::DeserializeSeed<'de> for Budgeted<'_> {
+impl<'de> serde::de::DeserializeSeed<'de> for Budgeted<'_, '_> {
     type Value = Value;
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for Budgeted<'_> {
+impl<'de> serde::de::Visitor<'de> for Budgeted<'_, '_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -241,30 +299,44 @@ impl<'de> serde::de::Visitor<'de> for Budgeted<'_> {
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         self.budget.charge(MIN_VALUE_BYTES)?;
+        self.budget.enter()?;
         let mut items = Vec::new();
         while let Some(item) = seq.next_element_seed(self.budget.seed())? {
             self.budget.charge(1)?;
             items.push(item);
         }
+        self.budget.leave();
         Ok(Value::Array(items))
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         self.budget.charge(MIN_VALUE_BYTES)?;
         let mut out = Map::new();
+        let mut entered = false;
         while let Some(key) = map.next_key::<String>()? {
-            // Numbers are kept exactly as written (serde_json's
-            // `arbitrary_precision`): they arrive as a one-entry map holding
-            // the number's text under this reserved key.
-            if out.is_empty() && key == NUMBER_TOKEN {
-                let text: String = map.next_value()?;
-                self.budget.charge(text.len().max(MIN_VALUE_BYTES))?;
-                let number = text.parse().map_err(serde::de::Error::custom)?;
-                return Ok(Value::Number(number));
+            if !entered {
+                // Numbers keep their digits (serde_json's
+                // `arbitrary_precision`): they arrive as a one-entry map
+                // holding the number's text under this reserved key.
+                if key == NUMBER_TOKEN {
+                    let text: String = map.next_value()?;
+                    self.budget.charge(text.len().max(MIN_VALUE_BYTES))?;
+                    let number = text.parse().map_err(serde::de::Error::custom)?;
+                    return Ok(Value::Number(self.budget.number(number)));
+                }
+                self.budget.enter()?;
+                entered = true;
             }
             self.budget.charge(entry_bytes(&key, 0))?;
             let value = map.next_value_seed(self.budget.seed())?;
             out.insert(key, value);
+        }
+        if entered {
+            self.budget.leave();
+        } else {
+            // `{}` is a level too.
+            self.budget.enter()?;
+            self.budget.leave();
         }
         Ok(Value::Object(out))
     }

@@ -36,13 +36,15 @@ pub(crate) fn from_wit(value: Value, max_bytes: usize) -> Result<Json, document:
                 text.len()
             )));
         }
-        Value::Number(text) => Json::Number(serde_json::from_str(&text).map_err(|_| {
-            document::FieldError::WrongType(format!(
-                "`{}` is not a JSON number",
-                crate::core::text::cut_at(&text, 64)
-                    .map_or_else(|| text.clone(), |kept| format!("{kept}..."))
-            ))
-        })?),
+        Value::Number(text) => {
+            Json::Number(document::number_as_written(&text).ok_or_else(|| {
+                document::FieldError::WrongType(format!(
+                    "`{}` is not a JSON number",
+                    crate::core::text::cut_at(&text, 64)
+                        .map_or_else(|| text.clone(), |kept| format!("{kept}..."))
+                ))
+            })?)
+        }
         Value::Json(text) => document::parse_value_within(&text, max_bytes)?,
     })
 }
@@ -118,8 +120,17 @@ mod tests {
 
     #[test]
     fn numbers_from_plugins_are_checked_and_kept() {
-        let kept = from_wit(Value::Number("18446744073709551616".into()), 1 << 20).expect("kept");
-        assert_eq!(kept.to_string(), "18446744073709551616");
+        for written in [
+            "18446744073709551616",
+            "1e400",
+            "1E400",
+            "1E5",
+            "-0",
+            "0.1e-7",
+        ] {
+            let kept = from_wit(Value::Number(written.into()), 1 << 20).expect("kept");
+            assert_eq!(kept.to_string(), written, "kept as written");
+        }
         for bad in ["", "1x", "--1", "[1]", "NaN", "1 2"] {
             assert!(
                 from_wit(Value::Number(bad.into()), 1 << 20).is_err(),

@@ -19,6 +19,7 @@
 //!   the copies), `hoard` (create `count` documents and keep them across
 //!   documents), `hoard_big` (keep `count` documents of `mib` MiB each),
 //!   `json_bomb` (set a field to `mib` MiB of JSON text `[0,0,...]`),
+//!   `deep_json` (set a field to JSON text of arrays nested `depth` deep),
 //!   `spoof_run_id` (return a child and nest one, both built from JSON
 //!   claiming `run_id` "other-run"), `count` (set `calls` to how many
 //!   documents this instance has seen: state that a fresh instance per
@@ -331,6 +332,11 @@ impl Stage for Hostile {
                 }
                 text.push(']');
                 doc.set("bomb", &Value::Json(text)).map_err(doc_error)?;
+            }
+            "deep_json" => {
+                let depth = number(doc, "depth")?;
+                let text = format!("{}0{}", "[".repeat(depth), "]".repeat(depth));
+                doc.set("deep", &Value::Json(text)).map_err(doc_error)?;
             }
             "big_log" => {
                 let line = "L".repeat(number(doc, "mib")? << 20);

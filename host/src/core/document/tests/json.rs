@@ -138,3 +138,32 @@ fn the_kind_of_a_parse_error_never_depends_on_its_text() {
         "{message}"
     );
 }
+
+#[test]
+fn numbers_are_written_back_as_the_text_wrote_them() {
+    let text = r#"{"id":"d","a":1e400,"b":-0,"c":1E5,"d":0.1e-7,"e":123456789012345678901234567890,"f":[1E-5,{"g":2e+3,"h":-0.0}],"_children":[{"id":"c","n":7E7}]}"#;
+    let d = Document::from_json_str(text).expect("parse");
+    assert_eq!(d.to_json_string(), text);
+    assert_eq!(d.get("c").map(ToString::to_string).as_deref(), Some("1E5"));
+    let within = Document::from_json_str_within(text, DocLimits::default()).expect("parse");
+    assert_eq!(within.to_json_string(), text);
+    let value = parse_value_within(r#"[1E400, "1E5", -0, 5e-1]"#, 1 << 20).expect("value");
+    assert_eq!(value.to_string(), r#"[1E400,"1E5",-0,5e-1]"#);
+    let fields =
+        Document::from_fields_json_str("f", r#"{"x":1E2}"#, DocLimits::default()).expect("fields");
+    assert_eq!(fields.to_json_string(), r#"{"id":"f","x":1E2}"#);
+    // Read through serde (a dead-letter record) without the text: the
+    // exponent comes back in serde_json's form, the same number.
+    let through_serde: Document = serde_json::from_str(r#"{"id":"s","a":1E5}"#).expect("serde");
+    assert_eq!(through_serde.to_json_string(), r#"{"id":"s","a":1e+5}"#);
+}
+
+#[test]
+fn a_number_spelled_as_serde_json_spells_its_own_is_still_a_string_elsewhere() {
+    // serde_json's reserved key reads as a number; what follows still keeps
+    // its own spelling.
+    let text = r#"{"id":"d","a":{"$serde_json::private::Number":"1E5"},"b":2E2}"#;
+    let d = Document::from_json_str(text).expect("parse");
+    assert_eq!(d.get("a").map(ToString::to_string).as_deref(), Some("1e+5"));
+    assert_eq!(d.get("b").map(ToString::to_string).as_deref(), Some("2E2"));
+}

@@ -122,12 +122,29 @@ fn parsed_documents_are_checked_against_limits() {
         "]".repeat(110)
     );
     let e = Document::from_json_str(&deep).expect_err("deeper than MAX_DEPTH");
-    assert!(e.to_string().contains("levels deep"), "{e}");
-    let way_too_deep = format!(r#"{{"id":"d","a":{}}}"#, "[".repeat(100_000));
+    assert!(matches!(e, FieldError::TooLarge(_)), "{e}");
     assert!(
-        Document::from_json_str(&way_too_deep).is_err(),
-        "no stack overflow"
+        e.to_string()
+            .contains("nested deeper than the limit of 100 levels (limits.max_depth)"),
+        "{e}"
     );
+    // Past serde_json's own recursion limit (128): Weir's limit is named,
+    // never the parser's.
+    let way_too_deep = format!(r#"{{"id":"d","a":{}}}"#, "[".repeat(100_000));
+    for e in [
+        Document::from_json_str(&way_too_deep).expect_err("no stack overflow"),
+        Document::from_json_str_within(&way_too_deep, DocLimits::default()).expect_err("deep"),
+        parse_value_within(&"[".repeat(200), 1 << 20).expect_err("deep value"),
+        serde_json::from_str::<Document>(&way_too_deep)
+            .map_err(|e| FieldError::InvalidJson(e.to_string()))
+            .expect_err("through serde"),
+    ] {
+        let text = e.to_string();
+        assert!(text.contains("(limits.max_depth)"), "{text}");
+        assert!(!text.contains("recursion limit"), "{text}");
+    }
+    let e = Document::from_json_str_within(&way_too_deep, DocLimits::default()).expect_err("deep");
+    assert!(e.to_string().contains("limit of 64 levels"), "{e}");
     let ok = format!(r#"{{"id":"d","a":{}1{}}}"#, "[".repeat(80), "]".repeat(80));
     Document::from_json_str(&ok).expect("the host reads 81 levels");
     let e = Document::from_json_str_within(&ok, DocLimits::default())
