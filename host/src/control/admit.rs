@@ -311,6 +311,14 @@ mod tests {
         OperatorConfig::load(&path).expect("valid operator config")
     }
 
+    /// `grants` granting `host` as `/d`, for [`run`].
+    fn dir_grant(host: &Path) -> String {
+        format!(
+            ", grants = {{ dirs = [{{ host = {:?}, guest = \"/d\" }}] }}",
+            host.display().to_string()
+        )
+    }
+
     fn run(pipeline: &str, grants: &str) -> String {
         format!(
             r#"
@@ -340,10 +348,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let operator = operator(dir.path());
         let acme = operator.tenant("acme").expect("acme");
-        let grant = format!(
-            ", grants = {{ dirs = [{{ host = {:?}, guest = \"/d\" }}] }}",
-            dir.path().join("acme/data").display().to_string()
-        );
+        let grant = dir_grant(&dir.path().join("acme/data"));
         let config = admit(
             &run("a", &grant),
             acme,
@@ -426,10 +431,7 @@ mod tests {
         operator(dir.path());
         let link = dir.path().join("acme/escape");
         std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).expect("symlink");
-        let grant = format!(
-            ", grants = {{ dirs = [{{ host = {:?}, guest = \"/d\" }}] }}",
-            link.display().to_string()
-        );
+        let grant = dir_grant(&link);
         let reasons = forbidden(&run("a", &grant), dir.path());
         assert!(
             reasons
@@ -447,10 +449,7 @@ mod tests {
         let data = dir.path().join("acme/data");
         std::fs::write(data.join("mine.txt"), "mine").expect("write");
         std::fs::write(dir.path().join("elsewhere/secret.txt"), "theirs").expect("write");
-        let grant = format!(
-            ", grants = {{ dirs = [{{ host = {:?}, guest = \"/d\" }}] }}",
-            data.display().to_string()
-        );
+        let grant = dir_grant(&data);
         let config =
             admit(&run("a", &grant), acme, &operator, &dir.path().join("dl")).expect("admitted");
         // The tenant swaps its folder for a link once admitted.
@@ -505,10 +504,7 @@ mod tests {
         ];
         let mut messages = Vec::new();
         for path in &paths {
-            let grant = format!(
-                ", grants = {{ dirs = [{{ host = {:?}, guest = \"/d\" }}] }}",
-                path.display().to_string()
-            );
+            let grant = dir_grant(path);
             let reasons = forbidden(&run("a", &grant), dir.path());
             assert_eq!(reasons.len(), 1, "{reasons:?}");
             // The same words whether or not the path exists outside.

@@ -246,6 +246,17 @@ async fn dead_letters_are_read_from_the_runs_directory_up_to_the_limit() {
     assert_eq!(rest["more"], false);
 }
 
+/// `GET path` from `app`, with `token` if given.
+async fn get_from(app: axum::Router, path: &str, token: Option<&str>) -> axum::response::Response {
+    let mut request = Request::get(path);
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    app.oneshot(request.body(Body::empty()).expect("request"))
+        .await
+        .expect("answer")
+}
+
 #[tokio::test]
 async fn the_servers_metrics_are_the_operators_and_every_answer_says_nosniff() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -256,14 +267,7 @@ async fn the_servers_metrics_are_the_operators_and_every_answer_says_nosniff() {
         let app = app.clone();
         let token = token.map(str::to_owned);
         async move {
-            let mut request = Request::get("/metrics");
-            if let Some(token) = token {
-                request = request.header("authorization", format!("Bearer {token}"));
-            }
-            let response = app
-                .oneshot(request.body(Body::empty()).expect("request"))
-                .await
-                .expect("answer");
+            let response = get_from(app, "/metrics", token.as_deref()).await;
             let nosniff = response.headers().get("x-content-type-options").cloned();
             (response.status().as_u16(), nosniff)
         }
@@ -374,14 +378,7 @@ async fn a_tenant_reads_its_own_figures_and_no_one_elses() {
     let read = |token: Option<&'static str>| {
         let app = app.clone();
         async move {
-            let mut request = Request::get("/api/metrics");
-            if let Some(token) = token {
-                request = request.header("authorization", format!("Bearer {token}"));
-            }
-            let response = app
-                .oneshot(request.body(Body::empty()).expect("request"))
-                .await
-                .expect("answer");
+            let response = get_from(app, "/api/metrics", token).await;
             let status = response.status();
             let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
                 .await
