@@ -3,7 +3,8 @@
 //! and dead letters; the operator's config says what each tenant may do.
 //!
 //! A submitted run is a local run, exactly as `weir run` makes it (the same
-//! [`Runner`], the same accounting), on a thread of this process, after its
+//! [`Runner`], the same accounting), in a process of its own ([`isolate`];
+//! or on a thread of this one), after its
 //! config is admitted ([`admit`]) and its plugins validated. Runs and their
 //! summaries are kept in a SQLite store ([`store`]), so finished runs
 //! outlive a restart, up to the operator's `keep_runs` per tenant.

@@ -23,6 +23,7 @@ mod host;
 mod instance;
 mod kinds;
 mod spec;
+mod store;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
