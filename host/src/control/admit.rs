@@ -79,13 +79,19 @@ pub fn admit(
     let mut forbidden = forbidden_parts(&config, tenant, operator);
     forbidden.extend(open_grants(&mut config, tenant));
     forbidden.or_ok(()).map_err(Refusal::Forbidden)?;
+    // The checks see the limits the run will have: those the config leaves
+    // unset are the tenant's, and they must fit the rest of the config (a
+    // tenant's `call_timeout` longer than the config's stall timeout is
+    // refused here, not when the run starts).
+    for (_, spec) in config.plugins_mut() {
+        spec.limits = spec.limits.or(&tenant.limits);
+    }
     Problems(config.check())
         .or_ok(())
         .map_err(Refusal::Invalid)?;
     let pipelines: Vec<String> = config.pipelines.iter().map(|p| p.name.clone()).collect();
     let mut digests = std::collections::HashMap::new();
     for (_, spec) in config.plugins_mut() {
-        spec.limits = spec.limits.or(&tenant.limits);
         // What is admitted is what runs: a plugin file changed before the
         // run loads it is refused then, as a pinned one would be.
         if spec.sha256.is_none() {
@@ -284,6 +290,11 @@ mod tests {
     /// An operator config with tenant `acme` (pipeline `a`, plugin `p.wasm`,
     /// directory `acme/`) and `zeta` (pipeline `z`), in `dir`.
     fn operator(dir: &Path) -> OperatorConfig {
+        operator_with(dir, "{ memory_mib = 64 }")
+    }
+
+    /// [`operator`], with acme's `limits`.
+    fn operator_with(dir: &Path, limits: &str) -> OperatorConfig {
         std::fs::create_dir_all(dir.join("plugins")).expect("plugins dir");
         std::fs::write(dir.join("plugins/p.wasm"), b"").expect("plugin file");
         std::fs::create_dir_all(dir.join("acme/data")).expect("tenant dir");
@@ -299,13 +310,14 @@ mod tests {
             plugins = ["p.wasm"]
             dirs = ["acme"]
             http = ["search.acme.internal", "10.20.0.0/16:9200"]
-            limits = { memory_mib = 64 }
+            limits = LIMITS
             [[tenants]]
             name = "zeta"
             token_env = "Z"
             pipelines = ["z"]
             plugins = ["p.wasm"]
-        "#;
+        "#
+        .replace("LIMITS", limits);
         let path = dir.join("operator.toml");
         std::fs::write(&path, text).expect("operator config");
         OperatorConfig::load(&path).expect("valid operator config")
@@ -361,6 +373,27 @@ mod tests {
                 Some("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
             );
         }
+    }
+
+    #[test]
+    fn the_tenants_limits_a_config_leaves_unset_are_checked_with_it() {
+        // acme's calls may last 10 minutes, and that is what a plugin
+        // whose config sets no call_timeout gets: longer than the default
+        // 5-minute stall timeout, so the run could never start.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let operator = operator_with(dir.path(), r#"{ call_timeout = "10m" }"#);
+        let acme = operator.tenant("acme").expect("acme");
+        let dead_letters = dir.path().join("dl.jsonl");
+        match admit(&run("a", ""), acme, &operator, &dead_letters) {
+            Err(Refusal::Invalid(problems)) => assert!(
+                problems.iter().any(|p| p.location == "runner.stall_timeout"
+                    && p.message.contains("call_timeout 600s")),
+                "{problems:?}"
+            ),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        let longer = format!("[runner]\nstall_timeout = \"11m\"\n{}", run("a", ""));
+        admit(&longer, acme, &operator, &dead_letters).expect("admitted");
     }
 
     #[test]
