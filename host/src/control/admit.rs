@@ -154,16 +154,13 @@ fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorCo
             ),
         );
     }
-    let instances = config.connectors.len()
-        + config
-            .pipelines
-            .iter()
-            .map(|p| p.stages.len().saturating_mul(config.worker.threads))
-            .fold(0, usize::saturating_add)
-        + config
-            .indexers()
-            .map(|(_, i)| i.instances)
-            .fold(0, usize::saturating_add);
+    // Saturating: the counts are the tenant's numbers, as large as it likes.
+    let instances = config
+        .pipelines
+        .iter()
+        .map(|p| p.stages.len().saturating_mul(config.worker.threads))
+        .chain(config.indexers().map(|(_, i)| i.instances))
+        .fold(config.connectors.len(), usize::saturating_add);
     if instances > MAX_INSTANCES {
         out.at(
             "pipelines",
@@ -519,6 +516,24 @@ mod tests {
             reasons
                 .iter()
                 .any(|r| r.contains("322 plugin instances") && r.contains("(256)")),
+            "{reasons:?}"
+        );
+    }
+
+    #[test]
+    fn the_largest_counts_are_refused_without_overflowing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = run("a", "").replace(
+            "name = \"a\"\n",
+            "name = \"a\"\nstages = [{ name = \"s\", plugin = { path = \"p.wasm\" } }, \
+             { name = \"t\", plugin = { path = \"p.wasm\" } }]\n",
+        ) + "instances = 9223372036854775807\n[worker]\nthreads = 9223372036854775807\n";
+        let reasons = forbidden(&text, dir.path());
+        assert!(
+            reasons.iter().any(|r| r.starts_with("worker.threads:"))
+                && reasons
+                    .iter()
+                    .any(|r| r.contains(&format!("{} plugin instances", usize::MAX))),
             "{reasons:?}"
         );
     }
