@@ -30,7 +30,7 @@ const MAX_QUEUE_MIB: usize = 1024;
 const MAX_INSTANCES: usize = 256;
 
 /// Keys a submitted config may not set: the operator's.
-const OPERATOR_KEYS: [(&str, &str); 5] = [
+const OPERATOR_KEYS: [(&str, &str); 6] = [
     (
         "include",
         "a submitted config cannot include files of the server",
@@ -42,6 +42,10 @@ const OPERATOR_KEYS: [(&str, &str); 5] = [
     ),
     ("metrics", "weir serve serves the metrics"),
     ("runner.cache_dir", "the component cache is the operator's"),
+    (
+        "runner.cache_max_mib",
+        "the component cache is the operator's (shared by every tenant)",
+    ),
 ];
 
 /// `text`, submitted by `tenant`, as it may run; its dead letters go to
@@ -571,12 +575,17 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let reasons = forbidden(
             &format!(
-                "[metrics]\naddr = \"0.0.0.0:1\"\n[runner]\ncache_dir = \"/tmp\"\n{}",
+                "[metrics]\naddr = \"0.0.0.0:1\"\n[runner]\ncache_dir = \"/tmp\"\n\
+                 cache_max_mib = 1\n{}",
                 run("a", "")
             ),
             dir.path(),
         );
-        assert_eq!(reasons.len(), 2, "{reasons:?}");
+        assert_eq!(reasons.len(), 3, "{reasons:?}");
+        assert!(
+            reasons[2].starts_with("runner.cache_max_mib: the component cache is the operator's"),
+            "{reasons:?}"
+        );
         let reasons = forbidden(&run("z", ""), dir.path());
         assert!(
             reasons
