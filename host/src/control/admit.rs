@@ -22,12 +22,12 @@ pub enum Refusal {
 }
 
 /// Most worker threads (per pipeline) a submitted run may have.
-const MAX_THREADS: usize = 16;
+pub(super) const MAX_THREADS: usize = 16;
 /// Most MiB a submitted run's in-memory queues may hold.
-const MAX_QUEUE_MIB: usize = 1024;
+pub(super) const MAX_QUEUE_MIB: usize = 1024;
 /// Most plugin instances a submitted run may hold at once: its connectors,
 /// each stage once per worker thread, and its indexers' instances.
-const MAX_INSTANCES: usize = 256;
+pub(super) const MAX_INSTANCES: usize = 256;
 
 /// Keys a submitted config may not set: the operator's.
 const OPERATOR_KEYS: [(&str, &str); 6] = [
