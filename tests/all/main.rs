@@ -3,6 +3,7 @@
 //! runtime.
 
 mod accounting;
+mod admission;
 mod architecture;
 mod blocking_io;
 mod cache;

@@ -37,6 +37,9 @@ use serde::{Deserialize, Serialize};
 
 mod check;
 pub use check::MAX_DURATION;
+/// The built-in bounds, for the tests that check them from outside.
+#[cfg(test)]
+pub(crate) use check::{bounds, names};
 mod dead_letters;
 mod indexer;
 mod kafka;

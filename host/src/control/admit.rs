@@ -22,15 +22,15 @@ pub enum Refusal {
 }
 
 /// Most worker threads (per pipeline) a submitted run may have.
-const MAX_THREADS: usize = 16;
+pub(super) const MAX_THREADS: usize = 16;
 /// Most MiB a submitted run's in-memory queues may hold.
-const MAX_QUEUE_MIB: usize = 1024;
+pub(super) const MAX_QUEUE_MIB: usize = 1024;
 /// Most plugin instances a submitted run may hold at once: its connectors,
 /// each stage once per worker thread, and its indexers' instances.
-const MAX_INSTANCES: usize = 256;
+pub(super) const MAX_INSTANCES: usize = 256;
 
 /// Keys a submitted config may not set: the operator's.
-const OPERATOR_KEYS: [(&str, &str); 5] = [
+const OPERATOR_KEYS: [(&str, &str); 6] = [
     (
         "include",
         "a submitted config cannot include files of the server",
@@ -42,6 +42,10 @@ const OPERATOR_KEYS: [(&str, &str); 5] = [
     ),
     ("metrics", "weir serve serves the metrics"),
     ("runner.cache_dir", "the component cache is the operator's"),
+    (
+        "runner.cache_max_mib",
+        "the component cache is the operator's (shared by every tenant)",
+    ),
 ];
 
 /// `text`, submitted by `tenant`, as it may run; its dead letters go to
@@ -79,13 +83,19 @@ pub fn admit(
     let mut forbidden = forbidden_parts(&config, tenant, operator);
     forbidden.extend(open_grants(&mut config, tenant));
     forbidden.or_ok(()).map_err(Refusal::Forbidden)?;
+    // The checks see the limits the run will have: those the config leaves
+    // unset are the tenant's, and they must fit the rest of the config (a
+    // tenant's `call_timeout` longer than the config's stall timeout is
+    // refused here, not when the run starts).
+    for (_, spec) in config.plugins_mut() {
+        spec.limits = spec.limits.or(&tenant.limits);
+    }
     Problems(config.check())
         .or_ok(())
         .map_err(Refusal::Invalid)?;
     let pipelines: Vec<String> = config.pipelines.iter().map(|p| p.name.clone()).collect();
     let mut digests = std::collections::HashMap::new();
     for (_, spec) in config.plugins_mut() {
-        spec.limits = spec.limits.or(&tenant.limits);
         // What is admitted is what runs: a plugin file changed before the
         // run loads it is refused then, as a pinned one would be.
         if spec.sha256.is_none() {
@@ -148,16 +158,13 @@ fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorCo
             ),
         );
     }
-    let instances = config.connectors.len()
-        + config
-            .pipelines
-            .iter()
-            .map(|p| p.stages.len().saturating_mul(config.worker.threads))
-            .fold(0, usize::saturating_add)
-        + config
-            .indexers()
-            .map(|(_, i)| i.instances)
-            .fold(0, usize::saturating_add);
+    // Saturating: the counts are the tenant's numbers, as large as it likes.
+    let instances = config
+        .pipelines
+        .iter()
+        .map(|p| p.stages.len().saturating_mul(config.worker.threads))
+        .chain(config.indexers().map(|(_, i)| i.instances))
+        .fold(config.connectors.len(), usize::saturating_add);
     if instances > MAX_INSTANCES {
         out.at(
             "pipelines",
@@ -284,6 +291,11 @@ mod tests {
     /// An operator config with tenant `acme` (pipeline `a`, plugin `p.wasm`,
     /// directory `acme/`) and `zeta` (pipeline `z`), in `dir`.
     fn operator(dir: &Path) -> OperatorConfig {
+        operator_with(dir, "{ memory_mib = 64 }")
+    }
+
+    /// [`operator`], with acme's `limits`.
+    fn operator_with(dir: &Path, limits: &str) -> OperatorConfig {
         std::fs::create_dir_all(dir.join("plugins")).expect("plugins dir");
         std::fs::write(dir.join("plugins/p.wasm"), b"").expect("plugin file");
         std::fs::create_dir_all(dir.join("acme/data")).expect("tenant dir");
@@ -299,13 +311,14 @@ mod tests {
             plugins = ["p.wasm"]
             dirs = ["acme"]
             http = ["search.acme.internal", "10.20.0.0/16:9200"]
-            limits = { memory_mib = 64 }
+            limits = LIMITS
             [[tenants]]
             name = "zeta"
             token_env = "Z"
             pipelines = ["z"]
             plugins = ["p.wasm"]
-        "#;
+        "#
+        .replace("LIMITS", limits);
         let path = dir.join("operator.toml");
         std::fs::write(&path, text).expect("operator config");
         OperatorConfig::load(&path).expect("valid operator config")
@@ -366,6 +379,27 @@ mod tests {
                 Some("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
             );
         }
+    }
+
+    #[test]
+    fn the_tenants_limits_a_config_leaves_unset_are_checked_with_it() {
+        // acme's calls may last 10 minutes, and that is what a plugin
+        // whose config sets no call_timeout gets: longer than the default
+        // 5-minute stall timeout, so the run could never start.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let operator = operator_with(dir.path(), r#"{ call_timeout = "10m" }"#);
+        let acme = operator.tenant("acme").expect("acme");
+        let dead_letters = dir.path().join("dl.jsonl");
+        match admit(&run("a", ""), acme, &operator, &dead_letters) {
+            Err(Refusal::Invalid(problems)) => assert!(
+                problems.iter().any(|p| p.location == "runner.stall_timeout"
+                    && p.message.contains("call_timeout 600s")),
+                "{problems:?}"
+            ),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        let longer = format!("[runner]\nstall_timeout = \"11m\"\n{}", run("a", ""));
+        admit(&longer, acme, &operator, &dead_letters).expect("admitted");
     }
 
     #[test]
@@ -490,6 +524,24 @@ mod tests {
     }
 
     #[test]
+    fn the_largest_counts_are_refused_without_overflowing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = run("a", "").replace(
+            "name = \"a\"\n",
+            "name = \"a\"\nstages = [{ name = \"s\", plugin = { path = \"p.wasm\" } }, \
+             { name = \"t\", plugin = { path = \"p.wasm\" } }]\n",
+        ) + "instances = 9223372036854775807\n[worker]\nthreads = 9223372036854775807\n";
+        let reasons = forbidden(&text, dir.path());
+        assert!(
+            reasons.iter().any(|r| r.starts_with("worker.threads:"))
+                && reasons
+                    .iter()
+                    .any(|r| r.contains(&format!("{} plugin instances", usize::MAX))),
+            "{reasons:?}"
+        );
+    }
+
+    #[test]
     fn grants_that_climb_out_or_do_not_exist_are_refused_alike() {
         let dir = tempfile::tempdir().expect("tempdir");
         operator(dir.path());
@@ -519,12 +571,17 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let reasons = forbidden(
             &format!(
-                "[metrics]\naddr = \"0.0.0.0:1\"\n[runner]\ncache_dir = \"/tmp\"\n{}",
+                "[metrics]\naddr = \"0.0.0.0:1\"\n[runner]\ncache_dir = \"/tmp\"\n\
+                 cache_max_mib = 1\n{}",
                 run("a", "")
             ),
             dir.path(),
         );
-        assert_eq!(reasons.len(), 2, "{reasons:?}");
+        assert_eq!(reasons.len(), 3, "{reasons:?}");
+        assert!(
+            reasons[2].starts_with("runner.cache_max_mib: the component cache is the operator's"),
+            "{reasons:?}"
+        );
         let reasons = forbidden(&run("z", ""), dir.path());
         assert!(
             reasons

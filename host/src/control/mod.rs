@@ -14,6 +14,8 @@
 //! asks, and every refusal is one [`ApiError`].
 
 pub mod admit;
+#[cfg(test)]
+mod admit_props;
 mod api;
 mod auth;
 #[cfg(test)]

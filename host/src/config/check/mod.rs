@@ -6,10 +6,10 @@ use super::{Config, ConfigError};
 
 pub use bounds::MAX_DURATION;
 
-mod bounds;
+pub(crate) mod bounds;
 mod counts;
 mod kafka;
-mod names;
+pub(crate) mod names;
 mod plugins;
 mod tenants;
 #[cfg(test)]

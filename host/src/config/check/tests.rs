@@ -28,6 +28,26 @@ fn the_stall_timeout_outlasts_every_call_a_document_waits_on() {
 }
 
 #[test]
+fn the_stall_timeout_outlasts_a_batch_that_is_not_full() {
+    // Else a healthy run's last documents, waiting for their batch to
+    // fill, end it as stalled.
+    let text = with_setting("indexer.batch_timeout", "\"5m\"");
+    let errors = parse(&text, &[]).expect("valid").check();
+    assert_reported(
+        &errors,
+        &[
+            "runner.stall_timeout: must be longer than documents may wait in a batch that is not full (indexer has batch_timeout 300s)",
+        ],
+    );
+    let text = with_setting("indexer.batch_timeout", "\"4m59s\"");
+    let errors = parse(&text, &[]).expect("valid").check();
+    assert!(
+        errors.iter().all(|e| e.location != "runner.stall_timeout"),
+        "{errors:?}"
+    );
+}
+
+#[test]
 fn check_reports_every_structural_error() {
     let text = MINIMAL.replace("pipeline = \"p\"", "pipeline = \"nope\"")
         + "\n[worker]\nthreads = 0\n[[pipelines]]\nname = \"p\"\n";

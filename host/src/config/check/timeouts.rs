@@ -1,5 +1,5 @@
 //! `[runner]` timeouts: none zero, and the stall timeout longer than any
-//! call a document may wait on.
+//! call a document may wait on and than any wait in a batch not yet full.
 
 use super::Found;
 use crate::config::{Config, ConfigError, PluginRole};
@@ -29,6 +29,17 @@ pub(super) fn check(config: &Config, found: &mut Found) {
             format!(
                 "must be longer than the longest call a document may wait on ({} has call_timeout {call:?})",
                 at.location
+            ),
+        ));
+    }
+    // The last documents of a run wait `batch_timeout` in a batch that is
+    // not full, finishing nothing: as long a wait is taken for a stall.
+    if let Some((location, indexer)) = config.indexers().find(|(_, i)| i.batch_timeout >= stall) {
+        found.push(ConfigError::new(
+            "runner.stall_timeout",
+            format!(
+                "must be longer than documents may wait in a batch that is not full ({location} has batch_timeout {:?})",
+                indexer.batch_timeout
             ),
         ));
     }
