@@ -147,9 +147,6 @@ impl Runner {
             let outcome = self.connector_lifecycle(&run, &mut source);
             if let Err(reason) = &outcome {
                 abort.trigger(reason.clone());
-                // Stage and indexer calls in flight end now, their
-                // documents left pending: the run ends on time.
-                abort.stop_calls();
             }
             // Closing the source lets workers drain and stop, then the indexer.
             // A failed run's workers and indexer stop on the abort instead;
@@ -339,12 +336,20 @@ impl Runner {
                 watch.log_throughput(now_pending);
             };
             if let Err(reason) = &outcome {
+                // A run stopped by time (its connector timeout, a stall, the
+                // end of its grace period) cuts the stage and indexer calls
+                // in flight, their documents left pending: it ends on time.
+                // A connector that failed by itself lets them finish, so the
+                // summary counts exactly what was indexed.
+                let by_time = abort.is_set() || reason.is_interrupted();
                 // The reason first: a worker whose call is cut short sees
                 // why, and leaves its document pending instead of failing
                 // it. Then `execute` ends too, before the scope waits for it.
                 abort.trigger(reason.clone());
-                cancel.cancel();
-                abort.stop_calls();
+                if by_time {
+                    cancel.cancel();
+                    abort.stop_calls();
+                }
             }
             outcome
         })
