@@ -17,8 +17,7 @@ use hyper::body::{Frame, SizeHint};
 use serde_json::Value;
 use tower::ServiceExt;
 
-use super::store::{Counts, RunRecord};
-use super::tests::{ACME, ADMIN, ZETA, assert_error, get, ids, open, plane, plane_with};
+use super::tests::{ACME, ADMIN, ZETA, assert_error, finished, get, ids, open, plane, plane_with};
 use super::{ControlPlane, letters, routes};
 
 /// How long a refusal that reads no body may take: far less than a body
@@ -211,19 +210,6 @@ async fn unknown_tokens_slow_their_address_and_a_right_one_from_it_is_not_told_a
     )
     .await;
     assert_eq!(status, StatusCode::OK);
-}
-
-fn finished(id: &str, tenant: &str, at: u64) -> RunRecord {
-    RunRecord {
-        id: id.into(),
-        tenant: tenant.into(),
-        status: "success".into(),
-        submitted_ms: at,
-        finished_ms: Some(at + 1),
-        counts: Counts::default(),
-        summary: None,
-        error: None,
-    }
 }
 
 #[tokio::test]

@@ -23,20 +23,25 @@ pub(super) fn plane(dir: &std::path::Path) -> Arc<ControlPlane> {
     plane_with(dir, "")
 }
 
+/// Run `id` of `tenant`, submitted at `at` and finished a millisecond later.
+pub(super) fn finished(id: &str, tenant: &str, at: u64) -> RunRecord {
+    RunRecord {
+        id: id.into(),
+        tenant: tenant.into(),
+        status: "success".into(),
+        submitted_ms: at,
+        finished_ms: Some(at + 1),
+        counts: Counts::default(),
+        summary: None,
+        error: None,
+    }
+}
+
 /// [`plane`], with more `[server]` settings.
 pub(super) fn plane_with(dir: &std::path::Path, server: &str) -> Arc<ControlPlane> {
     let plane = open(dir, server);
     for (id, tenant, at) in [("a1", "acme", 1), ("z1", "zeta", 2)] {
-        let record = RunRecord {
-            id: id.into(),
-            tenant: tenant.into(),
-            status: "success".into(),
-            submitted_ms: at,
-            finished_ms: Some(at + 1),
-            counts: Counts::default(),
-            summary: None,
-            error: None,
-        };
+        let record = finished(id, tenant, at);
         plane.store.insert(&record, "").expect("insert");
         plane.store.finish(&record).expect("finish");
     }
