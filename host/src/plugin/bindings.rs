@@ -25,6 +25,14 @@ pub mod stage {
     });
 }
 
+pub mod batch_stage {
+    world_bindings!("batch-stage", {
+        "weir:plugin/types": super::stage::weir::plugin::types,
+        "weir:plugin/log": super::stage::weir::plugin::log,
+        "weir:plugin/document": super::stage::weir::plugin::document,
+    });
+}
+
 pub mod connector {
     world_bindings!("connector", {
         "weir:plugin/types": super::stage::weir::plugin::types,
@@ -41,6 +49,8 @@ pub mod indexer {
     });
 }
 
+pub use batch_stage::exports::weir::plugin::stage_batch_api::Outcome as BatchOutcome;
+pub use batch_stage::weir::plugin::fields::{Change, FieldChange};
 pub use stage::weir::plugin::document::{FieldError, UpdateMode, Value};
 pub use stage::weir::plugin::log::Level;
 pub use stage::weir::plugin::types::{ConfigIssue, PluginError as GuestError};

@@ -16,7 +16,7 @@ use wasmtime::component::Component;
 const PACKAGE: &str = "weir:plugin";
 
 /// Contract versions this host runs, oldest first.
-pub const SUPPORTED: &[&str] = &["0.2.0"];
+pub const SUPPORTED: &[&str] = &["0.2.0", "0.2.1"];
 
 /// Why a component is refused before it runs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -103,8 +103,19 @@ pub(crate) fn check(
     })
 }
 
+/// Whether `component` exports the contract interface `api`
+/// (`weir:plugin/<api>`, of any version).
+pub(crate) fn exports(component: &Component, engine: &Engine, api: &str) -> bool {
+    component
+        .component_type()
+        .exports(engine)
+        .filter_map(|(name, _)| contract_name(name))
+        .any(|rest| rest.split('@').next() == Some(api))
+}
+
 /// The plugin kinds, by the contract interface each exports.
-const KINDS: [(&str, &str); 3] = [
+const KINDS: [(&str, &str); 4] = [
+    ("stage", "stage-batch-api"),
     ("stage", "stage-api"),
     ("connector", "connector-api"),
     ("indexer", "indexer-api"),
