@@ -51,9 +51,9 @@ pub mod bindings {
             export_macro_name: "__export_connector_world",
             default_bindings_module: "weir_plugin::bindings::connector",
             with: {
-                "weir:plugin/types@0.2.0": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.0": super::stage::weir::plugin::log,
-                "weir:plugin/document@0.2.0": super::stage::weir::plugin::document,
+                "weir:plugin/types@0.2.1": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.1": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.2.1": super::stage::weir::plugin::document,
             },
         });
     }
@@ -65,8 +65,8 @@ pub mod bindings {
             export_macro_name: "__export_indexer_world",
             default_bindings_module: "weir_plugin::bindings::indexer",
             with: {
-                "weir:plugin/types@0.2.0": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.0": super::stage::weir::plugin::log,
+                "weir:plugin/types@0.2.1": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.1": super::stage::weir::plugin::log,
             },
         });
     }
