@@ -42,7 +42,15 @@ impl StageSlot {
     ) -> Self {
         Self {
             name: Arc::from(name),
-            meters: StageMeters::new(scope, name),
+            meters: StageMeters::new(
+                scope,
+                name,
+                if instance.is_batch() {
+                    "process-batch"
+                } else {
+                    "process-document"
+                },
+            ),
             stats: Arc::default(),
             instance,
             batch,
