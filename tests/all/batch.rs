@@ -108,6 +108,48 @@ fn each_document_of_a_batch_has_its_own_outcome() {
 }
 
 #[test]
+fn a_stage_that_exports_both_interfaces_is_called_through_the_batch() {
+    let mut probe = probe();
+    let mut one = acting("a", "ok");
+    probe.process(&mut one).expect("processed");
+    assert_eq!(
+        field(&one, "called"),
+        Value::Null,
+        "process-document never ran"
+    );
+    assert_eq!(field(&one, "batch_size"), json!(1), "a batch of one");
+}
+
+#[test]
+fn reads_and_changes_of_many_fields_are_bounded() {
+    let mut probe = probe();
+    let flood = probe.process(&mut acting("a", "read-flood"));
+    assert!(
+        message(&flood).contains("asked for 5000 fields in one call, more than the 4096"),
+        "{}",
+        message(&flood)
+    );
+    // Under the count, the answer is bounded by what a document may hold.
+    let mut big = doc(json!({ "id": "b", "act": "big-read", "big": "x".repeat(8 << 10) }));
+    let big = probe.process(&mut big);
+    assert!(
+        message(&big).contains("bytes of fields in one call, more than a document may hold"),
+        "{}",
+        message(&big)
+    );
+    let changes = probe.process(&mut acting("c", "many-changes"));
+    assert!(
+        message(&changes).contains("5000 changes in one update, more than the 4096"),
+        "{}",
+        message(&changes)
+    );
+    // The instance goes on serving (a refused read traps it; a new one is made).
+    probe
+        .process(&mut acting("d", "ok"))
+        .expect("the next document");
+}
+
+#[test]
 fn a_whole_batch_error_or_a_wrong_count_fails_every_document() {
     let mut probe = probe();
     let mut docs = vec![acting("a", "ok"), acting("b", "batch-error")];
@@ -233,6 +275,30 @@ fn a_poison_document_in_a_batch_fails_only_itself_in_a_run() {
     );
     for d in recording.sent_for_indexing() {
         // Each ran once from where it started: the trapped call left no trace.
+        assert_eq!(field(&d, "visits"), json!([1]), "{}", d.id());
+    }
+}
+
+#[test]
+fn a_batch_past_its_deadline_fails_only_the_document_that_spins() {
+    let docs: Vec<Value> = (0..4)
+        .map(|i| json!({ "id": format!("d{i}"), "act": if i == 1 { "spin" } else { "ok" } }))
+        .collect();
+    let stages = r#"{ name = "probe", plugin = { path = @batch-probe, limits = { call_timeout = "300ms" } }, batch = { size = 16, wait = "1s" } }"#;
+    let (result, recording) = run(&pipeline(&docs, stages, "[worker]\nthreads = 1"));
+    assert_eq!(
+        (result.connectors[0].succeeded, result.connectors[0].failed),
+        (3, 1),
+        "{result:?}"
+    );
+    let failed = recording.failed();
+    assert_eq!(failed[0].0.id(), "d1");
+    assert!(
+        failed[0].1.message.contains("deadline") || failed[0].1.message.contains("call_timeout"),
+        "{}",
+        failed[0].1.message
+    );
+    for d in recording.sent_for_indexing() {
         assert_eq!(field(&d, "visits"), json!([1]), "{}", d.id());
     }
 }

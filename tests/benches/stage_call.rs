@@ -51,15 +51,19 @@ fn stage_calls(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(4));
 
     let per_document = [
-        ("noop_0.2.0", PluginSpec::new(fixture("noop_stage"), json!({}))),
-        ("copy_0.2.0", PluginSpec::new(fixture("copy_fields"), copy_config())),
+        (
+            "noop_0.2.0",
+            PluginSpec::new(fixture("noop_stage"), json!({})),
+        ),
+        (
+            "copy_0.2.0",
+            PluginSpec::new(fixture("copy_fields"), copy_config()),
+        ),
     ];
     for (name, spec) in per_document {
         let mut stage = instance(name, &spec);
         let mut d = sample();
-        group.bench_function(name, |b| {
-            b.iter(|| stage.process(&mut d).expect("process"))
-        });
+        group.bench_function(name, |b| b.iter(|| stage.process(&mut d).expect("process")));
     }
 
     let batched = [
@@ -113,8 +117,13 @@ fn summary() {
         "copy_0.2.1",
         "copy_native",
     ];
-    let [Some(noop0), Some(copy0), Some(noop1), Some(copy1), Some(native)] =
-        names.map(estimate_ns)
+    let [
+        Some(noop0),
+        Some(copy0),
+        Some(noop1),
+        Some(copy1),
+        Some(native),
+    ] = names.map(estimate_ns)
     else {
         println!("summary: estimates not found (was a filter given?)");
         return;
@@ -126,8 +135,14 @@ fn summary() {
     println!("  copy-fields, 0.2.0 per document  {copy0:>8.0} ns");
     println!("  copy-fields, 0.2.1 batched       {copy1:>8.0} ns");
     println!("  same copy, native Rust           {native:>8.0} ns");
-    println!("  copy 0.2.0 / native              {:>8.1}x", copy0 / native);
-    println!("  copy 0.2.1 / native              {:>8.1}x", copy1 / native);
+    println!(
+        "  copy 0.2.0 / native              {:>8.1}x",
+        copy0 / native
+    );
+    println!(
+        "  copy 0.2.1 / native              {:>8.1}x",
+        copy1 / native
+    );
     println!("  copy 0.2.1 / copy 0.2.0          {:>8.2}x", copy1 / copy0);
     println!("  noop 0.2.1 / noop 0.2.0          {:>8.2}x", noop1 / noop0);
 }

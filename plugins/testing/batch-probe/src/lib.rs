@@ -14,15 +14,33 @@
 //! - `short`: the call answers one outcome too few;
 //! - `keep`: the instance keeps the document's handle past the call;
 //! - `set-many`: `a` and `b` set in one `update`, then read back together
-//!   into `read` with `get-json-many`.
+//!   into `read` with `get-json-many`;
+//! - `read-flood`: `get-json-many` of `act` 5,000 times (over the names a
+//!   call may read); `big-read`: `get-json-many` of `big` 4,096 times (over
+//!   what one answer may hold); `many-changes`: an `update` of 5,000 changes;
+//!   the outcome says what happened, or the call traps;
+//! - `spin`: loops until its deadline.
+//!
+//! It exports `stage-api` too, whose `process-document` only sets `called`
+//! to `document`: a host must call a stage that exports both through the
+//! batch.
 
 use std::cell::{Cell, RefCell};
 
 wit_bindgen::generate!({
-    world: "batch-stage",
+    inline: "
+        package weir:probe;
+        world probe {
+            include weir:plugin/batch-stage@0.2.1;
+            export weir:plugin/stage-api@0.2.1;
+        }
+    ",
     path: "../../../wit",
+    world: "weir:probe/probe",
+    generate_all,
 });
 
+use exports::weir::plugin::stage_api::Guest as DocumentGuest;
 use exports::weir::plugin::stage_batch_api::{Guest, Outcome};
 use weir::plugin::document::{Document, Value};
 use weir::plugin::fields::{self, Change, FieldChange};
@@ -120,6 +138,31 @@ impl Guest for Probe {
                         Err(e) => Outcome::Failed(PluginError::Document(format!("{e:?}"))),
                     }
                 }
+                "read-flood" | "big-read" => {
+                    let (name, times) = if act == "read-flood" {
+                        ("act", 5000)
+                    } else {
+                        ("big", 4096)
+                    };
+                    let names = vec![name.to_owned(); times];
+                    let read = fields::get_json_many(&doc, &names);
+                    Outcome::Failed(PluginError::Document(format!("read {} fields", read.len())))
+                }
+                "many-changes" => {
+                    let changes: Vec<FieldChange> = (0..5000)
+                        .map(|i| FieldChange {
+                            name: format!("f{i}"),
+                            change: Change::Set(Value::Integer(i)),
+                        })
+                        .collect();
+                    match fields::update(&doc, &changes) {
+                        Ok(()) => Outcome::Done(Vec::new()),
+                        Err(e) => Outcome::Failed(PluginError::Document(format!("{e:?}"))),
+                    }
+                }
+                "spin" => loop {
+                    std::hint::spin_loop();
+                },
                 _ => Outcome::Done(Vec::new()),
             });
         }
@@ -127,6 +170,26 @@ impl Guest for Probe {
             outcomes.pop();
         }
         Ok(outcomes)
+    }
+
+    fn stop() -> Result<(), PluginError> {
+        Ok(())
+    }
+}
+
+impl DocumentGuest for Probe {
+    fn check_config(_config: String) -> Vec<ConfigIssue> {
+        Vec::new()
+    }
+
+    fn start(_config: String) -> Result<(), PluginError> {
+        Ok(())
+    }
+
+    fn process_document(doc: &Document) -> Result<Vec<Document>, PluginError> {
+        doc.set_string("called", "document")
+            .map_err(|e| PluginError::Document(format!("{e:?}")))?;
+        Ok(Vec::new())
     }
 
     fn stop() -> Result<(), PluginError> {
