@@ -417,10 +417,10 @@ impl<W: World> Instance<W> {
         let before = state.lent.finish();
         for ((own, doc), before) in lent.into_iter().zip(docs.iter_mut()).zip(before) {
             if let Ok(back) = state.docs.delete(own) {
-                *doc = match before {
-                    Some(before) if result.is_err() => before,
-                    _ => back,
-                };
+                *doc = back;
+                if let Some(before) = before.filter(|_| result.is_err()) {
+                    before.restore(doc);
+                }
             }
         }
         // Lines written during this call (those of a restart's `start` were

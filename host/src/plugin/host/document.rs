@@ -4,6 +4,7 @@
 use serde_json::Value as Json;
 
 use super::convert::{from_wit, to_wit, to_wit_error, wit_result};
+use super::lent::Touch;
 use super::{Handle, PluginState, Wasm};
 use crate::core::document::{self, Document};
 use crate::core::limit::Limit;
@@ -20,12 +21,13 @@ impl PluginState {
     pub(super) fn edit<T>(
         &mut self,
         h: &Handle,
+        touch: Touch<'_>,
         change: impl FnOnce(&mut Document) -> Result<T, document::FieldError>,
     ) -> Wasm<Result<T, FieldError>> {
         let lent = self.lent.position(h.rep());
         let doc = self.docs.get_mut(h)?;
         if let Some(position) = lent {
-            self.lent.before_change(position, doc);
+            self.lent.before_change(position, doc, touch);
         }
         let held = lent.is_none();
         let before = doc.approx_json_bytes();
@@ -57,7 +59,7 @@ impl PluginState {
         let lent = self.lent.position(h.rep());
         let doc = self.docs.get_mut(h)?;
         if let Some(position) = lent {
-            self.lent.before_change(position, doc);
+            self.lent.before_change(position, doc, Touch::Flags);
         }
         change(doc);
         Ok(())
@@ -151,7 +153,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn remove(&mut self, h: Handle, name: String) -> Wasm<Result<bool, FieldError>> {
-        self.edit(&h, |doc| doc.remove(&name))
+        self.edit(&h, Touch::Whole, |doc| doc.remove(&name))
     }
 
     fn rename(
@@ -166,7 +168,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
             UpdateMode::Append => document::UpdateMode::Append,
             UpdateMode::Skip => document::UpdateMode::Skip,
         };
-        self.edit(&h, |doc| doc.rename(&source, &target, mode))
+        self.edit(&h, Touch::Whole, |doc| doc.rename(&source, &target, mode))
     }
 
     fn get(&mut self, h: Handle, name: String) -> Wasm<Option<Value>> {
@@ -194,7 +196,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_json(&mut self, h: Handle, name: String, json: String) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| {
+        self.edit(&h, Touch::Field(&name), |doc| {
             doc.set(
                 &name,
                 document::parse_value_within(&json, doc.limits().max_bytes)?,
@@ -203,7 +205,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| {
+        self.edit(&h, Touch::Field(&name), |doc| {
             doc.set(&name, from_wit(value, doc.limits().max_bytes)?)
         })
     }
@@ -214,7 +216,9 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         value: String,
     ) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| doc.set(&name, Json::String(value)))
+        self.edit(&h, Touch::Field(&name), |doc| {
+            doc.set(&name, Json::String(value))
+        })
     }
 
     fn set_all(
@@ -223,7 +227,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         values: Vec<Value>,
     ) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| {
+        self.edit(&h, Touch::Field(&name), |doc| {
             let max = doc.limits().max_bytes;
             let values = values
                 .into_iter()
@@ -234,7 +238,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn add(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| {
+        self.edit(&h, Touch::Field(&name), |doc| {
             doc.add(&name, from_wit(value, doc.limits().max_bytes)?)
         })
     }
@@ -245,7 +249,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         value: Value,
     ) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| {
+        self.edit(&h, Touch::Field(&name), |doc| {
             doc.set_or_add(&name, from_wit(value, doc.limits().max_bytes)?)
         })
     }
@@ -257,19 +261,19 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_path(&mut self, h: Handle, path: String, value: Value) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| {
+        self.edit(&h, Touch::Whole, |doc| {
             doc.set_path(&path, from_wit(value, doc.limits().max_bytes)?)
         })
     }
 
     fn remove_path(&mut self, h: Handle, path: String) -> Wasm<Result<bool, FieldError>> {
-        self.edit(&h, |doc| doc.remove_path(&path))
+        self.edit(&h, Touch::Whole, |doc| doc.remove_path(&path))
     }
 
     fn add_child(&mut self, h: Handle, child: Handle) -> Wasm<Result<(), FieldError>> {
         // The child is handed over either way: refused, it is dropped.
         let child = self.take_back(child)?;
-        self.edit(&h, |parent| parent.add_child(child))
+        self.edit(&h, Touch::Whole, |parent| parent.add_child(child))
     }
 
     fn children(&mut self, h: Handle) -> Wasm<Vec<Handle>> {
@@ -308,7 +312,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn load_json(&mut self, h: Handle, json: String) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| {
+        self.edit(&h, Touch::Whole, |doc| {
             let parsed = document::parse_value_within(&json, doc.limits().max_bytes)?;
             doc.load_json(parsed)
         })

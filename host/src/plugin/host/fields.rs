@@ -9,6 +9,7 @@
 use serde_json::Value as Json;
 
 use super::convert::{from_wit, to_wit};
+use super::lent::Touch;
 use super::{Handle, PluginState, Wasm};
 use crate::core::document::{self, Document};
 use crate::core::limit::Limit;
@@ -140,7 +141,11 @@ impl Host for PluginState {
             ))));
         }
         for FieldChange { name, change } in changes {
-            let done = self.edit(&h, |doc| {
+            let touch = match change {
+                Change::Remove => Touch::Whole,
+                _ => Touch::Field(&name),
+            };
+            let done = self.edit(&h, touch, |doc| {
                 apply(doc, &name, change).map_err(|e| naming(&name, e))
             })?;
             if done.is_err() {

@@ -1,9 +1,70 @@
 //! The documents the host lends a plugin for one call: which handles they
-//! are, whether the plugin gave each back, and, for a batch, each one as it
-//! was before the plugin first changed it (so a batch that traps can be run
-//! again document by document, each from where it started).
+//! are, whether the plugin gave each back, and, for a batch, enough of each
+//! one as it was before the plugin changed it to put it back (so a batch
+//! that traps can be run again document by document, each from where it
+//! started).
+//!
+//! Keeping a whole copy of every document a stage changes would cost more
+//! than most stages' work, so the common changes are journaled by field: a
+//! field set, appended to or added keeps only that field's old value (or
+//! that it was absent). Those changes never move a field, so putting the old
+//! values back, and removing the added fields, gives the document back as
+//! it was, in its order. Any other change (a removal, a rename, a path, a
+//! child, a whole load) takes a whole copy first.
+
+use serde_json::Value;
 
 use crate::core::document::Document;
+
+/// What a plugin is about to change in a lent document.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Touch<'a> {
+    /// The value of this field: set, appended to, or added.
+    Field(&'a str),
+    /// Its flags (dropped, skip stages).
+    Flags,
+    /// Anything else.
+    Whole,
+}
+
+/// How to put one document back as it was before the call.
+#[derive(Debug)]
+pub(crate) enum Before {
+    /// Field by field: each touched field's old value (none when it was
+    /// absent), and the old flags.
+    Fields {
+        fields: Vec<(String, Option<Value>)>,
+        flags: Option<(bool, bool)>,
+    },
+    /// The whole document.
+    Whole(Document),
+}
+
+impl Before {
+    /// Put `doc` back as it was.
+    pub(crate) fn restore(self, doc: &mut Document) {
+        match self {
+            Self::Whole(before) => *doc = before,
+            Self::Fields { fields, flags } => {
+                undo(doc, fields, flags);
+            }
+        }
+    }
+}
+
+fn undo(doc: &mut Document, fields: Vec<(String, Option<Value>)>, flags: Option<(bool, bool)>) {
+    for (name, old) in fields.into_iter().rev() {
+        // The old value fitted the document's limits, so putting it back does.
+        let _ = match old {
+            Some(old) => doc.set(&name, old),
+            None => doc.remove(&name).map(drop),
+        };
+    }
+    if let Some((dropped, skip)) = flags {
+        doc.set_dropped(dropped);
+        doc.set_skip_stages(skip);
+    }
+}
 
 /// The lent documents of the current call; empty between calls.
 #[derive(Default)]
@@ -13,15 +74,16 @@ pub(crate) struct Lent {
     /// Whether the plugin gave up its handle (dropped it, or handed the
     /// document on): owned handles only.
     released: Vec<bool>,
-    /// A copy of each document from before its first change, when kept.
-    before: Vec<Option<Document>>,
-    /// Whether copies are kept (a batch of more than one document).
+    /// How to put each document back, once it is changed, when kept.
+    before: Vec<Option<Before>>,
+    /// Whether the documents' old states are kept (a batch of more than
+    /// one document).
     keep_before: bool,
 }
 
 impl Lent {
-    /// Lend the handles `reps`, in the order of the documents; keep each
-    /// document's state from before its first change when `keep_before`.
+    /// Lend the handles `reps`, in the order of the documents; keep what
+    /// puts each document back as it was when `keep_before`.
     pub(crate) fn start(&mut self, reps: impl IntoIterator<Item = u32>, keep_before: bool) {
         self.reps.clear();
         self.reps
@@ -43,11 +105,34 @@ impl Lent {
             .map(|at| self.reps[at].1)
     }
 
-    /// The plugin is about to change the document at `position`, which is
-    /// `doc` now: keep a copy the first time, when copies are kept.
-    pub(crate) fn before_change(&mut self, position: usize, doc: &Document) {
-        if self.keep_before && self.before[position].is_none() {
-            self.before[position] = Some(doc.clone());
+    /// The plugin is about to change `touch` of the document at `position`,
+    /// which is `doc` now: keep what puts it back, when that is kept.
+    pub(crate) fn before_change(&mut self, position: usize, doc: &Document, touch: Touch<'_>) {
+        if !self.keep_before {
+            return;
+        }
+        let slot = &mut self.before[position];
+        let before = slot.get_or_insert_with(|| Before::Fields {
+            fields: Vec::new(),
+            flags: None,
+        });
+        let Before::Fields { fields, flags } = before else {
+            return;
+        };
+        match touch {
+            Touch::Field(name) => {
+                if !fields.iter().any(|(f, _)| f == name) {
+                    fields.push((name.to_owned(), doc.fields().get(name).cloned()));
+                }
+            }
+            Touch::Flags => {
+                flags.get_or_insert((doc.is_dropped(), doc.skips_stages()));
+            }
+            Touch::Whole => {
+                let mut whole = doc.clone();
+                undo(&mut whole, std::mem::take(fields), flags.take());
+                *slot = Some(Before::Whole(whole));
+            }
         }
     }
 
@@ -61,10 +146,9 @@ impl Lent {
         self.released.iter().filter(|r| !**r).count()
     }
 
-    /// End the call: the copies from before each document's first change,
-    /// by position (none for a document left unchanged, or when no copies
-    /// were kept).
-    pub(crate) fn finish(&mut self) -> Vec<Option<Document>> {
+    /// End the call: what puts each document back as it was, by position
+    /// (none for a document left unchanged, or when nothing was kept).
+    pub(crate) fn finish(&mut self) -> Vec<Option<Before>> {
         self.reps.clear();
         self.released.clear();
         std::mem::take(&mut self.before)
@@ -73,8 +157,14 @@ impl Lent {
 
 #[cfg(test)]
 mod tests {
-    use super::Lent;
+    use serde_json::json;
+
+    use super::{Lent, Touch};
     use crate::core::document::Document;
+
+    fn original() -> Document {
+        Document::from_json(json!({ "id": "a", "x": 1, "y": [1, 2], "z": "z" })).expect("doc")
+    }
 
     #[test]
     fn positions_follow_the_documents_whatever_the_reps() {
@@ -87,20 +177,56 @@ mod tests {
         assert_eq!(lent.kept(), 3);
         lent.release(1);
         assert_eq!(lent.kept(), 2);
-        assert!(lent.finish().iter().all(Option::is_none));
+        lent.before_change(0, &original(), Touch::Whole);
+        assert!(lent.finish().iter().all(Option::is_none), "nothing kept");
         assert_eq!(lent.position(7), None);
     }
 
-    #[test]
-    fn only_the_first_change_is_copied() {
+    /// Apply `changes` to a lent copy of the original the way the host
+    /// does (journal first), put it back, and compare with the original,
+    /// field order included.
+    fn put_back(changes: &[(Touch<'_>, &dyn Fn(&mut Document))]) {
         let mut lent = Lent::default();
         lent.start([1, 2], true);
-        let mut doc = Document::new("a");
-        lent.before_change(0, &doc);
-        doc.set("f", "changed".into()).expect("set");
-        lent.before_change(0, &doc);
-        let before = lent.finish();
-        assert_eq!(before[0].as_ref(), Some(&Document::new("a")));
-        assert!(before[1].is_none());
+        let mut doc = original();
+        for (touch, change) in changes {
+            lent.before_change(0, &doc, *touch);
+            change(&mut doc);
+        }
+        assert_ne!(doc.to_json_string(), original().to_json_string());
+        let mut before = lent.finish();
+        assert!(before[1].is_none(), "an untouched document keeps nothing");
+        before[0].take().expect("kept").restore(&mut doc);
+        assert_eq!(doc.to_json_string(), original().to_json_string());
+        assert_eq!(doc.approx_json_bytes(), original().approx_json_bytes());
+    }
+
+    #[test]
+    fn field_changes_are_put_back_in_place() {
+        put_back(&[
+            (Touch::Field("x"), &|d| d.set("x", json!(2)).expect("set")),
+            (Touch::Field("new"), &|d| {
+                d.set("new", json!("n")).expect("set")
+            }),
+            (Touch::Field("y"), &|d| d.add("y", json!(3)).expect("add")),
+            (Touch::Field("x"), &|d| d.set("x", json!(3)).expect("again")),
+            (Touch::Flags, &|d| d.set_dropped(true)),
+        ]);
+    }
+
+    #[test]
+    fn other_changes_are_put_back_whole_after_field_changes() {
+        put_back(&[
+            (Touch::Field("z"), &|d| {
+                d.set("z", json!("changed")).expect("set")
+            }),
+            (Touch::Field("new"), &|d| {
+                d.set("new", json!(1)).expect("set")
+            }),
+            (Touch::Whole, &|d| {
+                d.remove("x").expect("remove");
+            }),
+            (Touch::Field("y"), &|d| d.set("y", json!(0)).expect("set")),
+        ]);
     }
 }
