@@ -185,7 +185,10 @@ mod tests {
     /// Apply `changes` to a lent copy of the original the way the host
     /// does (journal first), put it back, and compare with the original,
     /// field order included.
-    fn put_back(changes: &[(Touch<'_>, &dyn Fn(&mut Document))]) {
+    /// One change of a test: what it touches, and the change.
+    type Change<'a> = (Touch<'a>, &'a dyn Fn(&mut Document));
+
+    fn put_back(changes: &[Change<'_>]) {
         let mut lent = Lent::default();
         lent.start([1, 2], true);
         let mut doc = original();
