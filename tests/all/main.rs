@@ -7,6 +7,7 @@ mod admission;
 mod architecture;
 mod batch;
 mod blocking_io;
+mod bundled_batch;
 mod cache;
 mod cli;
 mod conformance;
