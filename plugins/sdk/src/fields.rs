@@ -14,29 +14,38 @@ use crate::{Document, FieldError, Mode, Value};
 
 pub use fields::{Change, FieldChange};
 
-/// The most changes the host applies in one `update` call.
-const MAX_CHANGES_PER_CALL: usize = 4096;
+/// The most names the host reads, and changes it applies, in one call.
+const MAX_PER_CALL: usize = 4096;
+
+/// `read` of `names`, one call per [`MAX_PER_CALL`] names (one call for the
+/// usual few), answers in order.
+fn in_chunks<T>(names: &[String], read: impl Fn(&[String]) -> Vec<T>) -> Vec<T> {
+    if names.len() <= MAX_PER_CALL {
+        return read(names);
+    }
+    names.chunks(MAX_PER_CALL).flat_map(read).collect()
+}
 
 impl Document {
     /// [`get_all`](Document::get_all) of each of `names`, in order, in one
-    /// call: a field's values, one for a single-valued field, none when
-    /// absent.
+    /// call (one per 4,096 names, the most the host reads in a call): a
+    /// field's values, one for a single-valued field, none when absent.
     pub fn get_all_many(&self, names: &[String]) -> Vec<Vec<Value>> {
-        fields::get_all_many(self, names)
+        in_chunks(names, |chunk| fields::get_all_many(self, chunk))
     }
 
     /// [`get_strings`](Document::get_strings) of each of `names`, in order,
     /// in one call: values as text (numbers and booleans rendered, JSON as
     /// JSON text, nulls skipped).
     pub fn get_strings_many(&self, names: &[String]) -> Vec<Vec<String>> {
-        fields::get_strings_many(self, names)
+        in_chunks(names, |chunk| fields::get_strings_many(self, chunk))
     }
 
     /// [`get_json`](Document::get_json) of each of `names`, in order, in one
     /// call: the whole value as JSON text (an array for a multi-valued
     /// field), none when absent.
     pub fn get_json_many(&self, names: &[String]) -> Vec<Option<String>> {
-        fields::get_json_many(self, names)
+        in_chunks(names, |chunk| fields::get_json_many(self, chunk))
     }
 
     /// Apply `changes` in order, as the one-field methods of the same names
@@ -45,7 +54,7 @@ impl Document {
     /// fails, with the changes before it applied; the error names the field.
     pub fn update(&self, changes: &[FieldChange]) -> Result<(), FieldError> {
         changes
-            .chunks(MAX_CHANGES_PER_CALL)
+            .chunks(MAX_PER_CALL)
             .try_for_each(|chunk| fields::update(self, chunk))
     }
 }
