@@ -75,6 +75,12 @@ fn stage_cases() -> Vec<(&'static str, Value)> {
     ]
 }
 
+/// The Rust conformance stage as built for contract 0.2.0: a per-document
+/// stage (`stage-api`), which the host still runs beside batch stages.
+fn rust_stage_0_2_0() -> PathBuf {
+    repo_root().join("tests/fixtures/contract-0.2.0/conformance_stage.wasm")
+}
+
 #[test]
 fn stages_do_the_same_in_every_language() {
     let mut problems = Vec::new();
@@ -86,6 +92,48 @@ fn stages_do_the_same_in_every_language() {
                 .run(input())
                 .unwrap_or_else(|e| panic!("{lang} stage, {name}: {e}"));
             check(lang, &format!("stage-{name}"), &transcript, &mut problems);
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Both stage interfaces in Rust: the batch stage (this SDK) in batches of
+/// one, of a few and of every document, and the per-document stage of
+/// contract 0.2.0, all match the expected output.
+#[test]
+fn the_rust_stage_does_the_same_through_both_interfaces_and_any_batch() {
+    let batch = component("rust", "stage");
+    let per_document = rust_stage_0_2_0();
+    let is_batch = |path: &Path| {
+        runtime()
+            .load_stage(
+                "s",
+                &weir::plugin::PluginSpec::new(path, json!({ "op": "fail" })),
+            )
+            .expect("load")
+            .is_batch()
+    };
+    assert!(is_batch(&batch), "the Rust stage exports stage-batch-api");
+    assert!(
+        !is_batch(&per_document),
+        "the 0.2.0 build exports stage-api"
+    );
+    let mut problems = Vec::new();
+    let runs = [
+        (&batch, 1),
+        (&batch, 4),
+        (&batch, 100),
+        (&per_document, 100),
+    ];
+    for (path, size) in runs {
+        let which = format!("{} in batches of {size}", path.display());
+        for (name, config) in stage_cases() {
+            let transcript = PluginTest::with_runtime(runtime(), path)
+                .config(config)
+                .batch_size(size)
+                .run(input())
+                .unwrap_or_else(|e| panic!("{which}, {name}: {e}"));
+            check(&which, &format!("stage-{name}"), &transcript, &mut problems);
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
