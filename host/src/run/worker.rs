@@ -111,7 +111,8 @@ impl Worker {
     fn work(&mut self) -> Result<(), String> {
         let messenger_error = |e: MessengerError| format!("worker messenger failed: {e}");
         let mut counted = LocalCount::new(&self.stats);
-        let gather = gathering(&self.stages);
+        let mut gather = gathering(&self.stages);
+        gather.size = gather.size.min(self.messenger.max_in_hand()).max(1);
         // Reused from batch to batch.
         let (mut docs, mut outcomes) = (Vec::new(), Vec::new());
         loop {

@@ -127,7 +127,10 @@ impl Guest for Probe {
                     ];
                     match fields::update(&doc, &set) {
                         Ok(()) => {
-                            let read = fields::get_json_many(&doc, &["a".into(), "b".into(), "none".into()]);
+                            let read = fields::get_json_many(
+                                &doc,
+                                &["a".into(), "b".into(), "none".into()],
+                            );
                             let read: Vec<String> = read
                                 .into_iter()
                                 .map(|j| j.unwrap_or_else(|| "absent".into()))
