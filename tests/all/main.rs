@@ -5,6 +5,7 @@
 mod accounting;
 mod admission;
 mod architecture;
+mod batch;
 mod blocking_io;
 mod cache;
 mod cli;

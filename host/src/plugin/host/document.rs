@@ -17,13 +17,17 @@ impl PluginState {
     /// Change the document behind `h` with `change`. The document checks
     /// its own limits; what a document the plugin holds grows by is charged
     /// to its budget (and traps past it).
-    fn edit<T>(
+    pub(super) fn edit<T>(
         &mut self,
         h: &Handle,
         change: impl FnOnce(&mut Document) -> Result<T, document::FieldError>,
     ) -> Wasm<Result<T, FieldError>> {
-        let held = !self.lent.contains(&h.rep());
+        let lent = self.lent.position(h.rep());
         let doc = self.docs.get_mut(h)?;
+        if let Some(position) = lent {
+            self.lent.before_change(position, doc);
+        }
+        let held = lent.is_none();
         let before = doc.approx_json_bytes();
         let result = change(doc);
         let after = doc.approx_json_bytes();
@@ -47,9 +51,26 @@ impl PluginState {
         Ok(self.docs.push(doc)?)
     }
 
+    /// Change a flag of the document behind `h` (not charged: flags take
+    /// no room).
+    fn flag(&mut self, h: &Handle, change: impl FnOnce(&mut Document)) -> Wasm<()> {
+        let lent = self.lent.position(h.rep());
+        let doc = self.docs.get_mut(h)?;
+        if let Some(position) = lent {
+            self.lent.before_change(position, doc);
+        }
+        change(doc);
+        Ok(())
+    }
+
     /// Take back a document the plugin held (it published, attached,
-    /// returned or dropped it).
+    /// returned or dropped it). A lent document stays the host's: the
+    /// plugin gives up its handle, and what it handed on is a copy.
     pub(crate) fn take_back(&mut self, h: Handle) -> Wasm<Document> {
+        if let Some(position) = self.lent.position(h.rep()) {
+            self.lent.release(position);
+            return Ok(self.docs.get(&h)?.clone());
+        }
         let doc = self.docs.delete(h)?;
         self.budget.release_document(doc.approx_json_bytes());
         Ok(doc)
@@ -267,8 +288,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_dropped(&mut self, h: Handle, dropped: bool) -> Wasm<()> {
-        self.docs.get_mut(&h)?.set_dropped(dropped);
-        Ok(())
+        self.flag(&h, |doc| doc.set_dropped(dropped))
     }
 
     fn is_dropped(&mut self, h: Handle) -> Wasm<bool> {
@@ -276,8 +296,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_skip_stages(&mut self, h: Handle, skip: bool) -> Wasm<()> {
-        self.docs.get_mut(&h)?.set_skip_stages(skip);
-        Ok(())
+        self.flag(&h, |doc| doc.set_skip_stages(skip))
     }
 
     fn skips_stages(&mut self, h: Handle) -> Wasm<bool> {
@@ -296,7 +315,14 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn drop(&mut self, h: Handle) -> Wasm<()> {
-        self.take_back(h)?;
+        match self.lent.position(h.rep()) {
+            // A lent document stays where it is: the host takes it back
+            // when the call ends.
+            Some(position) => self.lent.release(position),
+            None => {
+                self.take_back(h)?;
+            }
+        }
         Ok(())
     }
 }
