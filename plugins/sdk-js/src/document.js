@@ -208,10 +208,12 @@ export class Document {
   }
 
   /**
-   * Read the fields `names` in one host call, for the reads to come.
+   * Read the fields `names` in one host call, for the reads to come (nothing in
+   * worlds without `weir:plugin/fields`).
    * @internal used by the SDK's batch loop
    */
   prefetch(names) {
+    if (!fields) return;
     const texts = fields.getJsonMany(this.#use(), names);
     names.forEach((name, at) => this.#json.set(name, texts[at]));
   }
@@ -414,7 +416,7 @@ export class Document {
    * @internal used by the SDK's batch loop, which reads them ahead for the next documents
    */
   static recordReads(list) {
-    reads = list;
+    reads = fields ? list : undefined;
   }
 
   /**

@@ -70,6 +70,9 @@ class Stage:
             _document._reads = None
         return outcomes
 
+    def stop(self) -> None:
+        """Release what `start` acquired."""
+
 
 _MAX_AHEAD = 16
 """The most fields `Stage.process_batch` reads ahead per document."""
