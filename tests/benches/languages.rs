@@ -172,7 +172,7 @@ fn in_process(ops: &[(&'static str, Value)]) -> (Vec<Setup>, Vec<PerDoc>) {
             });
             for (op, config) in ops {
                 let mut instance = warm
-                    .load_stage(op, &spec(config))
+                    .load_stage(*op, &spec(config))
                     .expect("load")
                     .instantiate()
                     .expect("instantiate");

@@ -390,8 +390,11 @@ export class Document {
     });
     const end = () => {
       for (const doc of docs) {
+        // Named by its id only when the call read it: asking the host costs a call
+        // (as much as a field read) for every document, kept or not.
+        const which = doc.#id === undefined ? "a document" : `document \`${doc.#id}\``;
         doc.#gone =
-          `document \`${doc.id}\` was lent for the duration of process() only; ` +
+          `${which} was lent for the duration of process() only; ` +
           "keep what you need (doc.toObject()) or make a new one with weir.Document.create()";
         // Drop the handle here rather than in the bindings, whose drop leaves the
         // object registered for a second drop, should the engine ever collect it.

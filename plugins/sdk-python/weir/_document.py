@@ -16,6 +16,8 @@ from wit_world.imports import document as wit
 from . import _codec
 from ._errors import FieldError
 
+_encode_string = _codec.encode_string
+
 try:  # the batch-stage world's several-fields-in-one-call functions (new in 0.2.1)
     from wit_world.imports import fields as _fields
 except ImportError:  # the connector and per-document stage worlds have none
@@ -55,6 +57,9 @@ REMOVE = _Remove()
 
 _REMOVE = _fields.Change_Remove() if _fields is not None else None
 
+_UNREAD = object()
+"""In `Document._json`: the field was not read yet."""
+
 _reads: list[str] | None = None
 """While a batch runs through `process`, the fields read from the host (not kept)."""
 
@@ -79,7 +84,7 @@ class Document:
     the host for that call only.
     """
 
-    __slots__ = ("_handle", "_id", "_owned", "_json")
+    __slots__ = ("_handle", "_id", "_owned", "_json", "__weakref__")
 
     def __init__(self, id: str, fields: dict | None = None):
         """A new document with `id` and, optionally, `fields` (a dict of field values)."""
@@ -156,28 +161,37 @@ class Document:
         """The id of the run that published it, if any."""
         return self._handle.run_id()
 
-    # Fields. Reads go through `_text`: a field's JSON text is asked of the host once
-    # and kept until this document changes the field, so `has`, `is_multi_valued` and
-    # `get` of one field cost one host call together.
+    # Fields. A field's JSON text is asked of the host once and kept (`_json`) until
+    # this document changes the field, so `has`, `is_multi_valued` and `get` of one
+    # field cost one host call together. The lookup of a kept text is written out in
+    # each reader: a Python call per read costs as much as the lookup.
 
-    def _text(self, name: str) -> str | None:
-        """The JSON text of field `name` (None when absent), kept from an earlier read."""
-        kept = self._json
-        if type(name) is str and name in kept:
-            return kept[name]
+    def _read(self, name: str) -> str | None:
+        """The JSON text of field `name` (None when absent), from the host, kept."""
         text = self._handle.get_json(_string(name, "a field name"))
-        kept[name] = text
+        self._json[name] = text
         if _reads is not None:
             _reads.append(name)
         return text
 
-    def _prefetch(self, names: list[str]) -> None:
+    def _text(self, name: str) -> str | None:
+        """The JSON text of field `name` (None when absent), kept from an earlier read."""
+        text = self._json.get(name, _UNREAD) if type(name) is str else _UNREAD
+        return self._read(name) if text is _UNREAD else text
+
+    def _read_ahead(self, names: list[str]) -> None:
         """Read the fields `names` in one host call, for the reads to come."""
-        self._json.update(zip(names, _fields.get_json_many(self._handle, names)))
+        if len(names) == 1:
+            self._json[names[0]] = self._handle.get_json(names[0])
+        else:
+            self._json.update(zip(names, _fields.get_json_many(self._handle, names)))
 
     def has(self, name: str) -> bool:
         """Whether field `name` is present (even if null)."""
-        return self._text(name) is not None
+        text = self._json.get(name, _UNREAD) if type(name) is str else _UNREAD
+        if text is _UNREAD:
+            text = self._read(name)
+        return text is not None
 
     def field_names(self) -> list[str]:
         """The names of all fields, in insertion order."""
@@ -185,16 +199,24 @@ class Document:
 
     def is_multi_valued(self, name: str) -> bool:
         """Whether `name` holds a list of values (even of one)."""
-        text = self._text(name)
+        text = self._json.get(name, _UNREAD) if type(name) is str else _UNREAD
+        if text is _UNREAD:
+            text = self._read(name)
         return text is not None and text.startswith("[")
 
     def get(self, name: str) -> Any:
         """The first value of `name`, or None when absent (or empty)."""
-        return _first(self._text(name))
+        text = self._json.get(name, _UNREAD) if type(name) is str else _UNREAD
+        if text is _UNREAD:
+            text = self._read(name)
+        return None if text is None else _first(text)
 
     def get_all(self, name: str) -> list:
         """Every value of `name`: a list for any field, [] when absent."""
-        return _every(self._text(name))
+        text = self._json.get(name, _UNREAD) if type(name) is str else _UNREAD
+        if text is _UNREAD:
+            text = self._read(name)
+        return [] if text is None else _every(text)
 
     def get_string(self, name: str) -> str | None:
         """The first value of `name` as text, rendered by the host: strings as they are,
@@ -223,14 +245,20 @@ class Document:
         kept = self._json
         missing = [name for name in names if name not in kept]
         if len(missing) > 1 and _fields is not None:
-            self._prefetch(missing)
+            self._read_ahead(missing)
         return [self._text(name) for name in names]
 
     def set(self, name: str, value: Any) -> None:
         """Set `name` to `value` (a list makes the field multi-valued)."""
+        if type(name) is not str:
+            _string(name, "a field name")
         self._json.pop(name, None)
+        if type(value) is str and value.isascii():  # the common case, in one step
+            text = _encode_string(value)
+        else:
+            text = _encode_field(value, name)
         try:
-            self._handle.set_json(_string(name, "a field name"), _encode_field(value, name))
+            self._handle.set_json(name, text)
         except Err as error:
             raise _field_error(error, f"field `{name}`") from None
 
@@ -389,6 +417,8 @@ def _first(text: str | None) -> Any:
     """The first value of a field whose JSON text is `text`."""
     if text is None:
         return None
+    if text[:1] == '"' and "\\" not in text:  # a string without escapes: no parser needed
+        return text[1:-1]
     value = _codec.loads(text)
     if type(value) is list:
         return value[0] if value else None

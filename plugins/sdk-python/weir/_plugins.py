@@ -58,8 +58,8 @@ class Stage:
         reads = _document._reads = [] if _document._fields is not None else None
         try:
             for doc in docs:
-                if len(_ahead) > 1:
-                    doc._prefetch(_ahead)
+                if _ahead and reads is not None:
+                    doc._read_ahead(_ahead)
                 try:
                     outcomes.append(process(doc))
                 except BaseException as error:  # this document's outcome, not the batch's
@@ -78,8 +78,8 @@ _MAX_AHEAD = 16
 """The most fields `Stage.process_batch` reads ahead per document."""
 
 _ahead: list[str] = []
-"""The fields `process` read from the host, read ahead for the documents after (when
-two or more: one field is one host call either way)."""
+"""The fields `process` read from the host, read ahead for the documents after, in one
+host call per document."""
 
 
 def _learn(reads: list[str]) -> None:

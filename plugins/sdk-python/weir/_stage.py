@@ -12,6 +12,7 @@ call per document, through the same code as a batch of one.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from componentize_py_types import Err
@@ -35,15 +36,17 @@ def export(app: Any) -> type:
 
         def process_batch(self, handles: list) -> list:
             _log.go_live()
-            docs = [Document._wrap(handle, owned=False) for handle in handles]
+            lent: list = []
             try:
-                outcomes = _outcomes(_runtime.plugin.process_batch(docs), len(docs))
-                return [_outcome(outcome, _call, Outcome_Done, Outcome_Failed) for outcome in outcomes]
+                return [
+                    done if outcome is None else _outcome(outcome, _call, Outcome_Done, Outcome_Failed)
+                    for outcome in _run(handles, lent)
+                ]
             except BaseException as error:
                 raise Err(_runtime.plugin_error(error, _call)) from None
             finally:
-                for doc, handle in zip(docs, handles):
-                    doc._end_loan()
+                _end_loans(lent)
+                for handle in handles:
                     handle.__exit__(None, None, None)
                 _log.flush()
 
@@ -52,6 +55,7 @@ def export(app: Any) -> type:
                 _runtime.lifecycle("stop()", _runtime.plugin.stop)
 
     _call = "process_batch()" if cls.process_batch is not Stage.process_batch else "process()"
+    done = Outcome_Done([])  # shared: the host only reads it
     return StageBatchApi
 
 
@@ -68,16 +72,16 @@ def export_per_document(app: Any) -> type:
 
         def process_document(self, handle: Any) -> list:
             _log.go_live()
-            doc = Document._wrap(handle, owned=False)
+            lent: list = []
             try:
-                (outcome,) = _outcomes(_runtime.plugin.process_batch([doc]), 1)
+                (outcome,) = _run([handle], lent)
                 if isinstance(outcome, BaseException):
                     raise outcome
                 return _children(outcome)
             except BaseException as error:
                 raise Err(_runtime.plugin_error(error, _call)) from None
             finally:
-                doc._end_loan()
+                _end_loans(lent)
                 _log.flush()
 
         def stop(self) -> None:
@@ -96,6 +100,25 @@ def _stage_class(app: Any) -> type:
     return cls
 
 
+def _run(handles: list, lent: list) -> list:
+    """Lend the documents of `handles` to the plugin's `process_batch`; its outcomes,
+    checked. Weak references to the documents go to `lent`: once this returns, only
+    those the plugin still holds are alive."""
+    docs = [Document._wrap(handle, owned=False) for handle in handles]
+    lent.extend(map(weakref.ref, docs))
+    return _outcomes(_runtime.plugin.process_batch(docs), len(docs))
+
+
+def _end_loans(lent: list) -> None:
+    """End the loans of a call's documents: those the plugin still holds (kept on `self`,
+    say) are told, so that a later use raises an error naming the document; asking the
+    host for the id of the others, which nothing can reach, would cost a call each."""
+    for ref in lent:
+        doc = ref()
+        if doc is not None:
+            doc._end_loan()
+
+
 def _outcomes(result: Any, count: int) -> list:
     """The outcomes `process_batch` returned for `count` documents, checked."""
     if result is None:
@@ -110,8 +133,6 @@ def _outcomes(result: Any, count: int) -> list:
 def _outcome(outcome: Any, call: str, done: type, failed: type) -> Any:
     """The WIT `outcome` of one document: `done` with its children, or `failed` with
     the exception it is (or that its children raise: not documents, or lent ones)."""
-    if outcome is None:
-        return done([])
     try:
         if isinstance(outcome, BaseException):
             raise outcome
