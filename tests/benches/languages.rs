@@ -273,7 +273,7 @@ fn workers_us_per_doc(weir: &Path, config: &Path) -> f64 {
         .lines()
         .find(|l| l.starts_with("CPU in this process"))
         .unwrap_or_else(|| panic!("no CPU line in the summary:\n{stdout}"));
-    let workers = &line[line.find("workers").expect("workers") ..];
+    let workers = &line[line.find("workers").expect("workers")..];
     let number = &workers[workers.find('(').expect("(") + 1..workers.find(" us/doc").expect("us")];
     number.parse().expect("us/doc")
 }
@@ -295,6 +295,7 @@ fn through_binary(variants: &[(&'static str, Calls, PathBuf)]) -> (usize, Vec<(f
         let status = Command::new(&weir)
             .arg("validate")
             .arg(config)
+            .stdout(std::process::Stdio::null())
             .status()
             .expect("weir validate");
         assert!(status.success(), "weir validate {}", config.display());
@@ -346,7 +347,11 @@ fn main() {
         "", "", "size", "first compile", "cached load", "instantiation"
     );
     for s in &setup {
-        let calls = if s.batch { "" } else { " (calls: per document)" };
+        let calls = if s.batch {
+            ""
+        } else {
+            " (calls: per document)"
+        };
         println!(
             "  {:<8} {:<8} {:>8.2} MB {:>12.0} ms {:>10.1} ms {:>12.2} ms{}",
             s.lang,

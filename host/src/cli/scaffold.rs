@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 mod templates;
-use templates::{JS_CONNECTOR, JS_INDEXER, JS_STAGE, PYTHON_CONNECTOR, PYTHON_INDEXER, PYTHON_STAGE};
+use templates::{
+    JS_CONNECTOR, JS_INDEXER, JS_STAGE, PYTHON_CONNECTOR, PYTHON_INDEXER, PYTHON_STAGE,
+};
 
 /// The plugin kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
