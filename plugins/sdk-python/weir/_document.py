@@ -125,6 +125,7 @@ class Document:
         """Make every later use of this document raise: "document `<id>` <why>"."""
         if type(self._handle) is not _Revoked:
             self._handle = _Revoked(f"document `{self.id}` {why}")
+            self._json = {}  # kept reads go too: every later use raises
 
     def _end_loan(self) -> None:
         """`process()`, which was lent this document, returns: later uses raise."""
