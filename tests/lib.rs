@@ -44,16 +44,18 @@ pub fn plugin(crate_name: &str) -> PathBuf {
 }
 
 /// A plugin component built from `src` (an `app.py` or `app.js` project)
-/// with the SDK of `lang` (`python` or `js`) for `world`; built once per
-/// process, and reused across runs through the SDK build cache.
-pub fn sdk_component(lang: &str, world: &str, src: &Path) -> PathBuf {
-    static BUILT: OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, PathBuf>>> =
-        OnceLock::new();
+/// with the SDK of `lang` (`python` or `js`) as `kind` (`stage`, `connector`,
+/// `indexer`, or `per-document-stage` for a stage exported per document);
+/// built once per process, and reused across runs through the SDK build cache.
+pub fn sdk_component(lang: &str, kind: &str, src: &Path) -> PathBuf {
+    type Built = std::collections::HashMap<(String, PathBuf), PathBuf>;
+    static BUILT: OnceLock<std::sync::Mutex<Built>> = OnceLock::new();
     let mut built = BUILT
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(path) = built.get(src) {
+    let key = (kind.to_owned(), src.to_owned());
+    if let Some(path) = built.get(&key) {
         return path.clone();
     }
     let out_dir = std::env::temp_dir().join(format!("weir-sdk-components-{}", std::process::id()));
@@ -63,27 +65,27 @@ pub fn sdk_component(lang: &str, world: &str, src: &Path) -> PathBuf {
         .unwrap_or(src)
         .to_string_lossy()
         .replace(['/', '\\'], "-");
-    let out = out_dir.join(format!("{name}.wasm"));
+    let out = out_dir.join(format!("{name}-{kind}.wasm"));
     let script = repo_root()
         .join("plugins")
         .join(format!("sdk-{lang}"))
         .join("build.sh");
     let output = Command::new("bash")
         .arg(&script)
-        .arg(world)
+        .arg(kind)
         .arg(src)
         .arg(&out)
         .output()
         .expect("cannot run the SDK build script");
     assert!(
         output.status.success(),
-        "{} {world} {} failed:\n{}{}",
+        "{} {kind} {} failed:\n{}{}",
         script.display(),
         src.display(),
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    built.insert(src.to_owned(), out.clone());
+    built.insert(key, out.clone());
     out
 }
 

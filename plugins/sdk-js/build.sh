@@ -3,6 +3,10 @@
 #
 #   build.sh <stage|connector|indexer> <src-dir> <out.wasm>
 #
+# A stage is built for the `batch-stage` world (contract 0.2.1: a batch of
+# documents per call); `per-document-stage` builds it for the `stage` world
+# instead (one call per document, as contract 0.2.0 runs stages), to compare.
+#
 # <src-dir>/app.js default-exports a class extending weir.Stage, weir.Connector
 # or weir.Indexer (per the world) and imports the SDK as `weir`:
 #
@@ -30,12 +34,15 @@ die() {
 }
 
 [[ $# -eq 3 ]] || die "usage: build.sh <stage|connector|indexer> <src-dir> <out.wasm>"
-world=$1 src=$2 out=$3
-case $world in
-stage) export=exportStage ;;
-connector) export=exportConnector ;;
-indexer) export=exportIndexer ;;
-*) die "unknown world \`$world\` (expected stage, connector or indexer)" ;;
+kind=$1 src=$2 out=$3
+# The WIT world, the SDK function that exports the plugin class, and the name of
+# the interface it makes (the world's export).
+case $kind in
+stage) world=batch-stage export=exportStage api=stageBatchApi ;;
+per-document-stage) world=stage export=exportStagePerDocument api=stageApi ;;
+connector) world=connector export=exportConnector api=connectorApi ;;
+indexer) world=indexer export=exportIndexer api=indexerApi ;;
+*) die "unknown kind \`$kind\` (expected stage, connector or indexer, or per-document-stage)" ;;
 esac
 [[ -f $src/app.js ]] || die "no app.js in \`$src\` (the plugin's module)"
 command -v node >/dev/null || die "node is not installed: Node.js 20 or later is needed to build JavaScript plugins"
@@ -99,8 +106,8 @@ world $world {
 EOF
 
 # The entry module exports the plugin class as the world's interface.
-printf 'import Plugin from "./app.js";\nimport { %s } from "weir";\nexport const %sApi = %s(Plugin);\n' \
-    "$export" "$world" "$export" |
+printf 'import Plugin from "./app.js";\nimport { %s } from "weir";\nexport const %s = %s(Plugin);\n' \
+    "$export" "$api" "$export" |
     (cd "$src" && "$bin/esbuild" --bundle --format=esm --platform=neutral --keep-names \
         --alias:weir="$sdk/src/index.js" --external:'weir:plugin/*' --external:'wasi:*' \
         --sourcefile=weir-entry.js --outfile="$work/plugin.js" --log-level=warning) ||

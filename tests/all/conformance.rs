@@ -4,6 +4,11 @@
 //! failures on the shared input, and match the expected output checked in
 //! beside it. `WEIR_BLESS=1` rewrites the expected files from the Rust
 //! plugins' output (review the diff before committing it).
+//!
+//! Python and JavaScript stages run three ways: the per-document API
+//! (`process`) built as a batch stage (how the SDKs build stages) and as a
+//! document stage (the `stage` world, one call per document), and the batch
+//! API (`process_batch`, `batch-stage/`), in batches of [`BATCH`].
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +17,10 @@ use weir::testing::{PluginTest, TestError, Transcript, read_documents, read_json
 use weir_tests::{plugin, repo_root, runtime, sdk_component};
 
 const LANGS: [&str; 3] = ["rust", "python", "js"];
+
+/// Documents per batch stage call: the input's six documents make a batch
+/// with failures beside successes, then a shorter one.
+const BATCH: usize = 4;
 
 fn conformance_dir() -> PathBuf {
     repo_root().join("plugins").join("conformance")
@@ -23,6 +32,25 @@ fn component(lang: &str, kind: &str) -> PathBuf {
         "rust" => plugin(&format!("conformance-{kind}")),
         _ => sdk_component(lang, kind, &conformance_dir().join(lang).join(kind)),
     }
+}
+
+/// The conformance stages of `lang`, each named by how it runs.
+fn stages(lang: &str) -> Vec<(&'static str, PathBuf)> {
+    if lang == "rust" {
+        return vec![("stage", component(lang, "stage"))];
+    }
+    let dir = conformance_dir().join(lang);
+    vec![
+        ("process, batched", component(lang, "stage")),
+        (
+            "process, per document",
+            sdk_component(lang, "per-document-stage", &dir.join("stage")),
+        ),
+        (
+            "process_batch",
+            sdk_component(lang, "stage", &dir.join("batch-stage")),
+        ),
+    ]
 }
 
 fn input() -> Vec<weir::core::document::Document> {
@@ -85,13 +113,22 @@ fn rust_stage_0_2_0() -> PathBuf {
 fn stages_do_the_same_in_every_language() {
     let mut problems = Vec::new();
     for lang in LANGS {
-        let path = component(lang, "stage");
-        for (name, config) in stage_cases() {
-            let transcript = PluginTest::with_runtime(runtime(), &path)
-                .config(config)
-                .run(input())
-                .unwrap_or_else(|e| panic!("{lang} stage, {name}: {e}"));
-            check(lang, &format!("stage-{name}"), &transcript, &mut problems);
+        for (how, path) in stages(lang) {
+            let loaded = runtime()
+                .load_stage(how, &weir::plugin::PluginSpec::new(&path, json!({})))
+                .expect("load");
+            if lang != "rust" {
+                let batch = how != "process, per document";
+                assert_eq!(loaded.is_batch(), batch, "{lang} stage ({how})");
+            }
+            for (name, config) in stage_cases() {
+                let transcript = PluginTest::with_runtime(runtime(), &path)
+                    .config(config)
+                    .batch_size(BATCH)
+                    .run(input())
+                    .unwrap_or_else(|e| panic!("{lang} stage ({how}), {name}: {e}"));
+                check(lang, &format!("stage-{name}"), &transcript, &mut problems);
+            }
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
@@ -187,19 +224,20 @@ fn config_problems_name_the_setting_in_every_language() {
         ),
     ];
     for lang in LANGS {
-        let path = component(lang, "stage");
-        for (config, setting) in &cases {
-            match PluginTest::with_runtime(runtime(), &path)
-                .config(config.clone())
-                .run(input())
-            {
-                Err(TestError::Config { issues }) => assert!(
-                    issues
-                        .iter()
-                        .any(|i| i.path.contains(setting) || i.message.contains(setting)),
-                    "{lang}: {config} reported {issues:?}, naming no `{setting}`"
-                ),
-                other => panic!("{lang}: {config} was accepted: {other:?}"),
+        for (how, path) in stages(lang) {
+            for (config, setting) in &cases {
+                match PluginTest::with_runtime(runtime(), &path)
+                    .config(config.clone())
+                    .run(input())
+                {
+                    Err(TestError::Config { issues }) => assert!(
+                        issues
+                            .iter()
+                            .any(|i| i.path.contains(setting) || i.message.contains(setting)),
+                        "{lang} ({how}): {config} reported {issues:?}, naming no `{setting}`"
+                    ),
+                    other => panic!("{lang} ({how}): {config} was accepted: {other:?}"),
+                }
             }
         }
     }

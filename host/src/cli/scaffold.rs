@@ -10,8 +10,12 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 mod rust;
+mod templates;
 
 use rust::{RUST_CONNECTOR, RUST_INDEXER, RUST_SDK, RUST_STAGE};
+use templates::{
+    JS_CONNECTOR, JS_INDEXER, JS_STAGE, PYTHON_CONNECTOR, PYTHON_INDEXER, PYTHON_STAGE,
+};
 
 /// The plugin kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -59,7 +63,7 @@ const PYTHON_SDK: &[(&str, &str)] = vendored!("sdk-python":
 /// The JavaScript SDK (`plugins/sdk-js`), its pinned tools and build script.
 const JS_SDK: &[(&str, &str)] = vendored!("sdk-js":
     "build.sh", "package.json", "package-lock.json", "README.md",
-    "src/config.js", "src/connector.js", "src/document.js", "src/errors.js", "src/file.js",
+    "src/batch.js", "src/config.js", "src/connector.js", "src/document.js", "src/errors.js", "src/file.js",
     "src/index.js", "src/indexer.js", "src/json.js", "src/log.js", "src/plugin.js",
     "src/stage.js",
 );
@@ -295,113 +299,6 @@ fn test_case(kind: Kind) -> (&'static str, &'static str, &'static str, &'static 
         ),
     }
 }
-
-const PYTHON_STAGE: &str = r#""""{{name}}: upper-cases the text of one field."""
-import weir
-
-
-class Upper(weir.Stage):
-    def configure(self, config: weir.Config):
-        self.field = config.string("field")
-
-    def process(self, doc: weir.Document):
-        value = doc.get(self.field)
-        if isinstance(value, str):
-            doc.set(self.field, value.upper())
-
-"#;
-
-const PYTHON_CONNECTOR: &str = r#""""{{name}}: publishes `count` numbered documents."""
-import weir
-
-
-class Numbers(weir.Connector):
-    def configure(self, config: weir.Config):
-        self.count = config.integer("count")
-
-    def execute(self, publisher):
-        for n in range(self.count):
-            publisher.publish(weir.Document(f"doc-{n}", {"n": n}))
-
-"#;
-
-const PYTHON_INDEXER: &str = r#""""{{name}}: appends each document as a JSON line to a file."""
-import weir
-
-
-class Lines(weir.Indexer):
-    wants_json = True
-
-    def configure(self, config: weir.Config):
-        self.path = config.string("path")
-
-    def start(self):
-        self.file = open(self.path, "w", encoding="utf-8")
-
-    def index_batch(self, entries):
-        for entry in entries:
-            self.file.write(entry.json + "\n")
-        self.file.flush()
-
-    def close(self):
-        self.file.close()
-"#;
-
-const JS_STAGE: &str = r#"// {{name}}: upper-cases the text of one field.
-import * as weir from "weir";
-
-export default class Upper extends weir.Stage {
-  configure(config) {
-    this.field = config.string("field");
-  }
-
-  process(doc) {
-    const value = doc.get(this.field);
-    if (typeof value === "string") doc.set(this.field, value.toUpperCase());
-  }
-}
-"#;
-
-const JS_CONNECTOR: &str = r#"// {{name}}: publishes `count` numbered documents.
-import * as weir from "weir";
-
-export default class Numbers extends weir.Connector {
-  configure(config) {
-    this.count = config.integer("count", { min: 0 });
-  }
-
-  execute(publisher) {
-    for (let n = 0; n < this.count; n++) {
-      publisher.publish(weir.Document.create(`doc-${n}`, { n }));
-    }
-  }
-}
-"#;
-
-const JS_INDEXER: &str = r#"// {{name}}: appends each document as a JSON line to a file.
-import * as weir from "weir";
-
-export default class Lines extends weir.Indexer {
-  wantsJson = true;
-
-  configure(config) {
-    this.path = config.string("path");
-  }
-
-  start() {
-    this.file = weir.File.open(this.path, "w");
-  }
-
-  indexBatch(entries) {
-    for (const entry of entries) this.file.write(`${entry.json}\n`);
-    this.file.flush();
-  }
-
-  close() {
-    this.file?.close();
-  }
-}
-"#;
 
 #[cfg(test)]
 mod tests {

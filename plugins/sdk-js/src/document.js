@@ -54,6 +54,21 @@ function attempt(what, call) {
 const made = new Set();
 
 /**
+ * The batch-stage world's several-fields-in-one-call functions (`weir:plugin/fields`,
+ * new in 0.2.1), once the batch export has given them (other worlds have none).
+ */
+let fields;
+
+/** The most changes the host takes in one `update` call. */
+const MAX_CHANGES = 4096;
+
+/** As a value in {@link Document#update}: remove the field. */
+export const REMOVE = Object.freeze({ toString: () => "weir.REMOVE" });
+
+/** While a batch runs through `process`, the fields read from the host (not kept). */
+let reads;
+
+/**
  * A document: an id, a run id, named fields, nested children.
  *
  * A document handed to a stage (`process(doc)`) is lent for the duration of
@@ -71,6 +86,8 @@ export class Document {
   #lent = false;
   /** Why the document can no longer be used, once it cannot. */
   #gone;
+  /** The JSON text of the fields read (undefined for an absent one), by name, until changed. */
+  #json = new Map();
 
   /** @internal use {@link Document.create} */
   constructor(host) {
@@ -104,9 +121,24 @@ export class Document {
     return this.#use().runId() ?? undefined;
   }
 
+  // Reads go through `#text`: a field's JSON text is asked of the host once and kept
+  // until this document changes the field, so `has`, `isMultiValued` and `get` of
+  // one field cost one host call together.
+
+  /** The JSON text of field `name` (undefined when absent), kept from an earlier read. */
+  #text(name) {
+    const host = this.#use();
+    const kept = this.#json;
+    if (kept.has(name)) return kept.get(name);
+    const text = host.getJson(name);
+    kept.set(name, text);
+    reads?.push(name);
+    return text;
+  }
+
   /** Whether `name` is present (with any value, even null). */
   has(name) {
-    return this.#use().has(name);
+    return this.#text(name) !== undefined;
   }
 
   /** The names of all fields, in order (`id`, `run_id`, `_children` excluded). */
@@ -116,7 +148,7 @@ export class Document {
 
   /** Whether `name` holds several values (an array), even one or none. */
   isMultiValued(name) {
-    return this.#use().isMultiValued(name);
+    return this.#text(name)?.startsWith("[") ?? false;
   }
 
   /**
@@ -124,10 +156,7 @@ export class Document {
    * @returns {any}
    */
   get(name) {
-    const text = this.#use().getJson(name);
-    if (text === undefined) return undefined;
-    const value = parseJson(text);
-    return Array.isArray(value) ? value[0] : value;
+    return first(this.#text(name));
   }
 
   /**
@@ -136,10 +165,7 @@ export class Document {
    * @returns {any[]}
    */
   getAll(name) {
-    const text = this.#use().getJson(name);
-    if (text === undefined) return [];
-    const value = parseJson(text);
-    return Array.isArray(value) ? value : [value];
+    return every(this.#text(name));
   }
 
   /**
@@ -152,9 +178,50 @@ export class Document {
     return this.#use().getString(name) ?? undefined;
   }
 
+  /** {@link Document#get} of each of `names`, in order, in one host call. */
+  getMany(names) {
+    return this.#texts(names).map(first);
+  }
+
+  /** {@link Document#getAll} of each of `names`, in order, in one host call. */
+  getAllMany(names) {
+    return this.#texts(names).map(every);
+  }
+
+  /**
+   * Every value of each of `names` as text (rendered as {@link Document#getString}
+   * renders one; nulls skipped), in order, in one host call.
+   * @returns {string[][]}
+   */
+  getStringsMany(names) {
+    const host = this.#use();
+    const list = fieldList(names);
+    return fields ? fields.getStringsMany(host, list) : list.map((name) => host.getStrings(name));
+  }
+
+  /** The JSON texts of `names`: those not kept, read in one host call. */
+  #texts(names) {
+    const list = fieldList(names);
+    const missing = list.filter((name) => !this.#json.has(name));
+    if (missing.length > 1 && fields) this.prefetch(missing);
+    return list.map((name) => this.#text(name));
+  }
+
+  /**
+   * Read the fields `names` in one host call, for the reads to come (nothing in
+   * worlds without `weir:plugin/fields`).
+   * @internal used by the SDK's batch loop
+   */
+  prefetch(names) {
+    if (!fields) return;
+    const texts = fields.getJsonMany(this.#use(), names);
+    names.forEach((name, at) => this.#json.set(name, texts[at]));
+  }
+
   /** Set `name` to `value` (an array makes the field multi-valued). */
   set(name, value) {
     const host = this.#use();
+    this.#json.delete(name);
     attempt(`set \`${name}\``, () => host.setJson(name, toJsonText(value)));
   }
 
@@ -167,9 +234,10 @@ export class Document {
   /** Append `value` to `name`, making it multi-valued (creating it if absent). */
   add(name, value) {
     const host = this.#use();
+    const current = this.#text(name);
+    this.#json.delete(name);
     attempt(`add to \`${name}\``, () => {
       const item = toJsonText(value);
-      const current = host.getJson(name);
       const list =
         current === undefined || current === "[]" ? `[${item}]`
         : current.startsWith("[") ? `${current.slice(0, -1)},${item}]`
@@ -178,9 +246,37 @@ export class Document {
     });
   }
 
+  /**
+   * Set several fields in one host call: `{name: value}` (or a `Map`) sets `name`
+   * as {@link Document#set} does, `{name: weir.REMOVE}` removes it. Changes apply in
+   * order (an object lists integer-like keys first: use a `Map` to choose); the
+   * first one the host refuses throws `weir.FieldError`, with those before it applied.
+   * @param {object | Map<string, any>} changes
+   */
+  update(changes) {
+    const host = this.#use();
+    if (typeof changes !== "object" || changes === null) {
+      throw new TypeError("update() takes an object (or a Map) of field changes");
+    }
+    const entries = changes instanceof Map ? [...changes] : Object.entries(changes);
+    for (const [name] of entries) this.#json.delete(name);
+    if (!fields) {
+      for (const [name, value] of entries) value === REMOVE ? this.remove(name) : this.set(name, value);
+      return;
+    }
+    const made = entries.map(([name, value]) => ({
+      name,
+      change: value === REMOVE ? { tag: "remove" } : { tag: "set-json", val: attempt(`set \`${name}\``, () => toJsonText(value)) },
+    }));
+    for (let at = 0; at < made.length; at += MAX_CHANGES) {
+      attempt("update", () => fields.update(host, made.slice(at, at + MAX_CHANGES)));
+    }
+  }
+
   /** Remove `name`; true when it was present. */
   remove(name) {
     const host = this.#use();
+    this.#json.delete(name);
     return attempt(`remove \`${name}\``, () => host.remove(name));
   }
 
@@ -192,6 +288,7 @@ export class Document {
   rename(source, target, mode = "overwrite") {
     if (!MODES.includes(mode)) throw new TypeError(`rename: mode must be one of ${MODES.join(", ")}`);
     const host = this.#use();
+    this.#json.clear();
     return attempt(`rename \`${source}\` to \`${target}\``, () => host.rename(source, target, mode));
   }
 
@@ -200,8 +297,8 @@ export class Document {
    * plain name), or undefined when a step is missing.
    */
   getPath(path) {
-    const [first, ...rest] = parsePath(path);
-    const text = this.#use().getJson(first);
+    const [name, ...rest] = parsePath(path);
+    const text = this.#text(name);
     let node = text === undefined ? undefined : parseJson(text);
     for (const step of rest) {
       const fits = typeof step === "number" ? Array.isArray(node) : node?.constructor === Object;
@@ -214,6 +311,7 @@ export class Document {
   /** Set the value at `path`, creating objects (and growing arrays with nulls) along the way. */
   setPath(path, value) {
     const host = this.#use();
+    this.#json.clear();
     // The `json` case carries no number through the `value` variant.
     attempt(`set path \`${path}\``, () => host.setPath(path, { tag: "json", val: toJsonText(value) }));
   }
@@ -221,6 +319,7 @@ export class Document {
   /** Remove the value at `path`; true when it was present. */
   removePath(path) {
     const host = this.#use();
+    this.#json.clear();
     return attempt(`remove path \`${path}\``, () => host.removePath(path));
   }
 
@@ -263,6 +362,7 @@ export class Document {
    */
   load(whole) {
     const host = this.#use();
+    this.#json.clear();
     attempt(`load \`${this.id}\``, () => host.loadJson(typeof whole === "string" ? whole : toJsonText(whole)));
   }
 
@@ -278,21 +378,48 @@ export class Document {
   }
 
   /**
-   * A document lent to `process()`: the returned function ends the loan.
-   * @internal used by the SDK around `process()`
+   * Documents lent to `process()` (one) or `processBatch()` (all of a batch): the
+   * returned function ends the loan of them all.
+   * @internal used by the SDK around those calls
    */
-  static lend(host) {
-    const doc = new Document(host);
-    doc.#lent = true;
+  static lend(hosts) {
+    const docs = hosts.map((host) => {
+      const doc = new Document(host);
+      doc.#lent = true;
+      return doc;
+    });
     const end = () => {
-      doc.#gone =
-        `document \`${doc.id}\` was lent for the duration of process() only; ` +
-        "keep what you need (doc.toObject()) or make a new one with weir.Document.create()";
-      // Drop the borrow here rather than in the bindings, whose drop leaves the
-      // object registered for a second drop, should the engine ever collect it.
-      host[Symbol.dispose]();
+      for (const doc of docs) {
+        // Named by its id only when the call read it: asking the host costs a call
+        // (as much as a field read) for every document, kept or not.
+        const which = doc.#id === undefined ? "a document" : `document \`${doc.#id}\``;
+        doc.#gone =
+          `${which} was lent for the duration of process() only; ` +
+          "keep what you need (doc.toObject()) or make a new one with weir.Document.create()";
+        // Drop the handle here rather than in the bindings, whose drop leaves the
+        // object registered for a second drop, should the engine ever collect it.
+        doc.#host[Symbol.dispose]();
+      }
     };
-    return [doc, end];
+    return [docs, end];
+  }
+
+  /**
+   * The batch-stage world's `weir:plugin/fields` functions, for reads and writes of
+   * several fields in one call.
+   * @internal given by the batch export
+   */
+  static useFields(functions) {
+    fields = functions;
+  }
+
+  /**
+   * Collect the names of the fields read from the host (not kept) into `list`, until
+   * called again with undefined.
+   * @internal used by the SDK's batch loop, which reads them ahead for the next documents
+   */
+  static recordReads(list) {
+    reads = fields ? list : undefined;
   }
 
   /**
@@ -328,6 +455,32 @@ export class Document {
     }
     made.clear();
   }
+}
+
+/** The first value of a field whose JSON text is `text`. */
+function first(text) {
+  if (text === undefined) return undefined;
+  const value = parseJson(text);
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Every value of a field whose JSON text is `text`. */
+function every(text) {
+  if (text === undefined) return [];
+  const value = parseJson(text);
+  return Array.isArray(value) ? value : [value];
+}
+
+/** `names` as an array of field names (a lone string is refused: it would read letters). */
+function fieldList(names) {
+  if (typeof names === "string" || typeof names?.[Symbol.iterator] !== "function") {
+    throw new TypeError("expected an array of field names");
+  }
+  const list = [...names];
+  for (const name of list) {
+    if (typeof name !== "string") throw new TypeError(`a field name must be a string, not ${typeof name}`);
+  }
+  return list;
 }
 
 /** Steps of a path `a.b[2].c`: keys (any characters but `.`, `[`, `]`) and indexes. */

@@ -27,10 +27,11 @@
 import "./log.js";
 
 export { Config } from "./config.js";
-export { Document, FieldError } from "./document.js";
+export { Document, FieldError, REMOVE } from "./document.js";
 export { BatchError, DocumentFailure, Failure, Fatal, Transient } from "./errors.js";
 export { File } from "./file.js";
 export { Decimal } from "./json.js";
 export { Connector, Publisher, exportConnector } from "./connector.js";
 export { Indexer, exportIndexer } from "./indexer.js";
-export { Stage, exportStage } from "./stage.js";
+export { Stage, exportStagePerDocument } from "./stage.js";
+export { exportStage } from "./batch.js";

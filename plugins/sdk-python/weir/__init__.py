@@ -61,7 +61,7 @@ try:
 except ImportError:
     pass
 else:
-    from ._document import Document
+    from ._document import REMOVE, Document
     from ._plugins import Connector, Publisher, Stage
 
-    __all__ += ["Connector", "Document", "Publisher", "Stage"]
+    __all__ += ["Connector", "Document", "Publisher", "REMOVE", "Stage"]

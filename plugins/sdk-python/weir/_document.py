@@ -16,6 +16,13 @@ from wit_world.imports import document as wit
 from . import _codec
 from ._errors import FieldError
 
+_encode_string = _codec.encode_string
+
+try:  # the batch-stage world's several-fields-in-one-call functions (new in 0.2.1)
+    from wit_world.imports import fields as _fields
+except ImportError:  # the connector and per-document stage worlds have none
+    _fields = None
+
 _MODES = {
     "overwrite": wit.UpdateMode.OVERWRITE,
     "append": wit.UpdateMode.APPEND,
@@ -31,6 +38,30 @@ _REASONS = {
 }
 
 _S64 = range(-(2**63), 2**63)
+
+_MAX_CHANGES = 4096
+"""The most changes the host takes in one `update` call."""
+
+
+class _Remove:
+    """The type of `weir.REMOVE`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "weir.REMOVE"
+
+
+REMOVE = _Remove()
+"""As a value in `Document.update`: remove the field."""
+
+_REMOVE = _fields.Change_Remove() if _fields is not None else None
+
+_UNREAD = object()
+"""In `Document._json`: the field was not read yet."""
+
+_reads: list[str] | None = None
+"""While a batch runs through `process`, the fields read from the host (not kept)."""
 
 
 class _Revoked:
@@ -53,7 +84,7 @@ class Document:
     the host for that call only.
     """
 
-    __slots__ = ("_handle", "_id", "_owned")
+    __slots__ = ("_handle", "_id", "_owned", "_json", "__weakref__")
 
     def __init__(self, id: str, fields: dict | None = None):
         """A new document with `id` and, optionally, `fields` (a dict of field values)."""
@@ -70,6 +101,7 @@ class Document:
         self._handle = handle
         self._id = id
         self._owned = True
+        self._json = {}
 
     @classmethod
     def from_json(cls, text: str) -> Document:
@@ -86,12 +118,14 @@ class Document:
         document._handle = handle
         document._id = None
         document._owned = owned
+        document._json = {}
         return document
 
     def _revoke(self, why: str) -> None:
         """Make every later use of this document raise: "document `<id>` <why>"."""
         if type(self._handle) is not _Revoked:
             self._handle = _Revoked(f"document `{self.id}` {why}")
+            self._json = {}  # kept reads go too: every later use raises
 
     def _end_loan(self) -> None:
         """`process()`, which was lent this document, returns: later uses raise."""
@@ -128,11 +162,37 @@ class Document:
         """The id of the run that published it, if any."""
         return self._handle.run_id()
 
-    # Fields.
+    # Fields. A field's JSON text is asked of the host once and kept (`_json`) until
+    # this document changes the field, so `has`, `is_multi_valued` and `get` of one
+    # field cost one host call together. The lookup of a kept text is written out in
+    # each reader: a Python call per read costs as much as the lookup.
+
+    def _read(self, name: str) -> str | None:
+        """The JSON text of field `name` (None when absent), from the host, kept."""
+        text = self._handle.get_json(_string(name, "a field name"))
+        self._json[name] = text
+        if _reads is not None:
+            _reads.append(name)
+        return text
+
+    def _text(self, name: str) -> str | None:
+        """The JSON text of field `name` (None when absent), kept from an earlier read."""
+        text = self._json.get(name, _UNREAD) if type(name) is str else _UNREAD
+        return self._read(name) if text is _UNREAD else text
+
+    def _read_ahead(self, names: list[str]) -> None:
+        """Read the fields `names` in one host call, for the reads to come."""
+        if len(names) == 1:
+            self._json[names[0]] = self._handle.get_json(names[0])
+        else:
+            self._json.update(zip(names, _fields.get_json_many(self._handle, names)))
 
     def has(self, name: str) -> bool:
         """Whether field `name` is present (even if null)."""
-        return self._handle.has(_string(name, "a field name"))
+        text = self._json.get(name, _UNREAD) if type(name) is str else _UNREAD
+        if text is _UNREAD:
+            text = self._read(name)
+        return text is not None
 
     def field_names(self) -> list[str]:
         """The names of all fields, in insertion order."""
@@ -140,35 +200,66 @@ class Document:
 
     def is_multi_valued(self, name: str) -> bool:
         """Whether `name` holds a list of values (even of one)."""
-        return self._handle.is_multi_valued(_string(name, "a field name"))
+        text = self._json.get(name, _UNREAD) if type(name) is str else _UNREAD
+        if text is _UNREAD:
+            text = self._read(name)
+        return text is not None and text.startswith("[")
 
     def get(self, name: str) -> Any:
         """The first value of `name`, or None when absent (or empty)."""
-        text = self._handle.get_json(_string(name, "a field name"))
-        if text is None:
-            return None
-        value = _codec.loads(text)
-        if type(value) is list:
-            return value[0] if value else None
-        return value
+        text = self._json.get(name, _UNREAD) if type(name) is str else _UNREAD
+        if text is _UNREAD:
+            text = self._read(name)
+        return None if text is None else _first(text)
 
     def get_all(self, name: str) -> list:
         """Every value of `name`: a list for any field, [] when absent."""
-        text = self._handle.get_json(_string(name, "a field name"))
-        if text is None:
-            return []
-        value = _codec.loads(text)
-        return value if type(value) is list else [value]
+        text = self._json.get(name, _UNREAD) if type(name) is str else _UNREAD
+        if text is _UNREAD:
+            text = self._read(name)
+        return [] if text is None else _every(text)
 
     def get_string(self, name: str) -> str | None:
         """The first value of `name` as text, rendered by the host: strings as they are,
         numbers and booleans as in JSON (`true`), objects as JSON text. None when absent or null."""
         return self._handle.get_string(_string(name, "a field name"))
 
+    def get_many(self, names: Iterable[str]) -> list:
+        """`get` of each of `names`, in order, in one host call."""
+        return [_first(text) for text in self._texts(names)]
+
+    def get_all_many(self, names: Iterable[str]) -> list[list]:
+        """`get_all` of each of `names`, in order, in one host call."""
+        return [_every(text) for text in self._texts(names)]
+
+    def get_strings_many(self, names: Iterable[str]) -> list[list[str]]:
+        """Every value of each of `names` as text (as `get_string` renders one; nulls
+        skipped), in order, in one host call."""
+        names = _names(names)
+        if _fields is not None:
+            return _fields.get_strings_many(self._handle, names)
+        return [self._handle.get_strings(name) for name in names]
+
+    def _texts(self, names: Iterable[str]) -> list[str | None]:
+        """The JSON texts of `names`: those not kept, read in one host call."""
+        names = _names(names)
+        kept = self._json
+        missing = [name for name in names if name not in kept]
+        if len(missing) > 1 and _fields is not None:
+            self._read_ahead(missing)
+        return [self._text(name) for name in names]
+
     def set(self, name: str, value: Any) -> None:
         """Set `name` to `value` (a list makes the field multi-valued)."""
+        if type(name) is not str:
+            _string(name, "a field name")
+        self._json.pop(name, None)
+        if type(value) is str and value.isascii():  # the common case, in one step
+            text = _encode_string(value)
+        else:
+            text = _encode_field(value, name)
         try:
-            self._handle.set_json(_string(name, "a field name"), _encode(value, f"field `{name}`"))
+            self._handle.set_json(name, text)
         except Err as error:
             raise _field_error(error, f"field `{name}`") from None
 
@@ -178,13 +269,41 @@ class Document:
 
     def add(self, name: str, value: Any) -> None:
         """Append `value` to `name`, making it multi-valued (created if absent)."""
+        self._json.pop(name, None)
         try:
             self._handle.add(_string(name, "a field name"), _to_wit(value, f"field `{name}`"))
         except Err as error:
             raise _field_error(error, f"field `{name}`") from None
 
+    def update(self, changes: dict) -> None:
+        """Set several fields in one host call: `{name: value}` sets `name` as `set`
+        does, `{name: weir.REMOVE}` removes it. Changes apply in order; the first one
+        the host refuses raises `weir.FieldError`, with those before it applied."""
+        if not isinstance(changes, dict):
+            raise TypeError(f"update() takes a dict of field changes, not {type(changes).__name__}")
+        kept = self._json
+        for name in changes:
+            kept.pop(_string(name, "a field name"), None)
+        if _fields is None:
+            for name, value in changes.items():
+                if value is REMOVE:
+                    self.remove(name)
+                else:
+                    self.set(name, value)
+            return
+        made = [
+            _fields.FieldChange(name, _REMOVE if value is REMOVE else _fields.Change_SetJson(_encode_field(value, name)))
+            for name, value in changes.items()
+        ]
+        try:
+            for at in range(0, len(made), _MAX_CHANGES):
+                _fields.update(self._handle, made[at : at + _MAX_CHANGES])
+        except Err as error:
+            raise _field_error(error, "update()") from None
+
     def remove(self, name: str) -> bool:
         """Remove `name`; True when it was present."""
+        self._json.pop(name, None)
         try:
             return self._handle.remove(_string(name, "a field name"))
         except Err as error:
@@ -198,6 +317,7 @@ class Document:
         """
         if mode not in _MODES:
             raise ValueError(f"rename mode must be one of overwrite, append, skip, not {mode!r}")
+        self._json.clear()
         try:
             return self._handle.rename(_string(source, "a field name"), _string(target, "a field name"), _MODES[mode])
         except Err as error:
@@ -215,6 +335,7 @@ class Document:
 
     def set_path(self, path: str, value: Any) -> None:
         """Set the value at `path`, creating objects (and growing lists) on the way."""
+        self._json.clear()
         try:
             self._handle.set_path(_string(path, "a path"), _to_wit(value, f"path `{path}`"))
         except Err as error:
@@ -222,6 +343,7 @@ class Document:
 
     def remove_path(self, path: str) -> bool:
         """Remove the value at `path`; True when it was present."""
+        self._json.clear()
         try:
             return self._handle.remove_path(_string(path, "a path"))
         except Err as error:
@@ -282,6 +404,44 @@ def _encode(value: Any, subject: str) -> str:
         return _codec.dumps(value)
     except (TypeError, ValueError) as error:
         raise type(error)(f"{subject}: {error}") from None
+
+
+def _encode_field(value: Any, name: str) -> str:
+    """`value` as JSON text for field `name` (the message formatted only on failure)."""
+    try:
+        return _codec.dumps(value)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"field `{name}`: {error}") from None
+
+
+def _first(text: str | None) -> Any:
+    """The first value of a field whose JSON text is `text`."""
+    if text is None:
+        return None
+    if text[:1] == '"' and "\\" not in text:  # a string without escapes: no parser needed
+        return text[1:-1]
+    value = _codec.loads(text)
+    if type(value) is list:
+        return value[0] if value else None
+    return value
+
+
+def _every(text: str | None) -> list:
+    """Every value of a field whose JSON text is `text`."""
+    if text is None:
+        return []
+    value = _codec.loads(text)
+    return value if type(value) is list else [value]
+
+
+def _names(names: Iterable[str]) -> list[str]:
+    """`names` as a list of field names (a lone string is refused: it would read letters)."""
+    if isinstance(names, str):
+        raise TypeError("expected a list of field names, not a string")
+    names = list(names)
+    for name in names:
+        _string(name, "a field name")
+    return names
 
 
 def _to_wit(value: Any, subject: str) -> wit.Value:

@@ -15,13 +15,21 @@ from typing import Any
 
 from componentize_py_types import Err
 
+from . import _document
 from ._config import Config
 from ._document import Document, _Revoked
 from ._errors import PublishError
 
 
 class Stage:
-    """Changes documents one at a time. Override `process`."""
+    """Changes documents. Override `process` (one document at a time) or
+    `process_batch` (a batch at a time).
+
+    Either way the host lends documents a batch at a time, and one call into the
+    component serves the batch: the default `process_batch` runs `process` on each
+    document, reading the fields `process` read on the documents before in one host
+    call per document (as `Document.get_many` does).
+    """
 
     def configure(self, config: Config) -> None:
         """Read the settings (the default takes none)."""
@@ -34,8 +42,52 @@ class Stage:
         the pipeline ahead of `doc`, or None. `doc` is valid during this call only."""
         raise NotImplementedError
 
+    def process_batch(self, docs: list[Document]) -> list | None:
+        """Change each of `docs` in place (they are valid during this call only) and say
+        what became of each: None when every one is done without children, else one
+        outcome per document, in order: None (done), a list of new child documents
+        (done, with children that run ahead of it), or an exception (it failed:
+        `weir.Failure`, `weir.Transient`, `weir.Fatal` or any other). Raising fails
+        every document of the batch with that error.
+
+        The default runs `process` on each document in turn: an exception it raises
+        fails that document only.
+        """
+        outcomes = []
+        process = self.process
+        reads = _document._reads = [] if _document._fields is not None else None
+        try:
+            for doc in docs:
+                if _ahead and reads is not None:
+                    doc._read_ahead(_ahead)
+                try:
+                    outcomes.append(process(doc))
+                except BaseException as error:  # this document's outcome, not the batch's
+                    outcomes.append(error)
+                if reads:
+                    _learn(reads)
+        finally:
+            _document._reads = None
+        return outcomes
+
     def stop(self) -> None:
         """Release what `start` acquired."""
+
+
+_MAX_AHEAD = 16
+"""The most fields `Stage.process_batch` reads ahead per document."""
+
+_ahead: list[str] = []
+"""The fields `process` read from the host, read ahead for the documents after, in one
+host call per document."""
+
+
+def _learn(reads: list[str]) -> None:
+    """Add the fields `process` just read from the host to those read ahead; empty `reads`."""
+    for name in reads:
+        if len(_ahead) < _MAX_AHEAD and name not in _ahead:
+            _ahead.append(name)
+    reads.clear()
 
 
 class Connector:

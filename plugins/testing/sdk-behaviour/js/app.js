@@ -1,5 +1,7 @@
 // A stage that probes the JavaScript SDK: state across calls, plain
-// exceptions, a lent document kept past its call, logging (see tests/all/sdk.rs).
+// exceptions, a lent document kept past its call, logging, fields read and
+// written several at a time, a field read again after a change (see
+// tests/all/sdk.rs).
 import * as weir from "weir";
 
 export default class Probe extends weir.Stage {
@@ -16,5 +18,18 @@ export default class Probe extends weir.Stage {
     if (action === "keep") this.kept = doc;
     if (action === "use-kept") this.kept.get("action");
     if (action === "log") console.warn("probe saw", doc.id);
+    if (action === "fields") {
+      const got = {
+        first: doc.getMany(["a", "missing"]).map((v) => v ?? null),
+        every: doc.getAllMany(["a", "b", "missing"]),
+        texts: doc.getStringsMany(["b", "missing"]),
+      };
+      doc.update({ got, a: weir.REMOVE });
+    }
+    if (action === "reread") {
+      const before = doc.get("a");
+      doc.set("a", before + 1);
+      doc.set("seen", [before, doc.get("a"), doc.has("a"), doc.isMultiValued("a")]);
+    }
   }
 }

@@ -1,5 +1,6 @@
 """A stage that probes the Python SDK: state across calls, plain exceptions,
-a lent document kept past its call, logging (see tests/all/sdk.rs)."""
+a lent document kept past its call, logging, fields read and written several
+at a time, a field read again after a change (see tests/all/sdk.rs)."""
 
 import logging
 
@@ -24,3 +25,14 @@ class Probe(weir.Stage):
         if action == "log":
             logging.warning("probe saw %s", doc.id)
             print("printed", doc.id)
+        if action == "fields":
+            got = {
+                "first": doc.get_many(["a", "missing"]),
+                "every": doc.get_all_many(["a", "b", "missing"]),
+                "texts": doc.get_strings_many(["b", "missing"]),
+            }
+            doc.update({"got": got, "a": weir.REMOVE})
+        if action == "reread":
+            before = doc.get("a")
+            doc.set("a", before + 1)
+            doc.set("seen", [before, doc.get("a"), doc.has("a"), doc.is_multi_valued("a")])
