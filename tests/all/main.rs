@@ -5,7 +5,9 @@
 mod accounting;
 mod admission;
 mod architecture;
+mod batch;
 mod blocking_io;
+mod bundled_batch;
 mod cache;
 mod cli;
 mod conformance;

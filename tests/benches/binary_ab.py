@@ -11,10 +11,12 @@ its rusage. The report gives each binary's median documents per second and
 CPU microseconds per document, and B's ratios to A.
 
     python3 tests/benches/binary_ab.py --a OLD/weir --b NEW/weir \\
-        [--docs 1000000] [--rounds 5] [--plugins plugins/dist]
+        [--docs 1000000] [--rounds 5] [--plugins plugins/dist] [--plugins-b DIR]
 
-Plugins come from --plugins (build them with plugins/build.sh). Nothing is
-kept: the data and outputs live in a temporary directory.
+Plugins come from --plugins (build them with plugins/build.sh); B takes
+--plugins-b instead when given, so one binary can be set against itself
+with two builds of the plugins (contract 0.2.0 against 0.2.1, say). Nothing
+is kept: the data and outputs live in a temporary directory.
 """
 
 import argparse
@@ -97,22 +99,28 @@ def main():
     parser.add_argument("--docs", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--plugins", default="plugins/dist")
+    parser.add_argument("--plugins-b", help="B's plugins, when not --plugins")
     args = parser.parse_args()
-    plugins = os.path.abspath(args.plugins)
+    plugins = {
+        "A": os.path.abspath(args.plugins),
+        "B": os.path.abspath(args.plugins_b or args.plugins),
+    }
     with tempfile.TemporaryDirectory() as work:
         generate(os.path.join(work, "input.jsonl"), args.docs)
-        path = os.path.join(work, "bench.toml")
-        with open(path, "w") as f:
-            f.write(config(work, plugins, os.path.join(work, "cache")))
+        paths = {}
+        for name, dist in plugins.items():
+            paths[name] = os.path.join(work, f"bench-{name}.toml")
+            with open(paths[name], "w") as f:
+                f.write(config(work, dist, os.path.join(work, "cache")))
         binaries = {"A": args.a, "B": args.b}
         # One untimed run each compiles the components into the cache.
-        for binary in binaries.values():
-            timed(binary, path)
+        for name, binary in binaries.items():
+            timed(binary, paths[name])
         results = {"A": [], "B": []}
         for r in range(args.rounds):
             order = ["A", "B"] if r % 2 == 0 else ["B", "A"]
             for name in order:
-                wall, cpu = timed(binaries[name], path)
+                wall, cpu = timed(binaries[name], paths[name])
                 results[name].append((wall, cpu))
                 print(f"round {r + 1} {name}: {args.docs / wall:,.0f} docs/s, "
                       f"{cpu * 1e6 / args.docs:.1f} us CPU/doc", flush=True)
@@ -121,7 +129,7 @@ def main():
         for name, runs in results.items()
     }
     for name, (wall, cpu) in median.items():
-        print(f"{name} {binaries[name]}: median {args.docs / wall:,.0f} docs/s, "
+        print(f"{name} {binaries[name]} ({plugins[name]}): median {args.docs / wall:,.0f} docs/s, "
               f"{cpu * 1e6 / args.docs:.2f} us CPU/doc ({cpu:.1f} CPU-s, {wall:.2f} s wall)")
     (wall_a, cpu_a), (wall_b, cpu_b) = median["A"], median["B"]
     print(f"B/A: docs/s {wall_a / wall_b:.3f}, CPU per document {cpu_b / cpu_a:.3f}")

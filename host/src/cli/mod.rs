@@ -190,7 +190,8 @@ enum Command {
         /// to let it write there. Repeatable.
         #[arg(long = "dir", value_name = "HOST:GUEST[:rw]")]
         dirs: Vec<String>,
-        /// Documents per indexer batch.
+        /// Documents per call of a batch stage, and per indexer batch (a
+        /// document stage is called once per document).
         #[arg(long, default_value_t = 100)]
         batch_size: usize,
     },

@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+mod rust;
+
+use rust::{RUST_CONNECTOR, RUST_INDEXER, RUST_SDK, RUST_STAGE};
+
 /// The plugin kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Kind {
@@ -26,7 +30,8 @@ pub enum Lang {
 }
 
 /// The contract, vendored into every project.
-const WIT: [(&str, &str); 3] = [
+const WIT: [(&str, &str); 4] = [
+    ("wit/batch.wit", include_str!("../../../wit/batch.wit")),
     (
         "wit/document.wit",
         include_str!("../../../wit/document.wit"),
@@ -42,29 +47,6 @@ macro_rules! vendored {
         &[$((concat!(".weir/", $file), include_str!(concat!("../../../plugins/", $dir, "/", $file)))),+]
     };
 }
-
-/// The Rust SDK, vendored as a path dependency (its bindings read `../../wit`).
-const RUST_SDK: &[(&str, &str)] = &[
-    (
-        ".weir/sdk-rust/src/lib.rs",
-        include_str!("../../../plugins/sdk/src/lib.rs"),
-    ),
-    (
-        ".weir/sdk-rust/Cargo.toml",
-        r#"[package]
-name = "weir-plugin"
-version = "0.2.0"
-edition = "2024"
-publish = false
-
-[dependencies]
-wit-bindgen = "0.63"
-serde = { version = "1", features = ["derive"] }
-serde_json = { version = "1", features = ["preserve_order", "arbitrary_precision"] }
-serde_path_to_error = "0.1"
-"#,
-    ),
-];
 
 /// The Python SDK (`plugins/sdk-python`) and its build script.
 const PYTHON_SDK: &[(&str, &str)] = vendored!("sdk-python":
@@ -313,111 +295,6 @@ fn test_case(kind: Kind) -> (&'static str, &'static str, &'static str, &'static 
         ),
     }
 }
-
-const RUST_STAGE: &str = r#"//! {{name}}: upper-cases the text of one field.
-
-use weir_plugin::{Document, PluginError, Stage, doc_error};
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    /// The field to upper-case.
-    field: String,
-}
-
-struct Upper(Config);
-
-impl Stage for Upper {
-    type Config = Config;
-
-    fn start(config: Config) -> Result<Self, String> {
-        Ok(Self(config))
-    }
-
-    fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
-        if let Some(text) = doc.get_string(&self.0.field) {
-            doc.set_string(&self.0.field, &text.to_uppercase()).map_err(doc_error)?;
-        }
-        Ok(Vec::new())
-    }
-}
-
-weir_plugin::export_stage!(Upper);
-"#;
-
-const RUST_CONNECTOR: &str = r#"//! {{name}}: publishes `count` numbered documents.
-
-use weir_plugin::{Connector, Document, PluginError, Publisher, Value, doc_error};
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    /// How many documents to publish.
-    count: u32,
-}
-
-struct Numbers(Config);
-
-impl Connector for Numbers {
-    type Config = Config;
-
-    fn pre_execute(config: Config, _run_id: &str) -> Result<Self, PluginError> {
-        Ok(Self(config))
-    }
-
-    fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
-        for n in 0..self.0.count {
-            let doc = Document::new(&format!("doc-{n}"));
-            doc.set("n", &Value::Integer(n.into())).map_err(doc_error)?;
-            publisher.publish(doc).map_err(PluginError::Fatal)?;
-        }
-        Ok(())
-    }
-}
-
-weir_plugin::export_connector!(Numbers);
-"#;
-
-const RUST_INDEXER: &str = r#"//! {{name}}: appends each document as a JSON line to a file.
-
-use std::fs::File;
-use std::io::Write;
-
-use weir_plugin::{BatchEntry, BatchError, DocumentFailure, Indexer, batch_error};
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    /// The file to write, in a directory granted to the plugin.
-    path: String,
-}
-
-struct Lines(File);
-
-impl Indexer for Lines {
-    type Config = Config;
-
-    fn start(config: Config) -> Result<Self, String> {
-        File::create(&config.path)
-            .map(Self)
-            .map_err(|e| format!("cannot create {}: {e}", config.path))
-    }
-
-    fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError> {
-        let mut text = String::new();
-        for entry in batch {
-            text.push_str(&entry.json.unwrap_or_default());
-            text.push('\n');
-        }
-        self.0
-            .write_all(text.as_bytes())
-            .map_err(|e| batch_error(format!("write failed: {e}")))?;
-        Ok(Vec::new())
-    }
-}
-
-weir_plugin::export_indexer!(Lines);
-"#;
 
 const PYTHON_STAGE: &str = r#""""{{name}}: upper-cases the text of one field."""
 import weir

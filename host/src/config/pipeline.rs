@@ -1,5 +1,7 @@
 //! `[[connectors]]` and `[[pipelines]]` with their stages.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use super::IndexerConfig;
@@ -37,4 +39,51 @@ pub struct StageConfig {
     /// Unique within its pipeline.
     pub name: String,
     pub plugin: PluginSpec,
+    /// How a batch stage (one that exports `stage-batch-api`) is handed
+    /// documents; a document stage is called once per document whatever
+    /// this says.
+    #[serde(default)]
+    pub batch: StageBatch,
+}
+
+/// `batch = { size, wait }` of a stage: a worker hands a batch stage up to
+/// `size` documents in one call, and waits at most `wait` after the first
+/// to fill a batch, so no document is held longer than that for company.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageBatch {
+    /// Most documents in one call. Default 64, at most 4,096.
+    #[serde(default = "StageBatch::default_size")]
+    pub size: usize,
+    /// Longest wait for more documents after the first of a batch. Default
+    /// 5 ms, at most 10 s; `0s` takes what is already waiting.
+    #[serde(default = "StageBatch::default_wait", with = "humantime_serde")]
+    pub wait: Duration,
+}
+
+impl StageBatch {
+    /// The most documents a stage call may be handed.
+    pub const MAX_SIZE: usize = 4096;
+    /// The longest a worker may wait to fill a batch.
+    pub const MAX_WAIT: Duration = Duration::from_secs(10);
+    /// A worker stops filling a batch once its documents reach this many
+    /// bytes, so what workers hold stays bounded whatever the documents' size.
+    pub const MAX_BYTES: usize = 8 << 20;
+
+    fn default_size() -> usize {
+        64
+    }
+
+    fn default_wait() -> Duration {
+        Duration::from_millis(5)
+    }
+}
+
+impl Default for StageBatch {
+    fn default() -> Self {
+        Self {
+            size: Self::default_size(),
+            wait: Self::default_wait(),
+        }
+    }
 }

@@ -123,6 +123,11 @@ pub trait WorkerMessenger: Send {
     fn send_event(&mut self, event: Event) -> Result<(), MessengerError>;
     /// Acknowledge every document handled so far (offsets, where there are any).
     fn commit_pending_doc_offsets(&mut self) -> Result<(), MessengerError>;
+    /// How many polled documents a worker may hold before it commits: the
+    /// most a stage batch can gather here. Any number by default.
+    fn max_in_hand(&self) -> usize {
+        usize::MAX
+    }
 }
 
 /// What an indexer needs.

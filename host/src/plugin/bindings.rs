@@ -50,7 +50,6 @@ pub mod indexer {
 }
 
 pub use batch_stage::exports::weir::plugin::stage_batch_api::Outcome as BatchOutcome;
-pub use batch_stage::weir::plugin::fields::{Change, FieldChange};
 pub use stage::weir::plugin::document::{FieldError, UpdateMode, Value};
 pub use stage::weir::plugin::log::Level;
 pub use stage::weir::plugin::types::{ConfigIssue, PluginError as GuestError};

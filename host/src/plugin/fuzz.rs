@@ -255,7 +255,7 @@ fn plugin_state() -> PluginState {
         http: Default::default(),
         http_policy: HttpPolicy::new(Arc::clone(&plugin), None, Arc::from([]), Arc::clone(&logs)),
         budget,
-        lent: Vec::new(),
+        lent: Default::default(),
         stderr: GuestOutput::new(Arc::clone(&plugin), "stderr", Arc::clone(&logs)),
         logs,
         cancel: Default::default(),
@@ -349,7 +349,7 @@ fn run_case(ops: Vec<Op>) {
         .expect("set");
     lent.set_limits(state.budget.doc_limits);
     let rep = state.docs.push(lent).expect("lend").rep();
-    state.lent = vec![rep];
+    state.lent.start([rep], false);
     let mut held = vec![rep];
     for op in ops {
         state.budget.start_call();

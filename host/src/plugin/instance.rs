@@ -101,6 +101,11 @@ impl Loaded {
             .map_err(|e| self.instantiate_error(e))
     }
 
+    /// Whether the component exports the contract interface `api`.
+    pub(super) fn exports(&self, api: &str) -> bool {
+        super::contract::exports(&self.component, &self.runtime.engine, api)
+    }
+
     pub(crate) fn instantiate_error(&self, e: impl std::fmt::Display) -> PluginError {
         PluginError::Instantiate {
             plugin: self.name.to_string(),
@@ -257,6 +262,16 @@ impl<W: World> Prepared<W> {
     }
 }
 
+/// How a call lends documents to the plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lending {
+    /// As borrowed handles, which end with the call (`process-document`).
+    Borrowed,
+    /// As owned handles that stay the host's (`process-batch`): dropping one
+    /// gives nothing up, and handing one on hands on a copy.
+    Owned,
+}
+
 /// A live instance: a store and the bindings instantiated in it.
 pub(crate) struct Live<W: World> {
     pub(crate) store: Store<PluginState>,
@@ -344,17 +359,22 @@ impl<W: World> Instance<W> {
         timeout: Duration,
         f: impl AsyncFnOnce(&W, &mut Store<PluginState>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
-        self.call_lending(timeout, &mut [], async |b, store, _| f(b, store).await)
+        self.call_lending(timeout, &mut [], Lending::Borrowed, async |b, store, _| {
+            f(b, store).await
+        })
     }
 
     /// [`Instance::call`], lending `docs` to the plugin for the length of the
-    /// call (as borrowed handles, in order, under the plugin's document
-    /// limits). The documents come back whatever happens: a trap, the
-    /// deadline or a panic leave them as the plugin left them.
+    /// call (as handles of the kind `lending` says, in order, under the
+    /// plugin's document limits). The documents come back whatever happens:
+    /// a trap, the deadline or a panic leave them as the plugin left them,
+    /// except that a batch of several owned handles comes back as it was
+    /// before the call (so each document can be run again by itself).
     pub(crate) fn call_lending<R>(
         &mut self,
         timeout: Duration,
         docs: &mut [Document],
+        lending: Lending,
         f: impl AsyncFnOnce(&W, &mut Store<PluginState>, Vec<Resource<Document>>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
         self.live()?;
@@ -373,22 +393,34 @@ impl<W: World> Instance<W> {
                 .docs
                 .push(std::mem::take(doc))
                 .map_err(|e| loaded.instantiate_error(e))?;
-            state.lent.push(own.rep());
             lent.push(own);
         }
-        let borrows = lent
+        let owned = matches!(lending, Lending::Owned);
+        state
+            .lent
+            .start(lent.iter().map(Resource::rep), owned && docs.len() > 1);
+        let handles = lent
             .iter()
-            .map(|own| Resource::new_borrow(own.rep()))
+            .map(|own| match lending {
+                Lending::Borrowed => Resource::new_borrow(own.rep()),
+                Lending::Owned => Resource::new_own(own.rep()),
+            })
             .collect();
         let bindings = &live.bindings;
         let result = loaded.run(&mut live.store, &live.cancel, timeout, async |store| {
-            f(bindings, store, borrows).await
+            f(bindings, store, handles).await
         });
         let state = live.store.data_mut();
-        state.lent.clear();
-        for (own, doc) in lent.into_iter().zip(docs.iter_mut()) {
+        // Handles the plugin kept past the call would reach the documents of
+        // later calls: the instance is not used again.
+        let kept = if owned { state.lent.kept() } else { 0 };
+        let before = state.lent.finish();
+        for ((own, doc), before) in lent.into_iter().zip(docs.iter_mut()).zip(before) {
             if let Ok(back) = state.docs.delete(own) {
                 *doc = back;
+                if let Some(before) = before.filter(|_| result.is_err()) {
+                    before.restore(doc);
+                }
             }
         }
         // Lines written during this call (those of a restart's `start` were
@@ -410,7 +442,14 @@ impl<W: World> Instance<W> {
         }
         match result {
             Ok(r) => {
-                if loaded.spec.instance == InstancePolicy::Fresh {
+                if kept > 0 {
+                    tracing::warn!(
+                        plugin = %loaded.name,
+                        kept,
+                        "the plugin kept handles on documents of its batch past the call; a new instance takes the next call"
+                    );
+                }
+                if loaded.spec.instance == InstancePolicy::Fresh || kept > 0 {
                     // Nothing this call left behind reaches the next one.
                     self.live = None;
                 }

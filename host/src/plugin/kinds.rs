@@ -5,6 +5,7 @@ use wasmtime::Store;
 use wasmtime::component::{InstancePre, Resource};
 
 use super::batch::{BatchFailure, BatchFormat, DocumentFailure, batch_entry};
+use super::bindings::batch_stage::{BatchStage, BatchStagePre};
 use super::bindings::connector::{Connector, ConnectorPre};
 use super::bindings::indexer::exports::weir::plugin::indexer_api::BatchEntry;
 use super::bindings::indexer::{Indexer, IndexerPre};
@@ -17,10 +18,10 @@ use crate::core::document::Document;
 use crate::core::text::clip_message;
 
 macro_rules! world {
-    ($world:ty, $pre:ident, $kind:literal, $started:ty, |$b:ident, $store:ident, $config:ident| $start:expr) => {
+    ($world:ty, $pre:ident, $kind:literal, $api:literal, $started:ty, |$b:ident, $store:ident, $config:ident| $start:expr) => {
         impl World for $world {
             const KIND: &'static str = $kind;
-            const API: &'static str = concat!($kind, "-api");
+            const API: &'static str = $api;
             type Pre = $pre<PluginState>;
             type Started = $started;
             fn pre(pre: InstancePre<PluginState>) -> wasmtime::Result<Self::Pre> {
@@ -43,14 +44,30 @@ macro_rules! world {
         }
     };
 }
-world!(Stage, StagePre, "stage", (), |b, store, config| b
-    .weir_plugin_stage_api()
-    .call_start(store, config)
-    .await);
+world!(
+    Stage,
+    StagePre,
+    "stage",
+    "stage-api",
+    (),
+    |b, store, config| b.weir_plugin_stage_api().call_start(store, config).await
+);
+world!(
+    BatchStage,
+    BatchStagePre,
+    "stage",
+    "stage-batch-api",
+    (),
+    |b, store, config| b
+        .weir_plugin_stage_batch_api()
+        .call_start(store, config)
+        .await
+);
 world!(
     Connector,
     ConnectorPre,
     "connector",
+    "connector-api",
     (),
     |_b, _store, _config| Ok(Ok(()))
 );
@@ -58,6 +75,7 @@ world!(
     Indexer,
     IndexerPre,
     "indexer",
+    "indexer-api",
     BatchFormat,
     |b, store, config| Ok(b
         .weir_plugin_indexer_api()
@@ -121,15 +139,6 @@ macro_rules! plugin_kind {
 }
 
 plugin_kind!(
-    /// A loaded stage plugin. Clone it into each worker and call
-    /// [`StagePlugin::instantiate`] there.
-    StagePlugin,
-    /// One worker's instance of a stage.
-    StageInstance,
-    Stage,
-    weir_plugin_stage_api
-);
-plugin_kind!(
     /// A loaded connector plugin.
     ConnectorPlugin,
     /// A connector instance, driven through one run's lifecycle.
@@ -147,7 +156,7 @@ plugin_kind!(
 );
 
 /// A guest's own error as a host error.
-fn guest_error(plugin: &str, error: GuestError) -> PluginError {
+pub(super) fn guest_error(plugin: &str, error: GuestError) -> PluginError {
     let plugin = plugin.to_owned();
     match error {
         GuestError::Document(message) => PluginError::Document {
@@ -169,7 +178,7 @@ fn guest_error(plugin: &str, error: GuestError) -> PluginError {
 
 /// Flatten a call's outcome: a trap is already a [`PluginError`]; a guest
 /// error becomes one.
-fn flatten<T>(
+pub(super) fn flatten<T>(
     plugin: &str,
     r: Result<Result<T, GuestError>, PluginError>,
 ) -> Result<T, PluginError> {
@@ -177,7 +186,7 @@ fn flatten<T>(
 }
 
 /// Run `check-config` on a throw-away instance (not started).
-fn check_config<W: World>(
+pub(super) fn check_config<W: World>(
     prepared: &Prepared<W>,
     call: impl AsyncFnOnce(&W, &mut Store<PluginState>, &str) -> wasmtime::Result<Vec<ConfigIssue>>,
 ) -> Result<Vec<ConfigIssue>, PluginError> {
@@ -195,105 +204,6 @@ fn check_config<W: World>(
             message: clip_message(i.message),
         })
         .collect())
-}
-
-// ---- stage ----
-
-impl StagePlugin {
-    /// A started instance for one worker. A `start` failure is returned here,
-    /// before any document.
-    pub fn instantiate(&self) -> Result<StageInstance, PluginError> {
-        Ok(StageInstance {
-            inner: Instance::start(self.prepared.clone(), true)?,
-        })
-    }
-}
-
-impl StageInstance {
-    /// Process `doc` in place; returns the children it made, which inherit its
-    /// run id. On error `doc` holds whatever the stage did before failing.
-    pub fn process(&mut self, doc: &mut Document) -> Result<Vec<Document>, PluginError> {
-        let timeout = self.inner.loaded().spec.limits.call_timeout();
-        let outcome = self.inner.call_lending(
-            timeout,
-            std::slice::from_mut(doc),
-            async |b, store, mut lent| {
-                let handle = lent.pop().expect("a document is lent");
-                let handles = match b
-                    .weir_plugin_stage_api()
-                    .call_process_document(&mut *store, handle)
-                    .await?
-                {
-                    Ok(handles) => handles,
-                    Err(e) => return Ok(Err(e)),
-                };
-                let state = store.data_mut();
-                let children = handles
-                    .into_iter()
-                    .map(|h| state.take_back(h))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(Ok(children))
-            },
-        );
-        let loaded = self.inner.loaded();
-        let mut children = flatten(&loaded.name, outcome)?;
-        let limits = &loaded.spec.limits;
-        let limit_error = |message: String| PluginError::Document {
-            plugin: loaded.name.to_string(),
-            message,
-            transient: false,
-        };
-        // A flood: one document wrote more lines than a whole second allows.
-        // (Steady logging over the rate only loses lines, with a warning.)
-        let (written, dropped) = self.inner.log_lines;
-        if written > u64::from(limits.log_lines_per_second()) {
-            return Err(limit_error(format!(
-                "wrote {written} log lines for one document, more than its limit of {} lines per second (limits.log_lines_per_second); {dropped} lines dropped",
-                limits.log_lines_per_second()
-            )));
-        }
-        let max_bytes = limits.max_document_bytes();
-        for d in std::iter::once(&*doc).chain(&children) {
-            let bytes = d.approx_json_bytes();
-            if bytes > max_bytes {
-                return Err(limit_error(format!(
-                    "document `{}` grew to about {bytes} bytes, over the limit of {} MiB (limits.max_document_mib)",
-                    d.id(),
-                    limits.max_document_mib()
-                )));
-            }
-        }
-        // Only the host says which run a document belongs to: its parent's.
-        for child in &mut children {
-            child.set_run_id(doc.run_id().map(str::to_owned));
-        }
-        Ok(children)
-    }
-
-    /// A handle that stops this stage's call in progress from another
-    /// thread (and its later calls, until reset); the instance is then
-    /// discarded.
-    pub fn canceller(&self) -> super::Cancel {
-        self.inner.canceller()
-    }
-
-    /// Call the stage's `stop`; an instance that is not live (replaced
-    /// after a trap, not yet made again) has nothing to stop.
-    pub fn stop(&mut self) -> Result<(), PluginError> {
-        if !self.inner.is_live() {
-            return Ok(());
-        }
-        let timeout = self.inner.loaded().spec.limits.call_timeout();
-        let r = self.inner.call(timeout, async |b, store| {
-            b.weir_plugin_stage_api().call_stop(store).await
-        });
-        flatten(&self.inner.loaded().name, r)
-    }
-
-    /// How many times the instance was replaced after a trap.
-    pub fn restarts(&self) -> u64 {
-        self.inner.restarts
-    }
 }
 
 // ---- connector ----

@@ -23,6 +23,7 @@ mod host;
 mod instance;
 mod kinds;
 mod spec;
+mod stage;
 mod store;
 
 use std::path::{Path, PathBuf};
@@ -44,10 +45,9 @@ pub use error::{KindError, PluginError, RuntimeError, TrapCause};
 pub use grant::{OpenedDir, relative_below};
 pub(crate) use host::HttpAllow;
 pub use host::PublishSink;
-pub use kinds::{
-    ConnectorInstance, ConnectorPlugin, IndexerInstance, IndexerPlugin, StageInstance, StagePlugin,
-};
+pub use kinds::{ConnectorInstance, ConnectorPlugin, IndexerInstance, IndexerPlugin};
 pub use spec::{DirGrant, Grants, InstancePolicy, Limits, PluginSpec};
+pub use stage::{DocumentOutcome, StageInstance, StagePlugin};
 
 /// Who a plugin is in logs and metrics: the name the config gives it, and
 /// the tenant whose run it serves. Labels only: what a plugin may do is in
@@ -298,6 +298,7 @@ impl PluginRuntime {
         bindings::stage::weir::plugin::log::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::stage::weir::plugin::document::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::connector::weir::plugin::publishing::add_to_linker::<_, Own>(&mut linker, |s| s)?;
+        bindings::batch_stage::weir::plugin::fields::add_to_linker::<_, Own>(&mut linker, |s| s)?;
 
         let stop_ticker = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(engine.weak(), options.epoch_tick, Arc::clone(&stop_ticker))?;

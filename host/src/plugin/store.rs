@@ -87,7 +87,7 @@ impl Loaded {
                 Arc::clone(&logs),
             ),
             budget,
-            lent: Vec::new(),
+            lent: Default::default(),
             stderr,
             logs,
             cancel: cancel.clone(),

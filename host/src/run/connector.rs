@@ -94,7 +94,10 @@ impl Runner {
         // Then every worker's stages: a stage that cannot start stops the run.
         let mut workers = Vec::with_capacity(worker_messengers.len());
         for messenger in worker_messengers {
-            workers.push((start_stages(plugins, &self.scope(&c.pipeline))?, messenger));
+            workers.push((
+                start_stages(plugins, &self.config, &self.scope(&c.pipeline))?,
+                messenger,
+            ));
         }
 
         let mut source = match source {

@@ -16,6 +16,7 @@ mod publisher;
 mod replay;
 mod retry;
 mod serve;
+mod stages;
 mod stop;
 mod throttle;
 mod validate;

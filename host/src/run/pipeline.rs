@@ -16,15 +16,29 @@ use crate::telemetry::meters::{IndexerMeters, PipelineMeters, Scope};
 /// One worker's stage instances for `pipeline`, every one started.
 pub(crate) fn start_stages(
     plugins: &LoadedPlugins,
+    config: &crate::config::Config,
     scope: &Scope,
 ) -> Result<Vec<StageSlot>, String> {
     let pipeline: &str = scope.pipeline();
+    let batch = |name: &str| {
+        config
+            .pipelines
+            .iter()
+            .filter(|p| p.name == pipeline)
+            .flat_map(|p| &p.stages)
+            .find(|s| s.name == name)
+            .map(|s| s.batch)
+            .unwrap_or_default()
+    };
     plugins
         .pipelines
         .get(pipeline)
         .map_or(&[][..], Vec::as_slice)
         .iter()
-        .map(|p| p.instantiate().map(|i| StageSlot::new(scope, p.name(), i)))
+        .map(|p| {
+            p.instantiate()
+                .map(|i| StageSlot::new(scope, p.name(), i, batch(p.name())))
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("error starting workers for pipeline `{pipeline}`: {e}"))
 }

@@ -45,7 +45,10 @@ impl Runner {
     ) -> Result<(), String> {
         let mut workers = Vec::with_capacity(messengers.len());
         for messenger in messengers {
-            workers.push((start_stages(plugins, &self.scope(pipeline))?, messenger));
+            workers.push((
+                start_stages(plugins, &self.config, &self.scope(pipeline))?,
+                messenger,
+            ));
         }
         let pipeline: Arc<str> = Arc::from(pipeline);
         thread::scope(|scope| {
@@ -118,7 +121,10 @@ impl Runner {
         // Each pair's indexer is an instance of its own (a file indexer
         // writes a file per pair).
         for (index, (worker, indexer)) in pairs.into_iter().enumerate() {
-            workers.push((start_stages(plugins, &self.scope(pipeline))?, worker));
+            workers.push((
+                start_stages(plugins, &self.config, &self.scope(pipeline))?,
+                worker,
+            ));
             indexers.push((
                 self.start_indexer(plugins, pipeline, (index, count))?,
                 indexer,

@@ -6,38 +6,18 @@ use std::time::{Duration, Instant};
 
 use super::dead_letters::DeadLetterFile;
 use super::publisher::Abort;
-use super::retry::{self, Backoff};
-use crate::config::WorkerConfig;
+use super::stages::{Halt, Outcome, Stages, gathering};
+pub(crate) use super::stages::{StageRetry, StageSlot};
+use crate::config::StageBatch;
 use crate::core::document::Document;
 use crate::core::event::{Event, EventKind};
 use crate::messenger::{Failure, MessengerError, Polled, WorkerMessenger};
-use crate::plugin::{PluginError, StageInstance, TrapCause};
 use crate::telemetry::events::{DocumentFailed, FailedIn};
-use crate::telemetry::meters::{PipelineMeters, Scope, StageMeters};
-use crate::telemetry::{self, RunStats, StageStats};
+use crate::telemetry::meters::{PipelineMeters, Scope};
+use crate::telemetry::{self, RunStats};
 
 /// How long a poll waits before the worker checks for an abort.
 const POLL: Duration = Duration::from_millis(50);
-
-/// One stage instance of a worker, with its metrics.
-pub(crate) struct StageSlot {
-    pub(crate) name: Arc<str>,
-    pub(crate) instance: StageInstance,
-    /// Its figures for the run summary, shared with its other instances.
-    pub(crate) stats: Arc<StageStats>,
-    meters: StageMeters,
-}
-
-impl StageSlot {
-    pub(crate) fn new(scope: &Scope, name: &str, instance: StageInstance) -> Self {
-        Self {
-            name: Arc::from(name),
-            meters: StageMeters::new(scope, name),
-            stats: Arc::default(),
-            instance,
-        }
-    }
-}
 
 /// Documents processed and their time, counted here and added to the run's
 /// figures every [`LocalCount::EVERY`] documents or [`LocalCount::AGE`] of
@@ -63,9 +43,9 @@ impl LocalCount {
         }
     }
 
-    /// One more document, which took `elapsed` and ended at `now`.
-    fn add(&mut self, elapsed: Duration, now: Instant) {
-        self.documents += 1;
+    /// `documents` more, which took `elapsed` together and ended at `now`.
+    fn add(&mut self, documents: u64, elapsed: Duration, now: Instant) {
+        self.documents += documents;
         self.nanos = self
             .nanos
             .saturating_add(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
@@ -86,55 +66,6 @@ impl LocalCount {
 impl Drop for LocalCount {
     fn drop(&mut self) {
         self.flush();
-    }
-}
-
-/// Why a worker stops processing a document before its end.
-enum Halt {
-    /// A fatal plugin error: the run must stop; the document's outcome is sent.
-    Fatal(String),
-    /// The run is stopping and cut the document's stage call short: nothing
-    /// of it is sent or committed (it stays pending, or is redelivered).
-    Abandoned,
-}
-
-/// What became of one document (or one of its children).
-enum Outcome {
-    Created(Event),
-    Index(Document),
-    Dropped(Document),
-    Failed(Document, Failure),
-}
-
-/// Which failed stage calls are made again, and when.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct StageRetry {
-    backoff: Backoff,
-    traps: bool,
-}
-
-impl StageRetry {
-    pub(crate) fn new(config: &WorkerConfig) -> Self {
-        Self {
-            backoff: Backoff {
-                max_retries: config.max_retries,
-                first: config.retry_backoff,
-                max: config.retry_max_backoff,
-            },
-            traps: config.retry_traps,
-        }
-    }
-
-    /// Whether a call that failed with `error` after `attempts` goes again.
-    fn again(&self, error: &PluginError, attempts: u32) -> bool {
-        attempts <= self.backoff.max_retries
-            && match error {
-                PluginError::Document { transient, .. } => *transient,
-                PluginError::Trap { cause, .. } => {
-                    self.traps && !matches!(cause, TrapCause::Cancelled | TrapCause::HostPanic(_))
-                }
-                _ => false,
-            }
     }
 }
 
@@ -180,8 +111,10 @@ impl Worker {
     fn work(&mut self) -> Result<(), String> {
         let messenger_error = |e: MessengerError| format!("worker messenger failed: {e}");
         let mut counted = LocalCount::new(&self.stats);
-        // Reused from document to document.
-        let mut outcomes = Vec::new();
+        let mut gather = gathering(&self.stages);
+        gather.size = gather.size.min(self.messenger.max_in_hand()).max(1);
+        // Reused from batch to batch.
+        let (mut docs, mut outcomes) = (Vec::new(), Vec::new());
         loop {
             if self.abort.is_set() {
                 return Ok(());
@@ -192,31 +125,30 @@ impl Worker {
                     return Ok(());
                 }
             }
-            let doc = match self
-                .messenger
-                .poll_doc_to_process(POLL)
-                .map_err(messenger_error)?
-            {
-                Polled::Item(doc) => doc,
-                Polled::Idle => {
-                    counted.flush();
-                    continue;
+            let closed = self.gather(gather, &mut docs).map_err(messenger_error)?;
+            if docs.is_empty() {
+                if closed {
+                    return Ok(());
                 }
-                Polled::Closed => return Ok(()),
-            };
-            let span = tracing::debug_span!("document", run_id = doc.run_id(), doc_id = doc.id());
-            let _entered = span.enter();
+                counted.flush();
+                continue;
+            }
+            let n = docs.len() as u64;
             let start = Instant::now();
-            let halt = self.process(doc, &mut outcomes);
+            let halt = self.process(std::mem::take(&mut docs), &mut outcomes);
             if let Some(Halt::Abandoned) = halt {
                 outcomes.clear();
                 return Ok(());
             }
             let now = Instant::now();
             let elapsed = now.duration_since(start);
-            self.meters.seconds.record(elapsed);
-            self.meters.processed.increment(1);
-            counted.add(elapsed, now);
+            // Each document's share of its batch's time.
+            let each = elapsed / u32::try_from(n).unwrap_or(u32::MAX);
+            for _ in 0..n {
+                self.meters.seconds.record(each);
+            }
+            self.meters.processed.increment(n);
+            counted.add(n, elapsed, now);
             for outcome in outcomes.drain(..) {
                 self.send(outcome).map_err(messenger_error)?;
             }
@@ -229,39 +161,75 @@ impl Worker {
             if let Some(Halt::Fatal(reason)) = halt {
                 return Err(reason);
             }
+            if closed {
+                return Ok(());
+            }
         }
     }
 
-    /// What became of `doc` and its children (into `outcomes`), and whether
-    /// processing halts. A panic in host code fails the document (never the
-    /// worker), so every document gets a terminal event.
-    fn process(&mut self, doc: Document, outcomes: &mut Vec<Outcome>) -> Option<Halt> {
-        let (id, run_id) = (doc.id().to_owned(), doc.run_id().map(str::to_owned));
-        let pipeline = Pipeline {
+    /// Poll up to `gather.size` documents into `docs`: the first within
+    /// [`POLL`], the rest within `gather.wait` of it (and within
+    /// [`StageBatch::MAX_BYTES`] together). Whether the source is closed.
+    fn gather(
+        &mut self,
+        gather: StageBatch,
+        docs: &mut Vec<Document>,
+    ) -> Result<bool, MessengerError> {
+        match self.messenger.poll_doc_to_process(POLL)? {
+            Polled::Item(doc) => docs.push(doc),
+            Polled::Idle => return Ok(false),
+            Polled::Closed => return Ok(true),
+        }
+        let deadline = Instant::now() + gather.wait;
+        let mut bytes = docs[0].approx_json_bytes();
+        while docs.len() < gather.size && bytes < StageBatch::MAX_BYTES {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.messenger.poll_doc_to_process(left)? {
+                Polled::Item(doc) => {
+                    bytes += doc.approx_json_bytes();
+                    docs.push(doc);
+                }
+                Polled::Idle => break,
+                Polled::Closed => return Ok(true),
+            }
+        }
+        Ok(false)
+    }
+
+    /// What became of `docs` and their children (into `outcomes`), and
+    /// whether processing halts. A panic in host code fails the batch's
+    /// documents (never the worker), so every document gets a terminal event.
+    fn process(&mut self, docs: Vec<Document>, outcomes: &mut Vec<Outcome>) -> Option<Halt> {
+        let ids: Vec<(String, Option<String>)> = docs
+            .iter()
+            .map(|d| (d.id().to_owned(), d.run_id().map(str::to_owned)))
+            .collect();
+        let mut stages = Stages {
             stages: &mut self.stages,
             retry: self.retry,
             abort: &self.abort,
         };
-        let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            pipeline.run(doc, 0, outcomes)
-        }));
+        let processed =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stages.run(docs, outcomes)));
         processed.unwrap_or_else(|panic| {
             let message = format!(
                 "the host failed while processing it (a bug in Weir, please report it): {}",
                 crate::core::text::panic_text(&*panic)
             );
-            tracing::error!(doc_id = %id, %message, "worker caught a panic");
-            let mut stub = Document::new(id);
-            stub.set_run_id(run_id);
-            let failure = Failure {
-                plugin: "weir".into(),
-                message,
-                attempts: 1,
-            };
+            tracing::error!(documents = ids.len(), %message, "worker caught a panic");
             // What the stages made before the panic goes nowhere: the
-            // document fails whole.
+            // documents fail whole.
             outcomes.clear();
-            outcomes.push(Outcome::Failed(stub, failure));
+            for (id, run_id) in ids {
+                let mut stub = Document::new(id);
+                stub.set_run_id(run_id);
+                let failure = Failure {
+                    plugin: "weir".into(),
+                    message: message.clone(),
+                    attempts: 1,
+                };
+                outcomes.push(Outcome::Failed(stub, failure));
+            }
             None
         })
     }
@@ -297,110 +265,5 @@ impl Worker {
                 self.messenger.send_event(event)
             }
         }
-    }
-}
-
-/// A worker's stages, with what it needs to retry a call.
-struct Pipeline<'a> {
-    stages: &'a mut [StageSlot],
-    retry: StageRetry,
-    abort: &'a Abort,
-}
-
-impl Pipeline<'_> {
-    /// Run `doc` through `stages[from..]`, appending what became of it and
-    /// of the children it made. Children are run through the stages after
-    /// the one that made them, and go on ahead of their parent. Returns why
-    /// it halted, if it did: a fatal plugin error, or a call the stopping
-    /// run cut short.
-    fn run(mut self, doc: Document, from: usize, out: &mut Vec<Outcome>) -> Option<Halt> {
-        self.run_from(doc, from, out)
-    }
-
-    fn run_from(&mut self, mut doc: Document, from: usize, out: &mut Vec<Outcome>) -> Option<Halt> {
-        for i in from..self.stages.len() {
-            if doc.is_dropped() || doc.skips_stages() {
-                break;
-            }
-            let (result, attempts) = self.call(i, &mut doc);
-            match result {
-                Ok(children) => {
-                    self.stages[i]
-                        .meters
-                        .created
-                        .increment(children.len() as u64);
-                    for child in children {
-                        out.push(Outcome::Created(Event::new(&child, EventKind::Create)));
-                        if let Some(reason) = self.run_from(child, i + 1, out) {
-                            return Some(reason);
-                        }
-                    }
-                }
-                Err(PluginError::Trap {
-                    cause: TrapCause::Cancelled,
-                    ..
-                }) if self.abort.is_set() => return Some(Halt::Abandoned),
-                Err(e) => {
-                    let fatal = (!e.is_document_error()).then(|| Halt::Fatal(e.to_string()));
-                    let mut message = e.to_string();
-                    if attempts > 1 {
-                        message.push_str(&format!(" (after {})", retry::attempts_text(attempts)));
-                    }
-                    let failure = Failure {
-                        plugin: self.stages[i].name.to_string(),
-                        message,
-                        attempts,
-                    };
-                    out.push(Outcome::Failed(doc, failure));
-                    return fatal;
-                }
-            }
-        }
-        out.push(if doc.is_dropped() {
-            Outcome::Dropped(doc)
-        } else {
-            Outcome::Index(doc)
-        });
-        None
-    }
-
-    /// Stage `i` on `doc`, made again with backoff while it fails in a way
-    /// the retry policy retries; the outcome and how many calls it took.
-    fn call(&mut self, i: usize, doc: &mut Document) -> (Result<Vec<Document>, PluginError>, u32) {
-        let stage = &mut self.stages[i];
-        let restarts_before = stage.instance.restarts();
-        let mut attempts = 1;
-        let start = Instant::now();
-        let result = loop {
-            let result = stage.instance.process(doc);
-            match &result {
-                Err(e) if self.retry.again(e, attempts) => {
-                    tracing::debug!(doc_id = doc.id(), stage = %stage.name, attempts, error = %e, "retrying a stage call");
-                    let delay = self.retry.backoff.delay(attempts);
-                    if !retry::pause(delay, || self.abort.is_set()) {
-                        break result;
-                    }
-                    attempts += 1;
-                }
-                _ => break result,
-            }
-        };
-        let elapsed = start.elapsed();
-        stage.meters.call_seconds.record(elapsed);
-        if attempts > 1 {
-            stage.meters.retries.increment(u64::from(attempts - 1));
-        }
-        RunStats::add(&stage.stats.documents, 1);
-        RunStats::add(&stage.stats.retries, u64::from(attempts - 1));
-        RunStats::add_time(&stage.stats.nanos, elapsed);
-        match &result {
-            Ok(children) => RunStats::add(&stage.stats.children, children.len() as u64),
-            Err(_) => RunStats::add(&stage.stats.failed, 1),
-        }
-        let restarts = stage.instance.restarts() - restarts_before;
-        if restarts > 0 {
-            stage.meters.restarts.increment(restarts);
-        }
-        (result, attempts)
     }
 }

@@ -213,9 +213,11 @@ pub(crate) struct StageMeters {
 }
 
 impl StageMeters {
-    pub(crate) fn new(scope: &Scope, stage: &str) -> Self {
+    /// The meters of `stage`, whose calls are `call` (`process-document`
+    /// or `process-batch`).
+    pub(crate) fn new(scope: &Scope, stage: &str, call: &'static str) -> Self {
         Self {
-            call_seconds: scope.call_seconds(stage, "process-document"),
+            call_seconds: scope.call_seconds(stage, call),
             created: counter!(DOCS_CREATED, &scope.with(&[("plugin", stage)])),
             retries: scope.retries(stage, "call"),
             restarts: counter!(INSTANCE_RESTARTS, &scope.with(&[("plugin", stage)])),

@@ -102,7 +102,8 @@ impl PluginTest {
         &mut self.spec
     }
 
-    /// Documents per indexer batch (default 100).
+    /// Documents per call of a batch stage, and per indexer batch (default
+    /// 100). A document stage is called once per document whatever this is.
     pub fn batch_size(mut self, size: usize) -> Self {
         self.batch_size = size.max(1);
         self
@@ -127,21 +128,30 @@ impl PluginTest {
                 let plugin = self.runtime.load_stage(&name, &self.spec)?;
                 config_ok(plugin.check_config()?)?;
                 let mut stage = plugin.instantiate()?;
-                for mut doc in input {
-                    match stage.process(&mut doc) {
-                        Ok(children) => {
-                            for child in children {
-                                out.event("CREATE", child.id(), [("parent", json!(doc.id()))]);
-                                out.document(&child);
+                let mut input = input;
+                for batch in input.chunks_mut(self.batch_size) {
+                    // A batch call that traps goes again a document at a
+                    // time, as in a run.
+                    let outcomes = match stage.process_batch(batch) {
+                        Ok(outcomes) => outcomes,
+                        Err(_) => batch.iter_mut().map(|doc| stage.process(doc)).collect(),
+                    };
+                    for (doc, outcome) in batch.iter().zip(outcomes) {
+                        match outcome {
+                            Ok(children) => {
+                                for child in children {
+                                    out.event("CREATE", child.id(), [("parent", json!(doc.id()))]);
+                                    out.document(&child);
+                                }
+                                if doc.is_dropped() {
+                                    out.event("DROP", doc.id(), []);
+                                } else {
+                                    out.document(doc);
+                                }
                             }
-                            if doc.is_dropped() {
-                                out.event("DROP", doc.id(), []);
-                            } else {
-                                out.document(&doc);
-                            }
+                            Err(e) if e.is_document_error() => out.failure(doc.id(), &e),
+                            Err(e) => return Err(e.into()),
                         }
-                        Err(e) if e.is_document_error() => out.failure(doc.id(), &e),
-                        Err(e) => return Err(e.into()),
                     }
                 }
                 stage.stop()?;

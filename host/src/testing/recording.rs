@@ -161,6 +161,10 @@ impl<M: WorkerMessenger> WorkerMessenger for Recorder<M> {
     fn commit_pending_doc_offsets(&mut self) -> Result<(), MessengerError> {
         self.inner.commit_pending_doc_offsets()
     }
+
+    fn max_in_hand(&self) -> usize {
+        self.inner.max_in_hand()
+    }
 }
 
 impl<M: IndexerMessenger> IndexerMessenger for Recorder<M> {

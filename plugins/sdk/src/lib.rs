@@ -1,30 +1,43 @@
 //! Write Weir plugins in Rust.
 //!
-//! The bindings for the three plugin worlds of `weir:plugin` (`stage`,
-//! `connector`, `indexer`) live here, together with small helpers:
-//! typed configs ([`parse_config`]), logging macros, and value conversions.
+//! The bindings for the plugin worlds of `weir:plugin@0.2.1` live here: a
+//! trait and an export macro per kind, and small helpers: typed configs
+//! ([`parse_config`]), logging macros, value conversions, and reading and
+//! writing several fields of a document in one call
+//! ([`Document::get_all_many`], [`Document::update`]).
 //!
-//! A stage:
+//! Stages come in two shapes, both exported through the `batch-stage`
+//! world, which hands a stage a batch of documents per call:
+//!
+//! - [`BatchStage`] ([`export_batch_stage!`]): the whole batch at once, an
+//!   [`Outcome`] per document.
+//! - [`Stage`] ([`export_stage!`]): one document at a time; the SDK calls
+//!   [`Stage::process`] for each document of a batch.
+//!
+//! A batch stage that upper-cases a field:
 //!
 //! ```ignore
-//! use weir_plugin::{Document, PluginError, Stage};
+//! use weir_plugin::{BatchStage, Document, Outcome, PluginError, doc_error, per_document};
 //!
 //! #[derive(serde::Deserialize)]
 //! struct Config { field: String }
 //!
 //! struct Upper(Config);
 //!
-//! impl Stage for Upper {
+//! impl BatchStage for Upper {
 //!     type Config = Config;
 //!     fn start(config: Config) -> Result<Self, String> { Ok(Self(config)) }
-//!     fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
-//!         if let Some(text) = doc.get_string(&self.0.field) {
-//!             doc.set_string(&self.0.field, &text.to_uppercase()).map_err(weir_plugin::doc_error)?;
-//!         }
-//!         Ok(vec![])
+//!     fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
+//!         // One outcome per document: an error fails only its document.
+//!         Ok(per_document(docs, |doc| {
+//!             match doc.get_string(&self.0.field) {
+//!                 Some(text) => doc.set_string(&self.0.field, &text.to_uppercase()).map_err(doc_error),
+//!                 None => Ok(()),
+//!             }
+//!         }))
 //!     }
 //! }
-//! weir_plugin::export_stage!(Upper);
+//! weir_plugin::export_batch_stage!(Upper);
 //! ```
 
 #[doc(hidden)]
@@ -41,6 +54,20 @@ pub mod bindings {
             pub_export_macro: true,
             export_macro_name: "__export_stage_world",
             default_bindings_module: "weir_plugin::bindings::stage",
+        });
+    }
+    pub mod batch_stage {
+        wit_bindgen::generate!({
+            world: "batch-stage",
+            path: "../../wit",
+            pub_export_macro: true,
+            export_macro_name: "__export_batch_stage_world",
+            default_bindings_module: "weir_plugin::bindings::batch_stage",
+            with: {
+                "weir:plugin/types@0.2.1": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.1": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.2.1": super::stage::weir::plugin::document,
+            },
         });
     }
     pub mod connector {
@@ -72,6 +99,13 @@ pub mod bindings {
     }
 }
 
+mod batch;
+mod fields;
+
+#[doc(hidden)]
+pub use batch::__process_each;
+pub use batch::{BatchStage, Outcome, per_document};
+pub use fields::{Change, FieldChange};
 pub use serde;
 pub use serde_json;
 
@@ -85,7 +119,10 @@ pub use bindings::stage::weir::plugin::types::{ConfigIssue, PluginError};
 
 use serde::de::DeserializeOwned;
 
-/// A stage: changes documents one at a time.
+/// A stage that changes documents one at a time. [`export_stage!`] exports
+/// it as a batch stage that calls [`Stage::process`] for each document of a
+/// batch; a stage that gains from seeing the whole batch implements
+/// [`BatchStage`] instead.
 pub trait Stage: Sized + 'static {
     /// The stage's settings, parsed from the pipeline config.
     type Config: DeserializeOwned;
@@ -367,42 +404,6 @@ pub fn __checked_config<C: DeserializeOwned>(
 #[doc(hidden)]
 pub fn __not_started() -> PluginError {
     PluginError::Fatal("the host called the plugin before `start`".into())
-}
-
-/// Export a [`Stage`] implementation as the component's stage.
-#[macro_export]
-macro_rules! export_stage {
-    ($ty:ty) => {
-        ::std::thread_local! {
-            static __WEIR_STAGE: ::std::cell::RefCell<Option<$ty>> = const { ::std::cell::RefCell::new(None) };
-        }
-        #[doc(hidden)]
-        pub struct __WeirStage;
-        impl $crate::bindings::stage::exports::weir::plugin::stage_api::Guest for __WeirStage {
-            fn check_config(config: String) -> Vec<$crate::ConfigIssue> {
-                $crate::check_config::<<$ty as $crate::Stage>::Config>(&config, <$ty as $crate::Stage>::check)
-            }
-            fn start(config: String) -> Result<(), $crate::PluginError> {
-                let config = $crate::__checked_config(&config, <$ty as $crate::Stage>::check)?;
-                let stage = <$ty as $crate::Stage>::start(config).map_err($crate::PluginError::Fatal)?;
-                __WEIR_STAGE.with(|s| *s.borrow_mut() = Some(stage));
-                Ok(())
-            }
-            fn process_document(doc: &$crate::Document) -> Result<Vec<$crate::Document>, $crate::PluginError> {
-                __WEIR_STAGE.with(|s| match s.borrow_mut().as_mut() {
-                    Some(stage) => $crate::Stage::process(stage, doc),
-                    None => Err($crate::__not_started()),
-                })
-            }
-            fn stop() -> Result<(), $crate::PluginError> {
-                __WEIR_STAGE.with(|s| match s.borrow_mut().take() {
-                    Some(mut stage) => $crate::Stage::stop(&mut stage),
-                    None => Ok(()),
-                })
-            }
-        }
-        $crate::bindings::stage::__export_stage_world!(__WeirStage with_types_in $crate::bindings::stage);
-    };
 }
 
 /// Export a [`Connector`] implementation as the component's connector.

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use super::Found;
-use crate::config::{Config, ConfigError, KafkaConfig};
+use crate::config::{Config, ConfigError, KafkaConfig, StageBatch};
 
 /// Longest any duration a config sets: 30 days.
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
@@ -131,6 +131,27 @@ pub(super) fn check(config: &Config, found: &mut Found) {
         worker.retry_max_backoff,
         MAX_DURATION,
     );
+
+    for pipeline in &config.pipelines {
+        for stage in &pipeline.stages {
+            let at = format!("pipelines.{}.stages.{}.batch", pipeline.name, stage.name);
+            if stage.batch.size == 0 {
+                found.push(ConfigError::new(format!("{at}.size"), "must be at least 1"));
+            }
+            count(
+                found,
+                format!("{at}.size"),
+                wide(stage.batch.size),
+                wide(StageBatch::MAX_SIZE),
+            );
+            span(
+                found,
+                format!("{at}.wait"),
+                stage.batch.wait,
+                StageBatch::MAX_WAIT,
+            );
+        }
+    }
 
     for (location, indexer) in config.indexers() {
         count(

@@ -244,3 +244,52 @@ fn names_and_their_numbers_are_bounded() {
         &["pipelines.p.stages: 257 is more than the 256 a config may have"],
     );
 }
+
+#[test]
+fn stage_batches_are_bounded_and_shorter_than_a_stall() {
+    let with_batch = |batch: &str| {
+        MINIMAL.replace(
+            "config = { a = 1 } } }",
+            &format!("config = {{ a = 1 }} }}, batch = {batch} }}"),
+        )
+    };
+    let config = parse(&with_batch("{ size = 1, wait = \"0s\" }"), &[]).expect("valid");
+    let errors = config.check();
+    assert!(
+        errors
+            .iter()
+            .all(|e| !e.location.contains("batch") && e.location != "runner.stall_timeout"),
+        "{errors:?}"
+    );
+    let errors = parse(&with_batch("{ size = 0 }"), &[])
+        .expect("parses")
+        .check();
+    assert_reported(
+        &errors,
+        &["pipelines.p.stages.s.batch.size: must be at least 1"],
+    );
+    let errors = parse(&with_batch("{ size = 4097, wait = \"11s\" }"), &[])
+        .expect("parses")
+        .check();
+    assert_reported(
+        &errors,
+        &[
+            "pipelines.p.stages.s.batch.size: must be at most 4096",
+            "pipelines.p.stages.s.batch.wait: must be at most 10s",
+        ],
+    );
+    let errors = parse(
+        &(with_batch("{ wait = \"10s\" }") + "\n[runner]\nstall_timeout = \"10s\"\n"),
+        &[],
+    )
+    .expect("parses")
+    .check();
+    assert_reported(
+        &errors,
+        &[
+            "runner.stall_timeout: must be longer than a worker waits to fill a stage's batch (pipelines.p.stages.s has batch.wait 10s)",
+        ],
+    );
+    // An unknown key is a parse error, as in every table.
+    assert!(parse(&with_batch("{ sise = 3 }"), &[]).is_err());
+}

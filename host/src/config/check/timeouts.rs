@@ -32,6 +32,22 @@ pub(super) fn check(config: &Config, found: &mut Found) {
             ),
         ));
     }
+    let mut waits = config.pipelines.iter().flat_map(|p| {
+        p.stages.iter().map(move |s| {
+            (
+                format!("pipelines.{}.stages.{}", p.name, s.name),
+                s.batch.wait,
+            )
+        })
+    });
+    if let Some((location, wait)) = waits.find(|(_, wait)| *wait >= stall) {
+        found.push(ConfigError::new(
+            "runner.stall_timeout",
+            format!(
+                "must be longer than a worker waits to fill a stage's batch ({location} has batch.wait {wait:?})"
+            ),
+        ));
+    }
     // The last documents of a run wait `batch_timeout` in a batch that is
     // not full, finishing nothing: as long a wait is taken for a stall.
     if let Some((location, indexer)) = config.indexers().find(|(_, i)| i.batch_timeout >= stall) {

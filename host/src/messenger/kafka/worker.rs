@@ -433,6 +433,14 @@ impl WorkerMessenger for KafkaWorkerMessenger {
         Ok(())
     }
 
+    /// One record at a time: what is sent on, its events, its delivery
+    /// count and its place among the threads that may die with it are all
+    /// tracked against the record in hand, so a worker here takes batches
+    /// of one (batch stages are called with one document).
+    fn max_in_hand(&self) -> usize {
+        1
+    }
+
     fn commit_pending_doc_offsets(&mut self) -> Result<(), MessengerError> {
         // The document's events go out together, counted against its record.
         let tag = self.current.map_or(Tag::Untracked, Tag::Record);

@@ -4,6 +4,7 @@
 use serde_json::Value as Json;
 
 use super::convert::{from_wit, to_wit, to_wit_error, wit_result};
+use super::lent::Touch;
 use super::{Handle, PluginState, Wasm};
 use crate::core::document::{self, Document};
 use crate::core::limit::Limit;
@@ -17,13 +18,18 @@ impl PluginState {
     /// Change the document behind `h` with `change`. The document checks
     /// its own limits; what a document the plugin holds grows by is charged
     /// to its budget (and traps past it).
-    fn edit<T>(
+    pub(super) fn edit<T>(
         &mut self,
         h: &Handle,
+        touch: Touch<'_>,
         change: impl FnOnce(&mut Document) -> Result<T, document::FieldError>,
     ) -> Wasm<Result<T, FieldError>> {
-        let held = !self.lent.contains(&h.rep());
+        let lent = self.lent.position(h.rep());
         let doc = self.docs.get_mut(h)?;
+        if let Some(position) = lent {
+            self.lent.before_change(position, doc, touch);
+        }
+        let held = lent.is_none();
         let before = doc.approx_json_bytes();
         let result = change(doc);
         let after = doc.approx_json_bytes();
@@ -47,9 +53,26 @@ impl PluginState {
         Ok(self.docs.push(doc)?)
     }
 
+    /// Change a flag of the document behind `h` (not charged: flags take
+    /// no room).
+    fn flag(&mut self, h: &Handle, change: impl FnOnce(&mut Document)) -> Wasm<()> {
+        let lent = self.lent.position(h.rep());
+        let doc = self.docs.get_mut(h)?;
+        if let Some(position) = lent {
+            self.lent.before_change(position, doc, Touch::Flags);
+        }
+        change(doc);
+        Ok(())
+    }
+
     /// Take back a document the plugin held (it published, attached,
-    /// returned or dropped it).
+    /// returned or dropped it). A lent document stays the host's: the
+    /// plugin gives up its handle, and what it handed on is a copy.
     pub(crate) fn take_back(&mut self, h: Handle) -> Wasm<Document> {
+        if let Some(position) = self.lent.position(h.rep()) {
+            self.lent.release(position);
+            return Ok(self.docs.get(&h)?.clone());
+        }
         let doc = self.docs.delete(h)?;
         self.budget.release_document(doc.approx_json_bytes());
         Ok(doc)
@@ -130,7 +153,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn remove(&mut self, h: Handle, name: String) -> Wasm<Result<bool, FieldError>> {
-        self.edit(&h, |doc| doc.remove(&name))
+        self.edit(&h, Touch::Whole, |doc| doc.remove(&name))
     }
 
     fn rename(
@@ -145,7 +168,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
             UpdateMode::Append => document::UpdateMode::Append,
             UpdateMode::Skip => document::UpdateMode::Skip,
         };
-        self.edit(&h, |doc| doc.rename(&source, &target, mode))
+        self.edit(&h, Touch::Whole, |doc| doc.rename(&source, &target, mode))
     }
 
     fn get(&mut self, h: Handle, name: String) -> Wasm<Option<Value>> {
@@ -173,7 +196,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_json(&mut self, h: Handle, name: String, json: String) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| {
+        self.edit(&h, Touch::Field(&name), |doc| {
             doc.set(
                 &name,
                 document::parse_value_within(&json, doc.limits().max_bytes)?,
@@ -182,7 +205,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| {
+        self.edit(&h, Touch::Field(&name), |doc| {
             doc.set(&name, from_wit(value, doc.limits().max_bytes)?)
         })
     }
@@ -193,7 +216,9 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         value: String,
     ) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| doc.set(&name, Json::String(value)))
+        self.edit(&h, Touch::Field(&name), |doc| {
+            doc.set(&name, Json::String(value))
+        })
     }
 
     fn set_all(
@@ -202,7 +227,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         values: Vec<Value>,
     ) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| {
+        self.edit(&h, Touch::Field(&name), |doc| {
             let max = doc.limits().max_bytes;
             let values = values
                 .into_iter()
@@ -213,7 +238,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn add(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| {
+        self.edit(&h, Touch::Field(&name), |doc| {
             doc.add(&name, from_wit(value, doc.limits().max_bytes)?)
         })
     }
@@ -224,7 +249,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         value: Value,
     ) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| {
+        self.edit(&h, Touch::Field(&name), |doc| {
             doc.set_or_add(&name, from_wit(value, doc.limits().max_bytes)?)
         })
     }
@@ -236,19 +261,19 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_path(&mut self, h: Handle, path: String, value: Value) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| {
+        self.edit(&h, Touch::Whole, |doc| {
             doc.set_path(&path, from_wit(value, doc.limits().max_bytes)?)
         })
     }
 
     fn remove_path(&mut self, h: Handle, path: String) -> Wasm<Result<bool, FieldError>> {
-        self.edit(&h, |doc| doc.remove_path(&path))
+        self.edit(&h, Touch::Whole, |doc| doc.remove_path(&path))
     }
 
     fn add_child(&mut self, h: Handle, child: Handle) -> Wasm<Result<(), FieldError>> {
         // The child is handed over either way: refused, it is dropped.
         let child = self.take_back(child)?;
-        self.edit(&h, |parent| parent.add_child(child))
+        self.edit(&h, Touch::Whole, |parent| parent.add_child(child))
     }
 
     fn children(&mut self, h: Handle) -> Wasm<Vec<Handle>> {
@@ -267,8 +292,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_dropped(&mut self, h: Handle, dropped: bool) -> Wasm<()> {
-        self.docs.get_mut(&h)?.set_dropped(dropped);
-        Ok(())
+        self.flag(&h, |doc| doc.set_dropped(dropped))
     }
 
     fn is_dropped(&mut self, h: Handle) -> Wasm<bool> {
@@ -276,8 +300,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn set_skip_stages(&mut self, h: Handle, skip: bool) -> Wasm<()> {
-        self.docs.get_mut(&h)?.set_skip_stages(skip);
-        Ok(())
+        self.flag(&h, |doc| doc.set_skip_stages(skip))
     }
 
     fn skips_stages(&mut self, h: Handle) -> Wasm<bool> {
@@ -289,14 +312,21 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn load_json(&mut self, h: Handle, json: String) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, |doc| {
+        self.edit(&h, Touch::Whole, |doc| {
             let parsed = document::parse_value_within(&json, doc.limits().max_bytes)?;
             doc.load_json(parsed)
         })
     }
 
     fn drop(&mut self, h: Handle) -> Wasm<()> {
-        self.take_back(h)?;
+        match self.lent.position(h.rep()) {
+            // A lent document stays where it is: the host takes it back
+            // when the call ends.
+            Some(position) => self.lent.release(position),
+            None => {
+                self.take_back(h)?;
+            }
+        }
         Ok(())
     }
 }

@@ -11,7 +11,9 @@
 
 mod convert;
 mod document;
+mod fields;
 mod http;
+mod lent;
 mod log;
 mod output;
 mod publisher;
@@ -28,6 +30,7 @@ use super::budget::Budget;
 use crate::core::document::Document;
 
 pub(crate) use http::{HttpAllow, HttpPolicy};
+pub(crate) use lent::Lent;
 pub(crate) use log::LogLimiter;
 pub(crate) use output::GuestOutput;
 pub use publisher::{PublishSink, Publisher};
@@ -50,9 +53,9 @@ pub(crate) struct PluginState {
     pub(crate) http_policy: HttpPolicy,
     /// What the instance holds, against its limits; also its memory limiter.
     pub(crate) budget: Budget,
-    /// The handles of the documents the host lent for the current call: the
-    /// host's, so not counted as held by the plugin.
-    pub(crate) lent: Vec<u32>,
+    /// The documents the host lent for the current call: the host's, so
+    /// not counted as held by the plugin.
+    pub(crate) lent: Lent,
     pub(crate) stderr: GuestOutput,
     pub(crate) logs: Arc<Mutex<LogLimiter>>,
     /// Set from outside to stop the call in progress (a run interrupted).

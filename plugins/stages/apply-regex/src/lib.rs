@@ -5,10 +5,15 @@
 //! ```
 //! Each match contributes its first capture group when the pattern has one,
 //! else the whole match. With no match the target is left alone.
+//!
+//! A batch stage: one call per batch; per document, one reads the source
+//! and one writes every match (with `mode = "skip"`, one more asks whether
+//! the target exists).
 
 use regex::{Regex, RegexBuilder};
 use weir_plugin::{
-    ConfigIssue, Document, Mode, PluginError, Stage, Value, doc_error, issue, update,
+    BatchStage, ConfigIssue, Document, Mode, Outcome, PluginError, Value, doc_error, issue,
+    per_document,
 };
 
 #[derive(serde::Deserialize)]
@@ -42,7 +47,7 @@ struct ApplyRegex {
     regex: Regex,
 }
 
-impl Stage for ApplyRegex {
+impl BatchStage for ApplyRegex {
     type Config = Config;
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
@@ -59,7 +64,13 @@ impl Stage for ApplyRegex {
         })
     }
 
-    fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
+    fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
+        Ok(per_document(docs, |doc| self.extract(doc)))
+    }
+}
+
+impl ApplyRegex {
+    fn extract(&self, doc: &Document) -> Result<(), PluginError> {
         let c = &self.config;
         let mut found = Vec::new();
         for text in doc.get_strings(&c.source) {
@@ -73,11 +84,13 @@ impl Stage for ApplyRegex {
                 }
             }
         }
-        if !found.is_empty() {
-            update(doc, &c.target, found, c.mode).map_err(doc_error)?;
+        if found.is_empty() {
+            return Ok(());
         }
-        Ok(Vec::new())
+        let exists = c.mode == Mode::Skip && doc.has(&c.target);
+        doc.update(&c.mode.changes(&c.target, found, exists))
+            .map_err(doc_error)
     }
 }
 
-weir_plugin::export_stage!(ApplyRegex);
+weir_plugin::export_batch_stage!(ApplyRegex);

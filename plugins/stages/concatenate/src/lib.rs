@@ -5,10 +5,16 @@
 //! ```
 //! A placeholder takes the first value of its field, else its default, else
 //! stays as written. `{{` and `}}` are literal braces.
+//!
+//! A batch stage: per document, one call reads every placeholder's field
+//! and one writes the target.
 
 use std::collections::BTreeMap;
 
-use weir_plugin::{ConfigIssue, Document, PluginError, Stage, doc_error, issue};
+use weir_plugin::serde_json::{self, Value as Json};
+use weir_plugin::{
+    BatchStage, ConfigIssue, Document, Outcome, PluginError, doc_error, issue, per_document,
+};
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,9 +65,11 @@ struct Concatenate {
     target: String,
     pieces: Vec<Piece>,
     defaults: BTreeMap<String, String>,
+    /// The fields the placeholders name, each once, in order of first use.
+    names: Vec<String>,
 }
 
-impl Stage for Concatenate {
+impl BatchStage for Concatenate {
     type Config = Config;
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
@@ -72,19 +80,58 @@ impl Stage for Concatenate {
     }
 
     fn start(config: Config) -> Result<Self, String> {
+        let pieces = parse(&config.format)?;
+        let mut names: Vec<String> = Vec::new();
+        for piece in &pieces {
+            if let Piece::Field(name) = piece
+                && !names.contains(name)
+            {
+                names.push(name.clone());
+            }
+        }
         Ok(Self {
-            pieces: parse(&config.format)?,
+            pieces,
             target: config.target,
             defaults: config.defaults,
+            names,
         })
     }
 
-    fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
+    fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
+        Ok(per_document(docs, |doc| self.concatenate(doc)))
+    }
+}
+
+/// The first value of a field whose whole value is `json`, as text, as
+/// `Document::get_string` gives it: none when absent, empty or null.
+fn first_text(json: Option<&str>) -> Result<Option<String>, serde_json::Error> {
+    let Some(json) = json else {
+        return Ok(None);
+    };
+    let first = match serde_json::from_str(json)? {
+        Json::Array(values) => values.into_iter().next(),
+        value => Some(value),
+    };
+    Ok(match first {
+        None | Some(Json::Null) => None,
+        Some(Json::String(text)) => Some(text),
+        Some(other) => Some(other.to_string()),
+    })
+}
+
+impl Concatenate {
+    fn concatenate(&self, doc: &Document) -> Result<(), PluginError> {
+        let values = doc.get_json_many(&self.names);
+        let value_of = |name: &String| -> Result<Option<String>, PluginError> {
+            let at = self.names.iter().position(|n| n == name);
+            first_text(at.and_then(|i| values[i].as_deref()))
+                .map_err(|e| PluginError::Document(format!("`{name}`: {e}")))
+        };
         let mut out = String::new();
         for piece in &self.pieces {
             match piece {
                 Piece::Text(t) => out.push_str(t),
-                Piece::Field(name) => match doc.get_string(name) {
+                Piece::Field(name) => match value_of(name)? {
                     Some(v) => out.push_str(&v),
                     None => match self.defaults.get(name) {
                         Some(d) => out.push_str(d),
@@ -97,9 +144,8 @@ impl Stage for Concatenate {
                 },
             }
         }
-        doc.set_string(&self.target, &out).map_err(doc_error)?;
-        Ok(Vec::new())
+        doc.set_string(&self.target, &out).map_err(doc_error)
     }
 }
 
-weir_plugin::export_stage!(Concatenate);
+weir_plugin::export_batch_stage!(Concatenate);

@@ -5,8 +5,10 @@
 //! ```
 //! With `values`, a document is dropped when any value of `field` is listed;
 //! without, when `field` is present. With no `field`, every document is dropped.
+//!
+//! A batch stage: one call per batch, one per document.
 
-use weir_plugin::{ConfigIssue, Document, PluginError, Stage, issue};
+use weir_plugin::{BatchStage, ConfigIssue, Document, Outcome, PluginError, issue};
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -18,7 +20,7 @@ struct Config {
 
 struct DropDocument(Config);
 
-impl Stage for DropDocument {
+impl BatchStage for DropDocument {
     type Config = Config;
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
@@ -35,20 +37,30 @@ impl Stage for DropDocument {
         Ok(Self(config))
     }
 
-    fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
-        let drop = match &self.0.field {
+    fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
+        Ok(docs
+            .iter()
+            .map(|doc| {
+                if self.drops(doc) {
+                    doc.set_dropped(true);
+                }
+                Outcome::done()
+            })
+            .collect())
+    }
+}
+
+impl DropDocument {
+    fn drops(&self, doc: &Document) -> bool {
+        match &self.0.field {
             None => true,
             Some(field) if self.0.values.is_empty() => doc.has(field),
             Some(field) => doc
                 .get_strings(field)
                 .iter()
                 .any(|v| self.0.values.contains(v)),
-        };
-        if drop {
-            doc.set_dropped(true);
         }
-        Ok(Vec::new())
     }
 }
 
-weir_plugin::export_stage!(DropDocument);
+weir_plugin::export_batch_stage!(DropDocument);

@@ -7,9 +7,12 @@
 //! A child's id is the element's `id_field` value when set and present, else
 //! `<parent id>-<index>`. With `parent_field`, the child records its parent's
 //! id there. The source field is removed from the parent unless `keep_source`.
+//!
+//! A batch stage: each child is made from its fields' JSON in one call
+//! (and one more sets `parent_field`), not one call per field.
 
 use weir_plugin::serde_json::Value as Json;
-use weir_plugin::{Document, PluginError, Stage, Value, doc_error};
+use weir_plugin::{BatchStage, Document, Outcome, PluginError, Value, doc_error, per_document};
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,19 +26,25 @@ struct Config {
 
 struct EmitNestedChildren(Config);
 
-impl Stage for EmitNestedChildren {
+impl BatchStage for EmitNestedChildren {
     type Config = Config;
 
     fn start(config: Config) -> Result<Self, String> {
         Ok(Self(config))
     }
 
-    fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
+    fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
+        Ok(per_document(docs, |doc| self.children(doc)))
+    }
+}
+
+impl EmitNestedChildren {
+    fn children(&self, doc: &Document) -> Result<Vec<Document>, PluginError> {
         let c = &self.0;
         let parent_id = doc.id();
         let mut children = Vec::new();
         for (index, value) in doc.get_all(&c.source).into_iter().enumerate() {
-            let Json::Object(mut fields) = value.to_json() else {
+            let Json::Object(fields) = value.to_json() else {
                 return Err(PluginError::Document(format!(
                     "`{}`[{index}] is not an object, so it cannot become a child document",
                     c.source
@@ -47,13 +56,9 @@ impl Stage for EmitNestedChildren {
                 .and_then(|f| fields.get(f))
                 .and_then(|v| Value::from_json(v).to_text())
                 .unwrap_or_else(|| format!("{parent_id}-{index}"));
-            for reserved in ["id", "run_id", "_children"] {
-                fields.shift_remove(reserved);
-            }
-            let child = Document::new(&id);
-            for (name, v) in &fields {
-                child.set(name, &Value::from_json(v)).map_err(doc_error)?;
-            }
+            // The element's `id`, `run_id` and `_children` are left out.
+            let child = Document::from_json_with_id(&id, &Json::Object(fields).to_string())
+                .map_err(doc_error)?;
             if let Some(parent_field) = &c.parent_field {
                 child
                     .set_string(parent_field, &parent_id)
@@ -68,4 +73,4 @@ impl Stage for EmitNestedChildren {
     }
 }
 
-weir_plugin::export_stage!(EmitNestedChildren);
+weir_plugin::export_batch_stage!(EmitNestedChildren);

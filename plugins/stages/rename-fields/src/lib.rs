@@ -3,9 +3,13 @@
 //! ```toml
 //! config = { mappings = [{ source = "name", target = "title" }], mode = "overwrite" }
 //! ```
+//!
+//! A batch stage: one call per batch, one per mapping and document (a
+//! rename moves values inside the host, so there is nothing to read).
 
 use weir_plugin::{
-    ConfigIssue, Document, FieldMapping, Mode, PluginError, Stage, doc_error, issue,
+    BatchStage, ConfigIssue, Document, FieldMapping, Mode, Outcome, PluginError, doc_error, issue,
+    per_document,
 };
 
 #[derive(serde::Deserialize)]
@@ -19,7 +23,7 @@ struct Config {
 
 struct RenameFields(Config);
 
-impl Stage for RenameFields {
+impl BatchStage for RenameFields {
     type Config = Config;
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
@@ -36,13 +40,15 @@ impl Stage for RenameFields {
         Ok(Self(config))
     }
 
-    fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
-        for m in &self.0.mappings {
-            doc.rename(&m.source, &m.target, self.0.mode.into())
-                .map_err(doc_error)?;
-        }
-        Ok(Vec::new())
+    fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
+        Ok(per_document(docs, |doc| {
+            self.0.mappings.iter().try_for_each(|m| {
+                doc.rename(&m.source, &m.target, self.0.mode.into())
+                    .map(drop)
+                    .map_err(doc_error)
+            })
+        }))
     }
 }
 
-weir_plugin::export_stage!(RenameFields);
+weir_plugin::export_batch_stage!(RenameFields);

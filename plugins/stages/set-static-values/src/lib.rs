@@ -3,10 +3,14 @@
 //! ```toml
 //! config = { values = { source = "catalog", version = 2 }, mode = "skip" }
 //! ```
+//!
+//! A batch stage: per document, one call writes every field (with
+//! `mode = "skip"`, one more reads which fields exist).
 
 use weir_plugin::serde_json::{Map, Value as Json};
 use weir_plugin::{
-    ConfigIssue, Document, Mode, PluginError, Stage, Value, doc_error, issue, update,
+    BatchStage, ConfigIssue, Document, FieldChange, Mode, Outcome, PluginError, Value, doc_error,
+    issue, per_document,
 };
 
 #[derive(serde::Deserialize)]
@@ -19,11 +23,16 @@ struct Config {
 }
 
 struct SetStaticValues {
-    values: Vec<(String, Vec<Value>)>,
+    /// The fields, in order, each with the changes that write it.
+    fields: Vec<(String, Vec<FieldChange>)>,
+    /// Every field's changes, in order: what a document gets unless `skip`
+    /// leaves out the fields it has.
+    all: Vec<FieldChange>,
+    names: Vec<String>,
     mode: Mode,
 }
 
-impl Stage for SetStaticValues {
+impl BatchStage for SetStaticValues {
     type Config = Config;
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
@@ -34,7 +43,7 @@ impl Stage for SetStaticValues {
     }
 
     fn start(config: Config) -> Result<Self, String> {
-        let values = config
+        let fields: Vec<(String, Vec<FieldChange>)> = config
             .values
             .iter()
             .map(|(name, v)| {
@@ -42,21 +51,36 @@ impl Stage for SetStaticValues {
                     Json::Array(items) => items.iter().map(Value::from_json).collect(),
                     single => vec![Value::from_json(single)],
                 };
-                (name.clone(), values)
+                (name.clone(), config.mode.changes(name, values, false))
             })
             .collect();
         Ok(Self {
-            values,
+            all: fields.iter().flat_map(|(_, c)| c.iter().cloned()).collect(),
+            names: fields.iter().map(|(name, _)| name.clone()).collect(),
+            fields,
             mode: config.mode,
         })
     }
 
-    fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
-        for (name, values) in &self.values {
-            update(doc, name, values.clone(), self.mode).map_err(doc_error)?;
-        }
-        Ok(Vec::new())
+    fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
+        Ok(per_document(docs, |doc| self.set(doc)))
     }
 }
 
-weir_plugin::export_stage!(SetStaticValues);
+impl SetStaticValues {
+    fn set(&self, doc: &Document) -> Result<(), PluginError> {
+        if self.mode != Mode::Skip {
+            return doc.update(&self.all).map_err(doc_error);
+        }
+        let absent: Vec<FieldChange> = doc
+            .get_json_many(&self.names)
+            .iter()
+            .zip(&self.fields)
+            .filter(|(existing, _)| existing.is_none())
+            .flat_map(|(_, (_, changes))| changes.iter().cloned())
+            .collect();
+        doc.update(&absent).map_err(doc_error)
+    }
+}
+
+weir_plugin::export_batch_stage!(SetStaticValues);

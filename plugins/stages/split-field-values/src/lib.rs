@@ -4,8 +4,12 @@
 //! config = { source = "tags", target = "tag_list", delimiter = ",", trim = true }
 //! ```
 //! `target` defaults to `source`. Empty pieces are dropped.
+//!
+//! A batch stage: one call per batch, two per document (read, write).
 
-use weir_plugin::{ConfigIssue, Document, PluginError, Stage, Value, doc_error, issue};
+use weir_plugin::{
+    BatchStage, ConfigIssue, Document, Outcome, PluginError, Value, doc_error, issue, per_document,
+};
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,7 +27,7 @@ fn yes() -> bool {
 
 struct SplitFieldValues(Config);
 
-impl Stage for SplitFieldValues {
+impl BatchStage for SplitFieldValues {
     type Config = Config;
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
@@ -37,11 +41,17 @@ impl Stage for SplitFieldValues {
         Ok(Self(config))
     }
 
-    fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
+    fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
+        Ok(per_document(docs, |doc| self.split(doc)))
+    }
+}
+
+impl SplitFieldValues {
+    fn split(&self, doc: &Document) -> Result<(), PluginError> {
         let c = &self.0;
         let values = doc.get_strings(&c.source);
         if values.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let pieces: Vec<Value> = values
             .iter()
@@ -51,9 +61,8 @@ impl Stage for SplitFieldValues {
             .map(|p| Value::Text(p.to_owned()))
             .collect();
         let target = c.target.as_deref().unwrap_or(&c.source);
-        doc.set_all(target, &pieces).map_err(doc_error)?;
-        Ok(Vec::new())
+        doc.set_all(target, &pieces).map_err(doc_error)
     }
 }
 
-weir_plugin::export_stage!(SplitFieldValues);
+weir_plugin::export_batch_stage!(SplitFieldValues);

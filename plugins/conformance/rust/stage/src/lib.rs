@@ -1,8 +1,16 @@
 //! The conformance stage in Rust: one operation per config (see
 //! `plugins/conformance/README.md`).
+//!
+//! A batch stage (contract 0.2.1): each document of a batch gets its own
+//! outcome, so a failing document fails alone. The per-document interface
+//! of 0.2.0 is covered by this stage as built then
+//! (`tests/fixtures/contract-0.2.0/conformance_stage.wasm`).
 
 use weir_plugin::serde_json::Value as Json;
-use weir_plugin::{ConfigIssue, Document, PluginError, Stage, UpdateMode, Value, doc_error, issue};
+use weir_plugin::{
+    BatchStage, ConfigIssue, Document, Outcome, PluginError, UpdateMode, Value, doc_error, issue,
+    per_document,
+};
 
 /// The settings as written: an operation and the settings it reads. Flat,
 /// so that a parse error names the setting (serde loses the path inside an
@@ -99,13 +107,20 @@ impl Config {
     }
 }
 
-struct Conformance(Op);
+/// The fields the `fail` op reads, in one call.
+const FAIL_FLAGS: [&str; 2] = ["transient", "fail"];
 
-fn is_true(doc: &Document, name: &str) -> bool {
-    matches!(doc.get(name), Some(Value::Boolean(true)))
+struct Conformance {
+    op: Op,
+    fail_flags: Vec<String>,
 }
 
-impl Stage for Conformance {
+/// Whether the first of `values` is `true`.
+fn is_true(values: &[Value]) -> bool {
+    matches!(values.first(), Some(Value::Boolean(true)))
+}
+
+impl BatchStage for Conformance {
     type Config = Config;
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
@@ -121,11 +136,20 @@ impl Stage for Conformance {
     }
 
     fn start(config: Config) -> Result<Self, String> {
-        Ok(Self(config.op()))
+        Ok(Self {
+            op: config.op(),
+            fail_flags: FAIL_FLAGS.map(String::from).to_vec(),
+        })
     }
 
-    fn process(&mut self, doc: &Document) -> Result<Vec<Document>, PluginError> {
-        match &self.0 {
+    fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
+        Ok(per_document(docs, |doc| self.process(doc)))
+    }
+}
+
+impl Conformance {
+    fn process(&self, doc: &Document) -> Result<Vec<Document>, PluginError> {
+        match &self.op {
             Op::Copy { from, to } => {
                 if doc.has(from) {
                     let values = doc.get_all(from);
@@ -174,13 +198,15 @@ impl Stage for Conformance {
                 }
             }
             Op::Fail => {
-                if is_true(doc, "transient") {
+                let flags = doc.get_all_many(&self.fail_flags);
+                let flag = |i: usize| flags.get(i).is_some_and(|values| is_true(values));
+                if flag(0) {
                     return Err(PluginError::Transient(format!(
                         "service unavailable for {}",
                         doc.id()
                     )));
                 }
-                if is_true(doc, "fail") {
+                if flag(1) {
                     return Err(PluginError::Document(format!(
                         "cannot process {}",
                         doc.id()
@@ -192,4 +218,4 @@ impl Stage for Conformance {
     }
 }
 
-weir_plugin::export_stage!(Conformance);
+weir_plugin::export_batch_stage!(Conformance);

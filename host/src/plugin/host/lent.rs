@@ -1,0 +1,235 @@
+//! The documents the host lends a plugin for one call: which handles they
+//! are, whether the plugin gave each back, and, for a batch, enough of each
+//! one as it was before the plugin changed it to put it back (so a batch
+//! that traps can be run again document by document, each from where it
+//! started).
+//!
+//! Keeping a whole copy of every document a stage changes would cost more
+//! than most stages' work, so the common changes are journaled by field: a
+//! field set, appended to or added keeps only that field's old value (or
+//! that it was absent). Those changes never move a field, so putting the old
+//! values back, and removing the added fields, gives the document back as
+//! it was, in its order. Any other change (a removal, a rename, a path, a
+//! child, a whole load) takes a whole copy first.
+
+use serde_json::Value;
+
+use crate::core::document::Document;
+
+/// What a plugin is about to change in a lent document.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Touch<'a> {
+    /// The value of this field: set, appended to, or added.
+    Field(&'a str),
+    /// Its flags (dropped, skip stages).
+    Flags,
+    /// Anything else.
+    Whole,
+}
+
+/// How to put one document back as it was before the call.
+#[derive(Debug)]
+pub(crate) enum Before {
+    /// Field by field: each touched field's old value (none when it was
+    /// absent), and the old flags.
+    Fields {
+        fields: Vec<(String, Option<Value>)>,
+        flags: Option<(bool, bool)>,
+    },
+    /// The whole document.
+    Whole(Document),
+}
+
+impl Before {
+    /// Put `doc` back as it was.
+    pub(crate) fn restore(self, doc: &mut Document) {
+        match self {
+            Self::Whole(before) => *doc = before,
+            Self::Fields { fields, flags } => {
+                undo(doc, fields, flags);
+            }
+        }
+    }
+}
+
+fn undo(doc: &mut Document, fields: Vec<(String, Option<Value>)>, flags: Option<(bool, bool)>) {
+    for (name, old) in fields.into_iter().rev() {
+        // The old value fitted the document's limits, so putting it back does.
+        let _ = match old {
+            Some(old) => doc.set(&name, old),
+            None => doc.remove(&name).map(drop),
+        };
+    }
+    if let Some((dropped, skip)) = flags {
+        doc.set_dropped(dropped);
+        doc.set_skip_stages(skip);
+    }
+}
+
+/// The lent documents of the current call; empty between calls.
+#[derive(Default)]
+pub(crate) struct Lent {
+    /// `(rep, position)` of every lent handle, sorted by rep.
+    reps: Vec<(u32, usize)>,
+    /// Whether the plugin gave up its handle (dropped it, or handed the
+    /// document on): owned handles only.
+    released: Vec<bool>,
+    /// How to put each document back, once it is changed, when kept.
+    before: Vec<Option<Before>>,
+    /// Whether the documents' old states are kept (a batch of more than
+    /// one document).
+    keep_before: bool,
+}
+
+impl Lent {
+    /// Lend the handles `reps`, in the order of the documents; keep what
+    /// puts each document back as it was when `keep_before`.
+    pub(crate) fn start(&mut self, reps: impl IntoIterator<Item = u32>, keep_before: bool) {
+        self.reps.clear();
+        self.reps
+            .extend(reps.into_iter().enumerate().map(|(i, rep)| (rep, i)));
+        let n = self.reps.len();
+        self.reps.sort_unstable();
+        self.released.clear();
+        self.released.resize(n, false);
+        self.before.clear();
+        self.before.resize_with(n, || None);
+        self.keep_before = keep_before;
+    }
+
+    /// Where `rep` is in the batch, if it is a lent handle.
+    pub(crate) fn position(&self, rep: u32) -> Option<usize> {
+        self.reps
+            .binary_search_by_key(&rep, |&(r, _)| r)
+            .ok()
+            .map(|at| self.reps[at].1)
+    }
+
+    /// The plugin is about to change `touch` of the document at `position`,
+    /// which is `doc` now: keep what puts it back, when that is kept.
+    pub(crate) fn before_change(&mut self, position: usize, doc: &Document, touch: Touch<'_>) {
+        if !self.keep_before {
+            return;
+        }
+        let slot = &mut self.before[position];
+        let before = slot.get_or_insert_with(|| Before::Fields {
+            fields: Vec::new(),
+            flags: None,
+        });
+        let Before::Fields { fields, flags } = before else {
+            return;
+        };
+        match touch {
+            Touch::Field(name) => {
+                if !fields.iter().any(|(f, _)| f == name) {
+                    fields.push((name.to_owned(), doc.fields().get(name).cloned()));
+                }
+            }
+            Touch::Flags => {
+                flags.get_or_insert((doc.is_dropped(), doc.skips_stages()));
+            }
+            Touch::Whole => {
+                let mut whole = doc.clone();
+                undo(&mut whole, std::mem::take(fields), flags.take());
+                *slot = Some(Before::Whole(whole));
+            }
+        }
+    }
+
+    /// The plugin gave up its handle on the document at `position`.
+    pub(crate) fn release(&mut self, position: usize) {
+        self.released[position] = true;
+    }
+
+    /// How many lent handles the plugin still holds.
+    pub(crate) fn kept(&self) -> usize {
+        self.released.iter().filter(|r| !**r).count()
+    }
+
+    /// End the call: what puts each document back as it was, by position
+    /// (none for a document left unchanged, or when nothing was kept).
+    pub(crate) fn finish(&mut self) -> Vec<Option<Before>> {
+        self.reps.clear();
+        self.released.clear();
+        std::mem::take(&mut self.before)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{Lent, Touch};
+    use crate::core::document::Document;
+
+    fn original() -> Document {
+        Document::from_json(json!({ "id": "a", "x": 1, "y": [1, 2], "z": "z" })).expect("doc")
+    }
+
+    #[test]
+    fn positions_follow_the_documents_whatever_the_reps() {
+        let mut lent = Lent::default();
+        lent.start([7, 2, 9], false);
+        assert_eq!(lent.position(7), Some(0));
+        assert_eq!(lent.position(2), Some(1));
+        assert_eq!(lent.position(9), Some(2));
+        assert_eq!(lent.position(3), None);
+        assert_eq!(lent.kept(), 3);
+        lent.release(1);
+        assert_eq!(lent.kept(), 2);
+        lent.before_change(0, &original(), Touch::Whole);
+        assert!(lent.finish().iter().all(Option::is_none), "nothing kept");
+        assert_eq!(lent.position(7), None);
+    }
+
+    /// Apply `changes` to a lent copy of the original the way the host
+    /// does (journal first), put it back, and compare with the original,
+    /// field order included.
+    /// One change of a test: what it touches, and the change.
+    type Change<'a> = (Touch<'a>, &'a dyn Fn(&mut Document));
+
+    fn put_back(changes: &[Change<'_>]) {
+        let mut lent = Lent::default();
+        lent.start([1, 2], true);
+        let mut doc = original();
+        for (touch, change) in changes {
+            lent.before_change(0, &doc, *touch);
+            change(&mut doc);
+        }
+        assert_ne!(doc.to_json_string(), original().to_json_string());
+        let mut before = lent.finish();
+        assert!(before[1].is_none(), "an untouched document keeps nothing");
+        before[0].take().expect("kept").restore(&mut doc);
+        assert_eq!(doc.to_json_string(), original().to_json_string());
+        assert_eq!(doc.approx_json_bytes(), original().approx_json_bytes());
+    }
+
+    #[test]
+    fn field_changes_are_put_back_in_place() {
+        put_back(&[
+            (Touch::Field("x"), &|d| d.set("x", json!(2)).expect("set")),
+            (Touch::Field("new"), &|d| {
+                d.set("new", json!("n")).expect("set")
+            }),
+            (Touch::Field("y"), &|d| d.add("y", json!(3)).expect("add")),
+            (Touch::Field("x"), &|d| d.set("x", json!(3)).expect("again")),
+            (Touch::Flags, &|d| d.set_dropped(true)),
+        ]);
+    }
+
+    #[test]
+    fn other_changes_are_put_back_whole_after_field_changes() {
+        put_back(&[
+            (Touch::Field("z"), &|d| {
+                d.set("z", json!("changed")).expect("set")
+            }),
+            (Touch::Field("new"), &|d| {
+                d.set("new", json!(1)).expect("set")
+            }),
+            (Touch::Whole, &|d| {
+                d.remove("x").expect("remove");
+            }),
+            (Touch::Field("y"), &|d| d.set("y", json!(0)).expect("set")),
+        ]);
+    }
+}

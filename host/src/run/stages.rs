@@ -1,0 +1,379 @@
+//! A worker's stages over a batch of documents.
+//!
+//! Each stage is called on the documents still in flight, in chunks of its
+//! `batch.size` (a document stage is called once per document). Children
+//! join the next stage ahead of their parent. What became of each document
+//! is laid out as a worker taking one document at a time would send it:
+//! each child, with everything that became of it, ahead of its parent.
+//!
+//! A batch call that traps is made again document by document, each from
+//! where it was before the call, so a poison document fails only itself;
+//! the retry rules then apply to each document as they always have.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::publisher::Abort;
+use super::retry::{self, Backoff};
+use crate::config::{StageBatch, WorkerConfig};
+use crate::core::document::Document;
+use crate::core::event::{Event, EventKind};
+use crate::messenger::Failure;
+use crate::plugin::{DocumentOutcome, PluginError, StageInstance, TrapCause};
+use crate::telemetry::meters::{Scope, StageMeters};
+use crate::telemetry::{RunStats, StageStats};
+
+/// One stage instance of a worker, with its batch settings and metrics.
+pub(crate) struct StageSlot {
+    pub(crate) name: Arc<str>,
+    pub(crate) instance: StageInstance,
+    pub(crate) batch: StageBatch,
+    /// Its figures for the run summary, shared with its other instances.
+    pub(crate) stats: Arc<StageStats>,
+    meters: StageMeters,
+}
+
+impl StageSlot {
+    pub(crate) fn new(
+        scope: &Scope,
+        name: &str,
+        instance: StageInstance,
+        batch: StageBatch,
+    ) -> Self {
+        Self {
+            name: Arc::from(name),
+            meters: StageMeters::new(
+                scope,
+                name,
+                if instance.is_batch() {
+                    "process-batch"
+                } else {
+                    "process-document"
+                },
+            ),
+            stats: Arc::default(),
+            instance,
+            batch,
+        }
+    }
+}
+
+/// How many documents a worker gathers before running its stages, and how
+/// long it waits for them: the largest batch any of its batch stages takes,
+/// and the shortest wait any of them allows. With no batch stage, one
+/// document at a time, as a document stage is called anyway.
+pub(crate) fn gathering(stages: &[StageSlot]) -> StageBatch {
+    let batching = stages.iter().filter(|s| s.instance.is_batch());
+    StageBatch {
+        size: batching.clone().map(|s| s.batch.size).max().unwrap_or(1),
+        wait: batching.map(|s| s.batch.wait).min().unwrap_or_default(),
+    }
+}
+
+/// Why a worker stops processing a batch before its end.
+pub(crate) enum Halt {
+    /// A fatal plugin error: the run must stop. Every document of the batch
+    /// has its outcome (those the error kept from their stages fail, saying
+    /// so), so the batch is committed and sent.
+    Fatal(String),
+    /// The run is stopping and cut a stage call short: nothing of the batch
+    /// is sent or committed (it stays pending, or is redelivered).
+    Abandoned,
+}
+
+/// What became of one document (or one of its children).
+pub(crate) enum Outcome {
+    Created(Event),
+    Index(Document),
+    Dropped(Document),
+    Failed(Document, Failure),
+}
+
+/// Which failed stage calls are made again, and when.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StageRetry {
+    backoff: Backoff,
+    traps: bool,
+}
+
+impl StageRetry {
+    pub(crate) fn new(config: &WorkerConfig) -> Self {
+        Self {
+            backoff: Backoff {
+                max_retries: config.max_retries,
+                first: config.retry_backoff,
+                max: config.retry_max_backoff,
+            },
+            traps: config.retry_traps,
+        }
+    }
+
+    /// Whether a call that failed with `error` after `attempts` goes again.
+    fn again(&self, error: &PluginError, attempts: u32) -> bool {
+        attempts <= self.backoff.max_retries
+            && match error {
+                PluginError::Document { transient, .. } => *transient,
+                PluginError::Trap { cause, .. } => {
+                    self.traps && !matches!(cause, TrapCause::Cancelled | TrapCause::HostPanic(_))
+                }
+                _ => false,
+            }
+    }
+}
+
+/// A document in flight, and what became of it so far.
+struct Node {
+    doc: Option<Document>,
+    /// Its children, each announced and then all that became of it, in the
+    /// order they were made.
+    entries: Vec<Entry>,
+    end: Option<Outcome>,
+}
+
+enum Entry {
+    Created(Event),
+    Child(usize),
+}
+
+impl Node {
+    fn new(doc: Document) -> Self {
+        Self {
+            doc: Some(doc),
+            entries: Vec::new(),
+            end: None,
+        }
+    }
+
+    /// The document went through every stage it was due (or was dropped).
+    fn finish(&mut self) {
+        let doc = self.doc.take().expect("a document in flight");
+        self.end = Some(if doc.is_dropped() {
+            Outcome::Dropped(doc)
+        } else {
+            Outcome::Index(doc)
+        });
+    }
+}
+
+/// A worker's stages, with what it needs to retry a call.
+pub(crate) struct Stages<'a> {
+    pub(crate) stages: &'a mut [StageSlot],
+    pub(crate) retry: StageRetry,
+    pub(crate) abort: &'a Abort,
+}
+
+impl Stages<'_> {
+    /// Run `docs` through every stage, appending what became of each and of
+    /// the children they made to `out`, in order. Returns why it halted, if
+    /// it did.
+    pub(crate) fn run(&mut self, docs: Vec<Document>, out: &mut Vec<Outcome>) -> Option<Halt> {
+        let mut nodes: Vec<Node> = docs.into_iter().map(Node::new).collect();
+        let tops = nodes.len();
+        let mut active: Vec<usize> = (0..tops).collect();
+        let mut fatal = None;
+        for i in 0..self.stages.len() {
+            // Dropped documents, and those that skip the rest, are done.
+            let mut due = Vec::with_capacity(active.len());
+            for n in active {
+                let doc = nodes[n].doc.as_ref().expect("in flight");
+                if doc.is_dropped() || doc.skips_stages() {
+                    nodes[n].finish();
+                } else {
+                    due.push(n);
+                }
+            }
+            active = due;
+            if active.is_empty() {
+                break;
+            }
+            let mut docs: Vec<Document> = active
+                .iter()
+                .map(|&n| nodes[n].doc.take().expect("in flight"))
+                .collect();
+            let results = self.call(i, &mut docs);
+            let mut next = Vec::with_capacity(active.len());
+            for ((&n, doc), (result, attempts)) in active.iter().zip(docs).zip(results) {
+                match result {
+                    Ok(children) => {
+                        self.stages[i]
+                            .meters
+                            .created
+                            .increment(children.len() as u64);
+                        for child in children {
+                            let c = nodes.len();
+                            nodes[n]
+                                .entries
+                                .push(Entry::Created(Event::new(&child, EventKind::Create)));
+                            nodes[n].entries.push(Entry::Child(c));
+                            nodes.push(Node::new(child));
+                            next.push(c);
+                        }
+                        nodes[n].doc = Some(doc);
+                        next.push(n);
+                    }
+                    Err(PluginError::Trap {
+                        cause: TrapCause::Cancelled,
+                        ..
+                    }) if self.abort.is_set() => return Some(Halt::Abandoned),
+                    Err(e) => {
+                        if !e.is_document_error() && fatal.is_none() {
+                            fatal = Some(e.to_string());
+                        }
+                        let mut message = e.to_string();
+                        if attempts > 1 {
+                            message
+                                .push_str(&format!(" (after {})", retry::attempts_text(attempts)));
+                        }
+                        let failure = Failure {
+                            plugin: self.stages[i].name.to_string(),
+                            message,
+                            attempts,
+                        };
+                        nodes[n].end = Some(Outcome::Failed(doc, failure));
+                    }
+                }
+            }
+            active = next;
+            if let Some(reason) = &fatal {
+                if i + 1 == self.stages.len() {
+                    break;
+                }
+                // The run stops: what the error keeps from the later stages
+                // fails, saying why, so nothing is left without an outcome.
+                for &n in &active {
+                    let doc = nodes[n].doc.take().expect("in flight");
+                    let failure = Failure {
+                        plugin: self.stages[i].name.to_string(),
+                        message: format!(
+                            "not processed: the run stopped when a stage failed on another document of its batch: {reason}"
+                        ),
+                        attempts: 0,
+                    };
+                    nodes[n].end = Some(Outcome::Failed(doc, failure));
+                }
+                active.clear();
+                break;
+            }
+        }
+        for n in active {
+            nodes[n].finish();
+        }
+        for top in 0..tops {
+            lay_out(&mut nodes, top, out);
+        }
+        fatal.map(Halt::Fatal)
+    }
+
+    /// Stage `i` on `docs`, in chunks of its batch size; each document's
+    /// outcome and how many calls it took.
+    fn call(&mut self, i: usize, docs: &mut [Document]) -> Vec<(DocumentOutcome, u32)> {
+        let stage = &self.stages[i];
+        let size = if stage.instance.is_batch() {
+            stage.batch.size.max(1)
+        } else {
+            docs.len().max(1)
+        };
+        let mut results = Vec::with_capacity(docs.len());
+        for chunk in docs.chunks_mut(size) {
+            let stage = &mut self.stages[i];
+            let restarts_before = stage.instance.restarts();
+            let start = Instant::now();
+            let first = match stage.instance.process_batch(chunk) {
+                Ok(outcomes) => outcomes,
+                Err(e) => {
+                    let cancelled = matches!(
+                        e,
+                        PluginError::Trap {
+                            cause: TrapCause::Cancelled,
+                            ..
+                        }
+                    );
+                    if !cancelled {
+                        tracing::debug!(stage = %stage.name, error = %e, documents = chunk.len(), "a batch call failed; calling again one document at a time");
+                    }
+                    // Each document by itself, from where it was before the
+                    // call (the first call of each then counts as its first).
+                    chunk
+                        .iter_mut()
+                        .map(|doc| {
+                            if cancelled {
+                                Err(PluginError::Trap {
+                                    plugin: stage.name.to_string(),
+                                    cause: TrapCause::Cancelled,
+                                })
+                            } else {
+                                stage.instance.process(doc)
+                            }
+                        })
+                        .collect()
+                }
+            };
+            for (doc, outcome) in chunk.iter_mut().zip(first) {
+                results.push(self.retried(i, doc, outcome));
+            }
+            let stage = &mut self.stages[i];
+            let elapsed = start.elapsed();
+            stage.meters.call_seconds.record(elapsed);
+            RunStats::add_time(&stage.stats.nanos, elapsed);
+            RunStats::add(&stage.stats.documents, chunk.len() as u64);
+            let restarts = stage.instance.restarts() - restarts_before;
+            if restarts > 0 {
+                stage.meters.restarts.increment(restarts);
+            }
+        }
+        let stage = &self.stages[i];
+        for (result, attempts) in &results {
+            if *attempts > 1 {
+                stage.meters.retries.increment(u64::from(attempts - 1));
+                RunStats::add(&stage.stats.retries, u64::from(attempts - 1));
+            }
+            match result {
+                Ok(children) => RunStats::add(&stage.stats.children, children.len() as u64),
+                Err(_) => RunStats::add(&stage.stats.failed, 1),
+            }
+        }
+        results
+    }
+
+    /// `first`, the outcome of stage `i`'s first call on `doc`, or of the
+    /// calls made again with backoff while it fails in a way the retry
+    /// policy retries; with how many calls it took.
+    fn retried(
+        &mut self,
+        i: usize,
+        doc: &mut Document,
+        first: DocumentOutcome,
+    ) -> (DocumentOutcome, u32) {
+        let stage = &mut self.stages[i];
+        let mut attempts = 1;
+        let mut result = first;
+        loop {
+            match &result {
+                Err(e) if self.retry.again(e, attempts) => {
+                    tracing::debug!(doc_id = doc.id(), stage = %stage.name, attempts, error = %e, "retrying a stage call");
+                    let delay = self.retry.backoff.delay(attempts);
+                    if !retry::pause(delay, || self.abort.is_set()) {
+                        return (result, attempts);
+                    }
+                    attempts += 1;
+                    result = stage.instance.process(doc);
+                }
+                _ => return (result, attempts),
+            }
+        }
+    }
+}
+
+/// Append what became of node `n` to `out`: its children in order, each
+/// announced and then laid out in turn, then its own end.
+fn lay_out(nodes: &mut [Node], n: usize, out: &mut Vec<Outcome>) {
+    for entry in std::mem::take(&mut nodes[n].entries) {
+        match entry {
+            Entry::Created(event) => out.push(Outcome::Created(event)),
+            Entry::Child(c) => lay_out(nodes, c, out),
+        }
+    }
+    if let Some(end) = nodes[n].end.take() {
+        out.push(end);
+    }
+}

@@ -1,0 +1,203 @@
+//! A batch stage for the host's tests, written against the bare WIT (no
+//! SDK), so that every shape of `process-batch` can be produced on purpose.
+//!
+//! Every document it processes gets `batch_size` (how many documents the
+//! call held), `instance_calls` (how many calls this instance has had) and
+//! one more `visits` value. Its field `act` says what else happens to it:
+//!
+//! - `fail`, `transient`, `fatal`: that outcome, with a message naming it;
+//! - `drop`, `skip`: set dropped, or skip the remaining stages;
+//! - `child`: one child `<id>-child`; `self-child`: the document itself as
+//!   its own child (the host hands on a copy);
+//! - `trap`: the call traps (a poison document);
+//! - `batch-error`: the whole call answers a transient error;
+//! - `short`: the call answers one outcome too few;
+//! - `keep`: the instance keeps the document's handle past the call;
+//! - `set-many`: `a` and `b` set in one `update`, then read back together
+//!   into `read` with `get-json-many`;
+//! - `read-flood`: `get-json-many` of `act` 5,000 times (over the names a
+//!   call may read); `big-read`: `get-json-many` of `big` 4,096 times (over
+//!   what one answer may hold); `many-changes`: an `update` of 5,000 changes;
+//!   the outcome says what happened, or the call traps;
+//! - `spin`: loops until its deadline.
+//!
+//! It exports `stage-api` too, whose `process-document` only sets `called`
+//! to `document`: a host must call a stage that exports both through the
+//! batch.
+
+use std::cell::{Cell, RefCell};
+
+wit_bindgen::generate!({
+    inline: "
+        package weir:probe;
+        world probe {
+            include weir:plugin/batch-stage@0.2.1;
+            export weir:plugin/stage-api@0.2.1;
+        }
+    ",
+    path: "../../../wit",
+    world: "weir:probe/probe",
+    generate_all,
+});
+
+use exports::weir::plugin::stage_api::Guest as DocumentGuest;
+use exports::weir::plugin::stage_batch_api::{Guest, Outcome};
+use weir::plugin::document::{Document, Value};
+use weir::plugin::fields::{self, Change, FieldChange};
+use weir::plugin::types::{ConfigIssue, PluginError};
+
+thread_local! {
+    static CALLS: Cell<i64> = const { Cell::new(0) };
+    static KEPT: RefCell<Vec<Document>> = const { RefCell::new(Vec::new()) };
+}
+
+struct Probe;
+
+impl Guest for Probe {
+    fn check_config(_config: String) -> Vec<ConfigIssue> {
+        Vec::new()
+    }
+
+    fn start(_config: String) -> Result<(), PluginError> {
+        Ok(())
+    }
+
+    fn process_batch(docs: Vec<Document>) -> Result<Vec<Outcome>, PluginError> {
+        let calls = CALLS.get() + 1;
+        CALLS.set(calls);
+        let size = docs.len() as i64;
+        let acts: Vec<String> = docs
+            .iter()
+            .map(|d| d.get_string("act").unwrap_or_default())
+            .collect();
+        if acts.iter().any(|a| a == "batch-error") {
+            return Err(PluginError::Transient("the whole batch failed".into()));
+        }
+        let mut outcomes = Vec::with_capacity(docs.len());
+        for (doc, act) in docs.into_iter().zip(&acts) {
+            let changes = vec![
+                FieldChange {
+                    name: "batch_size".into(),
+                    change: Change::Set(Value::Integer(size)),
+                },
+                FieldChange {
+                    name: "instance_calls".into(),
+                    change: Change::Set(Value::Integer(calls)),
+                },
+                FieldChange {
+                    name: "visits".into(),
+                    change: Change::Add(Value::Integer(1)),
+                },
+            ];
+            if let Err(e) = fields::update(&doc, &changes) {
+                outcomes.push(Outcome::Failed(PluginError::Document(format!("{e:?}"))));
+                continue;
+            }
+            outcomes.push(match act.as_str() {
+                "fail" => Outcome::Failed(PluginError::Document("failed on purpose".into())),
+                "transient" => {
+                    Outcome::Failed(PluginError::Transient("transient on purpose".into()))
+                }
+                "fatal" => Outcome::Failed(PluginError::Fatal("fatal on purpose".into())),
+                "drop" => {
+                    doc.set_dropped(true);
+                    Outcome::Done(Vec::new())
+                }
+                "skip" => {
+                    doc.set_skip_stages(true);
+                    Outcome::Done(Vec::new())
+                }
+                "child" => Outcome::Done(vec![Document::new(&format!("{}-child", doc.id()))]),
+                "self-child" => Outcome::Done(vec![doc]),
+                "trap" => panic!("a poison document"),
+                "keep" => {
+                    KEPT.with_borrow_mut(|kept| kept.push(doc));
+                    Outcome::Done(Vec::new())
+                }
+                "set-many" => {
+                    let set = vec![
+                        FieldChange {
+                            name: "a".into(),
+                            change: Change::SetJson("[1,2]".into()),
+                        },
+                        FieldChange {
+                            name: "b".into(),
+                            change: Change::Set(Value::Text("two".into())),
+                        },
+                    ];
+                    match fields::update(&doc, &set) {
+                        Ok(()) => {
+                            let read = fields::get_json_many(
+                                &doc,
+                                &["a".into(), "b".into(), "none".into()],
+                            );
+                            let read: Vec<String> = read
+                                .into_iter()
+                                .map(|j| j.unwrap_or_else(|| "absent".into()))
+                                .collect();
+                            doc.set_string("read", &read.join(" ")).ok();
+                            Outcome::Done(Vec::new())
+                        }
+                        Err(e) => Outcome::Failed(PluginError::Document(format!("{e:?}"))),
+                    }
+                }
+                "read-flood" | "big-read" => {
+                    let (name, times) = if act == "read-flood" {
+                        ("act", 5000)
+                    } else {
+                        ("big", 4096)
+                    };
+                    let names = vec![name.to_owned(); times];
+                    let read = fields::get_json_many(&doc, &names);
+                    Outcome::Failed(PluginError::Document(format!("read {} fields", read.len())))
+                }
+                "many-changes" => {
+                    let changes: Vec<FieldChange> = (0..5000)
+                        .map(|i| FieldChange {
+                            name: format!("f{i}"),
+                            change: Change::Set(Value::Integer(i)),
+                        })
+                        .collect();
+                    match fields::update(&doc, &changes) {
+                        Ok(()) => Outcome::Done(Vec::new()),
+                        Err(e) => Outcome::Failed(PluginError::Document(format!("{e:?}"))),
+                    }
+                }
+                "spin" => loop {
+                    std::hint::spin_loop();
+                },
+                _ => Outcome::Done(Vec::new()),
+            });
+        }
+        if acts.iter().any(|a| a == "short") {
+            outcomes.pop();
+        }
+        Ok(outcomes)
+    }
+
+    fn stop() -> Result<(), PluginError> {
+        Ok(())
+    }
+}
+
+impl DocumentGuest for Probe {
+    fn check_config(_config: String) -> Vec<ConfigIssue> {
+        Vec::new()
+    }
+
+    fn start(_config: String) -> Result<(), PluginError> {
+        Ok(())
+    }
+
+    fn process_document(doc: &Document) -> Result<Vec<Document>, PluginError> {
+        doc.set_string("called", "document")
+            .map_err(|e| PluginError::Document(format!("{e:?}")))?;
+        Ok(Vec::new())
+    }
+
+    fn stop() -> Result<(), PluginError> {
+        Ok(())
+    }
+}
+
+export!(Probe);
