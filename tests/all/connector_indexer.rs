@@ -246,7 +246,8 @@ fn csv_indexer_writes_header_and_rows() {
     let out = tempfile::tempdir().expect("tempdir");
     let mut s = spec(
         "csv-indexer",
-        json!({ "path": "/out/docs.csv", "columns": ["id", "title", "tags"] }),
+        // `id` and `run_id` anywhere among the fields, which come picked.
+        json!({ "path": "/out/docs.csv", "columns": ["tags", "id", "title", "run_id", "n"] }),
     );
     s.grants.dirs.push(out_grant(out.path()));
     let mut indexer = runtime()
@@ -255,8 +256,9 @@ fn csv_indexer_writes_header_and_rows() {
         .instantiate()
         .expect("instantiate");
     let batch = vec![
-        doc(json!({ "id": "1", "title": "Weir, a host", "tags": ["a", "b"] })),
-        doc(json!({ "id": "2" })),
+        doc(json!({ "id": "1", "title": "Weir, a host", "tags": ["a", "b"], "n": 2.50 })),
+        doc(json!({ "id": "2", "tags": ["one"] })),
+        doc(json!({ "id": "3" })),
     ];
     indexer
         .send_batch(&batch)
@@ -264,7 +266,10 @@ fn csv_indexer_writes_header_and_rows() {
         .expect("batch ok");
     indexer.close().expect("close");
     let written = std::fs::read_to_string(out.path().join("docs.csv")).expect("read");
-    assert_eq!(written, "id,title,tags\n1,\"Weir, a host\",a|b\n2,,\n");
+    assert_eq!(
+        written,
+        "tags,id,title,run_id,n\na|b,1,\"Weir, a host\",,2.5\none,2,,,\n,3,,,\n"
+    );
 }
 
 #[test]

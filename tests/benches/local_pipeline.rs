@@ -1,56 +1,73 @@
-//! End-to-end local mode against a native-Rust baseline, in one run.
+//! End-to-end local mode as users run it, against a native-Rust baseline
+//! doing the same work, in one run.
 //!
-//! Both read the same JSONL file of synthetic ~1 KB documents, apply the
-//! same three transforms (trim `title`, copy `title` to `title_copy`, split
-//! `tags` on `;`) and write JSONL:
+//! Every phase reads the same JSONL file of synthetic ~870-byte documents,
+//! applies the same three transforms (trim `title`, copy `title` to
+//! `title_copy`, split `tags` on `;`) and writes JSONL, or CSV:
 //!
-//! - `native`: one thread, serde_json and the host's `Document`, no WASM;
-//! - `weir`: `weir run` machinery: file-connector -> trim-whitespace ->
-//!   copy-fields -> split-field-values -> jsonl-indexer, every one a
-//!   sandboxed component;
-//! - the same two with CSV output (`csv-indexer`; natively, rows written by
-//!   hand as the csv crate writes them).
+//! - `native`, the baseline: one thread, serde_json and the host's
+//!   `Document`, no WASM (CSV rows written as the csv crate writes them);
+//! - `weir`: the `weir` binary, as a process (`weir run --no-progress`):
+//!   file-connector -> trim-whitespace -> copy-fields -> split-field-values
+//!   -> jsonl-indexer or csv-indexer, every one a sandboxed component,
+//!   default limits, 2 worker threads, batches of 500;
+//! - `weir in-process` (CSV): the same config run by the library inside a
+//!   process of this bench, as `weir run` runs it less its command line
+//!   (logging, signals, progress): what the binary adds, if anything;
+//! - `Lucille` (CSV), when `WEIR_BENCH_LUCILLE` names a built Lucille
+//!   (common/lucille.rs): its own file connector, stages and CSV indexer.
 //!
-//! Each reports documents per second and CPU time (user + system, all
-//! threads) per document.
+//! Every phase is a process timed from outside: wall time, and the CPU time
+//! (user + system, every thread) and peak RSS of the whole process from its
+//! rusage, start-up and exit included. Rounds interleave the phases and the
+//! ratios are taken within each round (the machine's speed drifts), with
+//! their median and range. Weir's CPU is also split by kind of thread, from
+//! its run summary. Weir JSONL runs once more on 1/10 of the documents (peak
+//! RSS flat in the number of documents), and the CSV phases once more beside
+//! a process spinning on every core (wall time on a busy machine).
 //!
-//! Each phase runs in a child process so its peak RSS is its own; weir runs
-//! twice, at 1/10 and all of the documents, to show memory is flat in the
-//! number of documents. The CSV phases run once more beside a process
-//! spinning on every core, to show how wall time holds up on a busy machine
-//! (wall / CPU), and Weir's CSV figures are set against Lucille's, measured
-//! on the same workload for issue 13.
-//!
-//! `cargo bench -p weir-tests --bench local_pipeline` (WEIR_BENCH_DOCS sets
-//! the count, default 1,000,000; WEIR_BENCH_THREADS the worker threads;
-//! WEIR_BENCH_ROUNDS the rounds, default 3, of which the median is shown).
+//! `cargo bench -p weir-tests --bench local_pipeline`: `WEIR_BENCH_DOCS`
+//! (default 1,000,000), `WEIR_BENCH_THREADS` (worker threads, default 2),
+//! `WEIR_BENCH_ROUNDS` (default 3), `WEIR_BENCH_WEIR` (the `weir` binary to
+//! time; default: the one this bench is built with, in the same profile as
+//! a release build), `WEIR_BENCH_LUCILLE` and `WEIR_BENCH_JAVA`.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
-use std::time::Instant;
 
 use serde_json::{Value, json};
 use weir::core::document::Document;
-use weir::messenger::LocalMessengers;
-use weir::plugin::{PluginRuntime, RuntimeOptions};
-use weir::run::{RunStatus, Runner};
 
-/// The allocator the `weir` binary uses, for both phases alike.
+#[path = "common/lucille.rs"]
+mod lucille;
 #[path = "common/measure.rs"]
 mod measure;
-use measure::process_cpu_seconds;
+#[path = "common/process.rs"]
+mod process;
+#[path = "common/summary.rs"]
+mod summary;
 
+use measure::{env_number, median_of};
+use summary::RunSummary;
+
+/// The allocator the `weir` binary uses, for the in-process phase.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn docs_wanted() -> usize {
-    std::env::var("WEIR_BENCH_DOCS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000)
-}
+/// Documents per indexer batch, for Weir and Lucille alike.
+const BATCH: usize = 500;
+
+/// The CSV output's columns (`tags` multi-valued, joined with `|`).
+const CSV_COLUMNS: [&str; 7] = [
+    "id",
+    "title",
+    "title_copy",
+    "author",
+    "year",
+    "tags",
+    "rating",
+];
 
 fn generate(path: &Path, n: usize) {
     let mut out = BufWriter::new(std::fs::File::create(path).expect("create input"));
@@ -76,6 +93,7 @@ fn native(input: &Path, output: &Path, csv: bool) -> usize {
     let reader = BufReader::new(std::fs::File::open(input).expect("open input"));
     let mut out = BufWriter::new(std::fs::File::create(output).expect("create output"));
     let mut count = 0;
+    let mut row = Vec::with_capacity(256);
     for line in reader.lines() {
         let line = line.expect("read");
         let mut doc = Document::from_json_str(&line).expect("document");
@@ -97,7 +115,7 @@ fn native(input: &Path, output: &Path, csv: bool) -> usize {
             .unwrap_or_default();
         doc.set_all("tags", tags).expect("set");
         if csv {
-            let mut row = Vec::with_capacity(256);
+            row.clear();
             for (i, column) in CSV_COLUMNS.iter().enumerate() {
                 if i > 0 {
                     row.push(b',');
@@ -124,18 +142,43 @@ fn native(input: &Path, output: &Path, csv: bool) -> usize {
     count
 }
 
-/// Validate (compiling the components), then time only the run: documents,
-/// wall seconds, CPU seconds. `csv`: the CSV indexer instead of JSONL.
-fn weir_run(dir: &Path, threads: usize, csv: bool) -> (usize, f64, f64, String) {
+/// One CSV field, quoted when it must be (as the csv crate writes it).
+fn csv_field(out: &mut Vec<u8>, text: &str) {
+    if text.contains([',', '"', '\n', '\r']) {
+        out.push(b'"');
+        out.extend_from_slice(text.replace('"', "\"\"").as_bytes());
+        out.push(b'"');
+    } else {
+        out.extend_from_slice(text.as_bytes());
+    }
+}
+
+/// The run config of the Weir phases on `dir` (its `input.jsonl`), written
+/// to `dir/<name>.toml`; `csv`: the CSV indexer instead of JSONL. The
+/// components are compiled into `dir/cache` by an untimed first run.
+fn weir_config(dir: &Path, name: &str, threads: usize, csv: bool) -> PathBuf {
     let dist = weir_tests::plugins_dir();
     let plugin = |name: &str| format!("{:?}", dist.join(name).display().to_string());
+    let indexer = if csv {
+        format!(
+            "{{ path = {}, config = {{ path = \"/work/weir.csv\", columns = {CSV_COLUMNS:?} }}",
+            plugin("csv_indexer.wasm")
+        )
+    } else {
+        format!(
+            "{{ path = {}, config = {{ path = \"/work/weir.jsonl\" }}",
+            plugin("jsonl_indexer.wasm")
+        )
+    };
     let toml = format!(
         r#"
+        [runner]
+        cache_dir = {cache:?}
         [worker]
         threads = {threads}
         [indexer]
-        batch_size = 500
-        plugin = {{ path = {indexer}, config = {indexer_config}, grants = {{ dirs = [{{ host = {dir:?}, guest = "/work", writable = true }}] }} }}
+        batch_size = {BATCH}
+        plugin = {indexer}, grants = {{ dirs = [{{ host = {dir:?}, guest = "/work", writable = true }}] }} }}
         [[connectors]]
         name = "bench"
         pipeline = "p"
@@ -148,155 +191,163 @@ fn weir_run(dir: &Path, threads: usize, csv: bool) -> (usize, f64, f64, String) 
             {{ name = "split", plugin = {{ path = {split}, config = {{ source = "tags", delimiter = ";" }} }} }},
         ]
         "#,
+        cache = dir.join("cache").display().to_string(),
         dir = dir.display().to_string(),
-        indexer = plugin(if csv {
-            "csv_indexer.wasm"
-        } else {
-            "jsonl_indexer.wasm"
-        }),
-        indexer_config = if csv {
-            format!("{{ path = \"/work/weir.csv\", columns = {CSV_COLUMNS:?} }}")
-        } else {
-            "{ path = \"/work/weir.jsonl\" }".to_owned()
-        },
         files = plugin("file_connector.wasm"),
         trim = plugin("trim_whitespace.wasm"),
         copy = plugin("copy_fields.wasm"),
         split = plugin("split_field_values.wasm"),
     );
-    let config = weir::config::Config::parse(&toml, dir, std::iter::empty()).expect("config");
-    let runtime = PluginRuntime::new(RuntimeOptions {
-        cache_dir: None,
-        ..RuntimeOptions::default()
-    })
-    .expect("runtime");
-    let messengers = Arc::new(LocalMessengers {
-        capacity: config.publisher.queue_capacity,
-        max_bytes: config.publisher.queue_max_bytes(),
-    });
-    let runner = Runner::new(config, runtime, messengers);
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, toml).expect("write the run config");
+    path
+}
+
+/// The `weir` binary to time.
+fn weir_binary() -> PathBuf {
+    std::env::var_os("WEIR_BENCH_WEIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_weir-under-test")))
+}
+
+/// Child process: the run of `config` through the library, as `weir run`
+/// does it (load, runner for local mode, validate, run), with no logging,
+/// signals or progress. Prints the documents that succeeded.
+fn in_process(config: &Path) {
+    let config = weir::config::Config::load(config).expect("config");
+    let runner = weir::topology::runner(config, weir::topology::Mode::Local).expect("runner");
     let plugins = runner.validate().expect("valid config");
-    let (start, cpu) = (Instant::now(), process_cpu_seconds());
     let result = runner.run_validated(&plugins, "bench");
-    let (seconds, cpu) = (start.elapsed().as_secs_f64(), process_cpu_seconds() - cpu);
-    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
-    // Each stage's mean time per document, in its calls (the run summary's).
-    let stages = result
-        .stages
-        .iter()
-        .map(|s| {
-            let us = s.time.as_secs_f64() * 1e6 / s.documents.max(1) as f64;
-            format!("{}={us:.2}", s.stage)
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
-    // Each kind of thread's CPU time per document.
-    let docs = result.connectors[0].succeeded;
-    let per_doc = |d: std::time::Duration| d.as_secs_f64() * 1e6 / docs.max(1) as f64;
-    let threads = format!(
-        "connector={:.2} workers={:.2} indexer={:.2}",
-        per_doc(result.cpu.connectors),
-        per_doc(result.cpu.workers),
-        per_doc(result.cpu.indexers)
-    );
-    (
-        result.connectors[0].succeeded as usize,
-        seconds,
-        cpu,
-        format!("{stages} | {threads}"),
-    )
+    assert_eq!(result.status(), weir::run::RunStatus::Success, "{result:?}");
+    println!("{}", result.connectors[0].succeeded);
 }
 
-/// The CSV output's columns (`tags` multi-valued, joined with `|`).
-const CSV_COLUMNS: [&str; 6] = ["id", "title", "title_copy", "author", "year", "tags"];
-
-/// One CSV field, quoted when it must be (as the csv crate writes it).
-fn csv_field(out: &mut Vec<u8>, text: &str) {
-    if text.contains([',', '"', '\n', '\r']) {
-        out.push(b'"');
-        out.extend_from_slice(text.replace('"', "\"\"").as_bytes());
-        out.push(b'"');
-    } else {
-        out.extend_from_slice(text.as_bytes());
-    }
-}
-
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .map(str::to_owned)
-        })
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        .unwrap_or(0)
-}
-
-/// Child process: run one phase on `dir` and print `docs seconds cpu peak_kib`.
-fn child(phase: &str, dir: &Path, threads: usize) {
-    let (docs, seconds, cpu, stages) = match phase {
-        "native" | "native-csv" => {
-            let (start, cpu) = (Instant::now(), process_cpu_seconds());
-            let csv = phase == "native-csv";
-            let docs = native(&dir.join("input.jsonl"), &dir.join("native.out"), csv);
-            (
-                docs,
-                start.elapsed().as_secs_f64(),
-                process_cpu_seconds() - cpu,
-                String::new(),
-            )
-        }
-        "weir" => weir_run(dir, threads, false),
-        "weir-csv" => weir_run(dir, threads, true),
-        other => panic!("unknown phase {other}"),
-    };
-    println!("{docs} {seconds} {cpu} {} {stages}", peak_rss_kib());
-}
-
+/// What one phase took.
+#[derive(Debug, Clone)]
 struct Measured {
     docs: usize,
     seconds: f64,
     cpu: f64,
     peak_mib: f64,
-    /// `stage=mean µs` per stage, for Weir.
-    stages: String,
+    /// Weir's own figures, for the phases that run the binary.
+    summary: Option<RunSummary>,
 }
 
-fn measure(phase: &str, dir: &Path, threads: usize) -> Measured {
-    let exe = std::env::current_exe().expect("exe");
-    let out = Command::new(exe)
-        .args(["--phase", phase, "--dir"])
-        .arg(dir)
-        .args(["--threads", &threads.to_string()])
-        .output()
-        .expect("run phase");
-    assert!(
-        out.status.success(),
-        "{phase} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().last().expect("phase output");
-    let mut parts = line.split_whitespace();
-    let mut next = || parts.next().expect("field").to_owned();
-    let docs = next().parse().expect("docs");
-    let seconds = next().parse().expect("seconds");
-    let cpu = next().parse().expect("cpu");
-    let peak_kib: f64 = next().parse().expect("kib");
-    Measured {
-        docs,
-        seconds,
-        cpu,
-        peak_mib: peak_kib / 1024.0,
-        stages: parts.collect::<Vec<_>>().join(" "),
+impl Measured {
+    fn rate(&self) -> f64 {
+        self.docs as f64 / self.seconds
+    }
+
+    fn cpu_us(&self) -> f64 {
+        self.cpu * 1e6 / self.docs as f64
     }
 }
 
-/// The run with the median time.
-fn median(mut runs: Vec<Measured>) -> Measured {
-    runs.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
-    runs.swap_remove(runs.len() / 2)
+/// Everything a phase needs to know.
+struct Setup {
+    dir: PathBuf,
+    threads: usize,
+    lucille: Option<PathBuf>,
+}
+
+/// Run `phase` on `dir` as a process and measure it from outside.
+fn measure(phase: &str, setup: &Setup, dir: &Path) -> Measured {
+    let me = std::env::current_exe().expect("exe");
+    let child = |args: &[&str]| {
+        let mut command = Command::new(&me);
+        command.args(args).arg("--dir").arg(dir);
+        command
+    };
+    let mut command = match phase {
+        "native" | "native-csv" => child(&["--phase", phase]),
+        "weir" | "weir-csv" => {
+            let mut command = Command::new(weir_binary());
+            command
+                .args(["run", "--no-progress"])
+                .arg(dir.join(format!("{phase}.toml")));
+            command
+        }
+        "in-process-csv" => child(&["--phase", phase]),
+        "lucille-csv" => lucille::command(
+            setup.lucille.as_deref().expect("a Lucille"),
+            dir,
+            &dir.join("input.jsonl"),
+            &dir.join("lucille.csv"),
+            &CSV_COLUMNS,
+            setup.threads,
+            BATCH,
+        ),
+        other => panic!("unknown phase {other}"),
+    };
+    let usage = process::timed(&mut command);
+    let summary = phase
+        .starts_with("weir")
+        .then(|| summary::parse(&usage.stdout));
+    let docs = match (&summary, phase) {
+        (Some(summary), _) => usize::try_from(summary.succeeded).expect("count"),
+        (None, "lucille-csv") => lucille::rows(&dir.join("lucille.csv")),
+        (None, _) => usage.stdout.trim().parse().expect("the phase's count"),
+    };
+    Measured {
+        docs,
+        seconds: usage.wall,
+        cpu: usage.cpu,
+        peak_mib: usage.peak_kib as f64 / 1024.0,
+        summary,
+    }
+}
+
+/// The median of `f` over `runs`: the figure a table shows.
+fn median_by(runs: &[Measured], f: impl Fn(&Measured) -> f64) -> f64 {
+    median_of(runs.iter().map(f).collect())
+}
+
+/// `a / b` in each round: its median and range, as `1.23x [1.10-1.31]`.
+fn ratio(a: &[Measured], b: &[Measured], f: impl Fn(&Measured) -> f64) -> String {
+    let per_round: Vec<f64> = a.iter().zip(b).map(|(a, b)| f(a) / f(b)).collect();
+    let (low, high) = per_round
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
+    format!("{:.2}x [{low:.2}-{high:.2}]", median_of(per_round))
+}
+
+/// Weir's CPU per document by kind of thread, and the rest of the process
+/// (its main thread, the plugins' file I/O, the epoch ticker), in µs.
+fn threads_line(runs: &[Measured]) -> String {
+    let us = |f: &dyn Fn(&RunSummary) -> std::time::Duration| {
+        median_by(runs, |m| {
+            let s = m.summary.as_ref().expect("weir's summary");
+            f(s).as_secs_f64() * 1e6 / m.docs as f64
+        })
+    };
+    let rest = median_by(runs, |m| {
+        let s = m.summary.as_ref().expect("weir's summary");
+        let threads = (s.connectors + s.workers + s.indexers).as_secs_f64();
+        (m.cpu - threads) * 1e6 / m.docs as f64
+    });
+    format!(
+        "connector {:.2} | workers {:.2} | indexer {:.2} | rest {rest:.2}",
+        us(&|s| s.connectors),
+        us(&|s| s.workers),
+        us(&|s| s.indexers),
+    )
+}
+
+/// Each stage's mean time per document in its calls (median over runs), µs.
+fn stages_line(runs: &[Measured]) -> String {
+    let first = runs[0].summary.as_ref().expect("weir's summary");
+    (0..first.stages.len())
+        .map(|i| {
+            let us = median_by(runs, |m| {
+                m.summary.as_ref().expect("summary").stages[i]
+                    .1
+                    .as_secs_f64()
+                    * 1e6
+            });
+            format!("{}={us:.2}", first.stages[i].0)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn main() {
@@ -307,24 +358,26 @@ fn main() {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
-    let threads = arg("--threads")
-        .and_then(|t| t.parse().ok())
-        .unwrap_or_else(|| {
-            std::env::var("WEIR_BENCH_THREADS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(2)
-        });
+    let threads = env_number("WEIR_BENCH_THREADS", 2);
     if let (Some(n), Some(dir)) = (arg("--generate"), arg("--dir")) {
-        // For profiling one phase by hand: write the input, then run `--phase`.
-        generate(
-            &PathBuf::from(dir).join("input.jsonl"),
-            n.parse().expect("count"),
-        );
+        // For profiling one phase by hand: write the input and the configs,
+        // then run `weir run <dir>/weir-csv.toml` (or `--phase`).
+        let dir = PathBuf::from(dir);
+        generate(&dir.join("input.jsonl"), n.parse().expect("count"));
+        weir_config(&dir, "weir", threads, false);
+        weir_config(&dir, "weir-csv", threads, true);
         return;
     }
     if let (Some(phase), Some(dir)) = (arg("--phase"), arg("--dir")) {
-        child(&phase, &PathBuf::from(dir), threads);
+        let dir = PathBuf::from(dir);
+        match phase.as_str() {
+            "in-process-csv" => in_process(&dir.join("weir-csv.toml")),
+            native_phase => {
+                let csv = native_phase == "native-csv";
+                let docs = native(&dir.join("input.jsonl"), &dir.join("native.out"), csv);
+                println!("{docs}");
+            }
+        }
         return;
     }
     if let Some(threads) = arg("--hog") {
@@ -334,133 +387,177 @@ fn main() {
         return; // `cargo bench -- --list` / `cargo test --benches`
     }
 
-    weir_tests::plugins_dir(); // build plugins before timing anything
-    let n = docs_wanted();
+    let n = env_number("WEIR_BENCH_DOCS", 1_000_000);
+    let rounds = env_number("WEIR_BENCH_ROUNDS", 3).max(1);
     let small_dir = tempfile::tempdir().expect("tempdir");
     let dir = tempfile::tempdir().expect("tempdir");
+    let setup = Setup {
+        dir: dir.path().to_owned(),
+        threads,
+        lucille: lucille::from_env(),
+    };
     generate(&small_dir.path().join("input.jsonl"), n / 10);
     generate(&dir.path().join("input.jsonl"), n);
+    for (at, name, csv) in [
+        (dir.path(), "weir", false),
+        (dir.path(), "weir-csv", true),
+        (small_dir.path(), "weir", false),
+    ] {
+        let config = weir_config(at, name, threads, csv);
+        // Untimed: compiles the components into the run's cache.
+        process::timed(Command::new(weir_binary()).arg("validate").arg(config));
+    }
     let bytes = std::fs::metadata(dir.path().join("input.jsonl"))
         .expect("meta")
         .len();
     println!(
-        "input: {n} documents, {:.0} bytes each on average; weir worker threads: {threads}",
-        bytes as f64 / n as f64
+        "input: {n} documents, {:.0} bytes each on average; {threads} worker threads, batches of {BATCH}\nweir: {}",
+        bytes as f64 / n as f64,
+        weir_binary().display()
     );
 
-    // Interleaved rounds, median of each: the machine is noisy.
-    let rounds: usize = std::env::var("WEIR_BENCH_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3)
-        .max(1);
-    let phases = ["native", "weir", "native-csv", "weir-csv"];
+    let mut phases = vec!["native", "weir", "native-csv", "weir-csv", "in-process-csv"];
+    if setup.lucille.is_some() {
+        phases.push("lucille-csv");
+    }
     let mut runs: Vec<Vec<Measured>> = phases.iter().map(|_| Vec::new()).collect();
-    for _ in 0..rounds {
+    for round in 1..=rounds {
         for (phase, measured) in phases.iter().zip(&mut runs) {
-            measured.push(measure(phase, dir.path(), threads));
+            let m = measure(phase, &setup, &setup.dir);
+            assert_eq!(m.docs, n, "{phase}: every document through");
+            println!(
+                "round {round} {phase:<15} {:>9.0} docs/s {:>8.2} us CPU/doc",
+                m.rate(),
+                m.cpu_us()
+            );
+            measured.push(m);
         }
     }
-    let weir_small = measure("weir", small_dir.path(), threads);
-    // The same on a busy machine: a process spinning on every core beside it.
-    let busy: Vec<Measured> = {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let mut spinner = Command::new(std::env::current_exe().expect("exe"))
-            .args(["--hog", &cores.to_string()])
-            .spawn()
-            .expect("start the CPU hog");
-        let measured = ["native-csv", "weir-csv"]
-            .iter()
-            .map(|phase| measure(phase, dir.path(), threads))
-            .collect();
-        spinner.kill().expect("stop the CPU hog");
-        spinner.wait().expect("reap the CPU hog");
-        measured
-    };
-    let [native, weir, native_csv, weir_csv] = runs
-        .into_iter()
-        .map(median)
-        .collect::<Vec<_>>()
-        .try_into()
-        .unwrap_or_else(|_| unreachable!("four phases"));
-    for m in [&native, &weir, &native_csv, &weir_csv] {
-        assert_eq!(m.docs, n);
-    }
+    let weir_small = measure("weir", &setup, small_dir.path());
     assert_eq!(weir_small.docs, n / 10);
+    let busy = busy_rounds(&setup);
+    report(&phases, &runs, &weir_small, &busy, n);
+}
 
-    let rate = |m: &Measured| m.docs as f64 / m.seconds;
-    let cpu_us = |m: &Measured| m.cpu * 1e6 / m.docs as f64;
+/// The CSV phases once more, beside a process spinning on every core.
+fn busy_rounds(setup: &Setup) -> Vec<(&'static str, Measured)> {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut spinner = Command::new(std::env::current_exe().expect("exe"))
+        .args(["--hog", &cores.to_string()])
+        .spawn()
+        .expect("start the CPU hog");
+    let measured = ["native-csv", "weir-csv"]
+        .into_iter()
+        .map(|phase| (phase, measure(phase, setup, &setup.dir)))
+        .collect();
+    spinner.kill().expect("stop the CPU hog");
+    spinner.wait().expect("reap the CPU hog");
+    measured
+}
+
+fn report(
+    phases: &[&str],
+    runs: &[Vec<Measured>],
+    weir_small: &Measured,
+    busy: &[(&str, Measured)],
+    n: usize,
+) {
+    let of = |phase: &str| &runs[phases.iter().position(|p| *p == phase).expect(phase)][..];
+    let rounds = runs[0].len();
+    let rate = Measured::rate;
+    let cpu_us = Measured::cpu_us;
     println!(
-        "\nlocal pipeline: file -> trim -> copy -> split -> jsonl or csv (median of {rounds} rounds)"
+        "\nlocal pipeline: file -> trim -> copy -> split -> JSONL or CSV; each phase a process timed from outside (median of {rounds} rounds)"
     );
     println!(
-        "{:<28} {:>12} {:>10} {:>14} {:>14}",
+        "{:<30} {:>10} {:>9} {:>11} {:>13}",
         "", "docs/s", "seconds", "CPU us/doc", "peak RSS MiB"
     );
-    for (name, m) in [
-        ("native Rust, JSONL (1 thread)", &native),
-        (&format!("weir, JSONL, {} docs", n / 10)[..], &weir_small),
-        (&format!("weir, JSONL, {n} docs")[..], &weir),
-        ("native Rust, CSV (1 thread)", &native_csv),
-        (&format!("weir, CSV, {n} docs")[..], &weir_csv),
-    ] {
+    let small = std::slice::from_ref(weir_small);
+    let mut rows = vec![
+        ("native Rust, JSONL (1 thread)".to_owned(), of("native")),
+        (format!("weir, JSONL, {} docs", n / 10), small),
+        ("weir, JSONL".to_owned(), of("weir")),
+        ("native Rust, CSV (1 thread)".to_owned(), of("native-csv")),
+        ("weir, CSV".to_owned(), of("weir-csv")),
+        ("weir in-process, CSV".to_owned(), of("in-process-csv")),
+    ];
+    if phases.contains(&"lucille-csv") {
+        rows.push(("Lucille, CSV".to_owned(), of("lucille-csv")));
+    }
+    for (name, m) in &rows {
         println!(
-            "{name:<28} {:>12.0} {:>10.2} {:>14.2} {:>14.1}",
-            rate(m),
-            m.seconds,
-            cpu_us(m),
-            m.peak_mib
+            "{name:<30} {:>10.0} {:>9.2} {:>11.2} {:>13.1}",
+            median_by(m, rate),
+            median_by(m, |m| m.seconds),
+            median_by(m, cpu_us),
+            median_by(m, |m| m.peak_mib)
         );
     }
     println!(
-        "weir per document, us: time in each stage's calls | CPU of each kind of thread:\n  JSONL {}\n  CSV   {}",
-        weir.stages, weir_csv.stages
+        "\nweir CPU per document by thread, us (rest: main thread, plugins' file I/O, epoch ticker):"
     );
-    println!(
-        "weir / native rate:          JSONL {:.2}, CSV {:.2}",
-        rate(&weir) / rate(&native),
-        rate(&weir_csv) / rate(&native_csv)
+    println!("  JSONL  {}", threads_line(of("weir")));
+    println!("  CSV    {}", threads_line(of("weir-csv")));
+    println!("weir time per document in each stage's calls, us:");
+    println!("  JSONL  {}", stages_line(of("weir")));
+    println!("  CSV    {}", stages_line(of("weir-csv")));
+
+    println!("\nratios in the same round: median [range over {rounds} rounds]");
+    let pair = |name: &str, a: &str, b: &str| {
+        println!(
+            "{name:<34} docs/s {}   CPU per document {}",
+            ratio(of(a), of(b), rate),
+            ratio(of(a), of(b), cpu_us)
+        );
+    };
+    pair("weir / native, JSONL", "weir", "native");
+    pair("weir / native, CSV", "weir-csv", "native-csv");
+    pair(
+        "weir binary / in-process, CSV",
+        "weir-csv",
+        "in-process-csv",
     );
-    println!(
-        "weir / native CPU per doc:   JSONL {:.2}, CSV {:.2}",
-        cpu_us(&weir) / cpu_us(&native),
-        cpu_us(&weir_csv) / cpu_us(&native_csv)
-    );
+    if phases.contains(&"lucille-csv") {
+        pair("weir / Lucille, CSV", "weir-csv", "lucille-csv");
+        pair("Lucille / native, CSV", "lucille-csv", "native-csv");
+    }
     println!(
         "weir peak RSS, {n} / {} docs: {:.2}x",
         n / 10,
-        weir.peak_mib / weir_small.peak_mib
+        median_by(of("weir"), |m| m.peak_mib) / weir_small.peak_mib
     );
+
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     println!("\nbusy machine: CSV, one round beside a process spinning on all {cores} cores");
     println!(
-        "{:<28} {:>12} {:>10} {:>14} {:>14}",
+        "{:<30} {:>10} {:>9} {:>11} {:>13}",
         "", "docs/s", "seconds", "CPU us/doc", "wall / CPU"
     );
-    for (name, quiet, busy) in [
-        ("native Rust, CSV", &native_csv, &busy[0]),
-        ("weir, CSV", &weir_csv, &busy[1]),
-    ] {
-        for (when, m) in [("quiet", quiet), ("busy", busy)] {
+    for (phase, busy) in busy {
+        let name = if phase.starts_with("weir") {
+            "weir, CSV"
+        } else {
+            "native Rust, CSV"
+        };
+        let quiet = of(phase);
+        for (when, seconds, cpu, docs_s, us) in [
+            (
+                "quiet",
+                median_by(quiet, |m| m.seconds),
+                median_by(quiet, |m| m.cpu),
+                median_by(quiet, rate),
+                median_by(quiet, cpu_us),
+            ),
+            ("busy", busy.seconds, busy.cpu, rate(busy), cpu_us(busy)),
+        ] {
             println!(
-                "{:<28} {:>12.0} {:>10.2} {:>14.2} {:>14.2}",
+                "{:<30} {docs_s:>10.0} {seconds:>9.2} {us:>11.2} {:>13.2}",
                 format!("{name}, {when}"),
-                rate(m),
-                m.seconds,
-                cpu_us(m),
-                m.seconds / m.cpu
+                seconds / cpu
             );
         }
     }
-    // Lucille 0.11.1 on Java 25, measured on this kind of machine on the same
-    // CSV workload (issue 13): a reference, not measured in this run.
-    let (lucille_rate, lucille_cpu_us) = (40_000.0, 13.0);
-    println!(
-        "\nweir CSV against Lucille's reference ({lucille_rate:.0} docs/s, {lucille_cpu_us:.0} us CPU/doc): \
-         {:.2}x the rate, {:.2}x the CPU per document",
-        rate(&weir_csv) / lucille_rate,
-        cpu_us(&weir_csv) / lucille_cpu_us
-    );
 }
 
 /// Spin on `threads` threads until killed: the busy-machine rounds.

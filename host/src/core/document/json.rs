@@ -5,11 +5,8 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::parse::{deserialize_document, parse_document_within, parse_value_within};
-use super::{
-    CHILDREN_FIELD, DocLimits, Document, FieldError, ID_FIELD, RESERVED_FIELDS, RUN_ID_FIELD,
-    writer,
-};
+use super::parse::{deserialize_document, parse_document_within, parse_fields_within};
+use super::{CHILDREN_FIELD, DocLimits, Document, FieldError, ID_FIELD, RUN_ID_FIELD, writer};
 
 impl Document {
     /// The whole document as JSON text, written straight from the fields
@@ -216,20 +213,17 @@ impl Document {
         text: &str,
         limits: DocLimits,
     ) -> Result<Self, FieldError> {
-        let Value::Object(fields) = parse_value_within(text, limits.max_bytes)? else {
+        let Some(fields) = parse_fields_within(text, limits.max_bytes)? else {
             return Err(FieldError::InvalidJson(
                 "fields must be a JSON object".into(),
             ));
         };
-        let mut doc = Self {
+        Self {
             id: id.into(),
             fields,
             ..Self::default()
-        };
-        for reserved in RESERVED_FIELDS {
-            doc.fields.shift_remove(reserved);
         }
-        doc.admitted(limits)
+        .admitted(limits)
     }
 
     /// Parse whole-document JSON text, straight into a document (no

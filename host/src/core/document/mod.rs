@@ -384,6 +384,8 @@ pub fn value_as_text(value: &Value) -> Option<String> {
     match value {
         Value::Null => None,
         Value::String(s) => Some(s.clone()),
+        // As written (numbers keep their text), without the formatter.
+        Value::Number(n) => Some(n.as_str().to_owned()),
         other => Some(other.to_string()),
     }
 }

@@ -17,25 +17,96 @@ use serde_json::{Map, Value};
 use super::limits::human_bytes;
 use super::number::Spellings;
 use super::sizing::{MIN_VALUE_BYTES, entry_bytes};
-use super::{CHILDREN_FIELD, DocLimits, Document, FieldError, ID_FIELD, RUN_ID_FIELD};
+use super::{
+    CHILDREN_FIELD, DocLimits, Document, FieldError, ID_FIELD, RESERVED_FIELDS, RUN_ID_FIELD,
+};
 
 /// JSON text as a value that counts at most `max_bytes`
 /// ([`value_bytes`](super::value_bytes)): the parse stops as soon as the
 /// value would count more, so what is built on the way never passes the
 /// limit, whatever the text.
 pub fn parse_value_within(text: &str, max_bytes: usize) -> Result<Value, FieldError> {
-    // Text far longer than the limit (whitespace aside, JSON text is about
-    // as long as what it builds) is refused before it is read at all.
+    refuse_long_text(text, max_bytes)?;
+    // Nested as deep as any document may hold: where the value goes, the
+    // document's own check says how deep it may be there.
+    let budget = ParseBudget::new(max_bytes, DocLimits::MAX_DEPTH, 0).reading(text);
+    parse_text(text, &budget, |reader| budget.seed().deserialize(reader))
+}
+
+/// Text far longer than the limit (whitespace aside, JSON text is about as
+/// long as what it builds) is refused before it is read at all.
+fn refuse_long_text(text: &str, max_bytes: usize) -> Result<(), FieldError> {
     if text.len() > max_bytes.saturating_mul(4).saturating_add(1 << 10) {
         return Err(FieldError::TooLarge(format!(
             "{OVER_BUDGET}: {} bytes of JSON text for a limit of {max_bytes} bytes (limits.max_document_mib)",
             text.len()
         )));
     }
-    // Nested as deep as any document may hold: where the value goes, the
-    // document's own check says how deep it may be there.
+    Ok(())
+}
+
+/// The fields of JSON text holding one object, reserved keys left out as
+/// they come (parsed and counted as any value, never built into the map):
+/// a connector's `from-json-with-id`, whose id comes beside the text.
+/// `None` when the text is not an object, for the caller to say so; what
+/// is built counts at most `max_bytes`, as [`parse_value_within`] counts.
+pub(super) fn parse_fields_within(
+    text: &str,
+    max_bytes: usize,
+) -> Result<Option<Map<String, Value>>, FieldError> {
+    if !text
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('{')
+    {
+        // Not an object (or not JSON): read as any value, which says why.
+        return match parse_value_within(text, max_bytes)? {
+            Value::Object(fields) => Ok(Some(fields)),
+            _ => Ok(None),
+        };
+    }
+    refuse_long_text(text, max_bytes)?;
     let budget = ParseBudget::new(max_bytes, DocLimits::MAX_DEPTH, 0).reading(text);
-    parse_text(text, &budget, |reader| budget.seed().deserialize(reader))
+    parse_text(text, &budget, |reader| {
+        serde::Deserializer::deserialize_map(reader, FieldsVisitor { budget: &budget })
+    })
+}
+
+/// Reads the fields of a top-level object within the budget, charging
+/// exactly what [`Budgeted`] charges for the same object.
+struct FieldsVisitor<'a, 't> {
+    budget: &'a ParseBudget<'t>,
+}
+
+impl<'de> serde::de::Visitor<'de> for FieldsVisitor<'_, '_> {
+    type Value = Option<Map<String, Value>>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object of fields")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let budget = self.budget;
+        budget.charge(MIN_VALUE_BYTES)?;
+        budget.enter()?;
+        let mut fields = Map::new();
+        let mut first = true;
+        while let Some(key) = map.next_key::<String>()? {
+            if std::mem::take(&mut first) && key == NUMBER_TOKEN {
+                // serde_json's reserved key makes the object a number, as
+                // `Budgeted` reads it (and charges it): not an object of fields.
+                let text: String = map.next_value()?;
+                budget.charge(text.len().max(MIN_VALUE_BYTES))?;
+                return Ok(None);
+            }
+            budget.charge(entry_bytes(&key, 0))?;
+            let value = map.next_value_seed(budget.seed())?;
+            if !RESERVED_FIELDS.contains(&key.as_str()) {
+                fields.insert(key, value);
+            }
+        }
+        budget.leave();
+        Ok(Some(fields))
+    }
 }
 
 /// Whole-document JSON text as a document, checked against `limits`;

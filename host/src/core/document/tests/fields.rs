@@ -66,3 +66,23 @@ fn run_ids_are_cleared_all_the_way_down() {
     assert_eq!(d.children()[0].run_id(), None);
     assert_measured(&d);
 }
+
+#[test]
+fn values_as_text_keep_numbers_as_written() {
+    let d = Document::from_json_str(
+        r#"{"id":"n","big":123456789012345678901234567890,"exp":1E5,"frac":2.50,"neg":-0,"yes":true,"none":null,"list":[1,"a"]}"#,
+    )
+    .expect("document");
+    let text = |name: &str| d.get(name).and_then(value_as_text);
+    assert_eq!(
+        text("big").as_deref(),
+        Some("123456789012345678901234567890")
+    );
+    assert_eq!(text("exp").as_deref(), Some("1E5"));
+    assert_eq!(text("frac").as_deref(), Some("2.50"));
+    assert_eq!(text("neg").as_deref(), Some("-0"));
+    assert_eq!(text("yes").as_deref(), Some("true"));
+    assert_eq!(text("none"), None);
+    let all: Vec<String> = d.get_all("list").filter_map(value_as_text).collect();
+    assert_eq!(all, ["1", "a"]);
+}

@@ -91,6 +91,48 @@ fn from_fields_json_leaves_reserved_keys_out() {
 }
 
 #[test]
+fn fields_are_the_whole_object_less_its_reserved_keys_within_the_same_budget() {
+    use crate::core::document::parse::parse_fields_within;
+    use crate::core::document::{RESERVED_FIELDS, parse_value_within};
+    let texts = [
+        r#"{"id":"y","a":1,"run_id":"r","_children":[{"id":"c"}],"b":{"c":[1,2.5]}}"#,
+        r#" {"a":1E5,"a":"two","id":1,"id":2} "#,
+        r#"{"x":"\u00e9\n","y":[true,null,{}],"z":-0}"#,
+        "{}",
+        r#"{"$serde_json::private::Number":"1"}"#,
+        "[1]",
+        "\"fields\"",
+        "{",
+        r#"{"a":1}x"#,
+        r#"{"a":[[[[[[1]]]]]]}"#,
+    ];
+    for text in texts {
+        // Every budget up to past the largest: a charge left out or added
+        // shows as a text read within one budget by one and not the other.
+        for max in (0..4096).chain([1 << 20]) {
+            let whole = parse_value_within(text, max).map(|value| match value {
+                Value::Object(mut fields) => {
+                    for reserved in RESERVED_FIELDS {
+                        fields.shift_remove(reserved);
+                    }
+                    Some(fields)
+                }
+                _ => None,
+            });
+            match (whole, parse_fields_within(text, max)) {
+                (Ok(whole), Ok(fields)) => assert_eq!(whole, fields, "{text} within {max}"),
+                (Err(whole), Err(fields)) => assert_eq!(
+                    std::mem::discriminant(&whole),
+                    std::mem::discriminant(&fields),
+                    "{text} within {max}: {whole} / {fields}"
+                ),
+                (whole, fields) => panic!("{text} within {max}: {whole:?} / {fields:?}"),
+            }
+        }
+    }
+}
+
+#[test]
 fn load_json_keeps_identity() {
     let mut d = doc();
     d.load_json(json!({"only": 1})).expect("load");
