@@ -27,6 +27,8 @@ pub struct Usage {
 
 /// Run `command` to its end and measure it; panics, with what it printed
 /// on standard error, when it fails.
+// The child is reaped by `wait4` below (for its rusage), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
 pub fn timed(command: &mut Command) -> Usage {
     let shown = format!("{command:?}");
     let start = Instant::now();
