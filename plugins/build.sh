@@ -12,8 +12,11 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
     rustup target add wasm32-wasip2 >&2
 fi
 
-# Plugins are guests: never let the host build's flags leak into them.
+# Plugins are guests: never let the host build's flags leak into them. They
+# are built with WebAssembly SIMD (128-bit), which wasmtime runs natively:
+# faster line splitting, UTF-8 checks and copies in the guest.
 env -u RUSTFLAGS -u CARGO_ENCODED_RUSTFLAGS -u CARGO_BUILD_TARGET \
+    CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS="-C target-feature=+simd128" \
     cargo build --quiet --release --target wasm32-wasip2 \
     --manifest-path "$here/Cargo.toml" --target-dir "$target_dir"
 
