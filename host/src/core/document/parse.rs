@@ -88,7 +88,7 @@ impl<'de> serde::de::Visitor<'de> for FieldsVisitor<'_, '_> {
         let budget = self.budget;
         budget.charge(MIN_VALUE_BYTES)?;
         budget.enter()?;
-        let mut fields = Map::new();
+        let mut fields = Map::with_capacity(FIELDS_HINT.get());
         let mut first = true;
         while let Some(key) = map.next_key::<String>()? {
             if std::mem::take(&mut first) && key == NUMBER_TOKEN {
@@ -105,8 +105,20 @@ impl<'de> serde::de::Visitor<'de> for FieldsVisitor<'_, '_> {
             }
         }
         budget.leave();
+        FIELDS_HINT.set(fields.len().min(MAX_FIELDS_HINT));
         Ok(Some(fields))
     }
+}
+
+/// The most fields a connector's documents are sized for ahead of parsing.
+const MAX_FIELDS_HINT: usize = 64;
+
+thread_local! {
+    /// How many fields the last document parsed on this thread had: a
+    /// connector's documents are alike, so the next one's map is sized for
+    /// as many up front instead of growing (and rehashing) as it is read.
+    /// Capped, so one wide document does not oversize the ones after it.
+    static FIELDS_HINT: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Whole-document JSON text as a document, checked against `limits`;
