@@ -9,8 +9,10 @@
 
 use std::collections::HashSet;
 
+use serde_json::Value;
+
 use super::bindings::indexer::exports::weir::plugin::indexer_api::BatchEntry;
-use crate::core::document::Document;
+use crate::core::document::{Document, value_as_text};
 
 /// How an indexer wants its batches (what its `start` answered).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -114,24 +116,69 @@ impl BatchFormat {
     }
 }
 
-/// `doc` as the backend asked for it.
-pub(crate) fn batch_entry(doc: &Document, format: &BatchFormat) -> BatchEntry {
-    BatchEntry {
-        id: doc.id().to_owned(),
-        run_id: doc.run_id().map(str::to_owned),
-        json: format
-            .json
-            .then(|| doc.to_json_string_shaped(format.fields.as_deref(), &format.omit)),
-        picked: format
-            .pick
-            .iter()
-            .map(|name| {
-                doc.get_all(name)
-                    .filter_map(crate::core::document::value_as_text)
-                    .collect()
-            })
-            .collect(),
+/// `docs` rendered as the backend asked, handed to `send` as the batch's
+/// entries. The entries borrow: ids, run ids and text values straight from
+/// the documents, and only what must be rendered (JSON text, numbers,
+/// booleans, nested values) is built, once per batch, beside them. So the
+/// strings of a batch are copied once, into the guest, not first into the
+/// host's own entries.
+pub(crate) fn with_entries<R>(
+    docs: &[Document],
+    format: &BatchFormat,
+    send: impl FnOnce(&[BatchEntry<'_>]) -> R,
+) -> R {
+    let json: Vec<Option<String>> = docs
+        .iter()
+        .map(|doc| {
+            format
+                .json
+                .then(|| doc.to_json_string_shaped(format.fields.as_deref(), &format.omit))
+        })
+        .collect();
+    // What has no text of its own in the document, in the order met below.
+    let rendered: Vec<String> = docs
+        .iter()
+        .flat_map(|doc| format.pick.iter().flat_map(|name| doc.get_all(name)))
+        .filter(|value| !matches!(value, Value::String(_)))
+        .filter_map(value_as_text)
+        .collect();
+    let mut rendered_next = rendered.iter();
+    let mut values: Vec<&str> = Vec::new();
+    let mut ends: Vec<usize> = Vec::with_capacity(docs.len() * format.pick.len());
+    for doc in docs {
+        for name in &format.pick {
+            for value in doc.get_all(name) {
+                match value {
+                    Value::String(text) => values.push(text),
+                    Value::Null => {}
+                    _ => values.push(rendered_next.next().expect("rendered above")),
+                }
+            }
+            ends.push(values.len());
+        }
     }
+    let mut start = 0;
+    let fields: Vec<&[&str]> = ends
+        .iter()
+        .map(|&end| {
+            let field = &values[start..end];
+            start = end;
+            field
+        })
+        .collect();
+    let per_doc = format.pick.len();
+    let entries: Vec<BatchEntry<'_>> = docs
+        .iter()
+        .zip(&json)
+        .enumerate()
+        .map(|(i, (doc, json))| BatchEntry {
+            id: doc.id(),
+            run_id: doc.run_id(),
+            json: json.as_deref(),
+            picked: &fields[i * per_doc..(i + 1) * per_doc],
+        })
+        .collect();
+    send(&entries)
 }
 
 #[cfg(test)]
@@ -178,8 +225,10 @@ mod tests {
             serde_json::json!({ "id": "d", "a": 1, "b": 2, "c": 3 }),
         )
         .expect("doc");
-        let entry = super::batch_entry(&doc, &format);
-        assert_eq!(entry.json.as_deref(), Some(r#"{"a":1,"c":3}"#));
+        let json = super::with_entries(&[doc], &format, |entries| {
+            entries[0].json.map(str::to_owned)
+        });
+        assert_eq!(json.as_deref(), Some(r#"{"a":1,"c":3}"#));
     }
 
     #[test]
@@ -196,5 +245,54 @@ mod tests {
         let many: Vec<String> = (0..=MAX_FORMAT_NAMES).map(|i| format!("f{i}")).collect();
         let error = BatchFormat::checked(false, None, Vec::new(), many).expect_err("too many");
         assert!(error.to_string().contains("`pick`"), "{error}");
+    }
+
+    /// Picked values keep their order and text whether they come from the
+    /// document as they are (text) or are rendered (numbers, booleans,
+    /// nested JSON), nulls left out, a missing field empty, per document.
+    #[test]
+    fn picked_values_borrow_text_and_render_the_rest_in_order() {
+        let format = BatchFormat::checked(
+            false,
+            None,
+            Vec::new(),
+            vec!["a".into(), "missing".into(), "b".into()],
+        )
+        .expect("ok");
+        let docs = [
+            // From text, so the number keeps the digits it was written with.
+            serde_json::from_str(r#"{"id":"1","a":["x",1,null,true,{"k":[2]}, "y"],"b":2.50}"#)
+                .expect("json"),
+            serde_json::json!({ "id": "2", "a": null, "b": "text" }),
+            serde_json::json!({ "id": "3" }),
+        ]
+        .map(|json| crate::core::document::Document::from_json(json).expect("doc"));
+        let picked = super::with_entries(&docs, &format, |entries| {
+            assert!(entries.iter().all(|e| e.json.is_none()));
+            let ids: Vec<&str> = entries.iter().map(|e| e.id).collect();
+            assert_eq!(ids, ["1", "2", "3"]);
+            entries
+                .iter()
+                .map(|e| {
+                    e.picked
+                        .iter()
+                        .map(|field| field.iter().map(|v| v.to_string()).collect::<Vec<_>>())
+                        .collect::<Vec<_>>()
+                })
+                .collect::<Vec<_>>()
+        });
+        let strings = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            picked,
+            [
+                vec![
+                    strings(&["x", "1", "true", r#"{"k":[2]}"#, "y"]),
+                    vec![],
+                    strings(&["2.50"]),
+                ],
+                vec![vec![], vec![], strings(&["text"])],
+                vec![vec![], vec![], vec![]],
+            ]
+        );
     }
 }

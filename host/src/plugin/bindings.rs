@@ -42,10 +42,20 @@ pub mod connector {
     });
 }
 
+/// The indexer's batch entries borrow what they send (ids and the text of
+/// picked values straight from the documents), so a batch is lowered into
+/// the guest without a copy of each string made first in the host.
 pub mod indexer {
-    world_bindings!("indexer", {
-        "weir:plugin/types": super::stage::weir::plugin::types,
-        "weir:plugin/log": super::stage::weir::plugin::log,
+    wasmtime::component::bindgen!({
+        world: "indexer",
+        path: "../wit",
+        imports: { default: trappable },
+        exports: { default: async },
+        ownership: Borrowing { duplicate_if_necessary: true },
+        with: {
+            "weir:plugin/types": super::stage::weir::plugin::types,
+            "weir:plugin/log": super::stage::weir::plugin::log,
+        },
     });
 }
 

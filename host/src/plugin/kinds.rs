@@ -4,10 +4,9 @@
 use wasmtime::Store;
 use wasmtime::component::{InstancePre, Resource};
 
-use super::batch::{BatchFailure, BatchFormat, DocumentFailure, batch_entry};
+use super::batch::{BatchFailure, BatchFormat, DocumentFailure, with_entries};
 use super::bindings::batch_stage::{BatchStage, BatchStagePre};
 use super::bindings::connector::{Connector, ConnectorPre};
-use super::bindings::indexer::exports::weir::plugin::indexer_api::BatchEntry;
 use super::bindings::indexer::{Indexer, IndexerPre};
 use super::bindings::stage::{Stage, StagePre};
 use super::bindings::{ConfigIssue, GuestError};
@@ -363,13 +362,16 @@ impl IndexerInstance {
         docs: &[Document],
     ) -> Result<Result<Vec<DocumentFailure>, BatchFailure>, PluginError> {
         let timeout = self.inner.loaded().spec.limits.call_timeout();
-        let format = self.inner.started()?;
-        let entries: Vec<BatchEntry> = docs.iter().map(|d| batch_entry(d, format)).collect();
+        // A few names, cloned so the entries can borrow them beside the call.
+        let format = self.inner.started()?.clone();
         let count = docs.len();
-        let sent = self.inner.call(timeout, async |b, store| {
-            b.weir_plugin_indexer_api()
-                .call_index_batch(store, &entries)
-                .await
+        let inner = &mut self.inner;
+        let sent = with_entries(docs, &format, |entries| {
+            inner.call(timeout, async |b, store| {
+                b.weir_plugin_indexer_api()
+                    .call_index_batch(store, entries)
+                    .await
+            })
         })?;
         let name = &self.inner.loaded().name;
         Ok(match sent {
