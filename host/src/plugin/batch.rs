@@ -135,28 +135,28 @@ pub(crate) fn with_entries<R>(
                 .then(|| doc.to_json_string_shaped(format.fields.as_deref(), &format.omit))
         })
         .collect();
-    // What has no text of its own in the document, in the order met below.
-    let rendered: Vec<String> = docs
-        .iter()
-        .flat_map(|doc| format.pick.iter().flat_map(|name| doc.get_all(name)))
-        .filter(|value| !matches!(value, Value::String(_)))
-        .filter_map(value_as_text)
-        .collect();
-    let mut rendered_next = rendered.iter();
-    let mut values: Vec<&str> = Vec::new();
+    // One pass over the picked values: text is borrowed, the rest rendered
+    // aside and pointed to by its place there.
+    let mut rendered: Vec<String> = Vec::new();
+    let mut picked: Vec<Result<&str, usize>> = Vec::new();
     let mut ends: Vec<usize> = Vec::with_capacity(docs.len() * format.pick.len());
     for doc in docs {
         for name in &format.pick {
             for value in doc.get_all(name) {
-                match value {
-                    Value::String(text) => values.push(text),
-                    Value::Null => {}
-                    _ => values.push(rendered_next.next().expect("rendered above")),
+                if let Value::String(text) = value {
+                    picked.push(Ok(text));
+                } else if let Some(text) = value_as_text(value) {
+                    picked.push(Err(rendered.len()));
+                    rendered.push(text);
                 }
             }
-            ends.push(values.len());
+            ends.push(picked.len());
         }
     }
+    let values: Vec<&str> = picked
+        .into_iter()
+        .map(|value| value.unwrap_or_else(|at| &rendered[at]))
+        .collect();
     let mut start = 0;
     let fields: Vec<&[&str]> = ends
         .iter()
