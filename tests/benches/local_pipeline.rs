@@ -11,6 +11,9 @@
 //!   file-connector -> trim-whitespace -> copy-fields -> split-field-values
 //!   -> jsonl-indexer or csv-indexer, every one a sandboxed component,
 //!   default limits, 2 worker threads, batches of 500;
+//! - `weir, 0.2.0 stages` (CSV): the same, with the three stages' contract
+//!   0.2.0 builds (`tests/fixtures/contract-0.2.0`), called a document at a
+//!   time, against the 0.2.1 builds called in batches;
 //! - `weir in-process` (CSV): the same config run by the library inside a
 //!   process of this bench, as `weir run` runs it less its command line
 //!   (logging, signals, progress): what the binary adds, if anything;
@@ -159,6 +162,14 @@ fn csv_field(out: &mut Vec<u8>, text: &str) {
 fn weir_config(dir: &Path, name: &str, threads: usize, csv: bool) -> PathBuf {
     let dist = weir_tests::plugins_dir();
     let plugin = |name: &str| format!("{:?}", dist.join(name).display().to_string());
+    // The `-020` phase runs the stages' contract 0.2.0 builds (called a
+    // document at a time), beside the same stages on 0.2.1 (in batches).
+    let stages = if name.ends_with("-020") {
+        weir_tests::repo_root().join("tests/fixtures/contract-0.2.0")
+    } else {
+        dist.to_owned()
+    };
+    let stage = |name: &str| format!("{:?}", stages.join(name).display().to_string());
     let indexer = if csv {
         format!(
             "{{ path = {}, config = {{ path = \"/work/weir.csv\", columns = {CSV_COLUMNS:?} }}",
@@ -194,9 +205,9 @@ fn weir_config(dir: &Path, name: &str, threads: usize, csv: bool) -> PathBuf {
         cache = dir.join("cache").display().to_string(),
         dir = dir.display().to_string(),
         files = plugin("file_connector.wasm"),
-        trim = plugin("trim_whitespace.wasm"),
-        copy = plugin("copy_fields.wasm"),
-        split = plugin("split_field_values.wasm"),
+        trim = stage("trim_whitespace.wasm"),
+        copy = stage("copy_fields.wasm"),
+        split = stage("split_field_values.wasm"),
     );
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, toml).expect("write the run config");
@@ -260,7 +271,7 @@ fn measure(phase: &str, setup: &Setup, dir: &Path) -> Measured {
     };
     let mut command = match phase {
         "native" | "native-csv" => child(&["--phase", phase]),
-        "weir" | "weir-csv" => {
+        "weir" | "weir-csv" | "weir-csv-020" => {
             let mut command = Command::new(weir_binary());
             command
                 .args(["run", "--no-progress"])
@@ -366,6 +377,7 @@ fn main() {
         generate(&dir.join("input.jsonl"), n.parse().expect("count"));
         weir_config(&dir, "weir", threads, false);
         weir_config(&dir, "weir-csv", threads, true);
+        weir_config(&dir, "weir-csv-020", threads, true);
         return;
     }
     if let (Some(phase), Some(dir)) = (arg("--phase"), arg("--dir")) {
@@ -401,6 +413,7 @@ fn main() {
     for (at, name, csv) in [
         (dir.path(), "weir", false),
         (dir.path(), "weir-csv", true),
+        (dir.path(), "weir-csv-020", true),
         (small_dir.path(), "weir", false),
     ] {
         let config = weir_config(at, name, threads, csv);
@@ -416,7 +429,14 @@ fn main() {
         weir_binary().display()
     );
 
-    let mut phases = vec!["native", "weir", "native-csv", "weir-csv", "in-process-csv"];
+    let mut phases = vec![
+        "native",
+        "weir",
+        "native-csv",
+        "weir-csv",
+        "weir-csv-020",
+        "in-process-csv",
+    ];
     if setup.lucille.is_some() {
         phases.push("lucille-csv");
     }
@@ -480,6 +500,7 @@ fn report(
         ("weir, JSONL".to_owned(), of("weir")),
         ("native Rust, CSV (1 thread)".to_owned(), of("native-csv")),
         ("weir, CSV".to_owned(), of("weir-csv")),
+        ("weir, CSV, 0.2.0 stages".to_owned(), of("weir-csv-020")),
         ("weir in-process, CSV".to_owned(), of("in-process-csv")),
     ];
     if phases.contains(&"lucille-csv") {
@@ -499,9 +520,11 @@ fn report(
     );
     println!("  JSONL  {}", threads_line(of("weir")));
     println!("  CSV    {}", threads_line(of("weir-csv")));
+    println!("  0.2.0  {}", threads_line(of("weir-csv-020")));
     println!("weir time per document in each stage's calls, us:");
     println!("  JSONL  {}", stages_line(of("weir")));
     println!("  CSV    {}", stages_line(of("weir-csv")));
+    println!("  0.2.0  {}", stages_line(of("weir-csv-020")));
 
     println!("\nratios in the same round: median [range over {rounds} rounds]");
     let pair = |name: &str, a: &str, b: &str| {
@@ -513,6 +536,7 @@ fn report(
     };
     pair("weir / native, JSONL", "weir", "native");
     pair("weir / native, CSV", "weir-csv", "native-csv");
+    pair("weir 0.2.0 / 0.2.1 stages, CSV", "weir-csv-020", "weir-csv");
     pair(
         "weir binary / in-process, CSV",
         "weir-csv",
