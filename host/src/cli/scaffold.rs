@@ -217,7 +217,7 @@ fn template(kind: Kind, lang: Lang, name: &str) -> Vec<(String, String)> {
     };
     let build = match lang {
         Lang::Rust => format!(
-            "cargo build --release --target wasm32-wasip2\ncp \"${{CARGO_TARGET_DIR:-target}}/wasm32-wasip2/release/{}.wasm\" \"{name}.wasm\"",
+            "# Built with WebAssembly SIMD, as Weir's own plugins are (wasmtime runs it natively).\nCARGO_TARGET_WASM32_WASIP2_RUSTFLAGS=\"${{CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS:--C target-feature=+simd128}}\" \\\n    cargo build --release --target wasm32-wasip2\ncp \"${{CARGO_TARGET_DIR:-target}}/wasm32-wasip2/release/{}.wasm\" \"{name}.wasm\"",
             name.replace('-', "_")
         ),
         Lang::Python | Lang::Js => {
@@ -263,7 +263,7 @@ fn template(kind: Kind, lang: Lang, name: &str) -> Vec<(String, String)> {
         files.push((
             "Cargo.toml".to_owned(),
             format!(
-                "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nweir-plugin = {{ path = \".weir/sdk-rust\" }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\n[workspace]\n\n[profile.release]\nopt-level = \"s\"\nlto = true\ncodegen-units = 1\nstrip = true\npanic = \"abort\"\n"
+                "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nweir-plugin = {{ path = \".weir/sdk-rust\" }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\n[workspace]\n\n[profile.release]\nopt-level = 3\nlto = true\ncodegen-units = 1\nstrip = true\npanic = \"abort\"\n"
             ),
         ));
         files.push((
