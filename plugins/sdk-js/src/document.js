@@ -76,6 +76,12 @@ const RESERVED = new Set(["id", "run_id", "_children"]);
 
 const REMOVE_CHANGE = Object.freeze({ tag: "remove" });
 
+const LENT_TAIL =
+  " was lent for the duration of process() only; " +
+  "keep what you need (doc.toObject()) or make a new one with weir.Document.create()";
+/** Why a lent document whose id the call did not read can no longer be used (one string for all). */
+const LENT = `a document${LENT_TAIL}`;
+
 /** As a value in {@link Document#update}: remove the field. */
 export const REMOVE = Object.freeze({ toString: () => "weir.REMOVE" });
 
@@ -473,11 +479,8 @@ export class Document {
       for (const doc of docs) {
         // Named by its id only when the call read it: asking the host costs a call
         // (as much as a field read) for every document, kept or not.
-        const which = doc.#id === undefined ? "a document" : `document \`${doc.#id}\``;
         doc.#pending = undefined;
-        doc.#gone =
-          `${which} was lent for the duration of process() only; ` +
-          "keep what you need (doc.toObject()) or make a new one with weir.Document.create()";
+        doc.#gone = doc.#id === undefined ? LENT : `document \`${doc.#id}\`${LENT_TAIL}`;
         // Drop the handle here rather than in the bindings, whose drop leaves the
         // object registered for a second drop, should the engine ever collect it.
         doc.#host[Symbol.dispose]();
@@ -497,11 +500,11 @@ export class Document {
     for (let at = 0; at < docs.length; at += step) {
       const chunk = docs.slice(at, at + step);
       const answers = fields.getJsonEach(chunk.map((doc) => doc.#use()), names);
-      chunk.forEach((doc, i) => {
+      for (let i = 0; i < chunk.length; i++) {
         const texts = answers[i];
-        const kept = doc.#json;
-        names.forEach((name, n) => kept.set(name, texts[n]));
-      });
+        const kept = chunk[i].#json;
+        for (let n = 0; n < names.length; n++) kept.set(names[n], texts[n]);
+      }
     }
   }
 
@@ -515,9 +518,9 @@ export class Document {
   static flushBatch(docs) {
     if (!fields) return undefined;
     const waiting = [];
-    docs.forEach((doc, at) => {
-      if (doc.#pending?.length) waiting.push(at);
-    });
+    for (let at = 0; at < docs.length; at++) {
+      if (docs[at].#pending?.length) waiting.push(at);
+    }
     let refused;
     for (let start = 0; start < waiting.length; ) {
       let end = start;
