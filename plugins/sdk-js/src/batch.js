@@ -7,7 +7,7 @@
  * Its own module: only the batch-stage world imports `weir:plugin/fields`.
  */
 
-import { getJsonEach, getJsonMany, getStringsMany, update, updateEach } from "weir:plugin/fields@0.2.1";
+import { getJsonEachText, getJsonMany, getStringsMany, update, updateEachText } from "weir:plugin/fields@0.2.1";
 import { Document } from "./document.js";
 import { pluginError } from "./errors.js";
 import { err, exported, lifecycle, ok } from "./plugin.js";
@@ -19,7 +19,7 @@ import { outcomes, stageInstance } from "./stage.js";
  */
 export function exportStage(Plugin) {
   const instance = stageInstance(Plugin);
-  Document.useFields({ getJsonEach, getJsonMany, getStringsMany, update, updateEach });
+  Document.useFields({ getJsonEachText, getJsonMany, getStringsMany, update, updateEachText });
   const calls = {
     checkConfig: (text) => instance.checkConfig(text),
     start: (text) => instance.begin(text, () => instance.plugin.start()),

@@ -76,6 +76,11 @@ const RESERVED = new Set(["id", "run_id", "_children"]);
 
 const REMOVE_CHANGE = Object.freeze({ tag: "remove" });
 
+/** A kept `[name, JSON text or null]` change as the WIT `field-change` of `update`. */
+function asChange([name, text]) {
+  return { name, change: text === null ? REMOVE_CHANGE : { tag: "set-json", val: text } };
+}
+
 const LENT_TAIL =
   " was lent for the duration of process() only; " +
   "keep what you need (doc.toObject()) or make a new one with weir.Document.create()";
@@ -109,9 +114,10 @@ export class Document {
   /** The JSON text of the fields read (undefined for an absent one), by name, until changed. */
   #json = new Map();
   /**
-   * A document of a batch (batch-stage world): its changes not yet sent to the host
-   * (WIT `field-change`s), sent for the whole batch in one call when it ends
-   * ({@link Document.flushBatch}). Undefined: changes go to the host at once.
+   * A document of a batch (batch-stage world): its changes not yet sent to the host,
+   * `[name, JSON text]` pairs (null text: removed), sent for the whole batch in one
+   * call when it ends ({@link Document.flushBatch}). Undefined: changes go to the host
+   * at once.
    */
   #pending;
 
@@ -166,10 +172,10 @@ export class Document {
    * Keep the change of field `name` to JSON text `text` (undefined: removed) for the
    * end of the batch; reads of the field see it now.
    */
-  #keep(name, text, change) {
+  #keep(name, text) {
     this.#json.set(name, text);
     const pending = this.#pending;
-    pending.push({ name, change });
+    pending.push([name, text ?? null]);
     if (pending.length >= MAX_CHANGES) this.#flush();
   }
 
@@ -183,7 +189,7 @@ export class Document {
     if (!changes?.length) return;
     this.#pending = [];
     try {
-      fields.update(this.#host, changes);
+      fields.update(this.#host, changes.map(asChange));
     } catch (e) {
       this.#json.clear(); // what the refused changes left out is not known here
       if (e?.payload && FIELD_ERRORS[e.payload.tag]) throw fieldError(`document \`${this.id}\``, e.payload);
@@ -285,7 +291,7 @@ export class Document {
     const host = this.#use();
     if (this.#pending && !RESERVED.has(name)) {
       const text = attempt(`set \`${name}\``, () => toJsonText(value));
-      this.#keep(name, text, { tag: "set-json", val: text });
+      this.#keep(name, text);
       return;
     }
     this.#json.delete(name);
@@ -309,7 +315,7 @@ export class Document {
         : `[${current},${item}]`;
     });
     if (this.#pending && !RESERVED.has(name)) {
-      this.#keep(name, list, { tag: "set-json", val: list });
+      this.#keep(name, list);
       return;
     }
     this.#json.delete(name);
@@ -331,10 +337,7 @@ export class Document {
     const entries = changes instanceof Map ? [...changes] : Object.entries(changes);
     if (this.#pending && entries.every(([name]) => !RESERVED.has(name))) {
       const texts = entries.map(([name, value]) => (value === REMOVE ? undefined : attempt(`set \`${name}\``, () => toJsonText(value))));
-      entries.forEach(([name], at) => {
-        const text = texts[at];
-        this.#keep(name, text, text === undefined ? REMOVE_CHANGE : { tag: "set-json", val: text });
-      });
+      entries.forEach(([name], at) => this.#keep(name, texts[at]));
       return;
     }
     if (this.#pending?.length) this.#flush();
@@ -358,7 +361,7 @@ export class Document {
     const kept = this.#json;
     if (this.#pending && kept.has(name) && !RESERVED.has(name)) {
       const present = kept.get(name) !== undefined; // known: no call
-      this.#keep(name, undefined, REMOVE_CHANGE);
+      this.#keep(name, undefined);
       return present;
     }
     if (this.#pending?.length) this.#flush();
@@ -491,7 +494,7 @@ export class Document {
 
   /**
    * Read the fields `names` of every one of `docs` in one host call (one per
-   * `MAX_EACH` answers), for the reads to come.
+   * `MAX_EACH` answers), answered as one JSON text, for the reads to come.
    * @internal used by the SDK's batch loop
    */
   static prefetchEach(docs, names) {
@@ -499,18 +502,19 @@ export class Document {
     const step = Math.max(1, Math.min(MAX_DOCS, Math.floor(MAX_EACH / names.length)));
     for (let at = 0; at < docs.length; at += step) {
       const chunk = docs.slice(at, at + step);
-      const answers = fields.getJsonEach(chunk.map((doc) => doc.#use()), names);
+      // One string for the batch: each string and list element that crosses costs here.
+      const answers = JSON.parse(fields.getJsonEachText(chunk.map((doc) => doc.#use()), names));
       for (let i = 0; i < chunk.length; i++) {
         const texts = answers[i];
         const kept = chunk[i].#json;
-        for (let n = 0; n < names.length; n++) kept.set(names[n], texts[n]);
+        for (let n = 0; n < names.length; n++) kept.set(names[n], texts[n] ?? undefined);
       }
     }
   }
 
   /**
    * Send the changes kept for each of `docs` (a batch) to the host, in one call (one
-   * per `MAX_DOCS` documents or `MAX_EACH` changes). What the host refused, by the
+   * per `MAX_DOCS` documents or `MAX_EACH` changes), as one JSON text. What the host refused, by the
    * position of its document: a `weir.FieldError` that fails it, as the change itself
    * would have; undefined when nothing was refused.
    * @internal used by the batch export when the plugin's `processBatch` returns
@@ -531,13 +535,16 @@ export class Document {
         end += 1;
       }
       const sent = waiting.slice(start, end);
-      const updates = sent.map((at) => {
+      const hosts = [];
+      const changes = [];
+      for (const at of sent) {
         const doc = docs[at];
-        const changes = doc.#pending;
+        hosts.push(doc.#host);
+        changes.push(doc.#pending);
         doc.#pending = [];
-        return [doc.#host, changes];
-      });
-      fields.updateEach(updates).forEach((result, i) => {
+      }
+      // The changes as one string, as for reads.
+      fields.updateEachText(hosts, JSON.stringify(changes)).forEach((result, i) => {
         if (result.tag !== "err") return;
         const doc = docs[sent[i]];
         doc.#json.clear();

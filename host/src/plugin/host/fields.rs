@@ -251,7 +251,26 @@ impl Host for PluginState {
             .map(|(h, changes)| self.update_one(&h, changes))
             .collect()
     }
+
+    fn get_json_each_text(&mut self, docs: Vec<Handle>, names: Vec<String>) -> Wasm<String> {
+        let answer = self.get_json_each(docs, names)?;
+        Ok(serde_json::to_string(&answer)?)
+    }
+
+    fn update_each_text(
+        &mut self,
+        docs: Vec<Handle>,
+        changes: String,
+    ) -> Wasm<Vec<Result<(), FieldError>>> {
+        let updates = match text::changes_of(docs, &changes) {
+            Ok(updates) => updates,
+            Err(message) => return Err(self.budget.refuse(Limit::MaxDocumentMib, message)),
+        };
+        self.update_each(updates)
+    }
 }
+
+mod text;
 
 #[cfg(test)]
 mod tests;

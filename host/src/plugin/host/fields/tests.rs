@@ -254,3 +254,54 @@ fn a_handle_that_is_not_the_plugins_stops_the_call() {
             .is_err()
     );
 }
+
+#[test]
+fn the_text_calls_do_what_the_list_calls_do() {
+    let (mut state, reps) = lending(vec![
+        json!({ "id": "a", "t": "x \"quoted\"", "n": [1, 2] }),
+        json!({ "id": "b", "gone": 1 }),
+        json!({ "id": "c" }),
+    ]);
+    let handles = || reps.iter().map(|&r| borrow(r)).collect::<Vec<_>>();
+    let asked = names(&["t", "n", "none"]);
+    let text = state
+        .get_json_each_text(handles(), asked.clone())
+        .expect("answered");
+    let listed = state.get_json_each(handles(), asked).expect("answered");
+    assert_eq!(text, serde_json::to_string(&listed).expect("JSON"));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&text).expect("JSON")[0],
+        json!(["\"x \\\"quoted\\\"\"", "[1,2]", null])
+    );
+
+    let changes =
+        r#"[[["t", "\"y\""]], [["gone", null], ["new", "[3]"]], [["id", "1"], ["z", "1"]]]"#;
+    let results = state
+        .update_each_text(handles(), changes.to_owned())
+        .expect("answered");
+    assert!(results[0].is_ok() && results[1].is_ok(), "{results:?}");
+    assert!(
+        matches!(&results[2], Err(FieldError::ReservedField(_))),
+        "{results:?}"
+    );
+    assert_eq!(doc(&state, reps[0]).fields().get("t"), Some(&json!("y")));
+    assert!(!doc(&state, reps[1]).has("gone"));
+    assert_eq!(doc(&state, reps[1]).fields().get("new"), Some(&json!([3])));
+    assert!(!doc(&state, reps[2]).has("z"));
+
+    for (bad, expected) in [
+        (
+            "[[]]",
+            "the changes are for 1 documents, not the 3 the call lists",
+        ),
+        ("{}", "the changes are not JSON of"),
+        (r#"[[["t", 1]], [], []]"#, "the changes are not JSON of"),
+    ] {
+        state.budget.start_call();
+        let trap = state
+            .update_each_text(handles(), bad.to_owned())
+            .expect_err("refused");
+        let message = refusal(&state, trap);
+        assert!(message.contains(expected), "{bad}: {message}");
+    }
+}
