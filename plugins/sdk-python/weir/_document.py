@@ -7,6 +7,7 @@ holding a list is multi-valued: `get` gives its first value, `get_all` every val
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any, Iterable
 
@@ -158,18 +159,22 @@ class Document:
         if not changes:
             return
         self._pending = []
+        made = [
+            _fields.FieldChange(name, _REMOVE if text is None else _fields.Change_SetJson(text))
+            for name, text in changes
+        ]
         try:
-            _fields.update(self._handle, changes)
+            _fields.update(self._handle, made)
         except Err as error:
             self._json.clear()  # what the refused changes left out is not known here
             raise _field_error(error, f"document `{self.id}`") from None
 
-    def _keep(self, name: str, text: str | None, change: Any) -> None:
+    def _keep(self, name: str, text: str | None) -> None:
         """Keep the change of field `name` to JSON text `text` (None: removed) for the end
         of the batch; reads of the field see it now."""
         self._json[name] = text
         pending = self._pending
-        pending.append(_fields.FieldChange(name, change))
+        pending.append((name, text))
         if len(pending) >= _MAX_CHANGES:
             self._flush()
 
@@ -317,7 +322,7 @@ class Document:
         else:
             text = _encode_field(value, name)
         if self._pending is not None and name not in _RESERVED:
-            self._keep(name, text, _fields.Change_SetJson(text))
+            self._keep(name, text)
             return
         self._json.pop(name, None)
         try:
@@ -351,7 +356,7 @@ class Document:
         if self._pending is not None and _RESERVED.isdisjoint(changes):
             texts = [None if value is REMOVE else _encode_field(value, name) for name, value in changes.items()]
             for name, text in zip(changes, texts):
-                self._keep(name, text, _REMOVE if text is None else _fields.Change_SetJson(text))
+                self._keep(name, text)
             return
         if self._pending:
             self._flush()
@@ -379,7 +384,7 @@ class Document:
         """Remove `name`; True when it was present."""
         text = self._json.get(name, _UNREAD) if type(name) is str else _UNREAD
         if self._pending is not None and text is not _UNREAD and name not in _RESERVED:
-            self._keep(name, None, _REMOVE)  # whether it was present is known: no call
+            self._keep(name, None)  # whether it was present is known: no call
             return text is not None
         if self._pending:
             self._flush()
@@ -579,7 +584,9 @@ def _read_ahead(docs: list[Document], names: list[str]) -> None:
     step = max(1, min(_MAX_DOCS, _MAX_EACH // len(names)))
     for at in range(0, len(docs), step):
         chunk = docs[at : at + step]
-        answers = _fields.get_json_each([doc._handle for doc in chunk], names)
+        # One string for the batch, parsed natively: fewer values cross than with
+        # get-json-each's list of lists.
+        answers = json.loads(_fields.get_json_each_text([doc._handle for doc in chunk], names))
         for doc, texts in zip(chunk, answers):
             doc._json.update(zip(names, texts))
 
@@ -599,11 +606,13 @@ def _flush_batch(docs: list[Document], outcomes: list) -> None:
                 break
             end += 1
         sent = waiting[start:end]
-        updates = []
+        handles = []
+        changes = []
         for _, doc in sent:
-            updates.append((doc._handle, doc._pending))
+            handles.append(doc._handle)
+            changes.append(doc._pending)
             doc._pending = []
-        results = _fields.update_each(updates)
+        results = _fields.update_each_text(handles, json.dumps(changes, ensure_ascii=False, separators=(",", ":")))
         for (at, doc), result in zip(sent, results):
             if type(result) is Err:
                 doc._json.clear()
