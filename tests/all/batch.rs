@@ -150,6 +150,78 @@ fn reads_and_changes_of_many_fields_are_bounded() {
 }
 
 #[test]
+fn batch_wide_calls_change_and_read_each_document_of_the_batch() {
+    let mut probe = probe();
+    let mut docs = vec![
+        acting("a", "each"),
+        acting("b", "each-refused"),
+        acting("c", "each-read"),
+        acting("d", "each"),
+    ];
+    let outcomes = probe.process_batch(&mut docs).expect("answered");
+    assert!(outcomes[0].is_ok() && outcomes[2].is_ok() && outcomes[3].is_ok());
+    // The refused change fails its own document, after the change before it.
+    assert!(
+        message(&outcomes[1]).contains("ReservedField"),
+        "{}",
+        message(&outcomes[1])
+    );
+    assert_eq!(field(&docs[1], "batch_size"), json!(4));
+    assert_eq!(field(&docs[1], "instance_calls"), Value::Null);
+    assert_eq!(docs[1].id(), "b");
+    for d in [&docs[0], &docs[2], &docs[3]] {
+        assert_eq!(field(d, "batch_size"), json!(4), "{}", d.id());
+        assert_eq!(field(d, "visits"), json!([1]), "{}", d.id());
+    }
+    // What one `update-each` wrote, read back by one `get-json-each`.
+    assert_eq!(field(&docs[2], "read"), json!("\"each-read\" 4 absent"));
+}
+
+#[test]
+fn batch_wide_calls_that_ask_for_too_much_stop_the_call() {
+    let mut probe = probe();
+    let big = doc(json!({ "id": "b", "act": "each-big", "big": "x".repeat(8 << 10) }));
+    for (mut d, expected) in [
+        (
+            acting("a", "each-flood"),
+            "5000 field names in one call, more than the 4096",
+        ),
+        (
+            big,
+            "bytes of fields in one call, more than the documents read hold",
+        ),
+        (
+            acting("c", "each-changes"),
+            "69632 changes in one call, more than the 65536",
+        ),
+    ] {
+        let outcome = probe.process(&mut d);
+        assert!(
+            message(&outcome).contains(expected),
+            "{}",
+            message(&outcome)
+        );
+    }
+    probe
+        .process(&mut acting("d", "each"))
+        .expect("the next document");
+}
+
+#[test]
+fn a_batch_that_traps_after_update_each_comes_back_as_it_was() {
+    let mut probe = probe();
+    let before = vec![
+        doc(json!({ "id": "a", "act": "each", "batch_size": "old" })),
+        acting("b", "each"),
+        acting("c", "each-trap"),
+    ];
+    let mut docs = before.clone();
+    let error = probe.process_batch(&mut docs).expect_err("the call traps");
+    assert!(matches!(error, PluginError::Trap { .. }), "{error}");
+    assert_eq!(docs, before);
+}
+
+#[test]
 fn a_whole_batch_error_or_a_wrong_count_fails_every_document() {
     let mut probe = probe();
     let mut docs = vec![acting("a", "ok"), acting("b", "batch-error")];

@@ -3,20 +3,26 @@
 //! exceptions as per-document errors with their message (the instance is not
 //! replaced), a clear error for a lent document used after its call, and
 //! logs in the host's log; fields read and written several at a time, a
-//! field read again after a change, and a batch of documents each with its
-//! own outcome. `plugins/testing/sdk-behaviour/` holds the probe.
+//! field read again after a change, a batch of documents each with its
+//! own outcome, and changes kept for the end of a batch (read back at once,
+//! made before any call that would not see them, and a refused one failing
+//! only its document). `plugins/testing/sdk-behaviour/` holds the probe.
 
 use serde_json::json;
 use weir_tests::{doc, repo_root, runtime, sdk_component};
 
 fn probe(lang: &str) -> weir::plugin::StageInstance {
+    probe_within(lang, None)
+}
+
+/// The probe, with documents of at most `max_document_mib`.
+fn probe_within(lang: &str, max_document_mib: Option<u64>) -> weir::plugin::StageInstance {
     let src = repo_root().join("plugins/testing/sdk-behaviour").join(lang);
     let path = sdk_component(lang, "stage", &src);
+    let mut spec = weir::plugin::PluginSpec::new(path, json!({}));
+    spec.limits.max_document_mib = max_document_mib;
     runtime()
-        .load_stage(
-            &format!("probe-{lang}"),
-            &weir::plugin::PluginSpec::new(path, json!({})),
-        )
+        .load_stage(&format!("probe-{lang}"), &spec)
         .expect("load")
         .instantiate()
         .expect("instantiate")
@@ -85,6 +91,22 @@ fn check(lang: &str, exception: &str) {
         "{lang}"
     );
 
+    // Changes of a batch's document are read back at once, and made before
+    // a call that asks the host.
+    let (buffered, outcome) = run(json!({ "id": "9b", "action": "buffered" }));
+    assert!(outcome.is_ok(), "{lang}: {outcome:?}");
+    assert_eq!(
+        buffered.fields().get("seen"),
+        Some(&json!(["new", [1, 2], false])),
+        "{lang}"
+    );
+    assert_eq!(
+        buffered.fields().get("names"),
+        Some(&json!(["calls", "x", "y", "seen"])),
+        "{lang}"
+    );
+    assert!(!buffered.has("action"), "{lang}");
+
     // A batch: the per-document API gives each document its own outcome.
     let mut docs = vec![
         doc(json!({ "id": "9" })),
@@ -97,8 +119,45 @@ fn check(lang: &str, exception: &str) {
         outcomes[0].is_ok() && outcomes[1].is_err() && outcomes[2].is_ok(),
         "{lang}: {outcomes:?}"
     );
-    assert_eq!(docs[2].get("calls"), Some(&json!(11)), "{lang}");
+    assert_eq!(docs[2].get("calls"), Some(&json!(12)), "{lang}");
     assert_eq!(stage.restarts(), 0, "{lang}: the instance was replaced");
+}
+
+/// A change the host refuses at the end of the batch (the document would
+/// grow past its limit) fails its document only, with the field error.
+fn refused_change_fails_only_its_document(lang: &str) {
+    let mut stage = probe_within(lang, Some(1));
+    let mut docs = vec![
+        doc(json!({ "id": "a" })),
+        doc(json!({ "id": "g", "action": "grow" })),
+        doc(json!({ "id": "c" })),
+    ];
+    let outcomes = stage.process_batch(&mut docs).expect("the batch call");
+    assert!(
+        outcomes[0].is_ok() && outcomes[2].is_ok(),
+        "{lang}: {outcomes:?}"
+    );
+    let message = outcomes[1].as_ref().expect_err("too large").to_string();
+    assert!(message.contains("`big`"), "{lang}: {message}");
+    assert!(message.contains("document `g`"), "{lang}: {message}");
+    assert!(!docs[1].has("big") && !docs[1].has("after"), "{lang}");
+    assert_eq!(
+        docs[1].get("calls"),
+        Some(&json!(2)),
+        "{lang}: the change before it is made"
+    );
+    assert_eq!(docs[2].get("calls"), Some(&json!(3)), "{lang}");
+    assert_eq!(stage.restarts(), 0, "{lang}: the instance was replaced");
+}
+
+#[test]
+fn a_refused_change_fails_only_its_document_in_python() {
+    refused_change_fails_only_its_document("python");
+}
+
+#[test]
+fn a_refused_change_fails_only_its_document_in_js() {
+    refused_change_fails_only_its_document("js");
 }
 
 #[test]

@@ -15,6 +15,10 @@
 //!   `WEIR_BENCH_ROUNDS` rounds (default 3) of `WEIR_BENCH_DOCS` documents
 //!   (default 50,000), with the range.
 //!
+//! `WEIR_BENCH_VARIANTS=name=path.wasm,...` adds other builds of the
+//! conformance stage (an older SDK's, say) to the runs through the binary,
+//! measured in the same rounds.
+//!
 //! The Rust document stage is the 0.2.0 build kept in
 //! `tests/fixtures/contract-0.2.0`; the Python and JavaScript ones are the
 //! same sources built with `per-document-stage`. Ratios are against Rust's
@@ -280,7 +284,7 @@ fn workers_us_per_doc(weir: &Path, config: &Path) -> f64 {
 
 /// Per variant: the stage's CPU per document through the binary (median,
 /// min, max over the rounds), less the no-stage run of the same round.
-fn through_binary(variants: &[(&'static str, Calls, PathBuf)]) -> (usize, Vec<(f64, f64, f64)>) {
+fn through_binary(variants: &[(String, Calls, PathBuf)]) -> (usize, Vec<(f64, f64, f64)>) {
     let docs = measure::env_number("WEIR_BENCH_DOCS", 50_000);
     let rounds = measure::env_number("WEIR_BENCH_ROUNDS", 3).max(1);
     let weir = weir_binary();
@@ -318,6 +322,28 @@ fn through_binary(variants: &[(&'static str, Calls, PathBuf)]) -> (usize, Vec<(f
     (docs, summary)
 }
 
+/// The builds `WEIR_BENCH_VARIANTS` names (`name=path.wasm,...`), batch
+/// stages all.
+fn extra_variants() -> Vec<(String, Calls, PathBuf)> {
+    let listed = std::env::var("WEIR_BENCH_VARIANTS").unwrap_or_default();
+    listed
+        .split(',')
+        .filter(|v| !v.trim().is_empty())
+        .map(|variant| {
+            let (name, path) = variant.split_once('=').unwrap_or_else(|| {
+                panic!("WEIR_BENCH_VARIANTS: `{variant}` is not name=path.wasm")
+            });
+            let path = PathBuf::from(path.trim());
+            assert!(
+                path.is_file(),
+                "WEIR_BENCH_VARIANTS: no file {}",
+                path.display()
+            );
+            (name.trim().to_owned(), Calls::Batch, path)
+        })
+        .collect()
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -335,10 +361,11 @@ fn main() {
         ("pass", json!({ "op": "fail" })),
     ];
     let (setup, per_doc) = in_process(&ops);
-    let variants: Vec<(&str, Calls, PathBuf)> = LANGS
+    let mut variants: Vec<(String, Calls, PathBuf)> = LANGS
         .iter()
-        .flat_map(|lang| Calls::BOTH.map(|calls| (*lang, calls, component(lang, calls))))
+        .flat_map(|lang| Calls::BOTH.map(|calls| (lang.to_string(), calls, component(lang, calls))))
         .collect();
+    variants.extend(extra_variants());
     let (binary_docs, binary) = through_binary(&variants);
 
     println!("plugin languages: the conformance stage, per document (0.2.0) and batched (0.2.1)");
@@ -394,7 +421,7 @@ fn main() {
     );
     for ((lang, calls, _), (median, min, max)) in variants.iter().zip(&binary) {
         println!(
-            "  copy      {lang:<7} {:<8} {median:>8.2} [{min:.2}-{max:.2}]",
+            "  copy      {lang:<11} {:<8} {median:>8.2} [{min:.2}-{max:.2}]",
             calls.label()
         );
     }

@@ -241,7 +241,8 @@ fn limits() -> Limits {
     }
 }
 
-fn plugin_state() -> PluginState {
+/// A store's data as an instance has it, under [`limits`] (1 MiB documents).
+pub(crate) fn plugin_state() -> PluginState {
     let plugin: Arc<str> = Arc::from("fuzzed");
     let logs = Arc::new(Mutex::new(LogLimiter::new(1_000)));
     let budget = Budget::new(&limits());

@@ -2,11 +2,12 @@
  * A stage's export as the WIT `stage-batch-api` (the `batch-stage` world,
  * contract 0.2.1): the host lends a batch of documents per call, and the
  * plugin's `processBatch` (by default `process` on each in turn) says what
- * became of each. Its own module: only the batch-stage world imports
- * `weir:plugin/fields`.
+ * became of each; the changes kept for the batch's documents are then made in
+ * one host call, and a document whose change the host refuses fails with it.
+ * Its own module: only the batch-stage world imports `weir:plugin/fields`.
  */
 
-import { getJsonMany, getStringsMany, update } from "weir:plugin/fields@0.2.1";
+import { getJsonEachText, getJsonMany, getStringsMany, update, updateEachText } from "weir:plugin/fields@0.2.1";
 import { Document } from "./document.js";
 import { pluginError } from "./errors.js";
 import { err, exported, lifecycle, ok } from "./plugin.js";
@@ -18,15 +19,17 @@ import { outcomes, stageInstance } from "./stage.js";
  */
 export function exportStage(Plugin) {
   const instance = stageInstance(Plugin);
-  Document.useFields({ getJsonMany, getStringsMany, update });
+  Document.useFields({ getJsonEachText, getJsonMany, getStringsMany, update, updateEachText });
   const calls = {
     checkConfig: (text) => instance.checkConfig(text),
     start: (text) => instance.begin(text, () => instance.plugin.start()),
     processBatch: (hosts) => {
       const [docs, end] = Document.lend(hosts);
       try {
-        return ok(outcomes(instance.plugin.processBatch(docs), docs.length));
+        const result = instance.plugin.processBatch(docs);
+        return ok(outcomes(refusing(result, Document.flushBatch(docs), docs.length), docs.length));
       } catch (e) {
+        Document.flushBatch(docs); // the documents go back as the plugin left them
         return err(pluginError(e, "document"));
       } finally {
         end();
@@ -35,4 +38,17 @@ export function exportStage(Plugin) {
     stop: () => lifecycle(() => instance.plugin?.stop()),
   };
   return exported(calls, () => Document.releaseMade());
+}
+
+/**
+ * What `processBatch` returned (`result`, for `count` documents), with the field
+ * errors of the changes the host refused (`refused`, by position) as the outcomes of
+ * their documents, unless those failed already. A result of the wrong shape is left
+ * for {@link outcomes} to refuse.
+ */
+function refusing(result, refused, count) {
+  if (refused === undefined) return result;
+  const each = result === undefined || result === null ? new Array(count).fill(undefined) : result;
+  if (!Array.isArray(each) || each.length !== count) return result;
+  return each.map((outcome, at) => (refused[at] !== undefined && !(outcome instanceof Error) ? refused[at] : outcome));
 }

@@ -42,12 +42,15 @@ function attempt(what, call) {
     return call();
   } catch (e) {
     const payload = e?.payload;
-    if (payload && FIELD_ERRORS[payload.tag]) {
-      throw new FieldError(`${what}: ${FIELD_ERRORS[payload.tag](payload.val)}`, payload.tag);
-    }
+    if (payload && FIELD_ERRORS[payload.tag]) throw fieldError(what, payload);
     if (e instanceof TypeError) throw new TypeError(`${what}: ${e.message}`);
     throw e;
   }
+}
+
+/** The error for the host's refusal `payload` (a WIT `field-error`) of `what`. */
+function fieldError(what, payload) {
+  return new FieldError(`${what}: ${FIELD_ERRORS[payload.tag](payload.val)}`, payload.tag);
 }
 
 /** Documents the plugin made during the current call and has not handed over. */
@@ -59,8 +62,30 @@ const made = new Set();
  */
 let fields;
 
-/** The most changes the host takes in one `update` call. */
+/** The most changes the host takes in one `update` call (and for one document of `update-each`). */
 const MAX_CHANGES = 4096;
+
+/** The most answers one `get-json-each` gives (documents times names), and the most changes one `update-each` makes in all. */
+const MAX_EACH = 65536;
+
+/** The most documents one `get-json-each` or `update-each` takes. */
+const MAX_DOCS = 4096;
+
+/** Names no field may have: a change to one goes to the host at once, which refuses it. */
+const RESERVED = new Set(["id", "run_id", "_children"]);
+
+const REMOVE_CHANGE = Object.freeze({ tag: "remove" });
+
+/** A kept `[name, JSON text or null]` change as the WIT `field-change` of `update`. */
+function asChange([name, text]) {
+  return { name, change: text === null ? REMOVE_CHANGE : { tag: "set-json", val: text } };
+}
+
+const LENT_TAIL =
+  " was lent for the duration of process() only; " +
+  "keep what you need (doc.toObject()) or make a new one with weir.Document.create()";
+/** Why a lent document whose id the call did not read can no longer be used (one string for all). */
+const LENT = `a document${LENT_TAIL}`;
 
 /** As a value in {@link Document#update}: remove the field. */
 export const REMOVE = Object.freeze({ toString: () => "weir.REMOVE" });
@@ -88,6 +113,13 @@ export class Document {
   #gone;
   /** The JSON text of the fields read (undefined for an absent one), by name, until changed. */
   #json = new Map();
+  /**
+   * A document of a batch (batch-stage world): its changes not yet sent to the host,
+   * `[name, JSON text]` pairs (null text: removed), sent for the whole batch in one
+   * call when it ends ({@link Document.flushBatch}). Undefined: changes go to the host
+   * at once.
+   */
+  #pending;
 
   /** @internal use {@link Document.create} */
   constructor(host) {
@@ -136,6 +168,42 @@ export class Document {
     return text;
   }
 
+  /**
+   * Keep the change of field `name` to JSON text `text` (undefined: removed) for the
+   * end of the batch; reads of the field see it now.
+   */
+  #keep(name, text) {
+    this.#json.set(name, text);
+    const pending = this.#pending;
+    pending.push([name, text ?? null]);
+    if (pending.length >= MAX_CHANGES) this.#flush();
+  }
+
+  /**
+   * Send the changes kept for this document to the host, in one call: before any
+   * host call that would not see them. A refused change throws `weir.FieldError`
+   * (with those before it made), as the change itself would have.
+   */
+  #flush() {
+    const changes = this.#pending;
+    if (!changes?.length) return;
+    this.#pending = [];
+    try {
+      fields.update(this.#host, changes.map(asChange));
+    } catch (e) {
+      this.#json.clear(); // what the refused changes left out is not known here
+      if (e?.payload && FIELD_ERRORS[e.payload.tag]) throw fieldError(`document \`${this.id}\``, e.payload);
+      throw e;
+    }
+  }
+
+  /** The host document, with the changes kept for it made: for calls that would not see them. */
+  #synced() {
+    const host = this.#use();
+    if (this.#pending?.length) this.#flush();
+    return host;
+  }
+
   /** Whether `name` is present (with any value, even null). */
   has(name) {
     return this.#text(name) !== undefined;
@@ -143,7 +211,7 @@ export class Document {
 
   /** The names of all fields, in order (`id`, `run_id`, `_children` excluded). */
   fieldNames() {
-    return this.#use().fieldNames();
+    return this.#synced().fieldNames();
   }
 
   /** Whether `name` holds several values (an array), even one or none. */
@@ -175,7 +243,7 @@ export class Document {
    * @returns {string | undefined}
    */
   getString(name) {
-    return this.#use().getString(name) ?? undefined;
+    return this.#synced().getString(name) ?? undefined;
   }
 
   /** {@link Document#get} of each of `names`, in order, in one host call. */
@@ -194,7 +262,7 @@ export class Document {
    * @returns {string[][]}
    */
   getStringsMany(names) {
-    const host = this.#use();
+    const host = this.#synced();
     const list = fieldList(names);
     return fields ? fields.getStringsMany(host, list) : list.map((name) => host.getStrings(name));
   }
@@ -221,6 +289,11 @@ export class Document {
   /** Set `name` to `value` (an array makes the field multi-valued). */
   set(name, value) {
     const host = this.#use();
+    if (this.#pending && !RESERVED.has(name)) {
+      const text = attempt(`set \`${name}\``, () => toJsonText(value));
+      this.#keep(name, text);
+      return;
+    }
     this.#json.delete(name);
     attempt(`set \`${name}\``, () => host.setJson(name, toJsonText(value)));
   }
@@ -235,15 +308,18 @@ export class Document {
   add(name, value) {
     const host = this.#use();
     const current = this.#text(name);
-    this.#json.delete(name);
-    attempt(`add to \`${name}\``, () => {
+    const list = attempt(`add to \`${name}\``, () => {
       const item = toJsonText(value);
-      const list =
-        current === undefined || current === "[]" ? `[${item}]`
+      return current === undefined || current === "[]" ? `[${item}]`
         : current.startsWith("[") ? `${current.slice(0, -1)},${item}]`
         : `[${current},${item}]`;
-      host.setJson(name, list);
     });
+    if (this.#pending && !RESERVED.has(name)) {
+      this.#keep(name, list);
+      return;
+    }
+    this.#json.delete(name);
+    attempt(`add to \`${name}\``, () => host.setJson(name, list));
   }
 
   /**
@@ -259,6 +335,12 @@ export class Document {
       throw new TypeError("update() takes an object (or a Map) of field changes");
     }
     const entries = changes instanceof Map ? [...changes] : Object.entries(changes);
+    if (this.#pending && entries.every(([name]) => !RESERVED.has(name))) {
+      const texts = entries.map(([name, value]) => (value === REMOVE ? undefined : attempt(`set \`${name}\``, () => toJsonText(value))));
+      entries.forEach(([name], at) => this.#keep(name, texts[at]));
+      return;
+    }
+    if (this.#pending?.length) this.#flush();
     for (const [name] of entries) this.#json.delete(name);
     if (!fields) {
       for (const [name, value] of entries) value === REMOVE ? this.remove(name) : this.set(name, value);
@@ -276,7 +358,14 @@ export class Document {
   /** Remove `name`; true when it was present. */
   remove(name) {
     const host = this.#use();
-    this.#json.delete(name);
+    const kept = this.#json;
+    if (this.#pending && kept.has(name) && !RESERVED.has(name)) {
+      const present = kept.get(name) !== undefined; // known: no call
+      this.#keep(name, undefined);
+      return present;
+    }
+    if (this.#pending?.length) this.#flush();
+    kept.delete(name);
     return attempt(`remove \`${name}\``, () => host.remove(name));
   }
 
@@ -287,7 +376,7 @@ export class Document {
    */
   rename(source, target, mode = "overwrite") {
     if (!MODES.includes(mode)) throw new TypeError(`rename: mode must be one of ${MODES.join(", ")}`);
-    const host = this.#use();
+    const host = this.#synced();
     this.#json.clear();
     return attempt(`rename \`${source}\` to \`${target}\``, () => host.rename(source, target, mode));
   }
@@ -310,7 +399,7 @@ export class Document {
 
   /** Set the value at `path`, creating objects (and growing arrays with nulls) along the way. */
   setPath(path, value) {
-    const host = this.#use();
+    const host = this.#synced();
     this.#json.clear();
     // The `json` case carries no number through the `value` variant.
     attempt(`set path \`${path}\``, () => host.setPath(path, { tag: "json", val: toJsonText(value) }));
@@ -318,7 +407,7 @@ export class Document {
 
   /** Remove the value at `path`; true when it was present. */
   removePath(path) {
-    const host = this.#use();
+    const host = this.#synced();
     this.#json.clear();
     return attempt(`remove path \`${path}\``, () => host.removePath(path));
   }
@@ -335,7 +424,7 @@ export class Document {
 
   /** Nest `child` inside this document. The child is handed over: it cannot be used afterwards. */
   addChild(child) {
-    const host = this.#use();
+    const host = this.#synced();
     const childHost = Document.handOver(child, "nested with addChild()");
     attempt(`add child to \`${this.id}\``, () => host.addChild(childHost));
   }
@@ -347,7 +436,7 @@ export class Document {
 
   /** The whole document as JSON text: `id`, `run_id`, fields, `_children`. */
   toJson() {
-    return this.#use().toJson();
+    return this.#synced().toJson();
   }
 
   /** The whole document as an object, like {@link Document#toJson} (numbers exact). */
@@ -361,7 +450,7 @@ export class Document {
    * present, must match.
    */
   load(whole) {
-    const host = this.#use();
+    const host = this.#synced();
     this.#json.clear();
     attempt(`load \`${this.id}\``, () => host.loadJson(typeof whole === "string" ? whole : toJsonText(whole)));
   }
@@ -386,22 +475,84 @@ export class Document {
     const docs = hosts.map((host) => {
       const doc = new Document(host);
       doc.#lent = true;
+      if (fields) doc.#pending = [];
       return doc;
     });
     const end = () => {
       for (const doc of docs) {
         // Named by its id only when the call read it: asking the host costs a call
         // (as much as a field read) for every document, kept or not.
-        const which = doc.#id === undefined ? "a document" : `document \`${doc.#id}\``;
-        doc.#gone =
-          `${which} was lent for the duration of process() only; ` +
-          "keep what you need (doc.toObject()) or make a new one with weir.Document.create()";
+        doc.#pending = undefined;
+        doc.#gone = doc.#id === undefined ? LENT : `document \`${doc.#id}\`${LENT_TAIL}`;
         // Drop the handle here rather than in the bindings, whose drop leaves the
         // object registered for a second drop, should the engine ever collect it.
         doc.#host[Symbol.dispose]();
       }
     };
     return [docs, end];
+  }
+
+  /**
+   * Read the fields `names` of every one of `docs` in one host call (one per
+   * `MAX_EACH` answers), answered as one JSON text, for the reads to come.
+   * @internal used by the SDK's batch loop
+   */
+  static prefetchEach(docs, names) {
+    if (!fields) return;
+    const step = Math.max(1, Math.min(MAX_DOCS, Math.floor(MAX_EACH / names.length)));
+    for (let at = 0; at < docs.length; at += step) {
+      const chunk = docs.slice(at, at + step);
+      // One string for the batch: each string and list element that crosses costs here.
+      const answers = JSON.parse(fields.getJsonEachText(chunk.map((doc) => doc.#use()), names));
+      for (let i = 0; i < chunk.length; i++) {
+        const texts = answers[i];
+        const kept = chunk[i].#json;
+        for (let n = 0; n < names.length; n++) kept.set(names[n], texts[n] ?? undefined);
+      }
+    }
+  }
+
+  /**
+   * Send the changes kept for each of `docs` (a batch) to the host, in one call (one
+   * per `MAX_DOCS` documents or `MAX_EACH` changes), as one JSON text. What the host refused, by the
+   * position of its document: a `weir.FieldError` that fails it, as the change itself
+   * would have; undefined when nothing was refused.
+   * @internal used by the batch export when the plugin's `processBatch` returns
+   */
+  static flushBatch(docs) {
+    if (!fields) return undefined;
+    const waiting = [];
+    for (let at = 0; at < docs.length; at++) {
+      if (docs[at].#pending?.length) waiting.push(at);
+    }
+    let refused;
+    for (let start = 0; start < waiting.length; ) {
+      let end = start;
+      let total = 0;
+      while (end < waiting.length && end - start < MAX_DOCS) {
+        total += docs[waiting[end]].#pending.length;
+        if (total > MAX_EACH) break;
+        end += 1;
+      }
+      const sent = waiting.slice(start, end);
+      const hosts = [];
+      const changes = [];
+      for (const at of sent) {
+        const doc = docs[at];
+        hosts.push(doc.#host);
+        changes.push(doc.#pending);
+        doc.#pending = [];
+      }
+      // The changes as one string, as for reads.
+      fields.updateEachText(hosts, JSON.stringify(changes)).forEach((result, i) => {
+        if (result.tag !== "err") return;
+        const doc = docs[sent[i]];
+        doc.#json.clear();
+        (refused ??= [])[sent[i]] = fieldError(`document \`${doc.id}\``, result.val);
+      });
+      start = end;
+    }
+    return refused;
   }
 
   /**

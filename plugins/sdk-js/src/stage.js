@@ -4,7 +4,7 @@ import { Document } from "./document.js";
 import { Failure, pluginError } from "./errors.js";
 import { Instance, err, exported, lifecycle, ok } from "./plugin.js";
 
-/** The most fields the default `processBatch` reads ahead per document. */
+/** The most fields the default `processBatch` reads ahead for a batch. */
 const MAX_AHEAD = 16;
 
 /**
@@ -19,8 +19,11 @@ const MAX_AHEAD = 16;
  *
  * Either way the host lends documents a batch at a time, and one call into the
  * component serves the batch: the default `processBatch` runs `process` on
- * each document, reading the fields `process` read on the documents before in
- * one host call per document (as {@link Document#getMany} does).
+ * each document, reading the fields `process` read on the documents before for
+ * the whole batch in one host call. In the batch-stage world the `set`, `add`,
+ * `update` and `remove` changes of the batch's documents go to the host in one
+ * call when the batch ends (a read sees them at once; a change the host refuses
+ * then, such as one that makes the document too large, fails its document).
  *
  * ```js
  * export default class Upper extends weir.Stage {
@@ -61,15 +64,18 @@ export class Stage {
     const outcomes = [];
     Document.recordReads(reads);
     try {
-      for (const doc of docs) {
-        if (ahead.length > 1) doc.prefetch(ahead);
+      if (ahead.length > 0) Document.prefetchEach(docs, ahead);
+      docs.forEach((doc, at) => {
         try {
           outcomes.push(this.process(doc));
         } catch (e) {
           outcomes.push(e instanceof Error ? e : new Failure(String(e)));
         }
-        if (reads.length > 0) learn(ahead, reads);
-      }
+        if (reads.length > 0) {
+          const learned = learn(ahead, reads);
+          if (learned.length > 0 && at + 1 < docs.length) Document.prefetchEach(docs.slice(at + 1), learned);
+        }
+      });
     } finally {
       Document.recordReads(undefined);
     }
@@ -77,12 +83,17 @@ export class Stage {
   }
 }
 
-/** Add the fields just read from the host to `ahead` (when two or more are read, one call per document reads them); empty `reads`. */
+/** Add the fields just read from the host to `ahead` (read for the whole of the next batch in one call), and return those added; empty `reads`. */
 function learn(ahead, reads) {
+  const learned = [];
   for (const name of reads) {
-    if (ahead.length < MAX_AHEAD && !ahead.includes(name)) ahead.push(name);
+    if (ahead.length < MAX_AHEAD && !ahead.includes(name)) {
+      ahead.push(name);
+      learned.push(name);
+    }
   }
   reads.length = 0;
+  return learned;
 }
 
 /** The plugin object's instance, for a class that must implement `process` or `processBatch`. */

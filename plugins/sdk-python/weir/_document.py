@@ -7,6 +7,7 @@ holding a list is multi-valued: `get` gives its first value, `get_all` every val
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any, Iterable
 
@@ -40,7 +41,17 @@ _REASONS = {
 _S64 = range(-(2**63), 2**63)
 
 _MAX_CHANGES = 4096
-"""The most changes the host takes in one `update` call."""
+"""The most changes the host takes in one `update` call (and for one document of `update-each`)."""
+
+_MAX_EACH = 65536
+"""The most answers one `get-json-each` gives (documents times names), and the most
+changes one `update-each` makes in all."""
+
+_MAX_DOCS = 4096
+"""The most documents one `get-json-each` or `update-each` takes."""
+
+_RESERVED = frozenset(("id", "run_id", "_children"))
+"""Names no field may have: a change to one goes to the host at once, which refuses it."""
 
 
 class _Remove:
@@ -84,7 +95,7 @@ class Document:
     the host for that call only.
     """
 
-    __slots__ = ("_handle", "_id", "_owned", "_json", "__weakref__")
+    __slots__ = ("_handle", "_id", "_owned", "_json", "_pending", "__weakref__")
 
     def __init__(self, id: str, fields: dict | None = None):
         """A new document with `id` and, optionally, `fields` (a dict of field values)."""
@@ -102,6 +113,7 @@ class Document:
         self._id = id
         self._owned = True
         self._json = {}
+        self._pending = None
 
     @classmethod
     def from_json(cls, text: str) -> Document:
@@ -119,13 +131,59 @@ class Document:
         document._id = None
         document._owned = owned
         document._json = {}
+        document._pending = None
         return document
+
+    @classmethod
+    def _lend(cls, handles: list) -> list[Document]:
+        """The documents of a batch lent by the host. In the batch-stage world their
+        set and remove changes are kept (`_pending`) and sent for the whole batch in one
+        host call when it ends (`_flush_batch`); other worlds send each at once."""
+        docs = []
+        pending = _fields is not None
+        for handle in handles:
+            document = cls.__new__(cls)
+            document._handle = handle
+            document._id = None
+            document._owned = False
+            document._json = {}
+            document._pending = [] if pending else None
+            docs.append(document)
+        return docs
+
+    def _flush(self) -> None:
+        """Send the changes kept for this document to the host, in one call: before any
+        host call that would not see them. A refused change raises `weir.FieldError`
+        (with those before it made), as the change itself would have."""
+        changes = self._pending
+        if not changes:
+            return
+        self._pending = []
+        made = [
+            _fields.FieldChange(name, _REMOVE if text is None else _fields.Change_SetJson(text))
+            for name, text in changes
+        ]
+        try:
+            _fields.update(self._handle, made)
+        except Err as error:
+            self._json.clear()  # what the refused changes left out is not known here
+            raise _field_error(error, f"document `{self.id}`") from None
+
+    def _keep(self, name: str, text: str | None) -> None:
+        """Keep the change of field `name` to JSON text `text` (None: removed) for the end
+        of the batch; reads of the field see it now."""
+        self._json[name] = text
+        pending = self._pending
+        pending.append((name, text))
+        if len(pending) >= _MAX_CHANGES:
+            self._flush()
 
     def _revoke(self, why: str) -> None:
         """Make every later use of this document raise: "document `<id>` <why>"."""
         if type(self._handle) is not _Revoked:
             self._handle = _Revoked(f"document `{self.id}` {why}")
             self._json = {}  # kept reads go too: every later use raises
+            self._pending = None
 
     def _end_loan(self) -> None:
         """`process()`, which was lent this document, returns: later uses raise."""
@@ -196,6 +254,8 @@ class Document:
 
     def field_names(self) -> list[str]:
         """The names of all fields, in insertion order."""
+        if self._pending:
+            self._flush()
         return self._handle.field_names()
 
     def is_multi_valued(self, name: str) -> bool:
@@ -222,6 +282,8 @@ class Document:
     def get_string(self, name: str) -> str | None:
         """The first value of `name` as text, rendered by the host: strings as they are,
         numbers and booleans as in JSON (`true`), objects as JSON text. None when absent or null."""
+        if self._pending:
+            self._flush()
         return self._handle.get_string(_string(name, "a field name"))
 
     def get_many(self, names: Iterable[str]) -> list:
@@ -235,6 +297,8 @@ class Document:
     def get_strings_many(self, names: Iterable[str]) -> list[list[str]]:
         """Every value of each of `names` as text (as `get_string` renders one; nulls
         skipped), in order, in one host call."""
+        if self._pending:
+            self._flush()
         names = _names(names)
         if _fields is not None:
             return _fields.get_strings_many(self._handle, names)
@@ -253,11 +317,14 @@ class Document:
         """Set `name` to `value` (a list makes the field multi-valued)."""
         if type(name) is not str:
             _string(name, "a field name")
-        self._json.pop(name, None)
         if type(value) is str and value.isascii():  # the common case, in one step
             text = _encode_string(value)
         else:
             text = _encode_field(value, name)
+        if self._pending is not None and name not in _RESERVED:
+            self._keep(name, text)
+            return
+        self._json.pop(name, None)
         try:
             self._handle.set_json(name, text)
         except Err as error:
@@ -269,6 +336,8 @@ class Document:
 
     def add(self, name: str, value: Any) -> None:
         """Append `value` to `name`, making it multi-valued (created if absent)."""
+        if self._pending:
+            self._flush()
         self._json.pop(name, None)
         try:
             self._handle.add(_string(name, "a field name"), _to_wit(value, f"field `{name}`"))
@@ -278,12 +347,22 @@ class Document:
     def update(self, changes: dict) -> None:
         """Set several fields in one host call: `{name: value}` sets `name` as `set`
         does, `{name: weir.REMOVE}` removes it. Changes apply in order; the first one
-        the host refuses raises `weir.FieldError`, with those before it applied."""
+        the host refuses raises `weir.FieldError`, with those before it applied (for a
+        document of a batch, the changes go with the batch's: see `weir.Stage`)."""
         if not isinstance(changes, dict):
             raise TypeError(f"update() takes a dict of field changes, not {type(changes).__name__}")
+        for name in changes:
+            _string(name, "a field name")
+        if self._pending is not None and _RESERVED.isdisjoint(changes):
+            texts = [None if value is REMOVE else _encode_field(value, name) for name, value in changes.items()]
+            for name, text in zip(changes, texts):
+                self._keep(name, text)
+            return
+        if self._pending:
+            self._flush()
         kept = self._json
         for name in changes:
-            kept.pop(_string(name, "a field name"), None)
+            kept.pop(name, None)
         if _fields is None:
             for name, value in changes.items():
                 if value is REMOVE:
@@ -303,6 +382,12 @@ class Document:
 
     def remove(self, name: str) -> bool:
         """Remove `name`; True when it was present."""
+        text = self._json.get(name, _UNREAD) if type(name) is str else _UNREAD
+        if self._pending is not None and text is not _UNREAD and name not in _RESERVED:
+            self._keep(name, None)  # whether it was present is known: no call
+            return text is not None
+        if self._pending:
+            self._flush()
         self._json.pop(name, None)
         try:
             return self._handle.remove(_string(name, "a field name"))
@@ -317,6 +402,8 @@ class Document:
         """
         if mode not in _MODES:
             raise ValueError(f"rename mode must be one of overwrite, append, skip, not {mode!r}")
+        if self._pending:
+            self._flush()
         self._json.clear()
         try:
             return self._handle.rename(_string(source, "a field name"), _string(target, "a field name"), _MODES[mode])
@@ -327,6 +414,8 @@ class Document:
 
     def get_path(self, path: str) -> Any:
         """The value at `path`, or None when any step is missing."""
+        if self._pending:
+            self._flush()
         try:
             value = self._handle.get_path(_string(path, "a path"))
         except Err as error:
@@ -335,6 +424,8 @@ class Document:
 
     def set_path(self, path: str, value: Any) -> None:
         """Set the value at `path`, creating objects (and growing lists) on the way."""
+        if self._pending:
+            self._flush()
         self._json.clear()
         try:
             self._handle.set_path(_string(path, "a path"), _to_wit(value, f"path `{path}`"))
@@ -343,6 +434,8 @@ class Document:
 
     def remove_path(self, path: str) -> bool:
         """Remove the value at `path`; True when it was present."""
+        if self._pending:
+            self._flush()
         self._json.clear()
         try:
             return self._handle.remove_path(_string(path, "a path"))
@@ -353,6 +446,8 @@ class Document:
 
     def add_child(self, child: Document) -> None:
         """Nest `child` (a new document) inside this one; `child` is unusable after."""
+        if self._pending:
+            self._flush()
         if not isinstance(child, Document):
             raise TypeError(f"add_child() takes a weir.Document, not {type(child).__name__}")
         child_id = child.id
@@ -379,10 +474,14 @@ class Document:
 
     def to_json(self) -> str:
         """The whole document as JSON text: `id`, `run_id`, fields, `_children`."""
+        if self._pending:
+            self._flush()
         return self._handle.to_json()
 
     def to_dict(self) -> dict:
         """The whole document as a dict (the `to_json` shape)."""
+        if self._pending:
+            self._flush()
         return _codec.loads(self._handle.to_json())
 
     def __repr__(self) -> str:
@@ -477,3 +576,46 @@ def _field_error(error: Err, subject: str) -> FieldError:
     """The exception for the host's refusal `error` of an operation on `subject`."""
     reason = error.value
     return FieldError(f"{subject}: {_REASONS[type(reason)]}: {reason.value}")
+
+
+def _read_ahead(docs: list[Document], names: list[str]) -> None:
+    """Read the fields `names` of every one of `docs` in one host call (one per
+    `_MAX_EACH` answers), for the reads to come."""
+    step = max(1, min(_MAX_DOCS, _MAX_EACH // len(names)))
+    for at in range(0, len(docs), step):
+        chunk = docs[at : at + step]
+        # One string for the batch, parsed natively: fewer values cross than with
+        # get-json-each's list of lists.
+        answers = json.loads(_fields.get_json_each_text([doc._handle for doc in chunk], names))
+        for doc, texts in zip(chunk, answers):
+            doc._json.update(zip(names, texts))
+
+
+def _flush_batch(docs: list[Document], outcomes: list) -> None:
+    """Send the changes kept for each of `docs` to the host, in one call for the batch
+    (one per `_MAX_DOCS` documents or `_MAX_EACH` changes). A document whose change the
+    host refuses fails with that `weir.FieldError` in `outcomes` (unless it failed
+    already), as the change itself would have failed it; the others are not affected."""
+    waiting = [(at, doc) for at, doc in enumerate(docs) if doc._pending]
+    start = 0
+    while start < len(waiting):
+        end, total = start, 0
+        while end < len(waiting) and end - start < _MAX_DOCS:
+            total += len(waiting[end][1]._pending)
+            if total > _MAX_EACH:
+                break
+            end += 1
+        sent = waiting[start:end]
+        handles = []
+        changes = []
+        for _, doc in sent:
+            handles.append(doc._handle)
+            changes.append(doc._pending)
+            doc._pending = []
+        results = _fields.update_each_text(handles, json.dumps(changes, ensure_ascii=False, separators=(",", ":")))
+        for (at, doc), result in zip(sent, results):
+            if type(result) is Err:
+                doc._json.clear()
+                if not isinstance(outcomes[at], BaseException):
+                    outcomes[at] = _field_error(result, f"document `{doc.id}`")
+        start = end

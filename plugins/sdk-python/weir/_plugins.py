@@ -27,8 +27,11 @@ class Stage:
 
     Either way the host lends documents a batch at a time, and one call into the
     component serves the batch: the default `process_batch` runs `process` on each
-    document, reading the fields `process` read on the documents before in one host
-    call per document (as `Document.get_many` does).
+    document, reading the fields `process` read on the documents before for the whole
+    batch in one host call. In the batch-stage world, the `set`, `update` and `remove`
+    changes of the batch's documents go to the host in one call when the batch ends
+    (a read sees them at once; a change the host refuses then, such as one that makes
+    the document too large, fails its document).
     """
 
     def configure(self, config: Config) -> None:
@@ -57,15 +60,17 @@ class Stage:
         process = self.process
         reads = _document._reads = [] if _document._fields is not None else None
         try:
-            for doc in docs:
-                if _ahead and reads is not None:
-                    doc._read_ahead(_ahead)
+            if _ahead and reads is not None:
+                _document._read_ahead(docs, _ahead)
+            for at, doc in enumerate(docs):
                 try:
                     outcomes.append(process(doc))
                 except BaseException as error:  # this document's outcome, not the batch's
                     outcomes.append(error)
                 if reads:
-                    _learn(reads)
+                    learned = _learn(reads)
+                    if learned and at + 1 < len(docs):
+                        _document._read_ahead(docs[at + 1 :], learned)
         finally:
             _document._reads = None
         return outcomes
@@ -79,15 +84,19 @@ _MAX_AHEAD = 16
 
 _ahead: list[str] = []
 """The fields `process` read from the host, read ahead for the documents after, in one
-host call per document."""
+host call per batch."""
 
 
-def _learn(reads: list[str]) -> None:
-    """Add the fields `process` just read from the host to those read ahead; empty `reads`."""
+def _learn(reads: list[str]) -> list[str]:
+    """Add the fields `process` just read from the host to those read ahead, and return
+    those added (to read ahead for the rest of the batch); empty `reads`."""
+    learned = []
     for name in reads:
         if len(_ahead) < _MAX_AHEAD and name not in _ahead:
             _ahead.append(name)
+            learned.append(name)
     reads.clear()
+    return learned
 
 
 class Connector:

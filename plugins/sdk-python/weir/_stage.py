@@ -17,7 +17,7 @@ from typing import Any
 
 from componentize_py_types import Err
 
-from . import _log, _runtime
+from . import _document, _log, _runtime
 from ._document import Document
 from ._plugins import Stage
 
@@ -102,11 +102,18 @@ def _stage_class(app: Any) -> type:
 
 def _run(handles: list, lent: list) -> list:
     """Lend the documents of `handles` to the plugin's `process_batch`; its outcomes,
-    checked. Weak references to the documents go to `lent`: once this returns, only
-    those the plugin still holds are alive."""
-    docs = [Document._wrap(handle, owned=False) for handle in handles]
+    checked, once the changes kept for the batch are made (a document whose change
+    the host refuses fails with it). Weak references to the documents go to `lent`:
+    once this returns, only those the plugin still holds are alive."""
+    docs = Document._lend(handles)
     lent.extend(map(weakref.ref, docs))
-    return _outcomes(_runtime.plugin.process_batch(docs), len(docs))
+    try:
+        outcomes = list(_outcomes(_runtime.plugin.process_batch(docs), len(docs)))
+    except BaseException:
+        _document._flush_batch(docs, [None] * len(docs))  # left as the plugin left them
+        raise
+    _document._flush_batch(docs, outcomes)
+    return outcomes
 
 
 def _end_loans(lent: list) -> None:

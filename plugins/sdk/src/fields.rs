@@ -14,8 +14,63 @@ use crate::{Document, FieldError, Mode, Value};
 
 pub use fields::{Change, FieldChange};
 
-/// The most names the host reads, and changes it applies, in one call.
+/// The most names the host reads, and changes it applies, in one call; also
+/// the most documents of one [`get_json_each`] or [`update_each`] call.
 const MAX_PER_CALL: usize = 4096;
+
+/// The most answers one `get-json-each` gives (documents times names), and
+/// the most changes one `update-each` makes in all.
+const MAX_EACH: usize = 16 * MAX_PER_CALL;
+
+/// [`Document::get_json_many`] of `names` for each of `docs`, in order, in
+/// one host call for a batch (more only past 4,096 documents or 65,536
+/// answers): one list of answers per document. The whole answer holds at
+/// most what the documents hold (or a document's limit when that is more);
+/// asking for more, the same big field many times say, stops the call.
+pub fn get_json_each(docs: &[&Document], names: &[String]) -> Vec<Vec<Option<String>>> {
+    if names.is_empty() {
+        return docs.iter().map(|_| Vec::new()).collect();
+    }
+    assert!(
+        names.len() <= MAX_PER_CALL,
+        "get_json_each reads at most {MAX_PER_CALL} names per document"
+    );
+    let step = (MAX_EACH / names.len()).clamp(1, MAX_PER_CALL);
+    docs.chunks(step)
+        .flat_map(|chunk| fields::get_json_each(chunk, names))
+        .collect()
+}
+
+/// [`Document::update`] of each document's changes, in order, in one host
+/// call for a batch (more only past 4,096 documents or 65,536 changes): one
+/// result per entry. A change that fails stops only its own document's
+/// changes (those before it made); the other documents' are made. A
+/// document with more than 4,096 changes is updated by itself, as
+/// [`Document::update`] does it.
+pub fn update_each(updates: &[(&Document, Vec<FieldChange>)]) -> Vec<Result<(), FieldError>> {
+    let mut results = Vec::with_capacity(updates.len());
+    let mut start = 0;
+    while start < updates.len() {
+        let (doc, changes) = &updates[start];
+        if changes.len() > MAX_PER_CALL {
+            results.push(doc.update(changes));
+            start += 1;
+            continue;
+        }
+        let (mut end, mut total) = (start, 0);
+        while end < updates.len() && end - start < MAX_PER_CALL {
+            let count = updates[end].1.len();
+            total += count;
+            if count > MAX_PER_CALL || total > MAX_EACH {
+                break;
+            }
+            end += 1;
+        }
+        results.extend(fields::update_each(&updates[start..end]));
+        start = end;
+    }
+    results
+}
 
 /// `read` of `names`, one call per [`MAX_PER_CALL`] names (one call for the
 /// usual few), answers in order.

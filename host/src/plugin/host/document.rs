@@ -11,7 +11,10 @@ use crate::core::limit::Limit;
 use crate::plugin::bindings::{FieldError, UpdateMode, Value, stage};
 
 impl PluginState {
-    fn doc(&self, handle: &Handle) -> wasmtime::Result<&Document> {
+    /// The document behind `handle`, if the plugin may use it: one it holds,
+    /// or one lent for the current call. Every call that takes a document
+    /// checks its handle here.
+    pub(super) fn doc(&self, handle: &Handle) -> wasmtime::Result<&Document> {
         Ok(self.docs.get(handle)?)
     }
 

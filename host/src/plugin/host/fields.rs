@@ -5,6 +5,15 @@
 //! A call's names and changes are bounded ([`MAX_PER_CALL`]), and so is what
 //! a read answers: a plugin asking for one big field many times over would
 //! otherwise make the host build an answer many times a document's size.
+//!
+//! `get-json-each` and `update-each` do the same for several documents (a
+//! batch) in one call. Their answers and changes in all are bounded too
+//! ([`MAX_EACH`]), and a read answers at most as much as the documents it
+//! reads hold (each counted once), or a document's limit when that is more:
+//! listing the same document 4,096 times, or the same big field 4,096 times,
+//! makes the host refuse, not build, an answer 4,096 times its size. Each
+//! handle is checked, and each change journaled for a batch that traps,
+//! exactly as by the one-document calls (they share the code).
 
 use serde_json::Value as Json;
 
@@ -16,8 +25,14 @@ use crate::core::limit::Limit;
 use crate::plugin::bindings::batch_stage::weir::plugin::fields::{Change, FieldChange, Host};
 use crate::plugin::bindings::{FieldError, Value};
 
-/// The most names one read takes, and the most changes one `update` makes.
+/// The most names one read takes, the most changes one `update` makes, and
+/// the most documents one `get-json-each` or `update-each` takes.
 pub(crate) const MAX_PER_CALL: usize = 4096;
+
+/// The most answers one `get-json-each` gives (documents times names), and
+/// the most changes one `update-each` makes in all: a batch of 4,096
+/// documents, 16 fields each.
+pub(crate) const MAX_EACH: usize = 16 * MAX_PER_CALL;
 
 impl PluginState {
     /// Read `names` of the document behind `h` with `read`, whose answer for
@@ -38,7 +53,7 @@ impl PluginState {
             return Err(self.budget.refuse(Limit::MaxDocumentMib, message));
         }
         let max = self.budget.doc_limits.max_bytes;
-        let doc = self.docs.get(h)?;
+        let doc = self.doc(h)?;
         let mut total = 0usize;
         let mut answer = Vec::with_capacity(names.len());
         for name in names {
@@ -53,6 +68,59 @@ impl PluginState {
             answer.push(value);
         }
         Ok(answer)
+    }
+
+    /// Refuse (stop the call) a batch-wide call that asks for more than
+    /// one takes: `count` of `what` against `most`.
+    fn refuse_over(&mut self, count: usize, most: usize, what: &str) -> Wasm<()> {
+        if count <= most {
+            return Ok(());
+        }
+        let message = format!("{count} {what} in one call, more than the {most} one call takes");
+        Err(self.budget.refuse(Limit::MaxDocumentMib, message))
+    }
+
+    /// How much one read of `docs` may answer, as documents are measured:
+    /// what they hold (each document once, however often it is listed),
+    /// or a document's limit when that is more.
+    fn readable_bytes(&self, docs: &[Handle]) -> Wasm<usize> {
+        let mut reps: Vec<(u32, usize)> = docs.iter().map(Handle::rep).zip(0..).collect();
+        reps.sort_unstable();
+        reps.dedup_by_key(|(rep, _)| *rep);
+        let mut held = 0usize;
+        for (_, at) in reps {
+            held = held.saturating_add(self.doc(&docs[at])?.approx_json_bytes());
+        }
+        Ok(held.max(self.budget.doc_limits.max_bytes))
+    }
+
+    /// `update` of the document behind `h`: `changes` in order, stopping
+    /// at the first that fails. Each change is checked, charged and
+    /// journaled as the one-field method of its name does it.
+    fn update_one(
+        &mut self,
+        h: &Handle,
+        changes: Vec<FieldChange>,
+    ) -> Wasm<Result<(), FieldError>> {
+        if changes.len() > MAX_PER_CALL {
+            return Ok(Err(FieldError::TooLarge(format!(
+                "{} changes in one update, more than the {MAX_PER_CALL} one update makes",
+                changes.len()
+            ))));
+        }
+        for FieldChange { name, change } in changes {
+            let touch = match change {
+                Change::Remove => Touch::Whole,
+                _ => Touch::Field(&name),
+            };
+            let done = self.edit(h, touch, |doc| {
+                apply(doc, &name, change).map_err(|e| naming(&name, e))
+            })?;
+            if done.is_err() {
+                return Ok(done);
+            }
+        }
+        Ok(Ok(()))
     }
 }
 
@@ -134,24 +202,75 @@ impl Host for PluginState {
     }
 
     fn update(&mut self, h: Handle, changes: Vec<FieldChange>) -> Wasm<Result<(), FieldError>> {
-        if changes.len() > MAX_PER_CALL {
-            return Ok(Err(FieldError::TooLarge(format!(
-                "{} changes in one update, more than the {MAX_PER_CALL} one update makes",
-                changes.len()
-            ))));
-        }
-        for FieldChange { name, change } in changes {
-            let touch = match change {
-                Change::Remove => Touch::Whole,
-                _ => Touch::Field(&name),
-            };
-            let done = self.edit(&h, touch, |doc| {
-                apply(doc, &name, change).map_err(|e| naming(&name, e))
-            })?;
-            if done.is_err() {
-                return Ok(done);
+        self.update_one(&h, changes)
+    }
+
+    fn get_json_each(
+        &mut self,
+        docs: Vec<Handle>,
+        names: Vec<String>,
+    ) -> Wasm<Vec<Vec<Option<String>>>> {
+        self.refuse_over(docs.len(), MAX_PER_CALL, "documents")?;
+        self.refuse_over(names.len(), MAX_PER_CALL, "field names")?;
+        self.refuse_over(
+            docs.len() * names.len(),
+            MAX_EACH,
+            "answers (documents times names)",
+        )?;
+        let max = self.readable_bytes(&docs)?;
+        let mut total = 0usize;
+        let mut answer = Vec::with_capacity(docs.len());
+        for h in &docs {
+            let doc = self.doc(h)?;
+            let mut row = Vec::with_capacity(names.len());
+            for name in &names {
+                let value = doc.fields().get(name);
+                total = total.saturating_add(value.map_or(0, document::value_bytes));
+                if total > max {
+                    let message = format!(
+                        "asked for more than {max} bytes of fields in one call, more than the documents read hold (or a document may hold: limits.max_document_mib)"
+                    );
+                    return Err(self.budget.refuse(Limit::MaxDocumentMib, message));
+                }
+                row.push(value.map(Json::to_string));
             }
+            answer.push(row);
         }
-        Ok(Ok(()))
+        Ok(answer)
+    }
+
+    fn update_each(
+        &mut self,
+        updates: Vec<(Handle, Vec<FieldChange>)>,
+    ) -> Wasm<Vec<Result<(), FieldError>>> {
+        self.refuse_over(updates.len(), MAX_PER_CALL, "documents")?;
+        let changes = updates.iter().map(|(_, c)| c.len()).sum();
+        self.refuse_over(changes, MAX_EACH, "changes")?;
+        updates
+            .into_iter()
+            .map(|(h, changes)| self.update_one(&h, changes))
+            .collect()
+    }
+
+    fn get_json_each_text(&mut self, docs: Vec<Handle>, names: Vec<String>) -> Wasm<String> {
+        let answer = self.get_json_each(docs, names)?;
+        Ok(serde_json::to_string(&answer)?)
+    }
+
+    fn update_each_text(
+        &mut self,
+        docs: Vec<Handle>,
+        changes: String,
+    ) -> Wasm<Vec<Result<(), FieldError>>> {
+        let updates = match text::changes_of(docs, &changes) {
+            Ok(updates) => updates,
+            Err(message) => return Err(self.budget.refuse(Limit::MaxDocumentMib, message)),
+        };
+        self.update_each(updates)
     }
 }
+
+mod text;
+
+#[cfg(test)]
+mod tests;

@@ -21,6 +21,20 @@
 //!   the outcome says what happened, or the call traps;
 //! - `spin`: loops until its deadline.
 //!
+//! With the batch-wide calls, when any document's `act` starts with `each`:
+//! the counts above are set for the whole batch with one `update-each`
+//! (not an `update` per document), and
+//!
+//! - `each-refused`: its changes set the reserved `id` after `batch_size`,
+//!   so that document alone fails (`batch_size` set, the rest not);
+//! - `each-read`: `read` holds `act`, `batch_size` and an absent field read
+//!   back for the whole batch with one `get-json-each`;
+//! - `each-flood`: `get-json-each` of 5,000 names; `each-big`: of `big` of
+//!   this document listed 4,096 times (more than the documents hold);
+//!   `each-changes`: an `update-each` of 17 x 4,096 changes (over the total);
+//!   each traps (the host refuses);
+//! - `each-trap`: the call traps after the `update-each`.
+//!
 //! It exports `stage-api` too, whose `process-document` only sets `called`
 //! to `document`: a host must call a stage that exports both through the
 //! batch.
@@ -42,6 +56,7 @@ wit_bindgen::generate!({
 
 use exports::weir::plugin::stage_api::Guest as DocumentGuest;
 use exports::weir::plugin::stage_batch_api::{Guest, Outcome};
+use weir::plugin::document::FieldError;
 use weir::plugin::document::{Document, Value};
 use weir::plugin::fields::{self, Change, FieldChange};
 use weir::plugin::types::{ConfigIssue, PluginError};
@@ -52,6 +67,94 @@ thread_local! {
 }
 
 struct Probe;
+
+/// The changes every document gets: the batch's size, the instance's
+/// calls, one more visit.
+fn counts(size: i64, calls: i64) -> Vec<FieldChange> {
+    vec![
+        FieldChange {
+            name: "batch_size".into(),
+            change: Change::Set(Value::Integer(size)),
+        },
+        FieldChange {
+            name: "instance_calls".into(),
+            change: Change::Set(Value::Integer(calls)),
+        },
+        FieldChange {
+            name: "visits".into(),
+            change: Change::Add(Value::Integer(1)),
+        },
+    ]
+}
+
+/// The `each` acts (see the crate's doc): the counts of every document
+/// with one `update-each`, whose results this returns, then the reads and
+/// floods the acts ask for.
+fn each_acts(
+    docs: &[Document],
+    acts: &[String],
+    size: i64,
+    calls: i64,
+) -> Vec<Result<(), FieldError>> {
+    let updates: Vec<(&Document, Vec<FieldChange>)> = docs
+        .iter()
+        .zip(acts)
+        .map(|(doc, act)| {
+            let mut changes = counts(size, calls);
+            if act == "each-refused" {
+                let id = Change::Set(Value::Text("renamed".into()));
+                changes.insert(
+                    1,
+                    FieldChange {
+                        name: "id".into(),
+                        change: id,
+                    },
+                );
+            }
+            (doc, changes)
+        })
+        .collect();
+    let results = fields::update_each(&updates);
+    let all: Vec<&Document> = docs.iter().collect();
+    let acting = |wanted: &str| {
+        docs.iter()
+            .zip(acts)
+            .find(|(_, a)| *a == wanted)
+            .map(|(d, _)| d)
+    };
+    if acting("each-read").is_some() {
+        let names = ["act", "batch_size", "none"].map(String::from);
+        let answers = fields::get_json_each(&all, &names);
+        for ((doc, act), read) in docs.iter().zip(acts).zip(answers) {
+            if act == "each-read" {
+                let read: Vec<String> = read
+                    .into_iter()
+                    .map(|j| j.unwrap_or_else(|| "absent".into()))
+                    .collect();
+                doc.set_string("read", &read.join(" ")).ok();
+            }
+        }
+    }
+    if acting("each-flood").is_some() {
+        fields::get_json_each(&all, &vec!["act".to_owned(); 5000]);
+    }
+    if let Some(doc) = acting("each-big") {
+        fields::get_json_each(&vec![doc; 4096], &["big".to_owned()]);
+    }
+    if let Some(doc) = acting("each-changes") {
+        let many: Vec<FieldChange> = (0..4096)
+            .map(|i| FieldChange {
+                name: format!("f{i}"),
+                change: Change::Set(Value::Integer(i)),
+            })
+            .collect();
+        fields::update_each(&vec![(doc, many); 17]);
+    }
+    if acting("each-trap").is_some() {
+        panic!("a trap after update-each");
+    }
+    results
+}
 
 impl Guest for Probe {
     fn check_config(_config: String) -> Vec<ConfigIssue> {
@@ -73,23 +176,17 @@ impl Guest for Probe {
         if acts.iter().any(|a| a == "batch-error") {
             return Err(PluginError::Transient("the whole batch failed".into()));
         }
+        let mut each = acts
+            .iter()
+            .any(|a| a.starts_with("each"))
+            .then(|| each_acts(&docs, &acts, size, calls).into_iter());
         let mut outcomes = Vec::with_capacity(docs.len());
         for (doc, act) in docs.into_iter().zip(&acts) {
-            let changes = vec![
-                FieldChange {
-                    name: "batch_size".into(),
-                    change: Change::Set(Value::Integer(size)),
-                },
-                FieldChange {
-                    name: "instance_calls".into(),
-                    change: Change::Set(Value::Integer(calls)),
-                },
-                FieldChange {
-                    name: "visits".into(),
-                    change: Change::Add(Value::Integer(1)),
-                },
-            ];
-            if let Err(e) = fields::update(&doc, &changes) {
+            let counted = match each.as_mut() {
+                Some(results) => results.next().expect("one result per document"),
+                None => fields::update(&doc, &counts(size, calls)),
+            };
+            if let Err(e) = counted {
                 outcomes.push(Outcome::Failed(PluginError::Document(format!("{e:?}"))));
                 continue;
             }
