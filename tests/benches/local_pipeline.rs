@@ -39,9 +39,11 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use weir::core::document::Document;
 
+#[path = "common/corpus.rs"]
+mod corpus;
 #[path = "common/lucille.rs"]
 mod lucille;
 #[path = "common/measure.rs"]
@@ -51,6 +53,7 @@ mod process;
 #[path = "common/summary.rs"]
 mod summary;
 
+use corpus::generate;
 use measure::{env_number, median_of};
 use summary::RunSummary;
 
@@ -71,25 +74,6 @@ const CSV_COLUMNS: [&str; 7] = [
     "tags",
     "rating",
 ];
-
-fn generate(path: &Path, n: usize) {
-    let mut out = BufWriter::new(std::fs::File::create(path).expect("create input"));
-    let filler = "lorem ipsum dolor sit amet ".repeat(26);
-    for i in 0..n {
-        let doc = json!({
-            "id": format!("doc-{i}"),
-            "title": format!("  Document number {i} about weirs and rivers  "),
-            "author": format!("Author {}", i % 997),
-            "year": 1900 + (i % 125),
-            "tags": format!("river;weir;water;tag-{}", i % 31),
-            "rating": (i % 50) as f64 / 10.0,
-            "body": &filler[..700],
-        });
-        serde_json::to_writer(&mut out, &doc).expect("write");
-        out.write_all(b"\n").expect("write");
-    }
-    out.flush().expect("flush");
-}
 
 /// The same work as the WASM pipeline, natively; `csv`: CSV output.
 fn native(input: &Path, output: &Path, csv: bool) -> usize {

@@ -28,7 +28,7 @@
 //! (`WEIR_BENCH_DOCS`, default 100,000; `WEIR_BENCH_ROUNDS`, default 3: the
 //! median is reported, rounds going through the cases in alternating order).
 
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -36,38 +36,14 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use weir::core::document::{Document, UpdateMode};
 
+#[path = "common/corpus.rs"]
+mod corpus;
 #[path = "common/measure.rs"]
 mod measure;
-use measure::thread_cpu_ns;
+use corpus::generate;
+use measure::{env_number, thread_cpu_ns};
 
 const PATTERN: &str = r"[\w.]+@[\w.]+";
-
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// The documents of `binary_ab.py` (and `local_pipeline`), as JSON lines.
-fn generate(path: &Path, n: usize) {
-    let mut out = BufWriter::new(std::fs::File::create(path).expect("create input"));
-    let filler = "lorem ipsum dolor sit amet ".repeat(26);
-    for i in 0..n {
-        let doc = json!({
-            "id": format!("doc-{i}"),
-            "title": format!("  Document number {i} about weirs and rivers  "),
-            "author": format!("Author {}", i % 997),
-            "year": 1900 + (i % 125),
-            "tags": format!("river;weir;water;tag-{}", i % 31),
-            "rating": (i % 50) as f64 / 10.0,
-            "body": &filler[..700],
-        });
-        serde_json::to_writer(&mut out, &doc).expect("write");
-        out.write_all(b"\n").expect("write");
-    }
-    out.flush().expect("flush");
-}
 
 /// One stage as measured: its component, its config (TOML), how many
 /// copies of it the pipeline runs, and the same transform natively.
