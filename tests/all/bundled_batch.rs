@@ -125,11 +125,16 @@ fn trim_whitespace_trims_a_document_of_more_fields_than_one_call_takes() {
         json!({}),
         &[Value::Object(fields.clone())],
     );
-    let d = run("trim-whitespace", json!({}), Value::Object(fields));
-    assert_eq!(
-        (&d.fields()["f0"], &d.fields()["f4999"]),
-        (&json!("0"), &json!("4999"))
-    );
+    // Every field, and the same fields named: past 4,096 names the batch
+    // reads each document on its own.
+    let names: Vec<String> = (0..5000).map(|i| format!("f{i}")).collect();
+    for config in [json!({}), json!({ "fields": names })] {
+        let d = run("trim-whitespace", config, Value::Object(fields.clone()));
+        assert_eq!(
+            (&d.fields()["f0"], &d.fields()["f4999"]),
+            (&json!("0"), &json!("4999"))
+        );
+    }
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //! does not import `fields`).
 
 use crate::bindings::batch_stage::weir::plugin::fields;
-use crate::{Document, FieldError, Mode, Value};
+use crate::{Document, FieldError, Mode, Outcome, PluginError, Value, doc_error};
 
 pub use fields::{Change, FieldChange};
 
@@ -70,6 +70,48 @@ pub fn update_each(updates: &[(&Document, Vec<FieldChange>)]) -> Vec<Result<(), 
         start = end;
     }
     results
+}
+
+/// A batch stage's usual shape, in two host calls for the whole batch
+/// instead of two per document: read `names` of every document as JSON text
+/// ([`get_json_each`]), let `plan` say for each document what to change,
+/// and apply every document's changes at once ([`update_each`]).
+///
+/// `plan` gets the document and its answers (one per name, in order) and
+/// gives the changes, and how the document ends once they are made: an
+/// error there fails it with the changes before the error kept, as when a
+/// stage writes fields one by one and stops at one it cannot read. A change
+/// the host refuses fails its document with the error naming the field.
+/// `plan` may also read and write the document itself (a rare shape it
+/// does not cover, say); those calls are made before the batch's update.
+pub fn update_batch(
+    docs: &[Document],
+    names: &[String],
+    mut plan: impl FnMut(&Document, Vec<Option<String>>) -> (Vec<FieldChange>, Result<(), PluginError>),
+) -> Vec<Outcome> {
+    let answers = if names.len() <= MAX_PER_CALL {
+        let all: Vec<&Document> = docs.iter().collect();
+        get_json_each(&all, names)
+    } else {
+        docs.iter().map(|doc| doc.get_json_many(names)).collect()
+    };
+    let mut updates = Vec::new();
+    let mut updated = Vec::new();
+    let mut ends = Vec::with_capacity(docs.len());
+    for (i, (doc, answers)) in docs.iter().zip(answers).enumerate() {
+        let (changes, end) = plan(doc, answers);
+        if !changes.is_empty() {
+            updates.push((doc, changes));
+            updated.push(i);
+        }
+        ends.push(end);
+    }
+    for (i, result) in updated.into_iter().zip(update_each(&updates)) {
+        if let Err(e) = result {
+            ends[i] = Err(doc_error(e));
+        }
+    }
+    ends.into_iter().map(Outcome::from).collect()
 }
 
 /// `read` of `names`, one call per [`MAX_PER_CALL`] names (one call for the

@@ -105,7 +105,7 @@ mod fields;
 #[doc(hidden)]
 pub use batch::__process_each;
 pub use batch::{BatchStage, Outcome, per_document};
-pub use fields::{Change, FieldChange, get_json_each, update_each};
+pub use fields::{Change, FieldChange, get_json_each, update_batch, update_each};
 pub use serde;
 pub use serde_json;
 

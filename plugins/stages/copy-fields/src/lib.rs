@@ -4,12 +4,15 @@
 //! config = { mappings = [{ source = "title", target = "title_copy" }], mode = "overwrite" }
 //! ```
 //!
-//! A batch stage: per document, one call reads every source and one writes
-//! every target (with `mode = "skip"`, one more reads which targets exist).
+//! A batch stage: with `overwrite` and `skip`, two host calls per batch (one
+//! reads every source, and for `skip` every target, of every document as
+//! JSON; one writes the copies), more only for a document whose source is
+//! multi-valued or null; with `append`, or mappings that read a target of
+//! an earlier one, two calls per document.
 
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldMapping, Mode, Outcome, PluginError, doc_error, issue,
-    per_document, update,
+    BatchStage, ConfigIssue, Document, FieldChange, FieldMapping, Mode, Outcome, PluginError,
+    doc_error, issue, per_document, update, update_batch,
 };
 
 #[derive(serde::Deserialize)]
@@ -29,6 +32,9 @@ struct CopyFields {
     /// Whether a mapping reads a field an earlier one writes, so that the
     /// sources cannot all be read before anything is written.
     chained: bool,
+    /// What the batch reads of each document: the sources, then (to skip
+    /// those present) the targets.
+    reads: Vec<String>,
 }
 
 impl BatchStage for CopyFields {
@@ -60,26 +66,59 @@ impl BatchStage for CopyFields {
             .iter()
             .enumerate()
             .any(|(i, source)| targets[..i].contains(source));
+        let mut reads = sources.clone();
+        if config.mode == Mode::Skip {
+            reads.extend(targets.iter().cloned());
+        }
         Ok(Self {
             config,
             sources,
             targets,
             chained,
+            reads,
         })
     }
 
     fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
-        Ok(per_document(docs, |doc| {
-            if self.chained {
-                self.copy_one_by_one(doc)
-            } else {
-                self.copy(doc)
-            }
+        if self.chained {
+            return Ok(per_document(docs, |doc| self.copy_one_by_one(doc)));
+        }
+        if self.config.mode == Mode::Append {
+            return Ok(per_document(docs, |doc| self.copy(doc)));
+        }
+        Ok(update_batch(docs, &self.reads, |doc, answers| {
+            self.copies(answers)
+                .map_or_else(|| (Vec::new(), self.copy(doc)), |changes| (changes, Ok(())))
         }))
     }
 }
 
 impl CopyFields {
+    /// The changes that copy each source's JSON as it is (the batch's way,
+    /// for `overwrite` and `skip`), from the answers to [`Self::reads`]; none
+    /// when a source is multi-valued or null, which [`Self::copy`] copies
+    /// value by value.
+    fn copies(&self, answers: Vec<Option<String>>) -> Option<Vec<FieldChange>> {
+        let (sources, present) = answers.split_at(self.sources.len());
+        let mut written: Vec<&str> = Vec::new();
+        let mut changes = Vec::new();
+        for (i, json) in sources.iter().enumerate() {
+            let Some(json) = json else {
+                continue;
+            };
+            if json.starts_with('[') || json == "null" {
+                return None;
+            }
+            let target = self.targets[i].as_str();
+            let exists = present.get(i).is_some_and(Option::is_some) || written.contains(&target);
+            if !(self.config.mode == Mode::Skip && exists) {
+                changes.push(FieldChange::set_json(target, json.as_str()));
+            }
+            written.push(target);
+        }
+        Some(changes)
+    }
+
     /// Every mapping, reading all sources in one call and writing all
     /// targets in another.
     fn copy(&self, doc: &Document) -> Result<(), PluginError> {

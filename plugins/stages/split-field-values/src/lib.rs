@@ -5,10 +5,13 @@
 //! ```
 //! `target` defaults to `source`. Empty pieces are dropped.
 //!
-//! A batch stage: one call per batch, two per document (read, write).
+//! A batch stage: two host calls per batch (read the source of every
+//! document as JSON, write the pieces), more only for a document whose
+//! source is not one text value.
 
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, Outcome, PluginError, Value, doc_error, issue, per_document,
+    BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, Value, doc_error, issue,
+    serde_json, update_batch,
 };
 
 #[derive(serde::Deserialize)]
@@ -25,7 +28,11 @@ fn yes() -> bool {
     true
 }
 
-struct SplitFieldValues(Config);
+struct SplitFieldValues {
+    config: Config,
+    /// `[source]`, what the batch reads.
+    reads: Vec<String>,
+}
 
 impl BatchStage for SplitFieldValues {
     type Config = Config;
@@ -38,30 +45,52 @@ impl BatchStage for SplitFieldValues {
     }
 
     fn start(config: Config) -> Result<Self, String> {
-        Ok(Self(config))
+        let reads = vec![config.source.clone()];
+        Ok(Self { config, reads })
     }
 
     fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
-        Ok(per_document(docs, |doc| self.split(doc)))
+        Ok(update_batch(docs, &self.reads, |doc, mut answers| {
+            let Some(json) = answers.pop().flatten() else {
+                return (Vec::new(), Ok(()));
+            };
+            // One text value, the usual case; anything else (several
+            // values, numbers) is read as text value by value.
+            match serde_json::from_str::<String>(&json) {
+                Ok(text) => {
+                    let pieces = self.pieces(std::slice::from_ref(&text));
+                    (vec![FieldChange::set_all(self.target(), pieces)], Ok(()))
+                }
+                Err(_) => (Vec::new(), self.split(doc)),
+            }
+        }))
     }
 }
 
 impl SplitFieldValues {
     fn split(&self, doc: &Document) -> Result<(), PluginError> {
-        let c = &self.0;
-        let values = doc.get_strings(&c.source);
+        let values = doc.get_strings(&self.config.source);
         if values.is_empty() {
             return Ok(());
         }
-        let pieces: Vec<Value> = values
+        doc.set_all(self.target(), &self.pieces(&values))
+            .map_err(doc_error)
+    }
+
+    /// `values` split on the delimiter, trimmed if asked, empty pieces dropped.
+    fn pieces(&self, values: &[String]) -> Vec<Value> {
+        let c = &self.config;
+        values
             .iter()
             .flat_map(|v| v.split(c.delimiter.as_str()))
             .map(|p| if c.trim { p.trim() } else { p })
             .filter(|p| !p.is_empty())
             .map(|p| Value::Text(p.to_owned()))
-            .collect();
-        let target = c.target.as_deref().unwrap_or(&c.source);
-        doc.set_all(target, &pieces).map_err(doc_error)
+            .collect()
+    }
+
+    fn target(&self) -> &str {
+        self.config.target.as_deref().unwrap_or(&self.config.source)
     }
 }
 

@@ -4,14 +4,13 @@
 //! config = { fields = ["title", "body"] }   # empty or absent: every field
 //! ```
 //!
-//! A batch stage: per document, one call reads every field it trims as JSON
-//! and one writes those that changed (none when nothing needed trimming).
-
-use std::borrow::Cow;
+//! A batch stage: with `fields` named, two host calls per batch (read them
+//! all as JSON, write what changed); with every field, two per document.
 
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
-    BatchStage, Change, Document, FieldChange, Outcome, PluginError, Value, doc_error, per_document,
+    BatchStage, Change, Document, FieldChange, Outcome, PluginError, Value, doc_error,
+    per_document, update_batch,
 };
 
 #[derive(serde::Deserialize)]
@@ -31,40 +30,51 @@ impl BatchStage for TrimWhitespace {
     }
 
     fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
-        Ok(per_document(docs, |doc| self.trim(doc)))
+        let names = &self.0.fields;
+        if names.is_empty() {
+            // Every field: the names differ from one document to the next.
+            return Ok(per_document(docs, trim_every_field));
+        }
+        Ok(update_batch(docs, names, |_, answers| {
+            trims(names, answers)
+        }))
     }
 }
 
-impl TrimWhitespace {
-    fn trim(&self, doc: &Document) -> Result<(), PluginError> {
-        let names = if self.0.fields.is_empty() {
-            Cow::Owned(doc.field_names())
-        } else {
-            Cow::Borrowed(&self.0.fields)
+fn trim_every_field(doc: &Document) -> Result<(), PluginError> {
+    let names = doc.field_names();
+    let (changes, end) = trims(&names, doc.get_json_many(&names));
+    doc.update(&changes).map_err(doc_error)?;
+    end
+}
+
+/// The changes that trim `names`, whose values are `answers` (JSON text).
+/// A field that cannot be read ends the document with an error; the fields
+/// before it are trimmed, as when each field was written on its own.
+fn trims(
+    names: &[String],
+    answers: Vec<Option<String>>,
+) -> (Vec<FieldChange>, Result<(), PluginError>) {
+    let mut changes = Vec::new();
+    for (name, json) in names.iter().zip(answers) {
+        let Some(json) = json else {
+            continue;
         };
-        let mut changes = Vec::new();
-        let mut unreadable = None;
-        for (name, json) in names.iter().zip(doc.get_json_many(&names)) {
-            let Some(json) = json else {
-                continue;
-            };
-            match trimmed(&json) {
-                Ok(Some(change)) => changes.push(FieldChange {
-                    name: name.clone(),
-                    change,
-                }),
-                Ok(None) => {}
-                Err(e) => {
-                    unreadable = Some(PluginError::Document(format!("`{name}`: {e}")));
-                    break;
-                }
+        match trimmed(&json) {
+            Ok(Some(change)) => changes.push(FieldChange {
+                name: name.clone(),
+                change,
+            }),
+            Ok(None) => {}
+            Err(e) => {
+                return (
+                    changes,
+                    Err(PluginError::Document(format!("`{name}`: {e}"))),
+                );
             }
         }
-        // The fields before one that cannot be read are trimmed, as when
-        // each field was written on its own.
-        doc.update(&changes).map_err(doc_error)?;
-        unreadable.map_or(Ok(()), Err)
     }
+    (changes, Ok(()))
 }
 
 /// The change that trims a field whose whole value is `json`, or none when
