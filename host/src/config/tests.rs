@@ -42,7 +42,7 @@ pub(super) fn parse(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigEr
 #[test]
 fn defaults_and_relative_paths() {
     let config = parse(MINIMAL, &[]).expect("valid");
-    assert_eq!(config.publisher.queue_capacity, 10_000);
+    assert_eq!(config.publisher.queue_capacity, 1_000);
     let (location, indexer) = config.indexer_for("p").expect("indexer");
     assert_eq!(location, "indexer");
     assert_eq!(indexer.batch_size, 100);
