@@ -13,6 +13,9 @@
 //! with a queue's worth of them. A document larger than the byte bound
 //! still passes, alone.
 //!
+//! Indexers hand the documents they are done with back to the publisher,
+//! to be freed on the connector's thread that built them (`spent`).
+//!
 //! Shutdown is by closing: when the publisher side is dropped, workers drain
 //! the source queue and see [`Polled::Closed`]; when every worker is gone, the
 //! indexer drains the destination queue and sees it too.
@@ -28,6 +31,8 @@ use super::{
 };
 use crate::core::document::Document;
 use crate::core::event::Event;
+
+mod spent;
 
 /// How long a blocked worker waits before checking that the indexer is
 /// still there.
@@ -156,6 +161,7 @@ impl LocalMessenger {
         let (dests, dest_receivers) = self.queues(indexers);
         let route = foldhash::fast::FixedState::with_seed(0);
         let dests: Arc<[Queue]> = dests.into();
+        let (spent, returns) = spent::way_back();
         let workers = receivers
             .into_iter()
             .take(workers)
@@ -175,6 +181,7 @@ impl LocalMessenger {
                 dest,
                 dest_bytes,
                 events: self.events.0.clone(),
+                spent: spent.clone(),
             })
             .collect();
         LocalParts {
@@ -182,6 +189,7 @@ impl LocalMessenger {
                 sources: sources.into(),
                 route,
                 events: self.events.1.clone(),
+                returns,
             },
             workers,
             indexers,
@@ -262,6 +270,7 @@ pub struct LocalPublisherMessenger {
     /// Which worker an id goes to: the same one for the whole run.
     route: foldhash::fast::FixedState,
     events: Receiver<Event>,
+    returns: spent::Returns,
 }
 
 impl PublisherMessenger for LocalPublisherMessenger {
@@ -270,6 +279,7 @@ impl PublisherMessenger for LocalPublisherMessenger {
         doc: Document,
         timeout: Duration,
     ) -> Result<Option<Document>, MessengerError> {
+        self.returns.free();
         let source = route(&self.sources, &self.route, doc.id());
         let bytes = doc.approx_json_bytes();
         match source.bytes.reserve(bytes, timeout) {
@@ -353,6 +363,7 @@ pub struct LocalIndexerMessenger {
     dest: Receiver<Document>,
     dest_bytes: Arc<QueueBytes>,
     events: Sender<Event>,
+    spent: spent::Spent,
 }
 
 /// Workers waiting for room in the destination queue must not wait for an
@@ -380,6 +391,10 @@ impl IndexerMessenger for LocalIndexerMessenger {
 
     fn batch_complete(&mut self, _batch: &[Document]) -> Result<(), MessengerError> {
         Ok(())
+    }
+
+    fn retire(&mut self, batch: Vec<Document>) {
+        self.spent.retire(batch);
     }
 }
 

@@ -145,6 +145,12 @@ pub trait IndexerMessenger: Send {
     fn drop_revoked(&mut self, _batch: &mut Vec<Document>) {}
     /// A batch reached a final state (indexed or failed): its offsets may be committed.
     fn batch_complete(&mut self, batch: &[Document]) -> Result<(), MessengerError>;
+    /// The documents of a batch that is complete, to be freed: where is
+    /// the messenger's choice (local mode frees them on the connector's
+    /// thread that built them, which its allocator does fastest).
+    fn retire(&mut self, batch: Vec<Document>) {
+        drop(batch);
+    }
 }
 
 /// The ends of one pipeline's messengers, as the runner wires them. Where

@@ -227,7 +227,9 @@ impl IndexerLoop {
         }
         RunStats::add(&self.stats.indexed, finished);
         self.meters.indexed.increment(finished);
-        self.messenger.batch_complete(&completed)
+        self.messenger.batch_complete(&completed)?;
+        self.messenger.retire(completed);
+        Ok(())
     }
 
     /// Whether a backend status is one the config retries.
