@@ -110,8 +110,9 @@ impl CopyFields {
                 return None;
             }
             let target = self.targets[i].as_str();
-            let exists = present.get(i).is_some_and(Option::is_some) || written.contains(&target);
-            if !(self.config.mode == Mode::Skip && exists) {
+            // `present` is empty unless the mode is `skip`.
+            let skip = present.get(i).is_some_and(Option::is_some) || written.contains(&target);
+            if !(self.config.mode == Mode::Skip && skip) {
                 changes.push(FieldChange::set_json(target, json.as_str()));
             }
             written.push(target);
