@@ -7,12 +7,12 @@ use wasmtime::component::{InstancePre, Resource};
 use super::batch::{BatchFailure, BatchFormat, DocumentFailure, with_entries};
 use super::bindings::batch_stage::{BatchStage, BatchStagePre};
 use super::bindings::connector::{Connector, ConnectorPre};
-use super::bindings::indexer::{Indexer, IndexerPre};
 use super::bindings::stage::{Stage, StagePre};
 use super::bindings::{ConfigIssue, GuestError};
 use super::error::{PluginError, TrapCause};
 use super::host::{PluginState, PublishSink, Publisher};
 use super::instance::{Instance, Loaded, Prepared, World};
+use super::packed::{IndexerWorld, PACKED_API, Packed};
 use crate::core::document::Document;
 use crate::core::text::clip_message;
 
@@ -69,19 +69,6 @@ world!(
     "connector-api",
     (),
     |_b, _store, _config| Ok(Ok(()))
-);
-world!(
-    Indexer,
-    IndexerPre,
-    "indexer",
-    "indexer-api",
-    BatchFormat,
-    |b, store, config| Ok(b
-        .weir_plugin_indexer_api()
-        .call_start(store, config)
-        .await?
-        .and_then(|f| BatchFormat::checked(f.json, f.fields, f.omit, f.pick)
-            .map_err(|e| GuestError::Fatal(e.to_string()))))
 );
 
 /// A plugin kind's two public types: the loaded plugin (cloned into each
@@ -150,7 +137,7 @@ plugin_kind!(
     IndexerPlugin,
     /// An indexer instance.
     IndexerInstance,
-    Indexer,
+    IndexerWorld,
     weir_plugin_indexer_api
 );
 
@@ -366,13 +353,25 @@ impl IndexerInstance {
         let format = self.inner.started()?.clone();
         let count = docs.len();
         let inner = &mut self.inner;
-        let sent = with_entries(docs, &format, |entries| {
-            inner.call(timeout, async |b, store| {
-                b.weir_plugin_indexer_api()
-                    .call_index_batch(store, entries)
-                    .await
-            })
-        })?;
+        // Packed when the backend takes it, and every piece of the batch
+        // can be told by a length (always, short of 4 GiB in one value).
+        let packed = inner
+            .loaded()
+            .exports(PACKED_API)
+            .then(|| Packed::of(docs, &format))
+            .flatten();
+        let sent = match packed {
+            Some(packed) => inner.call(timeout, async |b, store| {
+                b.index_packed(store, &packed).await
+            }),
+            None => with_entries(docs, &format, |entries| {
+                inner.call(timeout, async |b, store| {
+                    b.weir_plugin_indexer_api()
+                        .call_index_batch(store, entries)
+                        .await
+                })
+            }),
+        }?;
         let name = &self.inner.loaded().name;
         Ok(match sent {
             Ok(refused) => {

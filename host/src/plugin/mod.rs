@@ -22,6 +22,7 @@ mod grant;
 mod host;
 mod instance;
 mod kinds;
+mod packed;
 mod spec;
 mod stage;
 mod store;

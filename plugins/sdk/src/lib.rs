@@ -84,9 +84,11 @@ pub mod bindings {
             },
         });
     }
+    /// Indexers export `indexer-api` and `indexer-packed-api`: the host
+    /// calls `index-packed`, and a host that does not know it, `index-batch`.
     pub mod indexer {
         wit_bindgen::generate!({
-            world: "indexer",
+            world: "packed-indexer",
             path: "../../wit",
             pub_export_macro: true,
             export_macro_name: "__export_indexer_world",
@@ -101,11 +103,13 @@ pub mod bindings {
 
 mod batch;
 mod fields;
+mod packed;
 
 #[doc(hidden)]
 pub use batch::__process_each;
 pub use batch::{BatchStage, Outcome, per_document};
 pub use fields::{Change, FieldChange, get_json_each, update_batch, update_each};
+pub use packed::{Entry, Packed};
 pub use serde;
 pub use serde_json;
 
@@ -173,6 +177,15 @@ pub trait Indexer: Sized + 'static {
     /// Index `batch` in order (a later entry for an id is a later version);
     /// return the entries the backend refused, by position.
     fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError>;
+    /// [`Indexer::index_batch`] of a batch read in place, as hosts of
+    /// contract 0.2.1 hand batches over: entries borrow their text from the
+    /// batch. By default each entry is copied into a [`BatchEntry`] for
+    /// `index_batch` (still cheaper than the host handing each string over);
+    /// a backend that writes entries out as it reads them implements this
+    /// to skip the copies.
+    fn index_packed(&mut self, batch: &Packed<'_>) -> Result<Vec<DocumentFailure>, BatchError> {
+        self.index_batch(batch.to_entries())
+    }
     fn close(&mut self) -> Result<(), PluginError> {
         Ok(())
     }
@@ -458,6 +471,8 @@ macro_rules! export_indexer {
     ($ty:ty) => {
         ::std::thread_local! {
             static __WEIR_INDEXER: ::std::cell::RefCell<Option<$ty>> = const { ::std::cell::RefCell::new(None) };
+            /// How many fields the batch format picks: what a packed entry holds.
+            static __WEIR_PICKS: ::std::cell::Cell<usize> = const { ::std::cell::Cell::new(0) };
         }
         #[doc(hidden)]
         pub struct __WeirIndexer;
@@ -479,6 +494,7 @@ macro_rules! export_indexer {
                 let config = $crate::__checked_config(&config, <$ty as $crate::Indexer>::check)?;
                 let indexer = <$ty as $crate::Indexer>::start(config).map_err($crate::PluginError::Fatal)?;
                 let format = $crate::Indexer::batch_format(&indexer);
+                __WEIR_PICKS.with(|p| p.set(format.pick.len()));
                 __WEIR_INDEXER.with(|s| *s.borrow_mut() = Some(indexer));
                 Ok(format)
             }
@@ -495,6 +511,17 @@ macro_rules! export_indexer {
                 __WEIR_INDEXER.with(|s| match s.borrow_mut().take() {
                     Some(mut indexer) => $crate::Indexer::close(&mut indexer),
                     None => Ok(()),
+                })
+            }
+        }
+        impl $crate::bindings::indexer::exports::weir::plugin::indexer_packed_api::Guest for __WeirIndexer {
+            fn index_packed(
+                batch: $crate::bindings::indexer::exports::weir::plugin::indexer_packed_api::PackedBatch,
+            ) -> Result<Vec<$crate::DocumentFailure>, $crate::BatchError> {
+                let packed = $crate::Packed::read(&batch, __WEIR_PICKS.with(|p| p.get()))?;
+                __WEIR_INDEXER.with(|s| match s.borrow_mut().as_mut() {
+                    Some(indexer) => $crate::Indexer::index_packed(indexer, &packed),
+                    None => Err($crate::batch_error("the host called the plugin before `start`")),
                 })
             }
         }

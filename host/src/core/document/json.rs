@@ -6,7 +6,10 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::parse::{deserialize_document, parse_document_within, parse_fields_within};
-use super::{CHILDREN_FIELD, DocLimits, Document, FieldError, ID_FIELD, RUN_ID_FIELD, writer};
+use super::{
+    CHILDREN_FIELD, DocLimits, Document, FieldError, FieldName, Fields, ID_FIELD, RUN_ID_FIELD,
+    writer,
+};
 
 impl Document {
     /// The whole document as JSON text, written straight from the fields
@@ -28,23 +31,36 @@ impl Document {
         include: Option<&[String]>,
         exclude: &HashSet<String>,
     ) -> String {
+        let mut out = Vec::with_capacity(self.approx_json_bytes());
+        self.write_json_shaped(&mut out, include, exclude);
+        // Only whole UTF-8 strings and ASCII were written.
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// [`Document::to_json_string_shaped`], appended to `out`.
+    pub fn write_json_shaped(
+        &self,
+        out: &mut Vec<u8>,
+        include: Option<&[String]>,
+        exclude: &HashSet<String>,
+    ) {
         let Some(include) = include else {
             if exclude.is_empty() {
-                return self.to_json_string();
+                return self.write_json(out);
             }
-            let names: Vec<&str> = self.fields.keys().map(String::as_str).collect();
-            return self.shaped(names.into_iter().chain([CHILDREN_FIELD]), exclude);
+            let names: Vec<&str> = self.fields.keys().map(FieldName::as_str).collect();
+            return self.shaped(out, names.into_iter().chain([CHILDREN_FIELD]), exclude);
         };
-        self.shaped(include.iter().map(String::as_str), exclude)
+        self.shaped(out, include.iter().map(String::as_str), exclude)
     }
 
     fn shaped<'a>(
         &self,
+        out: &mut Vec<u8>,
         names: impl Iterator<Item = &'a str>,
         exclude: &HashSet<String>,
-    ) -> String {
+    ) {
         let kept = |name: &str| !exclude.contains(name);
-        let mut out = Vec::with_capacity(self.approx_json_bytes());
         let mut first = true;
         let mut key = |out: &mut Vec<u8>, name: &str| {
             out.push(if std::mem::take(&mut first) {
@@ -56,37 +72,35 @@ impl Document {
             out.push(b':');
         };
         if kept(ID_FIELD) {
-            key(&mut out, ID_FIELD);
-            writer::write_str(&mut out, &self.id);
+            key(out, ID_FIELD);
+            writer::write_str(out, &self.id);
         }
         if let Some(run_id) = self.run_id.as_deref().filter(|_| kept(RUN_ID_FIELD)) {
-            key(&mut out, RUN_ID_FIELD);
-            writer::write_str(&mut out, run_id);
+            key(out, RUN_ID_FIELD);
+            writer::write_str(out, run_id);
         }
         for name in names.filter(|n| kept(n)) {
             if name == CHILDREN_FIELD {
                 if !self.children.is_empty() {
-                    key(&mut out, CHILDREN_FIELD);
+                    key(out, CHILDREN_FIELD);
                     out.push(b'[');
                     for (i, child) in self.children.iter().enumerate() {
                         if i > 0 {
                             out.push(b',');
                         }
-                        child.write_json(&mut out);
+                        child.write_json(out);
                     }
                     out.push(b']');
                 }
             } else if let Some(value) = self.fields.get(name) {
-                key(&mut out, name);
-                writer::write_value(&mut out, value);
+                key(out, name);
+                writer::write_value(out, value);
             }
         }
         if first {
             out.push(b'{');
         }
         out.push(b'}');
-        // Only whole UTF-8 strings and ASCII were written.
-        String::from_utf8(out).unwrap_or_default()
     }
 
     fn write_json(&self, out: &mut Vec<u8>) {
@@ -123,13 +137,24 @@ impl Document {
             out.insert(RUN_ID_FIELD.to_owned(), Value::String(run_id.clone()));
         }
         for (k, v) in &self.fields {
-            out.insert(k.clone(), v.clone());
+            out.insert(k.as_str().to_owned(), v.clone());
         }
         if !self.children.is_empty() {
             let children = self.children.iter().map(Document::to_json).collect();
             out.insert(CHILDREN_FIELD.to_owned(), Value::Array(children));
         }
         Value::Object(out)
+    }
+
+    /// The fields alone as a JSON object, in order (no `id`, `run_id` or
+    /// `_children`).
+    pub fn fields_json(&self) -> Value {
+        let fields = self.fields.iter();
+        Value::Object(
+            fields
+                .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
+                .collect(),
+        )
     }
 
     /// A document from a JSON object with a string `id`, under the default
@@ -148,14 +173,15 @@ impl Document {
         let id = map.shift_remove(ID_FIELD);
         let run_id = map.shift_remove(RUN_ID_FIELD);
         let children = map.shift_remove(CHILDREN_FIELD);
-        Ok(Self::from_parts(map, id, run_id, children)?)
+        let fields = map.into_iter().map(|(k, v)| (k.into(), v)).collect();
+        Ok(Self::from_parts(fields, id, run_id, children)?)
     }
 
     /// A document of `fields` and the values of its reserved keys, which
     /// must be a string `id`, a string or null `run_id` and an array of
     /// child documents; not yet measured or checked.
     pub(super) fn from_parts(
-        fields: Map<String, Value>,
+        fields: Fields,
         id: Option<Value>,
         run_id: Option<Value>,
         children: Option<Value>,
@@ -281,7 +307,7 @@ impl serde::Serialize for Document {
             map.serialize_entry(RUN_ID_FIELD, run_id)?;
         }
         for (k, v) in &self.fields {
-            map.serialize_entry(k, v)?;
+            map.serialize_entry(k.as_str(), v)?;
         }
         if !self.children.is_empty() {
             map.serialize_entry(CHILDREN_FIELD, &self.children)?;

@@ -13,7 +13,7 @@
 //! JSON parser (`parse`), reading and writing JSON (`json`, `writer`), and
 //! [`FieldError`] (`error`).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 mod error;
 mod json;
@@ -31,6 +31,7 @@ pub use limits::DocLimits;
 pub use number::{number_as_written, same_json, same_number};
 pub use parse::parse_value_within;
 pub use sizing::{MIN_DOCUMENT_BYTES, MIN_VALUE_BYTES, container_depth, value_bytes};
+pub use writer::write_value as write_json_value;
 
 use limits::admit_bytes;
 use sizing::{CHILDREN_BYTES, append_bytes, entry_bytes, run_id_bytes};
@@ -43,6 +44,15 @@ pub const ID_FIELD: &str = "id";
 pub const RUN_ID_FIELD: &str = "run_id";
 /// JSON key of the nested children.
 pub const CHILDREN_FIELD: &str = "_children";
+
+/// A field name: names up to 24 bytes are held inline, with no allocation
+/// of their own (a connector's documents have a handful of short names).
+pub type FieldName = compact_str::CompactString;
+
+/// A document's top-level fields by name, in insertion order. Hashed with
+/// foldhash, seeded per map: fast for short names, and a tenant's document
+/// cannot choose names that collide.
+pub type Fields = indexmap::IndexMap<FieldName, Value, foldhash::fast::RandomState>;
 
 /// How [`Document::rename`] treats a target that already exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +67,7 @@ pub enum UpdateMode {
 pub struct Document {
     id: String,
     run_id: Option<String>,
-    fields: Map<String, Value>,
+    fields: Fields,
     children: Vec<Document>,
     dropped: bool,
     skip_stages: bool,
@@ -72,7 +82,7 @@ impl Default for Document {
         Self {
             id: String::new(),
             run_id: None,
-            fields: Map::new(),
+            fields: Fields::default(),
             children: Vec::new(),
             dropped: false,
             skip_stages: false,
@@ -175,11 +185,11 @@ impl Document {
 
     /// Field names in insertion order (reserved names never appear).
     pub fn field_names(&self) -> impl Iterator<Item = &str> {
-        self.fields.keys().map(String::as_str)
+        self.fields.keys().map(FieldName::as_str)
     }
 
     /// All fields, for hosts and indexers that walk the whole document.
-    pub fn fields(&self) -> &Map<String, Value> {
+    pub fn fields(&self) -> &Fields {
         &self.fields
     }
 
@@ -210,6 +220,12 @@ impl Document {
 
     /// Make `name` hold `value`.
     pub fn set(&mut self, name: &str, value: Value) -> Result<(), FieldError> {
+        self.replace(name, value).map(drop)
+    }
+
+    /// Make `name` hold `value`, and give back the value it held (none when
+    /// it was absent).
+    pub fn replace(&mut self, name: &str, value: Value) -> Result<Option<Value>, FieldError> {
         check_name(name)?;
         self.admit_depth(1 + container_depth(&value))?;
         let added = value_bytes(&value);
@@ -218,17 +234,17 @@ impl Document {
             Some(slot) => {
                 let after = bytes - value_bytes(slot) + added;
                 admit_bytes(&self.id, limits, bytes, after)?;
-                *slot = value;
                 self.bytes = after;
+                Ok(Some(std::mem::replace(slot, value)))
             }
             None => {
                 let after = bytes + entry_bytes(name, added);
                 admit_bytes(&self.id, limits, bytes, after)?;
-                self.fields.insert(name.to_owned(), value);
+                self.fields.insert(name.into(), value);
                 self.bytes = after;
+                Ok(None)
             }
         }
-        Ok(())
     }
 
     /// Make `name` multi-valued with exactly `values`.
@@ -272,7 +288,7 @@ impl Document {
                 } else {
                     value
                 };
-                self.fields.insert(name.to_owned(), value);
+                self.fields.insert(name.into(), value);
             }
         }
         self.bytes = after;
@@ -336,7 +352,7 @@ impl Document {
             }
             (Some(slot), UpdateMode::Overwrite) => *slot = value,
             (None, _) => {
-                self.fields.insert(target.to_owned(), value);
+                self.fields.insert(target.into(), value);
             }
         }
         self.bytes = after;

@@ -18,7 +18,8 @@ use super::limits::human_bytes;
 use super::number::Spellings;
 use super::sizing::{MIN_VALUE_BYTES, entry_bytes};
 use super::{
-    CHILDREN_FIELD, DocLimits, Document, FieldError, ID_FIELD, RESERVED_FIELDS, RUN_ID_FIELD,
+    CHILDREN_FIELD, DocLimits, Document, FieldError, FieldName, Fields, ID_FIELD, RESERVED_FIELDS,
+    RUN_ID_FIELD,
 };
 
 /// JSON text as a value that counts at most `max_bytes`
@@ -53,14 +54,16 @@ fn refuse_long_text(text: &str, max_bytes: usize) -> Result<(), FieldError> {
 pub(super) fn parse_fields_within(
     text: &str,
     max_bytes: usize,
-) -> Result<Option<Map<String, Value>>, FieldError> {
+) -> Result<Option<Fields>, FieldError> {
     if !text
         .trim_start_matches([' ', '\t', '\n', '\r'])
         .starts_with('{')
     {
         // Not an object (or not JSON): read as any value, which says why.
         return match parse_value_within(text, max_bytes)? {
-            Value::Object(fields) => Ok(Some(fields)),
+            Value::Object(fields) => Ok(Some(
+                fields.into_iter().map(|(k, v)| (k.into(), v)).collect(),
+            )),
             _ => Ok(None),
         };
     }
@@ -78,7 +81,7 @@ struct FieldsVisitor<'a, 't> {
 }
 
 impl<'de> serde::de::Visitor<'de> for FieldsVisitor<'_, '_> {
-    type Value = Option<Map<String, Value>>;
+    type Value = Option<Fields>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a JSON object of fields")
@@ -88,9 +91,9 @@ impl<'de> serde::de::Visitor<'de> for FieldsVisitor<'_, '_> {
         let budget = self.budget;
         budget.charge(MIN_VALUE_BYTES)?;
         budget.enter()?;
-        let mut fields = Map::with_capacity(FIELDS_HINT.get());
+        let mut fields = Fields::with_capacity_and_hasher(FIELDS_HINT.get(), Default::default());
         let mut first = true;
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = map.next_key_seed(NameSeed)? {
             if std::mem::take(&mut first) && key == NUMBER_TOKEN {
                 // serde_json's reserved key makes the object a number, as
                 // `Budgeted` reads it (and charges it): not an object of fields.
@@ -187,10 +190,10 @@ impl<'de> serde::de::Visitor<'de> for DocumentVisitor<'_, '_> {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Document, A::Error> {
         use serde::de::Error;
         let budget = self.budget;
-        let mut fields = Map::new();
+        let mut fields = Fields::default();
         // The last of each reserved key counts, as in a parsed JSON object.
         let (mut id, mut run_id, mut children) = (None, None, None);
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = map.next_key_seed(NameSeed)? {
             budget.charge(entry_bytes(&key, 0))?;
             let value: Value = map.next_value_seed(budget.seed())?;
             match key.as_str() {
@@ -211,6 +214,33 @@ impl<'de> serde::de::Visitor<'de> for DocumentVisitor<'_, '_> {
             }
             A::Error::custom(e)
         })
+    }
+}
+
+/// Reads an object key as a [`FieldName`]: a short key is copied inline
+/// from the text, never allocated as a `String` first.
+struct NameSeed;
+
+impl<'de> serde::de::DeserializeSeed<'de> for NameSeed {
+    type Value = FieldName;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<FieldName, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for NameSeed {
+    type Value = FieldName;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<FieldName, E> {
+        Ok(FieldName::new(name))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, name: String) -> Result<FieldName, E> {
+        Ok(FieldName::from(name))
     }
 }
 

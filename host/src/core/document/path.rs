@@ -13,7 +13,7 @@ impl Document {
         let (Step::Key(first), rest) = split_first(&steps) else {
             return Err(invalid_path(path, "it must start with a field name"));
         };
-        let found = self.fields.get(first);
+        let found = self.fields.get(first.as_str());
         Ok(found.and_then(|node| rest.iter().try_fold(node, |node, step| step.child(node))))
     }
 
@@ -31,7 +31,10 @@ impl Document {
         self.admit_depth((1 + rest.len()).saturating_add(container_depth(&value)))?;
         let after = self.bytes_after_set_path(path, first, rest, &value)?;
         self.admit_bytes(after)?;
-        let mut node = self.fields.entry(first.clone()).or_insert(Value::Null);
+        let mut node = self
+            .fields
+            .entry(first.as_str().into())
+            .or_insert(Value::Null);
         for step in rest {
             node = match step {
                 Step::Key(k) => {
@@ -149,7 +152,7 @@ impl Document {
             return Err(invalid_path(path, "it must start with a field name"));
         };
         check_name(first)?;
-        let found = self.fields.get_mut(first);
+        let found = self.fields.get_mut(first.as_str());
         let Some(node) = found.and_then(|node| {
             between
                 .iter()

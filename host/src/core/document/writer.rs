@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-pub(super) fn write_value(out: &mut Vec<u8>, value: &Value) {
+/// `value` as compact JSON text, appended to `out`.
+pub fn write_value(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::String(s) => write_str(out, s),
         Value::Array(items) => {

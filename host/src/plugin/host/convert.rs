@@ -49,6 +49,16 @@ pub(crate) fn from_wit(value: Value, max_bytes: usize) -> Result<Json, document:
     })
 }
 
+/// WIT values as one multi-valued JSON value (an array), for a document
+/// of at most `max_bytes`.
+pub(super) fn from_wit_all(
+    values: Vec<Value>,
+    max_bytes: usize,
+) -> Result<Json, document::FieldError> {
+    let values = values.into_iter().map(|v| from_wit(v, max_bytes));
+    Ok(Json::Array(values.collect::<Result<_, _>>()?))
+}
+
 /// A JSON number as the WIT `value` that holds it exactly: `integer` when
 /// s64 holds it, `float` when f64 holds it as written, else its text.
 fn number_to_wit(n: &serde_json::Number) -> Value {

@@ -3,7 +3,7 @@
 
 use serde_json::Value as Json;
 
-use super::convert::{from_wit, to_wit, to_wit_error, wit_result};
+use super::convert::{from_wit, from_wit_all, to_wit, to_wit_error, wit_result};
 use super::lent::Touch;
 use super::{Handle, PluginState, Wasm};
 use crate::core::document::{self, Document};
@@ -32,10 +32,40 @@ impl PluginState {
         if let Some(position) = lent {
             self.lent.before_change(position, doc, touch);
         }
-        let held = lent.is_none();
         let before = doc.approx_json_bytes();
         let result = change(doc);
         let after = doc.approx_json_bytes();
+        self.charge(lent.is_none(), before, after)?;
+        Ok(wit_result(result))
+    }
+
+    /// Make field `name` of the document behind `h` hold what `value` makes
+    /// (a set of any kind), as [`Self::edit`] does; the value it replaces
+    /// moves into the journal of a lent document instead of being copied
+    /// there first.
+    pub(super) fn replace(
+        &mut self,
+        h: &Handle,
+        name: &str,
+        value: impl FnOnce(usize) -> Result<Json, document::FieldError>,
+    ) -> Wasm<Result<(), FieldError>> {
+        let lent = self.lent.position(h.rep());
+        let journal = lent.filter(|&position| self.lent.keeps(position, name));
+        let doc = self.docs.get_mut(h)?;
+        let before = doc.approx_json_bytes();
+        let result = value(doc.limits().max_bytes).and_then(|value| doc.replace(name, value));
+        let after = doc.approx_json_bytes();
+        let result = match (result, journal) {
+            (Ok(old), Some(position)) => Ok(self.lent.replaced(position, name, old)),
+            (result, _) => result.map(drop),
+        };
+        self.charge(lent.is_none(), before, after)?;
+        Ok(wit_result(result))
+    }
+
+    /// Charge what a document the plugin holds (`held`) grew by from
+    /// `before` to `after` bytes to its budget, or give back what it shrank.
+    fn charge(&mut self, held: bool, before: usize, after: usize) -> Wasm<()> {
         if held {
             if after > before {
                 self.budget.grow(after - before)?;
@@ -43,7 +73,7 @@ impl PluginState {
                 self.budget.shrink(before - after);
             }
         }
-        Ok(wit_result(result))
+        Ok(())
     }
 
     /// Hand the plugin a document it now holds: built under its limits,
@@ -195,22 +225,19 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn get_json(&mut self, h: Handle, name: String) -> Wasm<Option<String>> {
-        Ok(self.doc(&h)?.fields().get(&name).map(Json::to_string))
+        Ok(self
+            .doc(&h)?
+            .fields()
+            .get(name.as_str())
+            .map(Json::to_string))
     }
 
     fn set_json(&mut self, h: Handle, name: String, json: String) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, Touch::Field(&name), |doc| {
-            doc.set(
-                &name,
-                document::parse_value_within(&json, doc.limits().max_bytes)?,
-            )
-        })
+        self.replace(&h, &name, |max| document::parse_value_within(&json, max))
     }
 
     fn set(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, Touch::Field(&name), |doc| {
-            doc.set(&name, from_wit(value, doc.limits().max_bytes)?)
-        })
+        self.replace(&h, &name, |max| from_wit(value, max))
     }
 
     fn set_string(
@@ -219,9 +246,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         value: String,
     ) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, Touch::Field(&name), |doc| {
-            doc.set(&name, Json::String(value))
-        })
+        self.replace(&h, &name, |_| Ok(Json::String(value)))
     }
 
     fn set_all(
@@ -230,14 +255,7 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         name: String,
         values: Vec<Value>,
     ) -> Wasm<Result<(), FieldError>> {
-        self.edit(&h, Touch::Field(&name), |doc| {
-            let max = doc.limits().max_bytes;
-            let values = values
-                .into_iter()
-                .map(|v| from_wit(v, max))
-                .collect::<Result<Vec<_>, _>>()?;
-            doc.set_all(&name, values)
-        })
+        self.replace(&h, &name, |max| from_wit_all(values, max))
     }
 
     fn add(&mut self, h: Handle, name: String, value: Value) -> Wasm<Result<(), FieldError>> {

@@ -17,7 +17,7 @@
 
 use serde_json::Value as Json;
 
-use super::convert::{from_wit, to_wit};
+use super::convert::{from_wit, from_wit_all, to_wit};
 use super::lent::Touch;
 use super::{Handle, PluginState, Wasm};
 use crate::core::document::{self, Document};
@@ -109,15 +109,19 @@ impl PluginState {
             ))));
         }
         for FieldChange { name, change } in changes {
-            let touch = match change {
-                Change::Remove => Touch::Whole,
-                _ => Touch::Field(&name),
-            };
-            let done = self.edit(h, touch, |doc| {
-                apply(doc, &name, change).map_err(|e| naming(&name, e))
-            })?;
-            if done.is_err() {
-                return Ok(done);
+            let done = match change {
+                Change::Remove => self.edit(h, Touch::Whole, |doc| doc.remove(&name).map(drop)),
+                Change::Add(value) => self.edit(h, Touch::Field(&name), |doc| {
+                    doc.add(&name, from_wit(value, doc.limits().max_bytes)?)
+                }),
+                Change::Set(value) => self.replace(h, &name, |max| from_wit(value, max)),
+                Change::SetAll(values) => self.replace(h, &name, |max| from_wit_all(values, max)),
+                Change::SetJson(json) => {
+                    self.replace(h, &name, |max| document::parse_value_within(&json, max))
+                }
+            }?;
+            if let Err(e) = done {
+                return Ok(Err(naming(&name, e)));
             }
         }
         Ok(Ok(()))
@@ -132,28 +136,10 @@ fn wit_bytes(value: &Value) -> usize {
     }
 }
 
-/// Apply one change to `doc`, as the `document` method of its name does.
-fn apply(doc: &mut Document, name: &str, change: Change) -> Result<(), document::FieldError> {
-    let max = doc.limits().max_bytes;
-    match change {
-        Change::Set(value) => doc.set(name, from_wit(value, max)?),
-        Change::SetAll(values) => {
-            let values = values
-                .into_iter()
-                .map(|v| from_wit(v, max))
-                .collect::<Result<Vec<_>, _>>()?;
-            doc.set_all(name, values)
-        }
-        Change::SetJson(json) => doc.set(name, document::parse_value_within(&json, max)?),
-        Change::Add(value) => doc.add(name, from_wit(value, max)?),
-        Change::Remove => doc.remove(name).map(drop),
-    }
-}
-
 /// `error` as the error of the change to field `name` (a reserved name
 /// names itself).
-fn naming(name: &str, error: document::FieldError) -> document::FieldError {
-    use document::FieldError as E;
+fn naming(name: &str, error: FieldError) -> FieldError {
+    use FieldError as E;
     let named = |m: String| {
         format!(
             "field `{}`: {m}",
@@ -224,7 +210,7 @@ impl Host for PluginState {
             let doc = self.doc(h)?;
             let mut row = Vec::with_capacity(names.len());
             for name in &names {
-                let value = doc.fields().get(name);
+                let value = doc.fields().get(name.as_str());
                 total = total.saturating_add(value.map_or(0, document::value_bytes));
                 if total > max {
                     let message = format!(

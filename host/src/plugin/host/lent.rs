@@ -7,7 +7,8 @@
 //! Keeping a whole copy of every document a stage changes would cost more
 //! than most stages' work, so the common changes are journaled by field: a
 //! field set, appended to or added keeps only that field's old value (or
-//! that it was absent). Those changes never move a field, so putting the old
+//! that it was absent); a set moves the value it replaced into the journal
+//! instead of copying it first. Those changes never move a field, so putting the old
 //! values back, and removing the added fields, gives the document back as
 //! it was, in its order. Any other change (a removal, a rename, a path, a
 //! child, a whole load) takes a whole copy first.
@@ -19,7 +20,8 @@ use crate::core::document::Document;
 /// What a plugin is about to change in a lent document.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Touch<'a> {
-    /// The value of this field: set, appended to, or added.
+    /// The value of this field: appended to or added (or set, where the
+    /// caller does not use [`Lent::keeps`] and [`Lent::replaced`]).
     Field(&'a str),
     /// Its flags (dropped, skip stages).
     Flags,
@@ -136,6 +138,30 @@ impl Lent {
         }
     }
 
+    /// Whether the old value of field `name` of the document at `position`
+    /// is still to be kept: the caller replaces it whole, then hands the
+    /// value it replaced to [`Lent::replaced`] (moved, never copied).
+    pub(crate) fn keeps(&self, position: usize, name: &str) -> bool {
+        self.keep_before
+            && match &self.before[position] {
+                None => true,
+                Some(Before::Fields { fields, .. }) => !fields.iter().any(|(f, _)| f == name),
+                Some(Before::Whole(_)) => false,
+            }
+    }
+
+    /// Field `name` of the document at `position` held `old` before the
+    /// plugin replaced it (asked of [`Lent::keeps`] first).
+    pub(crate) fn replaced(&mut self, position: usize, name: &str, old: Option<Value>) {
+        let before = self.before[position].get_or_insert_with(|| Before::Fields {
+            fields: Vec::new(),
+            flags: None,
+        });
+        if let Before::Fields { fields, .. } = before {
+            fields.push((name.to_owned(), old));
+        }
+    }
+
     /// The plugin gave up its handle on the document at `position`.
     pub(crate) fn release(&mut self, position: usize) {
         self.released[position] = true;
@@ -182,19 +208,35 @@ mod tests {
         assert_eq!(lent.position(7), None);
     }
 
-    /// Apply `changes` to a lent copy of the original the way the host
-    /// does (journal first), put it back, and compare with the original,
-    /// field order included.
-    /// One change of a test: what it touches, and the change.
-    type Change<'a> = (Touch<'a>, &'a dyn Fn(&mut Document));
+    /// One change of a test: journaled first (what it touches, then the
+    /// change), or a set whose replaced value moves into the journal, as
+    /// the host's sets do.
+    enum Step<'a> {
+        Edit(Touch<'a>, &'a dyn Fn(&mut Document)),
+        Replace(&'a str, serde_json::Value),
+    }
+    use Step::{Edit, Replace};
 
-    fn put_back(changes: &[Change<'_>]) {
+    /// Apply `steps` to a lent copy of the original the way the host does,
+    /// put it back, and compare with the original, field order included.
+    fn put_back(steps: &[Step<'_>]) {
         let mut lent = Lent::default();
         lent.start([1, 2], true);
         let mut doc = original();
-        for (touch, change) in changes {
-            lent.before_change(0, &doc, *touch);
-            change(&mut doc);
+        for step in steps {
+            match step {
+                Edit(touch, change) => {
+                    lent.before_change(0, &doc, *touch);
+                    change(&mut doc);
+                }
+                Replace(name, value) => {
+                    let keep = lent.keeps(0, name);
+                    let old = doc.replace(name, value.clone()).expect("replace");
+                    if keep {
+                        lent.replaced(0, name, old);
+                    }
+                }
+            }
         }
         assert_ne!(doc.to_json_string(), original().to_json_string());
         let mut before = lent.finish();
@@ -207,29 +249,41 @@ mod tests {
     #[test]
     fn field_changes_are_put_back_in_place() {
         put_back(&[
-            (Touch::Field("x"), &|d| d.set("x", json!(2)).expect("set")),
-            (Touch::Field("new"), &|d| {
+            Edit(Touch::Field("x"), &|d| d.set("x", json!(2)).expect("set")),
+            Edit(Touch::Field("new"), &|d| {
                 d.set("new", json!("n")).expect("set")
             }),
-            (Touch::Field("y"), &|d| d.add("y", json!(3)).expect("add")),
-            (Touch::Field("x"), &|d| d.set("x", json!(3)).expect("again")),
-            (Touch::Flags, &|d| d.set_dropped(true)),
+            Edit(Touch::Field("y"), &|d| d.add("y", json!(3)).expect("add")),
+            Edit(Touch::Field("x"), &|d| d.set("x", json!(3)).expect("again")),
+            Edit(Touch::Flags, &|d| d.set_dropped(true)),
+        ]);
+    }
+
+    #[test]
+    fn replaced_values_are_moved_back_in_place() {
+        put_back(&[
+            Replace("z", json!("changed")),
+            Replace("new", json!(1)),
+            Edit(Touch::Field("y"), &|d| d.add("y", json!(3)).expect("add")),
+            // Already kept: the first old value is the one put back.
+            Replace("z", json!("again")),
+            Replace("y", json!("over an append")),
         ]);
     }
 
     #[test]
     fn other_changes_are_put_back_whole_after_field_changes() {
         put_back(&[
-            (Touch::Field("z"), &|d| {
+            Edit(Touch::Field("z"), &|d| {
                 d.set("z", json!("changed")).expect("set")
             }),
-            (Touch::Field("new"), &|d| {
-                d.set("new", json!(1)).expect("set")
-            }),
-            (Touch::Whole, &|d| {
+            Replace("new", json!(1)),
+            Edit(Touch::Whole, &|d| {
                 d.remove("x").expect("remove");
             }),
-            (Touch::Field("y"), &|d| d.set("y", json!(0)).expect("set")),
+            // Kept whole already: nothing more is kept.
+            Replace("y", json!(0)),
+            Edit(Touch::Field("y"), &|d| d.set("y", json!(1)).expect("set")),
         ]);
     }
 }

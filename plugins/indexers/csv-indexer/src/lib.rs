@@ -13,8 +13,8 @@
 use std::fs::{File, OpenOptions};
 
 use weir_plugin::{
-    BatchEntry, BatchError, BatchFormat, ConfigIssue, DocumentFailure, Indexer, failure, issue,
-    picked,
+    BatchEntry, BatchError, BatchFormat, ConfigIssue, DocumentFailure, Indexer, Packed, failure,
+    issue, picked,
 };
 
 #[derive(serde::Deserialize)]
@@ -118,35 +118,59 @@ impl Indexer for CsvIndexer {
     }
 
     fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError> {
+        self.rows(batch.iter(), |indexer, entry| {
+            let picked = |at: usize| entry.picked.get(at).map_or(&[][..], Vec::as_slice);
+            indexer.write_row(&entry.id, entry.run_id.as_deref(), picked)
+        })
+    }
+
+    /// Rows straight from the batch's text: no string copied per value.
+    fn index_packed(&mut self, batch: &Packed<'_>) -> Result<Vec<DocumentFailure>, BatchError> {
+        self.rows(batch.entries(), |indexer, entry| {
+            indexer.write_row(entry.id, entry.run_id, |at| entry.picked(at))
+        })
+    }
+}
+
+impl CsvIndexer {
+    /// A row per entry, written by `write`; the entries it cannot write
+    /// fail alone, and the file is flushed once for the batch.
+    fn rows<E>(
+        &mut self,
+        entries: impl Iterator<Item = E>,
+        mut write: impl FnMut(&mut Self, E) -> csv::Result<()>,
+    ) -> Result<Vec<DocumentFailure>, BatchError> {
         let mut failures = Vec::new();
-        for (index, entry) in batch.iter().enumerate() {
-            if let Err(e) = self.write_row(entry) {
+        for (index, entry) in entries.enumerate() {
+            if let Err(e) = write(self, entry) {
                 failures.push(failure(index, format!("cannot write row: {e}")));
             }
         }
         self.writer.flush().map_err(write_failed)?;
         Ok(failures)
     }
-}
 
-impl CsvIndexer {
-    /// One row, field by field into the writer's buffer (no row built aside).
-    fn write_row(&mut self, entry: &BatchEntry) -> csv::Result<()> {
+    /// One row, field by field into the writer's buffer (no row built
+    /// aside): the id, the run id, and the values of picked field `at`.
+    fn write_row<'e, V: AsRef<str> + 'e>(
+        &mut self,
+        id: &str,
+        run_id: Option<&str>,
+        picked: impl Fn(usize) -> &'e [V],
+    ) -> csv::Result<()> {
         for column in &self.columns {
             match column {
-                Column::Id => self.writer.write_field(&entry.id)?,
-                Column::RunId => self
-                    .writer
-                    .write_field(entry.run_id.as_deref().unwrap_or_default())?,
-                Column::Picked(at) => match entry.picked.get(*at).map(Vec::as_slice) {
-                    None | Some([]) => self.writer.write_field("")?,
-                    Some([one]) => self.writer.write_field(one)?,
-                    Some([first, rest @ ..]) => {
+                Column::Id => self.writer.write_field(id)?,
+                Column::RunId => self.writer.write_field(run_id.unwrap_or_default())?,
+                Column::Picked(at) => match picked(*at) {
+                    [] => self.writer.write_field("")?,
+                    [one] => self.writer.write_field(one.as_ref())?,
+                    [first, rest @ ..] => {
                         self.joined.clear();
-                        self.joined.push_str(first);
+                        self.joined.push_str(first.as_ref());
                         for value in rest {
                             self.joined.push_str(&self.config.multi_value_separator);
-                            self.joined.push_str(value);
+                            self.joined.push_str(value.as_ref());
                         }
                         self.writer.write_field(&self.joined)?;
                     }
