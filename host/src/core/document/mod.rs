@@ -16,6 +16,7 @@
 use serde_json::Value;
 
 mod error;
+mod fields;
 mod json;
 mod limits;
 mod number;
@@ -27,6 +28,7 @@ mod tests;
 mod writer;
 
 pub use error::FieldError;
+pub use fields::{FieldName, Fields};
 pub use limits::DocLimits;
 pub use number::{number_as_written, same_json, same_number};
 pub use parse::parse_value_within;
@@ -44,15 +46,6 @@ pub const ID_FIELD: &str = "id";
 pub const RUN_ID_FIELD: &str = "run_id";
 /// JSON key of the nested children.
 pub const CHILDREN_FIELD: &str = "_children";
-
-/// A field name: names up to 24 bytes are held inline, with no allocation
-/// of their own (a connector's documents have a handful of short names).
-pub type FieldName = compact_str::CompactString;
-
-/// A document's top-level fields by name, in insertion order. Hashed with
-/// foldhash, seeded per map: fast for short names, and a tenant's document
-/// cannot choose names that collide.
-pub type Fields = indexmap::IndexMap<FieldName, Value, foldhash::fast::RandomState>;
 
 /// How [`Document::rename`] treats a target that already exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

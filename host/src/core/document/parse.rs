@@ -91,7 +91,7 @@ impl<'de> serde::de::Visitor<'de> for FieldsVisitor<'_, '_> {
         let budget = self.budget;
         budget.charge(MIN_VALUE_BYTES)?;
         budget.enter()?;
-        let mut fields = Fields::with_capacity_and_hasher(FIELDS_HINT.get(), Default::default());
+        let mut fields = Fields::with_capacity(FIELDS_HINT.get());
         let mut first = true;
         while let Some(key) = map.next_key_seed(NameSeed)? {
             if std::mem::take(&mut first) && key == NUMBER_TOKEN {

@@ -31,10 +31,7 @@ impl Document {
         self.admit_depth((1 + rest.len()).saturating_add(container_depth(&value)))?;
         let after = self.bytes_after_set_path(path, first, rest, &value)?;
         self.admit_bytes(after)?;
-        let mut node = self
-            .fields
-            .entry(first.as_str().into())
-            .or_insert(Value::Null);
+        let mut node = self.fields.get_or_insert_null(first);
         for step in rest {
             node = match step {
                 Step::Key(k) => {
