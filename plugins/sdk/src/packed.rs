@@ -119,11 +119,11 @@ impl<'a> Packed<'a> {
     /// The entries, in order.
     pub fn entries(&self) -> impl ExactSizeIterator<Item = Entry<'_, 'a>> {
         self.heads.iter().enumerate().map(|(i, head)| {
-            let ends = &self.ends[i * self.fields..(i + 1) * self.fields];
-            let start = match i {
-                0 => 0,
-                _ => self.ends[i * self.fields - 1],
-            };
+            let first = i * self.fields;
+            let ends = &self.ends[first..first + self.fields];
+            // Where the entry before ended (none before the first, and
+            // entries of no picked fields have no values).
+            let start = first.checked_sub(1).map_or(0, |before| self.ends[before]);
             Entry {
                 id: head.id,
                 run_id: head.run_id,
@@ -167,5 +167,119 @@ impl<'a, I: Iterator<Item = &'a u32>> Cutter<'a, I> {
         let (piece, rest) = self.text.split_at(length);
         self.text = rest;
         Some(Some(piece))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ABSENT, Packed, PackedBatch};
+
+    /// A batch of `pieces` (a count is given as its decimal text, `None`
+    /// is absent), packed as the host packs it.
+    fn batch(count: u32, pieces: &[Option<&str>], counts: &[usize]) -> PackedBatch {
+        let mut text = String::new();
+        let mut lengths = Vec::new();
+        let mut counts = counts.iter();
+        for piece in pieces {
+            match piece {
+                Some("#") => lengths.push(*counts.next().expect("a count") as u32),
+                Some(piece) => {
+                    text.push_str(piece);
+                    lengths.push(piece.len() as u32);
+                }
+                None => lengths.push(ABSENT),
+            }
+        }
+        PackedBatch {
+            count,
+            text,
+            lengths,
+        }
+    }
+
+    #[test]
+    fn entries_read_back_with_their_picked_values() {
+        let b = batch(
+            2,
+            &[
+                Some("a"),
+                None,
+                Some(r#"{"id":"a"}"#),
+                Some("#"),
+                Some("é"),
+                Some("x|y"),
+                Some("#"),
+                Some("b"),
+                Some("run"),
+                None,
+                Some("#"),
+                Some("#"),
+                Some("1"),
+            ],
+            &[2, 0, 0, 1],
+        );
+        let packed = Packed::read(&b, 2).expect("read");
+        let entries: Vec<_> = packed.entries().collect();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(
+            (entries[0].id, entries[0].run_id, entries[0].json),
+            ("a", None, Some(r#"{"id":"a"}"#))
+        );
+        assert_eq!(entries[0].picked(0), ["é", "x|y"]);
+        assert!(entries[0].picked(1).is_empty());
+        assert_eq!((entries[1].id, entries[1].run_id), ("b", Some("run")));
+        assert!(entries[1].picked(0).is_empty());
+        assert_eq!(entries[1].picked(1), ["1"]);
+        assert!(entries[1].picked(2).is_empty(), "past the fields picked");
+        let owned = packed.to_entries();
+        assert_eq!(
+            owned[0].picked,
+            [vec!["é".to_owned(), "x|y".to_owned()], vec![]]
+        );
+        assert_eq!(owned[1].run_id.as_deref(), Some("run"));
+    }
+
+    #[test]
+    fn entries_of_no_picked_fields_read_back_whatever_their_number() {
+        let pieces: Vec<Option<&str>> = ["a", "b", "c"]
+            .iter()
+            .flat_map(|id| [Some(*id), None, Some("{}")])
+            .collect();
+        let b = batch(3, &pieces, &[]);
+        let packed = Packed::read(&b, 0).expect("read");
+        let ids: Vec<&str> = packed.entries().map(|e| e.id).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+        assert!(packed.entries().all(|e| e.picked(0).is_empty()));
+    }
+
+    #[test]
+    fn a_batch_its_lengths_do_not_cut_is_refused() {
+        let whole = batch(1, &[Some("a"), None, None, Some("#"), Some("v")], &[1]);
+        assert!(Packed::read(&whole, 1).is_ok());
+        let refused = |b: PackedBatch, fields: usize| {
+            let e = Packed::read(&b, fields).err().expect("refused");
+            assert!(e.message.contains("malformed"), "{}", e.message);
+        };
+        // More entries than lengths; text left over; lengths left over.
+        refused(
+            batch(2, &[Some("a"), None, None, Some("#"), Some("v")], &[1]),
+            1,
+        );
+        let mut long = batch(1, &[Some("a"), None, None], &[]);
+        long.text.push('x');
+        refused(long, 0);
+        let mut more = batch(1, &[Some("a"), None, None], &[]);
+        more.lengths.push(1);
+        refused(more, 0);
+        // A count missing, a length past the text, one inside a character,
+        // an absent id.
+        refused(batch(1, &[Some("a"), None, None], &[]), 1);
+        let mut past = batch(1, &[Some("a"), None, None], &[]);
+        past.lengths[0] = 5;
+        refused(past, 0);
+        let mut inside = batch(1, &[Some("é"), None, None], &[]);
+        inside.lengths[0] = 1;
+        refused(inside, 0);
+        refused(batch(1, &[None, None, None], &[]), 0);
     }
 }

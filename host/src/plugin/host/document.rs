@@ -56,7 +56,10 @@ impl PluginState {
         let result = value(doc.limits().max_bytes).and_then(|value| doc.replace(name, value));
         let after = doc.approx_json_bytes();
         let result = match (result, journal) {
-            (Ok(old), Some(position)) => Ok(self.lent.replaced(position, name, old)),
+            (Ok(old), Some(position)) => {
+                self.lent.replaced(position, name, old);
+                Ok(())
+            }
             (result, _) => result.map(drop),
         };
         self.charge(lent.is_none(), before, after)?;
