@@ -34,12 +34,13 @@ pub enum Lang {
 }
 
 /// The contract, vendored into every project.
-const WIT: [(&str, &str); 4] = [
+const WIT: [(&str, &str); 5] = [
     ("wit/batch.wit", include_str!("../../../wit/batch.wit")),
     (
         "wit/document.wit",
         include_str!("../../../wit/document.wit"),
     ),
+    ("wit/packed.wit", include_str!("../../../wit/packed.wit")),
     ("wit/types.wit", include_str!("../../../wit/types.wit")),
     ("wit/worlds.wit", include_str!("../../../wit/worlds.wit")),
 ];
@@ -302,7 +303,7 @@ fn test_case(kind: Kind) -> (&'static str, &'static str, &'static str, &'static 
 
 #[cfg(test)]
 mod tests {
-    use super::{JS_SDK, PYTHON_SDK, check_name};
+    use super::{JS_SDK, PYTHON_SDK, WIT, check_name};
     use std::path::Path;
 
     /// Every file of an SDK directory is vendored (nothing added and forgotten).
@@ -331,6 +332,21 @@ mod tests {
                         "{dir}/{relative} is not vendored by `weir new`"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn projects_vendor_every_wit_file() {
+        let wit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+        for entry in std::fs::read_dir(&wit).expect("wit dir").flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".wit") {
+                let wanted = format!("wit/{name}");
+                assert!(
+                    WIT.iter().any(|(p, _)| *p == wanted),
+                    "wit/{name} is not vendored by `weir new`"
+                );
             }
         }
     }

@@ -17,6 +17,10 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
         include_str!("../../../../plugins/sdk/src/fields.rs"),
     ),
     (
+        ".weir/sdk-rust/src/packed.rs",
+        include_str!("../../../../plugins/sdk/src/packed.rs"),
+    ),
+    (
         ".weir/sdk-rust/Cargo.toml",
         r#"[package]
 name = "weir-plugin"
