@@ -14,7 +14,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 
-use weir_plugin::{BatchEntry, BatchError, DocumentFailure, Indexer, batch_error};
+use weir_plugin::{BatchEntry, BatchError, DocumentFailure, Indexer, Packed, batch_error};
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -49,12 +49,24 @@ impl Indexer for JsonlIndexer {
     }
 
     fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError> {
+        self.write_lines(batch.iter().map(|entry| entry.json.as_deref()))
+    }
+
+    /// Lines straight from the batch's text: no copy of each document.
+    fn index_packed(&mut self, batch: &Packed<'_>) -> Result<Vec<DocumentFailure>, BatchError> {
+        self.write_lines(batch.entries().map(|entry| entry.json))
+    }
+}
+
+impl JsonlIndexer {
+    /// One line per document's JSON text, written and flushed at once.
+    fn write_lines<'a>(
+        &mut self,
+        lines: impl Iterator<Item = Option<&'a str>>,
+    ) -> Result<Vec<DocumentFailure>, BatchError> {
         self.buffer.clear();
-        for entry in &batch {
-            let json = entry
-                .json
-                .as_deref()
-                .ok_or_else(|| batch_error("the host sent no JSON"))?;
+        for json in lines {
+            let json = json.ok_or_else(|| batch_error("the host sent no JSON"))?;
             self.buffer.extend_from_slice(json.as_bytes());
             self.buffer.push(b'\n');
         }
