@@ -158,26 +158,54 @@ pub fn config(toml: &str, base: &Path) -> weir::config::Config {
         .unwrap_or_else(|e| panic!("test config does not parse: {e}"))
 }
 
+/// Start the server of `script` (`tests/kafka/broker.sh`, `tests/search/*.sh`)
+/// for this test process. One this process started is stopped again when
+/// the process ends, however it ends: a watcher outside it waits for it to
+/// exit (`tail --pid`), then runs `script stop`. So a plain `cargo test`
+/// leaves no server behind. One running already (started by `.ci/run`, by
+/// hand, or by another test process) is left as it is.
+fn start_server(script: &Path) {
+    let run = |command: &str| {
+        Command::new("bash")
+            .arg(script)
+            .arg(command)
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()))
+    };
+    let running = run("status").success();
+    assert!(run("start").success(), "{} start failed", script.display());
+    if running {
+        return;
+    }
+    // The watcher is its own session, so it outlives this process; the
+    // shell that starts it is waited for here.
+    let watcher = r#"setsid bash -c 'tail --pid="$1" -f /dev/null; bash "$2" stop' stop-after "$1" "$2" </dev/null >/dev/null 2>&1 &"#;
+    let status = Command::new("bash")
+        .arg("-c")
+        .arg(watcher)
+        .arg("stop-after")
+        .arg(std::process::id().to_string())
+        .arg(script)
+        .status();
+    assert!(
+        status.is_ok_and(|s| s.success()),
+        "cannot watch {}",
+        script.display()
+    );
+}
+
 /// The Kafka broker the tests use: `WEIR_KAFKA_BOOTSTRAP` when set (CI starts
 /// the broker and sets it), else the one `tests/kafka/broker.sh` starts on
-/// 127.0.0.1:19092 (started here when it is not running). Tests that need
-/// Kafka fail, never skip, when there is none.
+/// 127.0.0.1:19092 (started here when it is not running, and then stopped
+/// when the tests end). Tests that need Kafka fail, never skip, when there
+/// is none.
 pub fn kafka_bootstrap() -> &'static str {
     static BOOTSTRAP: OnceLock<String> = OnceLock::new();
     BOOTSTRAP.get_or_init(|| {
         if let Ok(servers) = std::env::var("WEIR_KAFKA_BOOTSTRAP") {
             return servers;
         }
-        let script = repo_root().join("tests").join("kafka").join("broker.sh");
-        let status = Command::new("bash")
-            .arg(&script)
-            .arg("start")
-            .status()
-            .expect("cannot run tests/kafka/broker.sh");
-        assert!(
-            status.success(),
-            "tests/kafka/broker.sh start failed: no Kafka broker for the Kafka tests"
-        );
+        start_server(&repo_root().join("tests").join("kafka").join("broker.sh"));
         let port = std::env::var("WEIR_KAFKA_PORT").unwrap_or_else(|_| "19092".into());
         format!("127.0.0.1:{port}")
     })
@@ -185,8 +213,9 @@ pub fn kafka_bootstrap() -> &'static str {
 
 /// A search server the tests use: the URL in `url_env` when set (CI starts
 /// the servers and sets it), else the one `tests/search/<script>` starts on
-/// loopback (here, once per process, when it is not running). Tests that
-/// need one fail, never skip, when there is none.
+/// loopback (here, once per process, when it is not running, and then
+/// stopped when the tests end). Tests that need one fail, never skip, when
+/// there is none.
 fn search_server(
     cell: &'static OnceLock<String>,
     url_env: &str,
@@ -199,13 +228,7 @@ fn search_server(
         if let Ok(url) = std::env::var(url_env) {
             return url.trim_end_matches('/').to_owned();
         }
-        let script = repo_root().join("tests").join("search").join(script);
-        let status = Command::new("bash")
-            .arg(&script)
-            .arg("start")
-            .status()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        assert!(status.success(), "{} start failed", script.display());
+        start_server(&repo_root().join("tests").join("search").join(script));
         let port = std::env::var(port_env).unwrap_or_else(|_| port.into());
         format!("http://127.0.0.1:{port}{path}")
     })
