@@ -335,6 +335,11 @@ impl<W: World> Instance<W> {
         Ok(&self.live()?.started)
     }
 
+    /// The live instance's bindings (instantiating it if needed).
+    pub(crate) fn bindings(&mut self) -> Result<&W, PluginError> {
+        Ok(&self.live()?.bindings)
+    }
+
     fn live(&mut self) -> Result<&mut Live<W>, PluginError> {
         if self.live.is_none() {
             let live = self.prepared.instantiate(self.start, &self.cancel)?;

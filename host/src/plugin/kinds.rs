@@ -12,7 +12,7 @@ use super::bindings::{ConfigIssue, GuestError};
 use super::error::{PluginError, TrapCause};
 use super::host::{PluginState, PublishSink, Publisher};
 use super::instance::{Instance, Loaded, Prepared, World};
-use super::packed::{IndexerWorld, PACKED_API, Packed};
+use super::packed::{IndexerWorld, Packed};
 use crate::core::document::Document;
 use crate::core::text::clip_message;
 
@@ -356,8 +356,8 @@ impl IndexerInstance {
         // Packed when the backend takes it, and every piece of the batch
         // can be told by a length (always, short of 4 GiB in one value).
         let packed = inner
-            .loaded()
-            .exports(PACKED_API)
+            .bindings()?
+            .packs()
             .then(|| Packed::of(docs, &format))
             .flatten();
         let sent = match packed {

@@ -21,7 +21,6 @@ use super::instance::World;
 use crate::core::document::{self, Document};
 
 /// The interface a packing indexer exports beside `indexer-api`.
-pub(crate) const PACKED_API: &str = "indexer-packed-api";
 const PACKED_EXPORT: &str = "weir:plugin/indexer-packed-api@0.2.1";
 
 /// The length that marks an absent piece (no run id, no JSON text).
@@ -54,6 +53,11 @@ impl Deref for IndexerWorld {
 }
 
 impl IndexerWorld {
+    /// Whether the instance takes `index-packed`.
+    pub(crate) fn packs(&self) -> bool {
+        self.packed.is_some()
+    }
+
     /// `index-packed(batch)`.
     pub(crate) async fn index_packed(
         &self,

@@ -53,6 +53,18 @@ impl Index {
         self.table.find(hash, |&at| entries[at].0 == name).copied()
     }
 
+    /// Forget the entry at `at`, which is leaving the list: the positions
+    /// after it move down by one.
+    fn remove(&mut self, name: &str, at: usize) {
+        let hash = self.hasher.hash_one(name);
+        if let Ok(slot) = self.table.find_entry(hash, |&i| i == at) {
+            slot.remove();
+        }
+        for position in self.table.iter_mut().filter(|p| **p > at) {
+            *position -= 1;
+        }
+    }
+
     fn add(&mut self, entries: &[(FieldName, Value)], name: &str, at: usize) {
         let hasher = &self.hasher;
         self.table.insert_unique(hasher.hash_one(name), at, |&i| {
@@ -137,10 +149,13 @@ impl Fields {
     pub fn shift_remove(&mut self, name: &str) -> Option<Value> {
         let at = self.position(name)?;
         let (_, value) = self.entries.remove(at);
-        if self.index.is_some() {
-            // Every later position moved: index again (a removal shifts the
-            // list anyway), or not at all once the document is short.
-            self.index = (self.entries.len() > INDEXED_FROM).then(|| Index::of(&self.entries));
+        if self.entries.len() <= INDEXED_FROM {
+            // Short again: searched in place.
+            self.index = None;
+        } else if let Some(index) = &mut self.index {
+            // One pass over the positions, as the list shifts anyway: no
+            // name is hashed again.
+            index.remove(name, at);
         }
         Some(value)
     }
