@@ -3,7 +3,7 @@
 #
 #   build.sh <stage|connector|indexer> <src-dir> <out.wasm>
 #
-# A stage is built for the `batch-stage` world (contract 0.2.1: a batch of
+# A stage is built for the `lent-stage` world (contract 0.2.1: a batch of
 # documents per call); `per-document-stage` builds it for the `stage` world
 # instead (one call per document, as contract 0.2.0 runs stages), to compare.
 #
@@ -36,9 +36,10 @@ die() {
 [[ $# -eq 3 ]] || die "usage: build.sh <stage|connector|indexer> <src-dir> <out.wasm>"
 kind=$1 src=$2 out=$3
 # The WIT world, the SDK function that exports the plugin class, and the name of
-# the interface it makes (the world's export).
+# the interface it makes (the world's export; names destructured for a world
+# with two).
 case $kind in
-stage) world=batch-stage export=exportStage api=stageBatchApi ;;
+stage) world=lent-stage export=exportLentStage api="{ stageBatchApi, stageLentApi }" ;;
 per-document-stage) world=stage export=exportStagePerDocument api=stageApi ;;
 connector) world=connector export=exportConnector api=connectorApi ;;
 indexer) world=indexer export=exportIndexer api=indexerApi ;;

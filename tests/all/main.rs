@@ -15,6 +15,7 @@ mod connector_indexer;
 mod failures;
 mod isolation;
 mod kafka;
+mod lent;
 mod limits;
 mod local_run;
 mod operations;

@@ -34,12 +34,13 @@ pub enum Lang {
 }
 
 /// The contract, vendored into every project.
-const WIT: [(&str, &str); 5] = [
+const WIT: [(&str, &str); 6] = [
     ("wit/batch.wit", include_str!("../../../wit/batch.wit")),
     (
         "wit/document.wit",
         include_str!("../../../wit/document.wit"),
     ),
+    ("wit/lent.wit", include_str!("../../../wit/lent.wit")),
     ("wit/packed.wit", include_str!("../../../wit/packed.wit")),
     ("wit/types.wit", include_str!("../../../wit/types.wit")),
     ("wit/worlds.wit", include_str!("../../../wit/worlds.wit")),
@@ -65,7 +66,7 @@ const PYTHON_SDK: &[(&str, &str)] = vendored!("sdk-python":
 const JS_SDK: &[(&str, &str)] = vendored!("sdk-js":
     "build.sh", "package.json", "package-lock.json", "README.md",
     "src/batch.js", "src/config.js", "src/connector.js", "src/document.js", "src/errors.js", "src/file.js",
-    "src/index.js", "src/indexer.js", "src/json.js", "src/log.js", "src/plugin.js",
+    "src/index.js", "src/indexer.js", "src/json.js", "src/lent.js", "src/log.js", "src/plugin.js",
     "src/stage.js",
 );
 

@@ -33,6 +33,19 @@ pub mod batch_stage {
     });
 }
 
+/// The `lent-stage` world: its `lending` import is linked for every plugin,
+/// and its `stage-lent-api` export is called as a typed function beside the
+/// `batch-stage` bindings (`super::lent`).
+pub mod lent_stage {
+    world_bindings!("lent-stage", {
+        "weir:plugin/types": super::stage::weir::plugin::types,
+        "weir:plugin/log": super::stage::weir::plugin::log,
+        "weir:plugin/document": super::stage::weir::plugin::document,
+        "weir:plugin/fields": super::batch_stage::weir::plugin::fields,
+        "weir:plugin/lending.batch": crate::plugin::host::LentBatch,
+    });
+}
+
 pub mod connector {
     world_bindings!("connector", {
         "weir:plugin/types": super::stage::weir::plugin::types,

@@ -350,7 +350,7 @@ fn run_case(ops: Vec<Op>) {
         .expect("set");
     lent.set_limits(state.budget.doc_limits);
     let rep = state.docs.push(lent).expect("lend").rep();
-    state.lent.start([rep], false);
+    state.lent.start([rep], false, true);
     let mut held = vec![rep];
     for op in ops {
         state.budget.start_call();

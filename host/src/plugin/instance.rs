@@ -270,6 +270,10 @@ pub(crate) enum Lending {
     /// As owned handles that stay the host's (`process-batch`): dropping one
     /// gives nothing up, and handing one on hands on a copy.
     Owned,
+    /// As one `batch` handle (`process-lent`): the closure gets no document
+    /// handles, and the plugin holds one only once it asks for it, owned
+    /// as above.
+    ByPosition,
 }
 
 /// A live instance: a store and the bindings instantiated in it.
@@ -400,15 +404,18 @@ impl<W: World> Instance<W> {
                 .map_err(|e| loaded.instantiate_error(e))?;
             lent.push(own);
         }
-        let owned = matches!(lending, Lending::Owned);
-        state
-            .lent
-            .start(lent.iter().map(Resource::rep), owned && docs.len() > 1);
+        let owned = !matches!(lending, Lending::Borrowed);
+        state.lent.start(
+            lent.iter().map(Resource::rep),
+            owned && docs.len() > 1,
+            !matches!(lending, Lending::ByPosition),
+        );
         let handles = lent
             .iter()
-            .map(|own| match lending {
-                Lending::Borrowed => Resource::new_borrow(own.rep()),
-                Lending::Owned => Resource::new_own(own.rep()),
+            .filter_map(|own| match lending {
+                Lending::Borrowed => Some(Resource::new_borrow(own.rep())),
+                Lending::Owned => Some(Resource::new_own(own.rep())),
+                Lending::ByPosition => None,
             })
             .collect();
         let bindings = &live.bindings;

@@ -5,7 +5,6 @@ use wasmtime::Store;
 use wasmtime::component::{InstancePre, Resource};
 
 use super::batch::{BatchFailure, BatchFormat, DocumentFailure, with_entries};
-use super::bindings::batch_stage::{BatchStage, BatchStagePre};
 use super::bindings::connector::{Connector, ConnectorPre};
 use super::bindings::stage::{Stage, StagePre};
 use super::bindings::{ConfigIssue, GuestError};
@@ -50,17 +49,6 @@ world!(
     "stage-api",
     (),
     |b, store, config| b.weir_plugin_stage_api().call_start(store, config).await
-);
-world!(
-    BatchStage,
-    BatchStagePre,
-    "stage",
-    "stage-batch-api",
-    (),
-    |b, store, config| b
-        .weir_plugin_stage_batch_api()
-        .call_start(store, config)
-        .await
 );
 world!(
     Connector,

@@ -22,6 +22,7 @@ mod grant;
 mod host;
 mod instance;
 mod kinds;
+mod lent;
 mod packed;
 mod spec;
 mod stage;
@@ -300,6 +301,7 @@ impl PluginRuntime {
         bindings::stage::weir::plugin::document::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::connector::weir::plugin::publishing::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::batch_stage::weir::plugin::fields::add_to_linker::<_, Own>(&mut linker, |s| s)?;
+        bindings::lent_stage::weir::plugin::lending::add_to_linker::<_, Own>(&mut linker, |s| s)?;
 
         let stop_ticker = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(engine.weak(), options.epoch_tick, Arc::clone(&stop_ticker))?;

@@ -5,6 +5,10 @@
 //! - A batch stage exports `stage-batch-api` (contract 0.2.1): the host
 //!   calls `process-batch` once per batch, lending every document as an owned
 //!   handle that stays the host's, and gets one outcome per document back.
+//!   One that also exports `stage-lent-api` (0.2.1, world `lent-stage`) is
+//!   called with `process-lent` instead: the batch as one handle whose
+//!   documents are addressed by position (see `lent`), and outcomes only
+//!   for the documents that failed or made children.
 //!
 //! Callers see one call, [`StageInstance::process_batch`]: a document stage
 //! is called for each document of the batch in turn (a batch of one each
@@ -13,11 +17,11 @@
 
 use super::bindings::ConfigIssue;
 use super::bindings::GuestError;
-use super::bindings::batch_stage::BatchStage;
 use super::bindings::stage::Stage;
 use super::error::PluginError;
 use super::instance::{Instance, Lending, Loaded, Prepared};
 use super::kinds::{check_config, flatten, guest_error};
+use super::lent::BatchWorld;
 use crate::core::document::Document;
 
 /// What one document of a stage call became: the children it made (which
@@ -27,7 +31,7 @@ pub type DocumentOutcome = Result<Vec<Document>, PluginError>;
 #[derive(Clone)]
 enum Shape {
     Document(Prepared<Stage>),
-    Batch(Prepared<BatchStage>),
+    Batch(Prepared<BatchWorld>),
 }
 
 /// A loaded stage plugin. Clone it into each worker and call
@@ -103,7 +107,7 @@ impl StagePlugin {
 
 enum Live {
     Document(Instance<Stage>),
-    Batch(Instance<BatchStage>),
+    Batch(Instance<BatchWorld>),
 }
 
 /// One worker's instance of a stage.
@@ -247,63 +251,141 @@ fn call_document(instance: &mut Instance<Stage>, doc: &mut Document) -> Document
     flatten(&instance.loaded().name, outcome)
 }
 
-/// `process-batch` on `docs`: one outcome per document, or the call's own
-/// failure (a trap).
+/// `process-lent` (when the stage exports it) or `process-batch` on `docs`:
+/// one outcome per document, or the call's own failure (a trap).
 fn call_batch(
-    instance: &mut Instance<BatchStage>,
+    instance: &mut Instance<BatchWorld>,
     docs: &mut [Document],
 ) -> Result<Vec<DocumentOutcome>, PluginError> {
     let timeout = instance.loaded().spec.limits.call_timeout();
-    let answer = instance.call_lending(timeout, docs, Lending::Owned, async |b, store, lent| {
-        let outcomes = match b
-            .weir_plugin_stage_batch_api()
-            .call_process_batch(&mut *store, &lent)
-            .await?
-        {
-            Ok(outcomes) => outcomes,
-            Err(e) => return Ok(Err(e)),
+    let by_position = instance.bindings()?.lends();
+    let lending = if by_position {
+        Lending::ByPosition
+    } else {
+        Lending::Owned
+    };
+    let answer = instance.call_lending(timeout, docs, lending, async |b, store, lent| {
+        // Each outcome with its position (process-batch's: its place).
+        let outcomes: Vec<(u32, Placed)> = if by_position {
+            match b.process_lent(&mut *store).await? {
+                Ok(listed) => listed
+                    .into_iter()
+                    .map(|(at, outcome)| (at, Placed::from(outcome)))
+                    .collect(),
+                Err(e) => return Ok(Err(e)),
+            }
+        } else {
+            match b
+                .weir_plugin_stage_batch_api()
+                .call_process_batch(&mut *store, &lent)
+                .await?
+            {
+                Ok(outcomes) => (0..).zip(outcomes.into_iter().map(Placed::from)).collect(),
+                Err(e) => return Ok(Err(e)),
+            }
         };
+        // Children are taken back whatever the answer, so none stays held.
         let state = store.data_mut();
         let mut taken = Vec::with_capacity(outcomes.len());
-        for outcome in outcomes {
-            taken.push(match outcome {
-                super::bindings::BatchOutcome::Done(children) => Ok(children
-                    .into_iter()
-                    .map(|h| state.take_back(h))
-                    .collect::<Result<Vec<_>, _>>()?),
-                super::bindings::BatchOutcome::Failed(e) => Err(e),
-            });
+        for (at, outcome) in outcomes {
+            taken.push((
+                at,
+                match outcome {
+                    Placed::Done(children) => Ok(children
+                        .into_iter()
+                        .map(|h| state.take_back(h))
+                        .collect::<Result<Vec<_>, _>>()?),
+                    Placed::Failed(e) => Err(e),
+                },
+            ));
         }
         Ok(Ok(taken))
     })?;
     let name = &instance.loaded().name;
-    Ok(match answer {
+    let count = docs.len();
+    let taken = match answer {
         // The whole batch fails with the plugin's error.
-        Err(e) => docs
-            .iter()
-            .map(|_| Err(guest_error(name, e.clone())))
-            .collect(),
-        Ok(taken) if taken.len() != docs.len() => {
-            let message = format!(
-                "answered {} outcomes for a batch of {} documents (process-batch must answer one per document)",
-                taken.len(),
-                docs.len()
-            );
-            docs.iter()
-                .map(|_| {
-                    Err(PluginError::Document {
-                        plugin: name.to_string(),
-                        message: message.clone(),
-                        transient: false,
-                    })
-                })
-                .collect()
+        Err(e) => {
+            return Ok((0..count)
+                .map(|_| Err(guest_error(name, e.clone())))
+                .collect());
         }
+        Ok(taken) if by_position => placed(taken, count),
+        Ok(taken) if taken.len() != count => Err(format!(
+            "answered {} outcomes for a batch of {count} documents (process-batch must answer one per document)",
+            taken.len(),
+        )),
+        Ok(taken) => Ok(taken.into_iter().map(|(_, t)| t).collect()),
+    };
+    Ok(match taken {
         Ok(taken) => taken
             .into_iter()
             .map(|t| t.map_err(|e: GuestError| guest_error(name, e)))
             .collect(),
+        Err(message) => (0..count)
+            .map(|_| {
+                Err(PluginError::Document {
+                    plugin: name.to_string(),
+                    message: message.clone(),
+                    transient: false,
+                })
+            })
+            .collect(),
     })
+}
+
+/// One document's outcome, from either export.
+enum Placed {
+    Done(Vec<wasmtime::component::Resource<Document>>),
+    Failed(GuestError),
+}
+
+impl From<super::bindings::BatchOutcome> for Placed {
+    fn from(outcome: super::bindings::BatchOutcome) -> Self {
+        match outcome {
+            super::bindings::BatchOutcome::Done(children) => Self::Done(children),
+            super::bindings::BatchOutcome::Failed(e) => Self::Failed(e),
+        }
+    }
+}
+
+impl From<super::lent::Outcome> for Placed {
+    fn from(outcome: super::lent::Outcome) -> Self {
+        match outcome {
+            super::lent::Outcome::Done(children) => Self::Done(children),
+            super::lent::Outcome::Failed(e) => Self::Failed(e),
+        }
+    }
+}
+
+/// What became of one document, as the plugin answered it.
+type Taken = Result<Vec<Document>, GuestError>;
+
+/// The outcome of each of `count` documents from what `process-lent`
+/// listed (every document it leaves out is done, with no children), or why
+/// the answer cannot be trusted: a position past the batch or listed twice.
+fn placed(listed: Vec<(u32, Taken)>, count: usize) -> Result<Vec<Taken>, String> {
+    let mut outcomes: Vec<Option<Taken>> = (0..count).map(|_| None).collect();
+    for (at, outcome) in listed {
+        let slot = usize::try_from(at)
+            .ok()
+            .and_then(|at| outcomes.get_mut(at))
+            .ok_or_else(|| {
+                format!(
+                    "answered an outcome for document {at} of a batch of {count} (process-lent positions start at 0)"
+                )
+            })?;
+        if slot.is_some() {
+            return Err(format!(
+                "answered two outcomes for document {at} of the batch (process-lent answers each at most once)"
+            ));
+        }
+        *slot = Some(outcome);
+    }
+    Ok(outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| Ok(Vec::new())))
+        .collect())
 }
 
 /// `children` of `doc` held to the plugin's limits: a log flood or a

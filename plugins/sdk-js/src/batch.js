@@ -14,10 +14,12 @@ import { err, exported, lifecycle, ok } from "./plugin.js";
 import { outcomes, stageInstance } from "./stage.js";
 
 /**
- * The WIT `stage-batch-api`, backed by one instance of `Plugin`.
- * @internal `build.sh` exports it as `stageBatchApi`
+ * The WIT `stage-batch-api`, backed by one instance of `Plugin` (with that
+ * instance, when `withInstance`: for {@link exportLentStage}).
+ * @internal `build.sh` exports it as `stageBatchApi` (for `per-document-stage`'s
+ * comparison builds and plugins of the batch-stage world)
  */
-export function exportStage(Plugin) {
+export function exportStage(Plugin, withInstance = false) {
   const instance = stageInstance(Plugin);
   Document.useFields({ getJsonEachText, getJsonMany, getStringsMany, update, updateEachText });
   const calls = {
@@ -37,7 +39,8 @@ export function exportStage(Plugin) {
     },
     stop: () => lifecycle(() => instance.plugin?.stop()),
   };
-  return exported(calls, () => Document.releaseMade());
+  const api = exported(calls, () => Document.releaseMade());
+  return withInstance ? [api, instance] : api;
 }
 
 /**
@@ -46,7 +49,7 @@ export function exportStage(Plugin) {
  * their documents, unless those failed already. A result of the wrong shape is left
  * for {@link outcomes} to refuse.
  */
-function refusing(result, refused, count) {
+export function refusing(result, refused, count) {
   if (refused === undefined) return result;
   const each = result === undefined || result === null ? new Array(count).fill(undefined) : result;
   if (!Array.isArray(each) || each.length !== count) return result;

@@ -104,6 +104,9 @@ let reads;
  * {@link Document#addChild}. Those it does not hand over are released when the
  * call returns (the engine never collects them).
  */
+/** Made by {@link Document.lendBatch}: a document of a batch lent by position. */
+const BY_POSITION = Symbol("by position");
+
 export class Document {
   #host;
   #id;
@@ -120,9 +123,17 @@ export class Document {
    * at once.
    */
   #pending;
+  /** A document of a batch lent by position (lent-stage world): the batch, and where in it. */
+  #batch;
+  #at = 0;
 
   /** @internal use {@link Document.create} */
-  constructor(host) {
+  constructor(host, batch, at) {
+    if (host === BY_POSITION) {
+      this.#batch = batch;
+      this.#at = at;
+      return;
+    }
     if (!(host instanceof HostDocument)) {
       throw new TypeError("make documents with weir.Document.create(id, fields)");
     }
@@ -144,7 +155,7 @@ export class Document {
 
   /** The document's id. */
   get id() {
-    this.#id ??= this.#use().id();
+    this.#id ??= this.#batch && !this.#host ? (this.#check(), this.#batch.id(this.#at)) : this.#use().id();
     return this.#id;
   }
 
@@ -159,10 +170,10 @@ export class Document {
 
   /** The JSON text of field `name` (undefined when absent), kept from an earlier read. */
   #text(name) {
-    const host = this.#use();
+    if (this.#gone) throw new Error(this.#gone);
     const kept = this.#json;
     if (kept.has(name)) return kept.get(name);
-    const text = host.getJson(name);
+    const text = this.#use().getJson(name);
     kept.set(name, text);
     reads?.push(name);
     return text;
@@ -189,7 +200,7 @@ export class Document {
     if (!changes?.length) return;
     this.#pending = [];
     try {
-      fields.update(this.#host, changes.map(asChange));
+      fields.update(this.#use(), changes.map(asChange));
     } catch (e) {
       this.#json.clear(); // what the refused changes left out is not known here
       if (e?.payload && FIELD_ERRORS[e.payload.tag]) throw fieldError(`document \`${this.id}\``, e.payload);
@@ -288,14 +299,14 @@ export class Document {
 
   /** Set `name` to `value` (an array makes the field multi-valued). */
   set(name, value) {
-    const host = this.#use();
+    this.#check();
     if (this.#pending && !RESERVED.has(name)) {
       const text = attempt(`set \`${name}\``, () => toJsonText(value));
       this.#keep(name, text);
       return;
     }
     this.#json.delete(name);
-    attempt(`set \`${name}\``, () => host.setJson(name, toJsonText(value)));
+    attempt(`set \`${name}\``, () => this.#use().setJson(name, toJsonText(value)));
   }
 
   /** Make `name` multi-valued with exactly `values`. */
@@ -306,7 +317,7 @@ export class Document {
 
   /** Append `value` to `name`, making it multi-valued (creating it if absent). */
   add(name, value) {
-    const host = this.#use();
+    this.#check();
     const current = this.#text(name);
     const list = attempt(`add to \`${name}\``, () => {
       const item = toJsonText(value);
@@ -319,7 +330,7 @@ export class Document {
       return;
     }
     this.#json.delete(name);
-    attempt(`add to \`${name}\``, () => host.setJson(name, list));
+    attempt(`add to \`${name}\``, () => this.#use().setJson(name, list));
   }
 
   /**
@@ -330,7 +341,7 @@ export class Document {
    * @param {object | Map<string, any>} changes
    */
   update(changes) {
-    const host = this.#use();
+    this.#check();
     if (typeof changes !== "object" || changes === null) {
       throw new TypeError("update() takes an object (or a Map) of field changes");
     }
@@ -351,13 +362,13 @@ export class Document {
       change: value === REMOVE ? { tag: "remove" } : { tag: "set-json", val: attempt(`set \`${name}\``, () => toJsonText(value)) },
     }));
     for (let at = 0; at < made.length; at += MAX_CHANGES) {
-      attempt("update", () => fields.update(host, made.slice(at, at + MAX_CHANGES)));
+      attempt("update", () => fields.update(this.#use(), made.slice(at, at + MAX_CHANGES)));
     }
   }
 
   /** Remove `name`; true when it was present. */
   remove(name) {
-    const host = this.#use();
+    this.#check();
     const kept = this.#json;
     if (this.#pending && kept.has(name) && !RESERVED.has(name)) {
       const present = kept.get(name) !== undefined; // known: no call
@@ -366,7 +377,7 @@ export class Document {
     }
     if (this.#pending?.length) this.#flush();
     kept.delete(name);
-    return attempt(`remove \`${name}\``, () => host.remove(name));
+    return attempt(`remove \`${name}\``, () => this.#use().remove(name));
   }
 
   /**
@@ -461,9 +472,15 @@ export class Document {
     return doc;
   }
 
+  /** The host document (asked of the host once, for a document of a batch lent by position). */
   #use() {
     if (this.#gone) throw new Error(this.#gone);
-    return this.#host;
+    return (this.#host ??= this.#batch.handle(this.#at));
+  }
+
+  /** Throw when the document can no longer be used. */
+  #check() {
+    if (this.#gone) throw new Error(this.#gone);
   }
 
   /**
@@ -478,7 +495,29 @@ export class Document {
       if (fields) doc.#pending = [];
       return doc;
     });
-    const end = () => {
+    return [docs, Document.#ending(docs)];
+  }
+
+  /**
+   * The documents of `batch` (a `lending.batch`), lent by position as {@link Document.lend}
+   * lends its own: no host document is made for any until a call needs it. The
+   * returned function ends the loan of them all.
+   * @internal used by the lent export around `processBatch()`
+   */
+  static lendBatch(batch) {
+    const docs = [];
+    for (let at = 0; at < batch.size; at++) {
+      const doc = new Document(BY_POSITION, batch, at);
+      doc.#lent = true;
+      doc.#pending = [];
+      docs.push(doc);
+    }
+    return [docs, Document.#ending(docs)];
+  }
+
+  /** What ends the loan of `docs`. */
+  static #ending(docs) {
+    return () => {
       for (const doc of docs) {
         // Named by its id only when the call read it: asking the host costs a call
         // (as much as a field read) for every document, kept or not.
@@ -486,10 +525,17 @@ export class Document {
         doc.#gone = doc.#id === undefined ? LENT : `document \`${doc.#id}\`${LENT_TAIL}`;
         // Drop the handle here rather than in the bindings, whose drop leaves the
         // object registered for a second drop, should the engine ever collect it.
-        doc.#host[Symbol.dispose]();
+        // (A document lent by position has a host document only if a call needed one.)
+        doc.#host?.[Symbol.dispose]();
       }
     };
-    return [docs, end];
+  }
+
+  /** The batch `docs` are lent from by position (all of one), or undefined. */
+  static #batchOf(docs) {
+    const batch = docs[0]?.#batch;
+    if (batch === undefined) return undefined;
+    return docs.every((doc) => doc.#batch === batch) ? batch : undefined;
   }
 
   /**
@@ -499,6 +545,18 @@ export class Document {
    */
   static prefetchEach(docs, names) {
     if (!fields) return;
+    const batch = Document.#batchOf(docs);
+    if (batch !== undefined && batch.size * names.length <= MAX_EACH) {
+      // Lent by position: the whole batch's in one call, kept for `docs` only (the
+      // others may hold changes of their own).
+      const answers = JSON.parse(batch.lent.getJson(names));
+      for (const doc of docs) {
+        const texts = answers[doc.#at];
+        const kept = doc.#json;
+        for (let n = 0; n < names.length; n++) kept.set(names[n], texts[n] ?? undefined);
+      }
+      return;
+    }
     const step = Math.max(1, Math.min(MAX_DOCS, Math.floor(MAX_EACH / names.length)));
     for (let at = 0; at < docs.length; at += step) {
       const chunk = docs.slice(at, at + step);
@@ -526,6 +584,20 @@ export class Document {
       if (docs[at].#pending?.length) waiting.push(at);
     }
     let refused;
+    if (waiting.length === 0) return refused;
+    const batch = Document.#batchOf(docs);
+    const total = waiting.reduce((sum, at) => sum + docs[at].#pending.length, 0);
+    if (batch !== undefined && docs.length === batch.size && total <= MAX_EACH) {
+      // Lent by position: the whole batch's changes in one call, failures answered by position.
+      const changes = docs.map((doc) => doc.#pending);
+      for (const at of waiting) docs[at].#pending = [];
+      for (const [at, error] of batch.lent.update(JSON.stringify(changes))) {
+        const doc = docs[at];
+        doc.#json.clear();
+        (refused ??= [])[at] = fieldError(`document \`${doc.id}\``, error);
+      }
+      return refused;
+    }
     for (let start = 0; start < waiting.length; ) {
       let end = start;
       let total = 0;
@@ -539,7 +611,7 @@ export class Document {
       const changes = [];
       for (const at of sent) {
         const doc = docs[at];
-        hosts.push(doc.#host);
+        hosts.push(doc.#use());
         changes.push(doc.#pending);
         doc.#pending = [];
       }

@@ -35,3 +35,4 @@ export { Connector, Publisher, exportConnector } from "./connector.js";
 export { Indexer, exportIndexer } from "./indexer.js";
 export { Stage, exportStagePerDocument } from "./stage.js";
 export { exportStage } from "./batch.js";
+export { exportLentStage } from "./lent.js";

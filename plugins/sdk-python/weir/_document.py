@@ -87,6 +87,47 @@ class _Revoked:
         raise RuntimeError(self._message)
 
 
+class _Batch:
+    """A batch lent by position (`lending.batch`, the lent-stage world) for one call:
+    its documents' ids and the handles made on them, each asked of the host once."""
+
+    __slots__ = ("batch", "size", "_ids", "handles")
+
+    def __init__(self, batch: Any):
+        self.batch = batch
+        self.size = batch.size()
+        self._ids: list[str] | None = None
+        self.handles: dict[int, wit.Document] = {}
+
+    def id(self, at: int) -> str:
+        if self._ids is None:
+            self._ids = self.batch.ids()
+        return self._ids[at]
+
+    def handle(self, at: int) -> wit.Document:
+        handle = self.handles.get(at)
+        if handle is None:
+            handle = self.handles[at] = self.batch.document(at)
+        return handle
+
+
+class _Unlent:
+    """Stands in for the handle of a document of a batch lent by position, until a
+    call needs the handle itself: then it is asked of the host, once."""
+
+    __slots__ = ("_batch", "_at")
+
+    def __init__(self, batch: _Batch, at: int):
+        self._batch = batch
+        self._at = at
+
+    def id(self) -> str:
+        return self._batch.id(self._at)
+
+    def __getattr__(self, name: str):
+        return getattr(self._batch.handle(self._at), name)
+
+
 class Document:
     """A document: an id, a run id, named fields, nested children.
 
@@ -151,6 +192,29 @@ class Document:
             docs.append(document)
         return docs
 
+    @classmethod
+    def _lend_batch(cls, batch: _Batch) -> list[Document]:
+        """The documents of `batch`, lent by position: as `_lend`'s, with no handle
+        made on any until a call needs it."""
+        docs = []
+        for at in range(batch.size):
+            document = cls.__new__(cls)
+            document._handle = _Unlent(batch, at)
+            document._id = None
+            document._owned = False
+            document._json = {}
+            document._pending = []
+            docs.append(document)
+        return docs
+
+    def _host(self) -> wit.Document:
+        """The handle itself, to pass to a host function (asked of the host for a
+        document lent by position)."""
+        handle = self._handle
+        if type(handle) is _Unlent:
+            return handle._batch.handle(handle._at)
+        return handle
+
     def _flush(self) -> None:
         """Send the changes kept for this document to the host, in one call: before any
         host call that would not see them. A refused change raises `weir.FieldError`
@@ -164,7 +228,7 @@ class Document:
             for name, text in changes
         ]
         try:
-            _fields.update(self._handle, made)
+            _fields.update(self._host(), made)
         except Err as error:
             self._json.clear()  # what the refused changes left out is not known here
             raise _field_error(error, f"document `{self.id}`") from None
@@ -243,7 +307,7 @@ class Document:
         if len(names) == 1:
             self._json[names[0]] = self._handle.get_json(names[0])
         else:
-            self._json.update(zip(names, _fields.get_json_many(self._handle, names)))
+            self._json.update(zip(names, _fields.get_json_many(self._host(), names)))
 
     def has(self, name: str) -> bool:
         """Whether field `name` is present (even if null)."""
@@ -301,7 +365,7 @@ class Document:
             self._flush()
         names = _names(names)
         if _fields is not None:
-            return _fields.get_strings_many(self._handle, names)
+            return _fields.get_strings_many(self._host(), names)
         return [self._handle.get_strings(name) for name in names]
 
     def _texts(self, names: Iterable[str]) -> list[str | None]:
@@ -376,7 +440,7 @@ class Document:
         ]
         try:
             for at in range(0, len(made), _MAX_CHANGES):
-                _fields.update(self._handle, made[at : at + _MAX_CHANGES])
+                _fields.update(self._host(), made[at : at + _MAX_CHANGES])
         except Err as error:
             raise _field_error(error, "update()") from None
 
@@ -581,12 +645,20 @@ def _field_error(error: Err, subject: str) -> FieldError:
 def _read_ahead(docs: list[Document], names: list[str]) -> None:
     """Read the fields `names` of every one of `docs` in one host call (one per
     `_MAX_EACH` answers), for the reads to come."""
+    batch = _batch_of(docs)
+    if batch is not None and batch.size * len(names) <= _MAX_EACH:
+        # Lent by position: the whole batch's in one call, kept for `docs` only
+        # (the others may hold changes of their own).
+        answers = json.loads(batch.batch.get_json(names))
+        for doc in docs:
+            doc._json.update(zip(names, answers[doc._handle._at]))
+        return
     step = max(1, min(_MAX_DOCS, _MAX_EACH // len(names)))
     for at in range(0, len(docs), step):
         chunk = docs[at : at + step]
         # One string for the batch, parsed natively: fewer values cross than with
         # get-json-each's list of lists.
-        answers = json.loads(_fields.get_json_each_text([doc._handle for doc in chunk], names))
+        answers = json.loads(_fields.get_json_each_text([doc._host() for doc in chunk], names))
         for doc, texts in zip(chunk, answers):
             doc._json.update(zip(names, texts))
 
@@ -597,6 +669,20 @@ def _flush_batch(docs: list[Document], outcomes: list) -> None:
     host refuses fails with that `weir.FieldError` in `outcomes` (unless it failed
     already), as the change itself would have failed it; the others are not affected."""
     waiting = [(at, doc) for at, doc in enumerate(docs) if doc._pending]
+    if not waiting:
+        return
+    batch = _batch_of(docs)
+    if batch is not None and len(docs) == batch.size and sum(len(doc._pending) for _, doc in waiting) <= _MAX_EACH:
+        # Lent by position: the whole batch's changes in one call, failures answered by position.
+        changes = [doc._pending for doc in docs]
+        for _, doc in waiting:
+            doc._pending = []
+        for at, error in batch.batch.update(json.dumps(changes, ensure_ascii=False, separators=(",", ":"))):
+            doc = docs[at]
+            doc._json.clear()
+            if not isinstance(outcomes[at], BaseException):
+                outcomes[at] = _field_error(Err(error), f"document `{doc.id}`")
+        return
     start = 0
     while start < len(waiting):
         end, total = start, 0
@@ -609,7 +695,7 @@ def _flush_batch(docs: list[Document], outcomes: list) -> None:
         handles = []
         changes = []
         for _, doc in sent:
-            handles.append(doc._handle)
+            handles.append(doc._host())
             changes.append(doc._pending)
             doc._pending = []
         results = _fields.update_each_text(handles, json.dumps(changes, ensure_ascii=False, separators=(",", ":")))
@@ -619,3 +705,14 @@ def _flush_batch(docs: list[Document], outcomes: list) -> None:
                 if not isinstance(outcomes[at], BaseException):
                     outcomes[at] = _field_error(result, f"document `{doc.id}`")
         start = end
+
+
+def _batch_of(docs: list[Document]) -> _Batch | None:
+    """The batch `docs` are lent from by position, if they are (all of one batch)."""
+    first = docs[0]._handle if docs else None
+    if type(first) is not _Unlent:
+        return None
+    batch = first._batch
+    if all(type(doc._handle) is _Unlent and doc._handle._batch is batch for doc in docs):
+        return batch
+    return None

@@ -6,6 +6,11 @@ default `process` on each in turn) says what became of each. A plugin that
 implements only `process` runs this way too, so one call into Python serves
 the whole batch.
 
+`export_lent` makes the `lent-stage` world's `weir:plugin/stage-lent-api`, beside
+`export`'s: the host lends the batch as one handle whose documents are addressed by
+position, so no handle is made per document unless the plugin needs one, and only
+the documents that failed or made children are answered.
+
 `export_per_document` makes the `stage` world's `weir:plugin/stage-api`, one
 call per document, through the same code as a batch of one.
 """
@@ -40,7 +45,7 @@ def export(app: Any) -> type:
             try:
                 return [
                     done if outcome is None else _outcome(outcome, _call, Outcome_Done, Outcome_Failed)
-                    for outcome in _run(handles, lent)
+                    for outcome in _run(Document._lend(handles), lent)
                 ]
             except BaseException as error:
                 raise Err(_runtime.plugin_error(error, _call)) from None
@@ -59,6 +64,37 @@ def export(app: Any) -> type:
     return StageBatchApi
 
 
+def export_lent(app: Any) -> type:
+    """The `StageLentApi` class componentize-py exports beside `StageBatchApi` (the
+    `lent-stage` world): the host lends the batch as one handle, by position, and
+    only the documents that failed or made children are answered."""
+    cls = _stage_class(app)
+    from wit_world.exports.stage_lent_api import Outcome_Done, Outcome_Failed
+
+    class StageLentApi:
+        def process_lent(self, batch: Any) -> list:
+            _log.go_live()
+            lent: list = []
+            lending = _document._Batch(batch)
+            try:
+                outcomes = _run(Document._lend_batch(lending), lent)
+                return [
+                    (at, _outcome(outcome, _call, Outcome_Done, Outcome_Failed))
+                    for at, outcome in enumerate(outcomes)
+                    if outcome is not None
+                ]
+            except BaseException as error:
+                raise Err(_runtime.plugin_error(error, _call)) from None
+            finally:
+                _end_loans(lent)
+                for handle in lending.handles.values():
+                    handle.__exit__(None, None, None)
+                _log.flush()
+
+    _call = "process_batch()" if cls.process_batch is not Stage.process_batch else "process()"
+    return StageLentApi
+
+
 def export_per_document(app: Any) -> type:
     """The `StageApi` class componentize-py exports (the per-document `stage` world)."""
     cls = _stage_class(app)
@@ -74,7 +110,7 @@ def export_per_document(app: Any) -> type:
             _log.go_live()
             lent: list = []
             try:
-                (outcome,) = _run([handle], lent)
+                (outcome,) = _run(Document._lend([handle]), lent)
                 if isinstance(outcome, BaseException):
                     raise outcome
                 return _children(outcome)
@@ -100,12 +136,11 @@ def _stage_class(app: Any) -> type:
     return cls
 
 
-def _run(handles: list, lent: list) -> list:
-    """Lend the documents of `handles` to the plugin's `process_batch`; its outcomes,
-    checked, once the changes kept for the batch are made (a document whose change
-    the host refuses fails with it). Weak references to the documents go to `lent`:
-    once this returns, only those the plugin still holds are alive."""
-    docs = Document._lend(handles)
+def _run(docs: list, lent: list) -> list:
+    """Lend `docs` to the plugin's `process_batch`; its outcomes, checked, once the
+    changes kept for the batch are made (a document whose change the host refuses
+    fails with it). Weak references to the documents go to `lent`: once this
+    returns, only those the plugin still holds are alive."""
     lent.extend(map(weakref.ref, docs))
     try:
         outcomes = list(_outcomes(_runtime.plugin.process_batch(docs), len(docs)))

@@ -71,6 +71,8 @@ fn undo(doc: &mut Document, fields: Vec<(String, Option<Value>)>, flags: Option<
 /// The lent documents of the current call; empty between calls.
 #[derive(Default)]
 pub(crate) struct Lent {
+    /// The rep of each lent document, by position.
+    order: Vec<u32>,
     /// `(rep, position)` of every lent handle, sorted by rep.
     reps: Vec<(u32, usize)>,
     /// Whether the plugin gave up its handle (dropped it, or handed the
@@ -85,18 +87,40 @@ pub(crate) struct Lent {
 
 impl Lent {
     /// Lend the handles `reps`, in the order of the documents; keep what
-    /// puts each document back as it was when `keep_before`.
-    pub(crate) fn start(&mut self, reps: impl IntoIterator<Item = u32>, keep_before: bool) {
+    /// puts each document back as it was when `keep_before`. `handed`: the
+    /// plugin is handed a handle on each; otherwise (a batch lent by
+    /// position) it holds none until it asks for one ([`Lent::hand`]).
+    pub(crate) fn start(
+        &mut self,
+        reps: impl IntoIterator<Item = u32>,
+        keep_before: bool,
+        handed: bool,
+    ) {
+        self.order.clear();
+        self.order.extend(reps);
         self.reps.clear();
         self.reps
-            .extend(reps.into_iter().enumerate().map(|(i, rep)| (rep, i)));
+            .extend(self.order.iter().enumerate().map(|(i, &rep)| (rep, i)));
         let n = self.reps.len();
         self.reps.sort_unstable();
         self.released.clear();
-        self.released.resize(n, false);
+        self.released.resize(n, !handed);
         self.before.clear();
         self.before.resize_with(n, || None);
         self.keep_before = keep_before;
+    }
+
+    /// The reps of the lent documents, in order.
+    pub(crate) fn order(&self) -> &[u32] {
+        &self.order
+    }
+
+    /// The plugin is handed a handle on the document at `position`: the
+    /// rep it lends, or `None` past the batch.
+    pub(crate) fn hand(&mut self, position: usize) -> Option<u32> {
+        let rep = *self.order.get(position)?;
+        self.released[position] = false;
+        Some(rep)
     }
 
     /// Where `rep` is in the batch, if it is a lent handle.
@@ -175,6 +199,7 @@ impl Lent {
     /// End the call: what puts each document back as it was, by position
     /// (none for a document left unchanged, or when nothing was kept).
     pub(crate) fn finish(&mut self) -> Vec<Option<Before>> {
+        self.order.clear();
         self.reps.clear();
         self.released.clear();
         std::mem::take(&mut self.before)
@@ -195,7 +220,7 @@ mod tests {
     #[test]
     fn positions_follow_the_documents_whatever_the_reps() {
         let mut lent = Lent::default();
-        lent.start([7, 2, 9], false);
+        lent.start([7, 2, 9], false, true);
         assert_eq!(lent.position(7), Some(0));
         assert_eq!(lent.position(2), Some(1));
         assert_eq!(lent.position(9), Some(2));
@@ -206,6 +231,26 @@ mod tests {
         lent.before_change(0, &original(), Touch::Whole);
         assert!(lent.finish().iter().all(Option::is_none), "nothing kept");
         assert_eq!(lent.position(7), None);
+    }
+
+    #[test]
+    fn a_batch_lent_by_position_holds_only_the_handles_asked_for() {
+        let mut lent = Lent::default();
+        lent.start([7, 2, 9], true, false);
+        assert_eq!(lent.order(), [7, 2, 9]);
+        assert_eq!(lent.kept(), 0, "no handle until one is asked for");
+        assert_eq!(
+            lent.position(2),
+            Some(1),
+            "changes are journaled by position"
+        );
+        assert_eq!(lent.hand(2), Some(9));
+        assert_eq!(lent.kept(), 1);
+        assert_eq!(lent.hand(3), None, "past the batch");
+        lent.release(2);
+        assert_eq!(lent.kept(), 0);
+        lent.finish();
+        assert!(lent.order().is_empty());
     }
 
     /// One change of a test: journaled first (what it touches, then the
@@ -221,7 +266,7 @@ mod tests {
     /// put it back, and compare with the original, field order included.
     fn put_back(steps: &[Step<'_>]) {
         let mut lent = Lent::default();
-        lent.start([1, 2], true);
+        lent.start([1, 2], true, true);
         let mut doc = original();
         for step in steps {
             match step {

@@ -7,12 +7,14 @@
 //! - [`publisher`]: a connector's `publishing` interface ([`PublishSink`]).
 //! - [`http`]: outgoing HTTP: what `grants.http` allows, and sending it ([`HttpPolicy`]).
 //! - [`wasi`]: the WASI view of the store.
+//! - [`fields`] and [`lending`]: several fields, or a whole batch's, in one call.
 //! - [`convert`]: values between JSON and WIT.
 
 mod convert;
 mod document;
 mod fields;
 mod http;
+mod lending;
 mod lent;
 mod log;
 mod output;
@@ -30,6 +32,7 @@ use super::budget::Budget;
 use crate::core::document::Document;
 
 pub(crate) use http::{HttpAllow, HttpPolicy};
+pub use lending::LentBatch;
 pub(crate) use lent::Lent;
 pub(crate) use log::LogLimiter;
 pub(crate) use output::GuestOutput;

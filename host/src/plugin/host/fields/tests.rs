@@ -22,7 +22,7 @@ fn lending(docs: Vec<serde_json::Value>) -> (PluginState, Vec<u32>) {
         doc.set_limits(state.budget.doc_limits);
         reps.push(state.docs.push(doc).expect("lend").rep());
     }
-    state.lent.start(reps.iter().copied(), true);
+    state.lent.start(reps.iter().copied(), true, true);
     (state, reps)
 }
 

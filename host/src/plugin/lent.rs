@@ -1,0 +1,106 @@
+//! Batch stages handed their batches by position (`stage-lent-api`, 0.2.1).
+//!
+//! `process-batch` lends each document as a handle of its own, and guests
+//! whose bindings make an object per handle (Python, JavaScript) pay for
+//! each. A stage that exports `stage-lent-api` beside `stage-batch-api` is
+//! called with one `batch` handle instead (`host::lending`), and answers
+//! only the documents that did more than change in place.
+
+use std::ops::Deref;
+
+use wasmtime::Store;
+use wasmtime::component::{Func, Resource};
+
+use super::bindings::GuestError;
+use super::bindings::batch_stage::{BatchStage, BatchStagePre};
+pub(crate) use super::bindings::lent_stage::exports::weir::plugin::stage_lent_api::Outcome;
+use super::host::{LentBatch, PluginState};
+use super::instance::World;
+
+/// The interface a stage exports beside `stage-batch-api` to be lent by position.
+const LENT_EXPORT: &str = "weir:plugin/stage-lent-api@0.2.1";
+
+/// What `process-lent` answers: the outcomes of the documents it lists.
+pub(crate) type Answer = Result<Vec<(u32, Outcome)>, GuestError>;
+
+/// A batch stage instance: `stage-batch-api`, and `process-lent` when the
+/// component exports it.
+pub(crate) struct BatchWorld {
+    api: BatchStage,
+    lent: Option<Func>,
+}
+
+impl Deref for BatchWorld {
+    type Target = BatchStage;
+    fn deref(&self) -> &BatchStage {
+        &self.api
+    }
+}
+
+impl BatchWorld {
+    /// Whether the instance takes its batches by position.
+    pub(crate) fn lends(&self) -> bool {
+        self.lent.is_some()
+    }
+
+    /// `process-lent` of the batch lent for this call.
+    pub(crate) async fn process_lent(
+        &self,
+        store: &mut Store<PluginState>,
+    ) -> wasmtime::Result<Answer> {
+        let func = self
+            .lent
+            .ok_or_else(|| wasmtime::format_err!("the plugin exports no `process-lent`"))?;
+        let typed = func.typed::<(Resource<LentBatch>,), (Answer,)>(&*store)?;
+        let (answer,) = typed
+            .call_async(&mut *store, (Resource::new_borrow(0),))
+            .await?;
+        Ok(answer)
+    }
+}
+
+impl World for BatchWorld {
+    const KIND: &'static str = "stage";
+    const API: &'static str = "stage-batch-api";
+    type Pre = BatchStagePre<PluginState>;
+    type Started = ();
+
+    fn pre(pre: wasmtime::component::InstancePre<PluginState>) -> wasmtime::Result<Self::Pre> {
+        BatchStagePre::new(pre)
+    }
+
+    async fn instantiate(
+        pre: &Self::Pre,
+        store: &mut Store<PluginState>,
+    ) -> wasmtime::Result<Self> {
+        let instance = pre.instance_pre().instantiate_async(&mut *store).await?;
+        let api = BatchStage::new(&mut *store, &instance)?;
+        let Some(lending) = instance.get_export_index(&mut *store, None, LENT_EXPORT) else {
+            return Ok(Self { api, lent: None });
+        };
+        // It exports the interface: then `process-lent` of its shape, or the
+        // plugin is refused here rather than failing every batch.
+        let func = instance
+            .get_export_index(&mut *store, Some(&lending), "process-lent")
+            .and_then(|func| instance.get_func(&mut *store, func))
+            .ok_or_else(|| {
+                wasmtime::format_err!("it exports `{LENT_EXPORT}` without `process-lent`")
+            })?;
+        func.typed::<(Resource<LentBatch>,), (Answer,)>(&*store)
+            .map_err(|e| wasmtime::format_err!("its `process-lent` is not the contract's: {e}"))?;
+        Ok(Self {
+            api,
+            lent: Some(func),
+        })
+    }
+
+    async fn start(
+        &self,
+        store: &mut Store<PluginState>,
+        config: &str,
+    ) -> wasmtime::Result<Result<(), GuestError>> {
+        self.weir_plugin_stage_batch_api()
+            .call_start(store, config)
+            .await
+    }
+}
