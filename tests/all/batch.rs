@@ -35,11 +35,11 @@ fn acting(id: &str, act: &str) -> Document {
     doc(json!({ "id": id, "act": act }))
 }
 
-fn field(d: &Document, name: &str) -> Value {
+pub(crate) fn field(d: &Document, name: &str) -> Value {
     d.fields().get(name).cloned().unwrap_or(Value::Null)
 }
 
-fn message(outcome: &Result<Vec<Document>, PluginError>) -> String {
+pub(crate) fn message(outcome: &Result<Vec<Document>, PluginError>) -> String {
     match outcome {
         Err(e) => e.to_string(),
         Ok(_) => panic!("expected a failure"),

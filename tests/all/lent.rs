@@ -8,6 +8,8 @@
 //! covers them.
 
 use serde_json::{Value, json};
+
+use super::batch::{field, message};
 use weir::core::document::Document;
 use weir::plugin::PluginError;
 use weir_tests::{doc, runtime, spec};
@@ -25,17 +27,6 @@ fn batch(acts: &[&str]) -> Vec<Document> {
         .enumerate()
         .map(|(i, act)| doc(json!({ "id": format!("d{i}"), "act": act })))
         .collect()
-}
-
-fn field(d: &Document, name: &str) -> Value {
-    d.fields().get(name).cloned().unwrap_or(Value::Null)
-}
-
-fn message(outcome: &Result<Vec<Document>, PluginError>) -> String {
-    match outcome {
-        Err(e) => e.to_string(),
-        Ok(_) => panic!("expected a failure"),
-    }
 }
 
 #[test]

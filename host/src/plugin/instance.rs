@@ -168,6 +168,32 @@ pub(crate) trait World: Sized + Send {
     ) -> wasmtime::Result<Result<Self::Started, GuestError>>;
 }
 
+/// Function `name` of interface `interface`, when the instance exports
+/// that interface, checked to be of type `(P) -> R`. A plugin that exports
+/// the interface without it, or in another shape, is refused here rather
+/// than failing every call.
+pub(crate) fn typed_export<P, R>(
+    instance: &wasmtime::component::Instance,
+    store: &mut Store<PluginState>,
+    interface: &str,
+    name: &str,
+) -> wasmtime::Result<Option<wasmtime::component::Func>>
+where
+    P: wasmtime::component::ComponentNamedList + wasmtime::component::Lower,
+    R: wasmtime::component::ComponentNamedList + wasmtime::component::Lift,
+{
+    let Some(exported) = instance.get_export_index(&mut *store, None, interface) else {
+        return Ok(None);
+    };
+    let func = instance
+        .get_export_index(&mut *store, Some(&exported), name)
+        .and_then(|func| instance.get_func(&mut *store, func))
+        .ok_or_else(|| wasmtime::format_err!("it exports `{interface}` without `{name}`"))?;
+    func.typed::<P, R>(&*store)
+        .map_err(|e| wasmtime::format_err!("its `{name}` is not the contract's: {e}"))?;
+    Ok(Some(func))
+}
+
 /// A plugin of world `W`, ready to instantiate.
 pub(crate) struct Prepared<W: World> {
     pub(crate) loaded: Arc<Loaded>,

@@ -15,7 +15,7 @@ use super::bindings::GuestError;
 use super::bindings::batch_stage::{BatchStage, BatchStagePre};
 pub(crate) use super::bindings::lent_stage::exports::weir::plugin::stage_lent_api::Outcome;
 use super::host::{LentBatch, PluginState};
-use super::instance::World;
+use super::instance::{World, typed_export};
 
 /// The interface a stage exports beside `stage-batch-api` to be lent by position.
 const LENT_EXPORT: &str = "weir:plugin/stage-lent-api@0.2.1";
@@ -75,23 +75,13 @@ impl World for BatchWorld {
     ) -> wasmtime::Result<Self> {
         let instance = pre.instance_pre().instantiate_async(&mut *store).await?;
         let api = BatchStage::new(&mut *store, &instance)?;
-        let Some(lending) = instance.get_export_index(&mut *store, None, LENT_EXPORT) else {
-            return Ok(Self { api, lent: None });
-        };
-        // It exports the interface: then `process-lent` of its shape, or the
-        // plugin is refused here rather than failing every batch.
-        let func = instance
-            .get_export_index(&mut *store, Some(&lending), "process-lent")
-            .and_then(|func| instance.get_func(&mut *store, func))
-            .ok_or_else(|| {
-                wasmtime::format_err!("it exports `{LENT_EXPORT}` without `process-lent`")
-            })?;
-        func.typed::<(Resource<LentBatch>,), (Answer,)>(&*store)
-            .map_err(|e| wasmtime::format_err!("its `process-lent` is not the contract's: {e}"))?;
-        Ok(Self {
-            api,
-            lent: Some(func),
-        })
+        let lent = typed_export::<(Resource<LentBatch>,), (Answer,)>(
+            &instance,
+            store,
+            LENT_EXPORT,
+            "process-lent",
+        )?;
+        Ok(Self { api, lent })
     }
 
     async fn start(

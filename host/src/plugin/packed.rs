@@ -17,7 +17,7 @@ use super::bindings::GuestError;
 use super::bindings::indexer::exports::weir::plugin::indexer_api::{BatchError, DocumentFailure};
 use super::bindings::indexer::{Indexer, IndexerPre};
 use super::host::PluginState;
-use super::instance::World;
+use super::instance::{World, typed_export};
 use crate::core::document::{self, Document};
 
 /// The interface a packing indexer exports beside `indexer-api`.
@@ -89,23 +89,13 @@ impl World for IndexerWorld {
     ) -> wasmtime::Result<Self> {
         let instance = pre.instance_pre().instantiate_async(&mut *store).await?;
         let api = Indexer::new(&mut *store, &instance)?;
-        let Some(packing) = instance.get_export_index(&mut *store, None, PACKED_EXPORT) else {
-            return Ok(Self { api, packed: None });
-        };
-        // It exports the interface: then `index-packed` of its shape, or
-        // the plugin is refused here rather than failing every batch.
-        let func = instance
-            .get_export_index(&mut *store, Some(&packing), "index-packed")
-            .and_then(|func| instance.get_func(&mut *store, func))
-            .ok_or_else(|| {
-                wasmtime::format_err!("it exports `{PACKED_EXPORT}` without `index-packed`")
-            })?;
-        func.typed::<(PackedBatch<'_>,), (Answer,)>(&*store)
-            .map_err(|e| wasmtime::format_err!("its `index-packed` is not the contract's: {e}"))?;
-        Ok(Self {
-            api,
-            packed: Some(func),
-        })
+        let packed = typed_export::<(PackedBatch<'_>,), (Answer,)>(
+            &instance,
+            store,
+            PACKED_EXPORT,
+            "index-packed",
+        )?;
+        Ok(Self { api, packed })
     }
 
     async fn start(

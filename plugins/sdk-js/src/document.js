@@ -254,6 +254,17 @@ export class Document {
    * @returns {string | undefined}
    */
   getString(name) {
+    // Text, and what renders as the host renders it, from the kept JSON text; a
+    // number or nested value is rendered by the host (numbers keep their digits).
+    const text = this.#text(name);
+    if (text === undefined) return undefined;
+    const value = text[0] === '"' || text.startsWith('["') || text === "true" || text === "false" || text === "null" || text === "[]"
+      ? JSON.parse(text)
+      : undefined;
+    const first = Array.isArray(value) ? value[0] : value;
+    if (first === null || (Array.isArray(value) && value.length === 0)) return undefined;
+    if (typeof first === "string") return first;
+    if (typeof first === "boolean") return String(first);
     return this.#synced().getString(name) ?? undefined;
   }
 

@@ -346,9 +346,21 @@ class Document:
     def get_string(self, name: str) -> str | None:
         """The first value of `name` as text, rendered by the host: strings as they are,
         numbers and booleans as in JSON (`true`), objects as JSON text. None when absent or null."""
+        text = self._json.get(name, _UNREAD) if type(name) is str else _UNREAD
+        if text is _UNREAD:
+            text = self._read(name)
+        if text is None:
+            return None
+        # Text, and what renders as the host renders it, from the kept JSON text; a
+        # number or nested value is rendered by the host (numbers keep their digits).
+        first = _first(text)
+        if first is None or type(first) is str:
+            return first
+        if type(first) is bool:
+            return "true" if first else "false"
         if self._pending:
             self._flush()
-        return self._handle.get_string(_string(name, "a field name"))
+        return self._handle.get_string(name)
 
     def get_many(self, names: Iterable[str]) -> list:
         """`get` of each of `names`, in order, in one host call."""
