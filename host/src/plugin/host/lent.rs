@@ -75,9 +75,11 @@ pub(crate) struct Lent {
     order: Vec<u32>,
     /// `(rep, position)` of every lent handle, sorted by rep.
     reps: Vec<(u32, usize)>,
-    /// Whether the plugin gave up its handle (dropped it, or handed the
-    /// document on): owned handles only.
-    released: Vec<bool>,
+    /// How many handles on each document the plugin holds: one each when
+    /// handed, none when lent by position until it asks (and one more each
+    /// time it asks again). Dropping a handle, or handing the document on,
+    /// gives one up: owned handles only.
+    held: Vec<u32>,
     /// How to put each document back, once it is changed, when kept.
     before: Vec<Option<Before>>,
     /// Whether the documents' old states are kept (a batch of more than
@@ -103,8 +105,8 @@ impl Lent {
             .extend(self.order.iter().enumerate().map(|(i, &rep)| (rep, i)));
         let n = self.reps.len();
         self.reps.sort_unstable();
-        self.released.clear();
-        self.released.resize(n, !handed);
+        self.held.clear();
+        self.held.resize(n, u32::from(handed));
         self.before.clear();
         self.before.resize_with(n, || None);
         self.keep_before = keep_before;
@@ -119,7 +121,7 @@ impl Lent {
     /// rep it lends, or `None` past the batch.
     pub(crate) fn hand(&mut self, position: usize) -> Option<u32> {
         let rep = *self.order.get(position)?;
-        self.released[position] = false;
+        self.held[position] = self.held[position].saturating_add(1);
         Some(rep)
     }
 
@@ -188,12 +190,12 @@ impl Lent {
 
     /// The plugin gave up its handle on the document at `position`.
     pub(crate) fn release(&mut self, position: usize) {
-        self.released[position] = true;
+        self.held[position] = self.held[position].saturating_sub(1);
     }
 
     /// How many lent handles the plugin still holds.
     pub(crate) fn kept(&self) -> usize {
-        self.released.iter().filter(|r| !**r).count()
+        self.held.iter().filter(|&&h| h > 0).count()
     }
 
     /// End the call: what puts each document back as it was, by position
@@ -201,7 +203,7 @@ impl Lent {
     pub(crate) fn finish(&mut self) -> Vec<Option<Before>> {
         self.order.clear();
         self.reps.clear();
-        self.released.clear();
+        self.held.clear();
         std::mem::take(&mut self.before)
     }
 }
@@ -247,6 +249,9 @@ mod tests {
         assert_eq!(lent.hand(2), Some(9));
         assert_eq!(lent.kept(), 1);
         assert_eq!(lent.hand(3), None, "past the batch");
+        assert_eq!(lent.hand(2), Some(9), "asked again: a second handle");
+        lent.release(2);
+        assert_eq!(lent.kept(), 1, "one of the two handles is still held");
         lent.release(2);
         assert_eq!(lent.kept(), 0);
         lent.finish();
