@@ -11,9 +11,8 @@ use std::ops::Deref;
 use wasmtime::Store;
 use wasmtime::component::{Func, Resource};
 
-use super::bindings::GuestError;
 use super::bindings::batch_stage::{BatchStage, BatchStagePre};
-pub(crate) use super::bindings::lent_stage::exports::weir::plugin::stage_lent_api::Outcome;
+use super::bindings::{BatchOutcome, GuestError};
 use super::host::{LentBatch, PluginState};
 use super::instance::{World, typed_export};
 
@@ -21,7 +20,9 @@ use super::instance::{World, typed_export};
 const LENT_EXPORT: &str = "weir:plugin/stage-lent-api@0.2.1";
 
 /// What `process-lent` answers: the outcomes of the documents it lists.
-pub(crate) type Answer = Result<Vec<(u32, Outcome)>, GuestError>;
+/// Its `outcome` has the shape of `stage-batch-api`'s (checked when the
+/// instance is made), so both answers lift into one type.
+pub(crate) type Answer = Result<Vec<(u32, BatchOutcome)>, GuestError>;
 
 /// A batch stage instance: `stage-batch-api`, and `process-lent` when the
 /// component exports it.

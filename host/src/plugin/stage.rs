@@ -15,9 +15,8 @@
 //! time), so the worker has one code path. A component that exports both
 //! interfaces is called through the batch.
 
-use super::bindings::ConfigIssue;
-use super::bindings::GuestError;
 use super::bindings::stage::Stage;
+use super::bindings::{BatchOutcome, ConfigIssue, GuestError};
 use super::error::PluginError;
 use super::instance::{Instance, Lending, Loaded, Prepared};
 use super::kinds::{check_config, flatten, guest_error};
@@ -266,12 +265,9 @@ fn call_batch(
     };
     let answer = instance.call_lending(timeout, docs, lending, async |b, store, lent| {
         // Each outcome with its position (process-batch's: its place).
-        let outcomes: Vec<(u32, Placed)> = if by_position {
+        let outcomes: Vec<(u32, BatchOutcome)> = if by_position {
             match b.process_lent(&mut *store).await? {
-                Ok(listed) => listed
-                    .into_iter()
-                    .map(|(at, outcome)| (at, Placed::from(outcome)))
-                    .collect(),
+                Ok(listed) => listed,
                 Err(e) => return Ok(Err(e)),
             }
         } else {
@@ -280,7 +276,7 @@ fn call_batch(
                 .call_process_batch(&mut *store, &lent)
                 .await?
             {
-                Ok(outcomes) => (0..).zip(outcomes.into_iter().map(Placed::from)).collect(),
+                Ok(outcomes) => (0..).zip(outcomes).collect(),
                 Err(e) => return Ok(Err(e)),
             }
         };
@@ -291,11 +287,11 @@ fn call_batch(
             taken.push((
                 at,
                 match outcome {
-                    Placed::Done(children) => Ok(children
+                    BatchOutcome::Done(children) => Ok(children
                         .into_iter()
                         .map(|h| state.take_back(h))
                         .collect::<Result<Vec<_>, _>>()?),
-                    Placed::Failed(e) => Err(e),
+                    BatchOutcome::Failed(e) => Err(e),
                 },
             ));
         }
@@ -332,30 +328,6 @@ fn call_batch(
             })
             .collect(),
     })
-}
-
-/// One document's outcome, from either export.
-enum Placed {
-    Done(Vec<wasmtime::component::Resource<Document>>),
-    Failed(GuestError),
-}
-
-impl From<super::bindings::BatchOutcome> for Placed {
-    fn from(outcome: super::bindings::BatchOutcome) -> Self {
-        match outcome {
-            super::bindings::BatchOutcome::Done(children) => Self::Done(children),
-            super::bindings::BatchOutcome::Failed(e) => Self::Failed(e),
-        }
-    }
-}
-
-impl From<super::lent::Outcome> for Placed {
-    fn from(outcome: super::lent::Outcome) -> Self {
-        match outcome {
-            super::lent::Outcome::Done(children) => Self::Done(children),
-            super::lent::Outcome::Failed(e) => Self::Failed(e),
-        }
-    }
 }
 
 /// What became of one document, as the plugin answered it.

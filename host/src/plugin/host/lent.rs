@@ -68,6 +68,10 @@ fn undo(doc: &mut Document, fields: Vec<(String, Option<Value>)>, flags: Option<
     }
 }
 
+/// The most handles a plugin may hold at once on one document of a batch
+/// lent by position.
+pub(crate) const MAX_HANDLES_PER_DOCUMENT: u32 = 16;
+
 /// The lent documents of the current call; empty between calls.
 #[derive(Default)]
 pub(crate) struct Lent {
@@ -118,11 +122,24 @@ impl Lent {
     }
 
     /// The plugin is handed a handle on the document at `position`: the
-    /// rep it lends, or `None` past the batch.
-    pub(crate) fn hand(&mut self, position: usize) -> Option<u32> {
-        let rep = *self.order.get(position)?;
-        self.held[position] = self.held[position].saturating_add(1);
-        Some(rep)
+    /// rep it lends, or why not (past the batch, or it holds as many
+    /// handles on that document as one may: each is a row of the
+    /// instance's handle table, in the host's memory).
+    pub(crate) fn hand(&mut self, position: usize) -> Result<u32, String> {
+        let size = self.order.len();
+        let Some(&rep) = self.order.get(position) else {
+            return Err(format!(
+                "asked for document {position} of a batch of {size} (positions start at 0)"
+            ));
+        };
+        let held = &mut self.held[position];
+        if *held >= MAX_HANDLES_PER_DOCUMENT {
+            return Err(format!(
+                "asked for more than {MAX_HANDLES_PER_DOCUMENT} handles at once on document {position} of the batch (drop one first)"
+            ));
+        }
+        *held += 1;
+        Ok(rep)
     }
 
     /// Where `rep` is in the batch, if it is a lent handle.
@@ -246,14 +263,27 @@ mod tests {
             Some(1),
             "changes are journaled by position"
         );
-        assert_eq!(lent.hand(2), Some(9));
+        assert_eq!(lent.hand(2), Ok(9));
         assert_eq!(lent.kept(), 1);
-        assert_eq!(lent.hand(3), None, "past the batch");
-        assert_eq!(lent.hand(2), Some(9), "asked again: a second handle");
+        let past = lent.hand(3).expect_err("past the batch");
+        assert!(past.contains("document 3 of a batch of 3"), "{past}");
+        assert_eq!(lent.hand(2), Ok(9), "asked again: a second handle");
         lent.release(2);
         assert_eq!(lent.kept(), 1, "one of the two handles is still held");
         lent.release(2);
         assert_eq!(lent.kept(), 0);
+        // Handles are rows of a table in the host: bounded per document.
+        for _ in 0..super::MAX_HANDLES_PER_DOCUMENT {
+            lent.hand(0).expect("within the bound");
+        }
+        let over = lent.hand(0).expect_err("one too many");
+        assert!(over.contains("more than 16 handles"), "{over}");
+        lent.release(0);
+        assert_eq!(
+            lent.hand(0),
+            Ok(7),
+            "one dropped: one more may be asked for"
+        );
         lent.finish();
         assert!(lent.order().is_empty());
     }
