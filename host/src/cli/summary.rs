@@ -120,17 +120,26 @@ pub(super) fn print_summary(result: &RunResult) {
     if !result.stages.is_empty() || cpu.indexed > 0 {
         println!();
         println!(
-            "{:<20} {:<16} {:>10} {:>9} {:>8} {:>8} {:>12} {:>10}",
-            "stage", "pipeline", "documents", "children", "failed", "retries", "mean/doc", "time"
+            "{:<20} {:<16} {:>10} {:>9} {:>8} {:>8} {:>8} {:>12} {:>10}",
+            "stage",
+            "pipeline",
+            "documents",
+            "children",
+            "failed",
+            "skipped",
+            "retries",
+            "mean/doc",
+            "time"
         );
         for s in &result.stages {
             println!(
-                "{:<20} {:<16} {:>10} {:>9} {:>8} {:>8} {:>12.2?} {:>10.2?}",
+                "{:<20} {:<16} {:>10} {:>9} {:>8} {:>8} {:>8} {:>12.2?} {:>10.2?}",
                 s.stage,
                 s.pipeline,
                 s.documents,
                 s.children,
                 s.failed,
+                s.skipped,
                 s.retries,
                 mean(s.time, s.documents),
                 s.time
@@ -139,10 +148,11 @@ pub(super) fn print_summary(result: &RunResult) {
     }
     if cpu.indexed > 0 {
         println!(
-            "{:<20} {:<16} {:>10} {:>9} {:>8} {:>8} {:>12.2?} {:>10.2?}",
+            "{:<20} {:<16} {:>10} {:>9} {:>8} {:>8} {:>8} {:>12.2?} {:>10.2?}",
             "(indexer batches)",
             "",
             cpu.indexed,
+            "",
             "",
             "",
             "",

@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::IndexerConfig;
+use crate::core::condition::Condition;
 use crate::plugin::PluginSpec;
 
 /// One `[[connectors]]` entry.
@@ -44,6 +45,10 @@ pub struct StageConfig {
     /// this says.
     #[serde(default)]
     pub batch: StageBatch,
+    /// Run the stage only for the documents this holds for; the others
+    /// pass it untouched (counted as skipped in the stage table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<Condition>,
 }
 
 /// `batch = { size, wait }` of a stage: a worker hands a batch stage up to

@@ -53,6 +53,7 @@ fn summary_json(result: &RunResult) -> serde_json::Value {
                 "documents": s.documents,
                 "children": s.children,
                 "failed": s.failed,
+                "skipped": s.skipped,
                 "retries": s.retries,
                 "time_ms": s.time.as_secs_f64() * 1000.0,
             })

@@ -6,6 +6,7 @@
 //! The rule is checked by `tests/all/architecture.rs`: no file under
 //! `core/` names another module of the crate.
 
+pub mod condition;
 pub mod document;
 pub mod event;
 pub mod failure;

@@ -20,15 +20,13 @@ pub(crate) fn start_stages(
     scope: &Scope,
 ) -> Result<Vec<StageSlot>, String> {
     let pipeline: &str = scope.pipeline();
-    let batch = |name: &str| {
+    let stage = |name: &str| {
         config
             .pipelines
             .iter()
             .filter(|p| p.name == pipeline)
             .flat_map(|p| &p.stages)
             .find(|s| s.name == name)
-            .map(|s| s.batch)
-            .unwrap_or_default()
     };
     plugins
         .pipelines
@@ -36,8 +34,21 @@ pub(crate) fn start_stages(
         .map_or(&[][..], Vec::as_slice)
         .iter()
         .map(|p| {
+            let config = stage(p.name());
+            let batch = config.map(|s| s.batch).unwrap_or_default();
+            // Checked at validation; a problem here is one it let through.
+            let when = match config.and_then(|s| s.when.as_ref()) {
+                Some(when) => Some(when.compile().map_err(|problems| {
+                    format!(
+                        "stage `{}` has a condition in error: {problems:?}",
+                        p.name()
+                    )
+                })?),
+                None => None,
+            };
             p.instantiate()
-                .map(|i| StageSlot::new(scope, p.name(), i, batch(p.name())))
+                .map(|i| StageSlot::new(scope, p.name(), i, batch, when))
+                .map_err(|e| e.to_string())
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("error starting workers for pipeline `{pipeline}`: {e}"))

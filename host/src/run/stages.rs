@@ -16,6 +16,7 @@ use std::time::Instant;
 use super::publisher::Abort;
 use super::retry::{self, Backoff};
 use crate::config::{StageBatch, WorkerConfig};
+use crate::core::condition::When;
 use crate::core::document::Document;
 use crate::core::event::{Event, EventKind};
 use crate::messenger::Failure;
@@ -28,6 +29,8 @@ pub(crate) struct StageSlot {
     pub(crate) name: Arc<str>,
     pub(crate) instance: StageInstance,
     pub(crate) batch: StageBatch,
+    /// The documents it runs for (all of them when none).
+    when: Option<When>,
     /// Its figures for the run summary, shared with its other instances.
     pub(crate) stats: Arc<StageStats>,
     meters: StageMeters,
@@ -39,6 +42,7 @@ impl StageSlot {
         name: &str,
         instance: StageInstance,
         batch: StageBatch,
+        when: Option<When>,
     ) -> Self {
         Self {
             name: Arc::from(name),
@@ -54,6 +58,7 @@ impl StageSlot {
             stats: Arc::default(),
             instance,
             batch,
+            when,
         }
     }
 }
@@ -186,13 +191,34 @@ impl Stages<'_> {
             if active.is_empty() {
                 break;
             }
+            // Those the stage's condition leaves out pass it, in their place.
+            let called: Vec<bool> = match &self.stages[i].when {
+                Some(when) => active
+                    .iter()
+                    .map(|&n| when.holds(nodes[n].doc.as_ref().expect("in flight")))
+                    .collect(),
+                None => vec![true; active.len()],
+            };
+            let skipped = called.iter().filter(|&&c| !c).count() as u64;
+            if skipped > 0 {
+                self.stages[i].meters.skipped.increment(skipped);
+                RunStats::add(&self.stages[i].stats.skipped, skipped);
+            }
             let mut docs: Vec<Document> = active
                 .iter()
-                .map(|&n| nodes[n].doc.take().expect("in flight"))
+                .zip(&called)
+                .filter(|(_, c)| **c)
+                .map(|(&n, _)| nodes[n].doc.take().expect("in flight"))
                 .collect();
             let results = self.call(i, &mut docs);
             let mut next = Vec::with_capacity(active.len());
-            for ((&n, doc), (result, attempts)) in active.iter().zip(docs).zip(results) {
+            let mut results = docs.into_iter().zip(results);
+            for (&n, called) in active.iter().zip(called) {
+                if !called {
+                    next.push(n);
+                    continue;
+                }
+                let (doc, (result, attempts)) = results.next().expect("a result per call");
                 match result {
                     Ok(children) => {
                         self.stages[i]

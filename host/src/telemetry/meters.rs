@@ -25,6 +25,8 @@ const DOCS_PROCESSED: &str = "weir_docs_processed_total";
 /// Child documents stages made.
 const DOCS_CREATED: &str = "weir_docs_created_total";
 /// Documents dropped by a stage.
+/// Documents a stage's condition (`when`) left out: they passed it untouched.
+const DOCS_SKIPPED: &str = "weir_docs_skipped_total";
 const DOCS_DROPPED: &str = "weir_docs_dropped_total";
 /// Documents the backend took.
 const DOCS_INDEXED: &str = "weir_docs_indexed_total";
@@ -77,6 +79,10 @@ pub(crate) fn describe() {
         "Documents run through a pipeline by a worker"
     );
     describe_counter!(DOCS_CREATED, "Child documents made by stages");
+    describe_counter!(
+        DOCS_SKIPPED,
+        "Documents a stage's condition left out, which passed it untouched"
+    );
     describe_counter!(DOCS_DROPPED, "Documents dropped by a stage");
     describe_counter!(DOCS_INDEXED, "Documents the indexer's backend took");
     describe_counter!(DOCS_FAILED, "Documents that failed for good");
@@ -210,6 +216,7 @@ pub(crate) struct StageMeters {
     pub(crate) created: Counter,
     pub(crate) retries: Counter,
     pub(crate) restarts: Counter,
+    pub(crate) skipped: Counter,
 }
 
 impl StageMeters {
@@ -221,6 +228,7 @@ impl StageMeters {
             created: counter!(DOCS_CREATED, &scope.with(&[("plugin", stage)])),
             retries: scope.retries(stage, "call"),
             restarts: counter!(INSTANCE_RESTARTS, &scope.with(&[("plugin", stage)])),
+            skipped: counter!(DOCS_SKIPPED, &scope.with(&[("plugin", stage)])),
         }
     }
 }

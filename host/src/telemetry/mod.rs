@@ -117,6 +117,8 @@ pub struct StageStats {
     pub children: AtomicU64,
     /// Documents it failed (its own errors and traps).
     pub failed: AtomicU64,
+    /// Documents its condition left out (not among `documents`).
+    pub skipped: AtomicU64,
     /// Calls made again after a failure that may pass later.
     pub retries: AtomicU64,
     /// Nanoseconds in its calls, summed.
@@ -131,6 +133,8 @@ pub struct StageSummary {
     pub documents: u64,
     pub children: u64,
     pub failed: u64,
+    /// Documents its condition (`when`) left out, which passed it untouched.
+    pub skipped: u64,
     /// Calls made again (the worker's retry policy).
     pub retries: u64,
     pub time: Duration,
@@ -206,6 +210,7 @@ impl RunStats {
                         documents: 0,
                         children: 0,
                         failed: 0,
+                        skipped: 0,
                         retries: 0,
                         time: Duration::ZERO,
                     });
@@ -217,6 +222,7 @@ impl RunStats {
             summary.retries += get(&stats.retries);
             summary.children += get(&stats.children);
             summary.failed += get(&stats.failed);
+            summary.skipped += get(&stats.skipped);
             summary.time += Duration::from_nanos(get(&stats.nanos));
         }
         summaries

@@ -7,6 +7,7 @@ use super::{Config, ConfigError};
 pub use bounds::MAX_DURATION;
 
 pub(crate) mod bounds;
+mod conditions;
 mod counts;
 mod kafka;
 pub(crate) mod names;
@@ -28,6 +29,7 @@ impl Config {
         names::check(self, &mut found);
         counts::check(self, &mut found);
         bounds::check(self, &mut found);
+        conditions::check(self, &mut found);
         if let Some(kafka) = &self.kafka {
             kafka::check(kafka, &mut found);
         }

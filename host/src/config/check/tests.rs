@@ -293,3 +293,31 @@ fn stage_batches_are_bounded_and_shorter_than_a_stall() {
     // An unknown key is a parse error, as in every table.
     assert!(parse(&with_batch("{ sise = 3 }"), &[]).is_err());
 }
+
+#[test]
+fn a_stage_condition_is_checked_at_its_place() {
+    let text = MINIMAL.replace(
+        r#"config = { a = 1 } }"#,
+        r#"config = { a = 1 } }, when = { any = [{ field = "a", exists = true }, { field = "b", matches = "(" }, { path = "x" }] }"#,
+    );
+    let config = parse(&text, &[]).expect("its shape is valid");
+    let messages = assert_reported(
+        &config.check(),
+        &[
+            "pipelines.p.stages.s.when.any[2]: `path` needs a test: one of `exists`, `equals`, `matches`",
+        ],
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("pipelines.p.stages.s.when.any[1].matches: is not a pattern")),
+        "{messages:?}"
+    );
+    // A key the condition does not know is a shape error, with its path.
+    let text = MINIMAL.replace(
+        r#"config = { a = 1 } }"#,
+        r#"config = { a = 1 } }, when = { field = "a", equal = 1 }"#,
+    );
+    let errors = parse(&text, &[]).expect_err("an unknown key");
+    assert!(errors.to_string().contains("equal"), "{errors}");
+}
