@@ -28,3 +28,4 @@ mod search;
 mod serve_limits;
 mod stages;
 mod tenants;
+mod text_stages;

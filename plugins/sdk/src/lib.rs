@@ -104,6 +104,7 @@ pub mod bindings {
 mod batch;
 mod fields;
 mod packed;
+mod values;
 
 #[doc(hidden)]
 pub use batch::__process_each;
@@ -112,6 +113,7 @@ pub use fields::{Change, FieldChange, get_json_each, update_batch, update_each};
 pub use packed::{Entry, Packed};
 pub use serde;
 pub use serde_json;
+pub use values::{field_pairs, map_values, text_of};
 
 pub use bindings::connector::weir::plugin::publishing::Publisher;
 pub use bindings::indexer::exports::weir::plugin::indexer_api::{
