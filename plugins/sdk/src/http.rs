@@ -105,12 +105,15 @@ pub struct Request {
     headers: Vec<(String, Vec<u8>)>,
     body: Vec<u8>,
     timeout: Option<Duration>,
+    max_body: Option<usize>,
 }
 
 /// A response, its body read whole.
 #[derive(Debug, Clone)]
 pub struct Response {
     pub status: u16,
+    /// Its `content-type` header, when it has one.
+    pub content_type: Option<String>,
     pub body: Vec<u8>,
 }
 
@@ -142,6 +145,7 @@ impl Request {
             headers: Vec::new(),
             body: Vec::new(),
             timeout: None,
+            max_body: None,
         }
     }
 
@@ -168,6 +172,13 @@ impl Request {
     /// this long (the host's call deadline applies anyway).
     pub fn timeout(mut self, timeout: Duration) -> Request {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Refuse a response whose body is longer than `bytes`: reading stops
+    /// there, so a server cannot make the plugin hold more.
+    pub fn max_body(mut self, bytes: usize) -> Request {
+        self.max_body = Some(bytes);
         self
     }
 
@@ -240,6 +251,11 @@ impl Request {
             }
         };
         let status = response.status();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .first()
+            .map(|v| String::from_utf8_lossy(v).into_owned());
         let incoming = response
             .consume()
             .map_err(|()| HttpError::Failed("response body taken twice".into()))?;
@@ -248,12 +264,31 @@ impl Request {
             let mut stream = incoming
                 .stream()
                 .map_err(|()| HttpError::Failed("response body stream taken twice".into()))?;
-            stream.read_to_end(&mut body).map_err(|e| {
+            let read = match self.max_body {
+                Some(max) => {
+                    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+                    (&mut stream).take(limit).read_to_end(&mut body)
+                }
+                None => stream.read_to_end(&mut body),
+            };
+            read.map_err(|e| {
                 HttpError::Unreachable(format!("reading the response of {} failed: {e}", self.url))
             })?;
+            if let Some(max) = self.max_body
+                && body.len() > max
+            {
+                return Err(HttpError::Failed(format!(
+                    "the response of {} is longer than {max} bytes",
+                    self.url
+                )));
+            }
         }
         let _trailers = IncomingBody::finish(incoming);
-        Ok(Response { status, body })
+        Ok(Response {
+            status,
+            content_type,
+            body,
+        })
     }
 }
 

@@ -40,6 +40,8 @@
 //! weir_plugin::export_batch_stage!(Upper);
 //! ```
 
+#[cfg(feature = "content")]
+pub mod content;
 #[doc(hidden)]
 #[cfg(feature = "http")]
 pub mod http;

@@ -1,0 +1,352 @@
+//! extract-html: the readable text of an HTML page, its title, meta tags,
+//! language and links, and what CSS selectors pick out (as jsoup would).
+//!
+//! ```toml
+//! config = { from = "file", source = "path", max_mib = 20,
+//!            remove = ["nav", "footer", ".ads"],
+//!            selectors = [{ css = "span.price", field = "price" },
+//!                         { css = "a.tag", field = "tags", all = true },
+//!                         { css = "link[rel=canonical]", field = "canonical", attribute = "href" }] }
+//! ```
+//!
+//! Content comes `from` a field holding the HTML (`field`, default), its
+//! base64 (`base64`), a granted file (`file`) or a URL (`url`); bytes are
+//! read in their character set (a byte-order mark, valid UTF-8, the
+//! server's `charset`, the page's `<meta charset>`, else a guess).
+//! Writes `text_field` (`text`: block elements end lines; scripts, styles,
+//! templates and `remove` are left out), `title_field` (`title`), each
+//! `<meta name|property content>` as `<meta_prefix><name>` (`meta_`, names
+//! lower-cased, `:` and `.` as `_`), `lang_field` (`lang`, from `<html
+//! lang>`), `links_field` (none unless set: the `href` of each link, at
+//! most `max_links`) and `charset_field` (none unless set). A page that is
+//! not HTML still parses (HTML parsing never fails); one past `max_mib`
+//! (default 20) fails its document.
+
+use std::collections::HashSet;
+
+use scraper::node::Node;
+use scraper::{ElementRef, Html, Selector};
+use weir_plugin::content::{self, From};
+use weir_plugin::serde_json::{Value as Json, json};
+use weir_plugin::{
+    BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, doc_error, issue,
+    per_document,
+};
+
+/// Elements whose content is never text a reader sees.
+const HIDDEN: [&str; 8] = [
+    "script", "style", "noscript", "template", "head", "svg", "iframe", "object",
+];
+/// Elements that end a line of text.
+const BLOCKS: [&str; 33] = [
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "br",
+    "dd",
+    "div",
+    "dl",
+    "dt",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hr",
+    "li",
+    "main",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "table",
+    "tr",
+    "ul",
+    "title",
+];
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Pick {
+    css: String,
+    field: String,
+    /// An attribute's value instead of the element's text.
+    attribute: Option<String>,
+    /// Every match (a multi-valued field), not only the first.
+    #[serde(default)]
+    all: bool,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    #[serde(default)]
+    from: From,
+    source: String,
+    #[serde(default = "Config::max_mib")]
+    max_mib: u64,
+    #[serde(default = "Config::text")]
+    text_field: String,
+    #[serde(default = "Config::title")]
+    title_field: String,
+    #[serde(default = "Config::meta")]
+    meta_prefix: String,
+    #[serde(default = "Config::lang")]
+    lang_field: String,
+    links_field: Option<String>,
+    #[serde(default = "Config::max_links")]
+    max_links: usize,
+    charset_field: Option<String>,
+    #[serde(default)]
+    remove: Vec<String>,
+    #[serde(default)]
+    selectors: Vec<Pick>,
+}
+
+impl Config {
+    fn max_mib() -> u64 {
+        20
+    }
+    fn text() -> String {
+        "text".into()
+    }
+    fn title() -> String {
+        "title".into()
+    }
+    fn meta() -> String {
+        "meta_".into()
+    }
+    fn lang() -> String {
+        "lang".into()
+    }
+    fn max_links() -> usize {
+        1000
+    }
+}
+
+fn selector(css: &str) -> Result<Selector, String> {
+    Selector::parse(css).map_err(|e| format!("`{css}` is not a CSS selector: {e}"))
+}
+
+struct ExtractHtml {
+    config: Config,
+    remove: Vec<Selector>,
+    picks: Vec<Selector>,
+    meta: Selector,
+    links: Selector,
+    title: Selector,
+}
+
+impl BatchStage for ExtractHtml {
+    type Config = Config;
+
+    fn check(config: &Config) -> Vec<ConfigIssue> {
+        let mut issues = content::check_max_mib(config.max_mib);
+        for (i, css) in config.remove.iter().enumerate() {
+            if let Err(e) = selector(css) {
+                issues.push(issue(format!("remove[{i}]"), e));
+            }
+        }
+        for (i, pick) in config.selectors.iter().enumerate() {
+            if let Err(e) = selector(&pick.css) {
+                issues.push(issue(format!("selectors[{i}].css"), e));
+            }
+        }
+        issues
+    }
+
+    fn start(config: Config) -> Result<Self, String> {
+        Ok(Self {
+            remove: config
+                .remove
+                .iter()
+                .map(|c| selector(c))
+                .collect::<Result<_, _>>()?,
+            picks: config
+                .selectors
+                .iter()
+                .map(|p| selector(&p.css))
+                .collect::<Result<_, _>>()?,
+            meta: selector("meta[content]")?,
+            links: selector("a[href]")?,
+            title: selector("title")?,
+            config,
+        })
+    }
+
+    fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
+        Ok(per_document(docs, |doc| self.extract(doc)))
+    }
+}
+
+impl ExtractHtml {
+    fn extract(&self, doc: &Document) -> Result<(), PluginError> {
+        let c = &self.config;
+        let max = usize::try_from(c.max_mib << 20).unwrap_or(usize::MAX);
+        let Some(content) = content::read(doc, c.from, &c.source, max)? else {
+            return Ok(());
+        };
+        let declared = declared_charset(&content.bytes);
+        let (html, charset) = content::decode_text(
+            &content.bytes,
+            content.content_type.as_deref(),
+            declared.as_deref(),
+        );
+        let page = Html::parse_document(&html);
+        let mut changes = vec![FieldChange::set_string(
+            c.text_field.as_str(),
+            self.text(&page),
+        )];
+        if let Some(title) = page.select(&self.title).next() {
+            changes.push(FieldChange::set_string(
+                c.title_field.as_str(),
+                squeeze(&title.text().collect::<String>()),
+            ));
+        }
+        for meta in page.select(&self.meta) {
+            let element = meta.value();
+            let Some(name) = element.attr("name").or(element.attr("property")) else {
+                continue;
+            };
+            let name: String = name
+                .trim()
+                .to_lowercase()
+                .chars()
+                .map(|ch| if ch == ':' || ch == '.' { '_' } else { ch })
+                .collect();
+            if name.is_empty() || name.len() > 128 {
+                continue;
+            }
+            let value = element.attr("content").unwrap_or_default().trim();
+            changes.push(FieldChange::set_string(
+                format!("{}{name}", c.meta_prefix),
+                value,
+            ));
+        }
+        if let Some(lang) = page.root_element().value().attr("lang") {
+            changes.push(FieldChange::set_string(c.lang_field.as_str(), lang.trim()));
+        }
+        if let Some(field) = &c.links_field {
+            let links: Vec<Json> = page
+                .select(&self.links)
+                .filter_map(|a| a.value().attr("href"))
+                .map(|href| json!(href.trim()))
+                .take(c.max_links)
+                .collect();
+            changes.push(FieldChange::set_json(
+                field.as_str(),
+                Json::Array(links).to_string(),
+            ));
+        }
+        if let Some(field) = &c.charset_field {
+            changes.push(FieldChange::set_string(field.as_str(), charset));
+        }
+        for (pick, sel) in c.selectors.iter().zip(&self.picks) {
+            let values: Vec<Json> = page
+                .select(sel)
+                .filter_map(|e| match &pick.attribute {
+                    Some(attribute) => e.value().attr(attribute).map(|v| v.trim().to_owned()),
+                    None => Some(squeeze(&e.text().collect::<String>())),
+                })
+                .take(if pick.all { usize::MAX } else { 1 })
+                .map(Json::String)
+                .collect();
+            if pick.all {
+                changes.push(FieldChange::set_json(
+                    pick.field.as_str(),
+                    Json::Array(values).to_string(),
+                ));
+            } else if let Some(first) = values.into_iter().next() {
+                changes.push(FieldChange::set_json(
+                    pick.field.as_str(),
+                    first.to_string(),
+                ));
+            }
+        }
+        doc.update(&changes).map_err(doc_error)
+    }
+
+    /// The text a reader sees, walked without recursion (a page nested
+    /// 100,000 deep is walked like any other).
+    fn text(&self, page: &Html) -> String {
+        let removed: HashSet<_> = self
+            .remove
+            .iter()
+            .flat_map(|sel| page.select(sel).map(|e| e.id()))
+            .collect();
+        let mut out = String::new();
+        let mut hidden = None;
+        for edge in page.tree.root().traverse() {
+            match edge {
+                ego_tree::iter::Edge::Open(node) => {
+                    if hidden.is_some() {
+                        continue;
+                    }
+                    match node.value() {
+                        Node::Element(e) => {
+                            if HIDDEN.contains(&e.name()) || removed.contains(&node.id()) {
+                                hidden = Some(node.id());
+                            } else if BLOCKS.contains(&e.name()) {
+                                out.push('\n');
+                            }
+                        }
+                        // Line breaks in the source are spaces on the page.
+                        Node::Text(t) => out.extend(
+                            t.chars()
+                                .map(|ch| if ch.is_whitespace() { ' ' } else { ch }),
+                        ),
+                        _ => {}
+                    }
+                }
+                ego_tree::iter::Edge::Close(node) => {
+                    if hidden == Some(node.id()) {
+                        hidden = None;
+                    } else if hidden.is_none()
+                        && let Some(e) = ElementRef::wrap(node)
+                    {
+                        match e.value().name() {
+                            name if BLOCKS.contains(&name) => out.push('\n'),
+                            // Cells of a row are apart, on one line.
+                            "td" | "th" => out.push(' '),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        out.lines()
+            .map(squeeze)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Runs of whitespace as one space, ends trimmed.
+fn squeeze(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The `charset` a page declares in its first 1,024 bytes (`<meta
+/// charset=...>` or `content="text/html; charset=..."`), as HTML's prescan
+/// looks for it.
+fn declared_charset(bytes: &[u8]) -> Option<String> {
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(1024)]).to_ascii_lowercase();
+    let at = head.find("charset=")? + "charset=".len();
+    let rest = head[at..].trim_start_matches(['"', '\'', ' ']);
+    let end = rest
+        .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '-' || ch == '_'))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| rest[..end].to_owned())
+}
+
+weir_plugin::export_batch_stage!(ExtractHtml);
