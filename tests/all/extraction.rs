@@ -348,3 +348,116 @@ fn fetch_content_reads_urls_and_files_within_limits() {
         json!("JVBERi0xLjQgAP8=")
     );
 }
+
+/// The Office files of `tests/tools/office.sh`, written once per process.
+fn office_files() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let script = weir_tests::repo_root().join("tests/tools/office.sh");
+        let output = std::process::Command::new("bash")
+            .arg(&script)
+            .arg(dir.path())
+            .output()
+            .expect("run office.sh");
+        assert!(
+            output.status.success(),
+            "office.sh failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        dir
+    })
+    .path()
+}
+
+#[test]
+fn extract_office_reads_files_from_several_writers_and_survives_hostile_ones() {
+    let s = granted(
+        spec(
+            "extract-office",
+            json!({ "from": "file", "source": "path", "max_unzipped_mib": 32 }),
+        ),
+        office_files(),
+    );
+    let names = [
+        "python-docx.docx",
+        "minimal.docx",
+        "python-pptx.pptx",
+        "openpyxl.xlsx",
+        "xlsxwriter.xlsx",
+        "bomb.docx",
+        "deep.docx",
+        "laughs.docx",
+        "truncated.docx",
+        "not-a-zip.docx",
+    ];
+    let inputs = names
+        .iter()
+        .map(|n| json!({ "id": n, "path": format!("/pages/{n}") }))
+        .collect();
+    let out = batch(&s, inputs);
+    let ok = |i: usize| out[i].as_ref().expect("extracted").clone();
+    let err = |i: usize| out[i].as_ref().expect_err("fails").clone();
+
+    let word = ok(0);
+    assert_eq!(
+        word["text"],
+        json!(
+            "Sandboxed parsers\nA parser that crashes fails one document & the run goes on.\nTabs\there\nÜnïcödé text"
+        )
+    );
+    assert_eq!(
+        (
+            word["format"].clone(),
+            word["title"].clone(),
+            word["author"].clone()
+        ),
+        (json!("docx"), json!("Quarterly report"), json!("Ada"))
+    );
+    assert_eq!(
+        ok(1)["text"],
+        json!("Minimal writer\n<second> line\nafter a break")
+    );
+    let deck = ok(2);
+    assert_eq!(
+        deck["parts"],
+        json!([
+            "First slide\nWeir moves documents",
+            "Second slide\ninto search engines"
+        ])
+    );
+    assert_eq!(deck["format"], json!("pptx"));
+    assert_eq!(
+        ok(3)["parts"],
+        json!(["Prices\nitem\tprice\napple\t1.5\npear\t2", "Empty"])
+    );
+    let stock = ok(4);
+    assert_eq!(stock["text"], json!("Stock\nitem\tcount\nbolt\t40"));
+    assert_eq!(stock["title"], json!("Stock list"));
+
+    assert!(
+        err(5).contains("unzips to more than max_unzipped_mib"),
+        "{}",
+        err(5)
+    );
+    assert_eq!(ok(6)["text"], json!("deep"));
+    // Entities past XML's own five are not expanded.
+    assert!(
+        out[7].as_ref().map_or(true, |f| !f["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("lollol")),
+        "{:?}",
+        out[7]
+    );
+    assert!(
+        err(8).contains("not a zip archive") || err(8).contains("cannot"),
+        "{}",
+        err(8)
+    );
+    assert!(
+        err(9).contains("is not an Office Open XML file"),
+        "{}",
+        err(9)
+    );
+}
