@@ -349,20 +349,20 @@ fn fetch_content_reads_urls_and_files_within_limits() {
     );
 }
 
-/// The Office files of `tests/tools/office.sh`, written once per process.
-fn office_files() -> &'static std::path::Path {
+/// The Office and PDF files of `tests/tools/documents.sh`, written once per process.
+fn document_files() -> &'static std::path::Path {
     static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
         let dir = tempfile::tempdir().expect("tempdir");
-        let script = weir_tests::repo_root().join("tests/tools/office.sh");
+        let script = weir_tests::repo_root().join("tests/tools/documents.sh");
         let output = std::process::Command::new("bash")
             .arg(&script)
             .arg(dir.path())
             .output()
-            .expect("run office.sh");
+            .expect("run documents.sh");
         assert!(
             output.status.success(),
-            "office.sh failed:\n{}",
+            "documents.sh failed:\n{}",
             String::from_utf8_lossy(&output.stderr)
         );
         dir
@@ -377,7 +377,7 @@ fn extract_office_reads_files_from_several_writers_and_survives_hostile_ones() {
             "extract-office",
             json!({ "from": "file", "source": "path", "max_unzipped_mib": 32 }),
         ),
-        office_files(),
+        document_files(),
     );
     let names = [
         "python-docx.docx",
@@ -460,4 +460,63 @@ fn extract_office_reads_files_from_several_writers_and_survives_hostile_ones() {
         "{}",
         err(9)
     );
+}
+
+#[test]
+fn extract_pdf_reads_pages_from_several_producers_and_survives_hostile_ones() {
+    let s = granted(
+        spec("extract-pdf", json!({ "from": "file", "source": "path" })),
+        document_files(),
+    );
+    let names = [
+        "reportlab.pdf",
+        "fpdf2.pdf",
+        "minimal.pdf",
+        "truncated.pdf",
+        "nested.pdf",
+        "garbage.pdf",
+        "python-docx.docx",
+    ];
+    let inputs = names
+        .iter()
+        .map(|n| json!({ "id": n, "path": format!("/pages/{n}") }))
+        .collect();
+    let out = batch(&s, inputs);
+    let ok = |i: usize| out[i].as_ref().expect("extracted").clone();
+
+    let guide = ok(0);
+    assert_eq!(
+        guide["pages"],
+        json!(["First page of the guide", "Second page, with more"])
+    );
+    assert_eq!(
+        (
+            guide["page_count"].clone(),
+            guide["title"].clone(),
+            guide["author"].clone()
+        ),
+        (json!(2), json!("Field guide"), json!("Lin"))
+    );
+    assert!(
+        guide["producer"]
+            .as_str()
+            .is_some_and(|p| p.contains("ReportLab")),
+        "{guide}"
+    );
+    let fpdf = ok(1);
+    assert_eq!(fpdf["text"], json!("Written by fpdf2"));
+    assert_eq!(fpdf["title"], json!("Fpdf sample"));
+    let minimal = ok(2);
+    assert_eq!(
+        (minimal["text"].clone(), minimal["title"].clone()),
+        (json!("Minimal page 1"), json!("Minimal"))
+    );
+    // Each hostile file fails (or reads) only itself; the documents after
+    // it still run.
+    for (i, name) in names.iter().enumerate().skip(3) {
+        if let Err(e) = &out[i] {
+            assert!(e.contains(name) || e.contains("plugin `s`"), "{name}: {e}");
+        }
+    }
+    assert!(out[5].is_err() && out[6].is_err(), "{:?}", &out[5..]);
 }

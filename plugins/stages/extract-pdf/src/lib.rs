@@ -1,0 +1,212 @@
+//! extract-pdf: the text of a PDF, page by page, and its metadata.
+//!
+//! ```toml
+//! config = { from = "file", source = "path", max_mib = 50, max_pages = 2000 }
+//! ```
+//!
+//! Content comes `from` a granted file (`file`), a URL (`url`) or a field
+//! holding the file's base64 (`base64`, default). Writes `text_field`
+//! (`text`: the pages, a blank line apart), `pages_field` (`pages`: a value
+//! per page, so a hit can name its page), `page_count_field`
+//! (`page_count`), and from the document's Info dictionary `title`,
+//! `author`, `subject`, `keywords`, `creator`, `producer`, `created` and
+//! `modified` (with `meta_prefix`, empty by default). A PDF encrypted with
+//! an empty user password (most "protected" ones) is read; one that needs
+//! a password fails its document.
+//!
+//! The parser (the `pdf-extract` and `lopdf` crates) runs in the sandbox:
+//! a PDF that makes it panic, recurse without end or allocate past
+//! `limits.memory_mib` fails only its own document, and the stage goes on
+//! with a fresh instance. At most `max_pages` pages are read.
+
+use pdf_extract::{Document, Object, PlainTextOutput};
+use weir_plugin::content::{self, From};
+use weir_plugin::serde_json::{Value as Json, json};
+use weir_plugin::{
+    BatchStage, ConfigIssue, FieldChange, Outcome, PluginError, doc_error, issue, per_document,
+};
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    #[serde(default = "Config::base64")]
+    from: From,
+    source: String,
+    #[serde(default = "Config::max_mib")]
+    max_mib: u64,
+    #[serde(default = "Config::max_pages")]
+    max_pages: usize,
+    #[serde(default = "Config::text")]
+    text_field: String,
+    #[serde(default = "Config::pages")]
+    pages_field: String,
+    #[serde(default = "Config::page_count")]
+    page_count_field: String,
+    #[serde(default)]
+    meta_prefix: String,
+}
+
+impl Config {
+    fn base64() -> From {
+        From::Base64
+    }
+    fn max_mib() -> u64 {
+        50
+    }
+    fn max_pages() -> usize {
+        10_000
+    }
+    fn text() -> String {
+        "text".into()
+    }
+    fn pages() -> String {
+        "pages".into()
+    }
+    fn page_count() -> String {
+        "page_count".into()
+    }
+}
+
+/// Info dictionary keys and the fields they become.
+const INFO: [(&[u8], &str); 8] = [
+    (b"Title", "title"),
+    (b"Author", "author"),
+    (b"Subject", "subject"),
+    (b"Keywords", "keywords"),
+    (b"Creator", "creator"),
+    (b"Producer", "producer"),
+    (b"CreationDate", "created"),
+    (b"ModDate", "modified"),
+];
+
+struct ExtractPdf(Config);
+
+impl BatchStage for ExtractPdf {
+    type Config = Config;
+
+    fn check(config: &Config) -> Vec<ConfigIssue> {
+        let mut issues = content::check_max_mib(config.max_mib);
+        if config.max_pages == 0 {
+            issues.push(issue("max_pages", "must be at least 1"));
+        }
+        if config.from == From::Field {
+            issues.push(issue(
+                "from",
+                "PDFs are bytes: `base64` (a field holding them), `file` or `url`",
+            ));
+        }
+        issues
+    }
+
+    fn start(config: Config) -> Result<Self, String> {
+        Ok(Self(config))
+    }
+
+    fn process_batch(
+        &mut self,
+        docs: &[weir_plugin::Document],
+    ) -> Result<Vec<Outcome>, PluginError> {
+        Ok(per_document(docs, |doc| self.extract(doc)))
+    }
+}
+
+/// A PDF text string: UTF-16 with a byte-order mark, else PDFDocEncoding
+/// (read as Latin-1, which it matches for text).
+fn pdf_string(bytes: &[u8]) -> String {
+    if let Some(rest) = bytes.strip_prefix(&[0xFE, 0xFF]) {
+        let units: Vec<u16> = rest
+            .chunks_exact(2)
+            .map(|c| u16::from_be_bytes([c[0], c[1]]))
+            .collect();
+        return String::from_utf16_lossy(&units);
+    }
+    bytes.iter().map(|&b| char::from(b)).collect()
+}
+
+impl ExtractPdf {
+    fn extract(&self, doc: &weir_plugin::Document) -> Result<(), PluginError> {
+        let c = &self.0;
+        let max = usize::try_from(c.max_mib << 20).unwrap_or(usize::MAX);
+        let Some(content) = content::read(doc, c.from, &c.source, max)? else {
+            return Ok(());
+        };
+        let what = content
+            .location
+            .clone()
+            .unwrap_or_else(|| format!("`{}`", c.source));
+        let fail = |e: String| PluginError::Document(format!("{what} {e}"));
+        let mut pdf = Document::load_mem(&content.bytes)
+            .map_err(|e| fail(format!("is not a PDF this can read: {e}")))?;
+        if pdf.is_encrypted() {
+            pdf.decrypt("")
+                .map_err(|e| fail(format!("is encrypted and needs a password: {e}")))?;
+        }
+        let count = pdf.get_pages().len();
+        let mut pages = Vec::new();
+        for number in 1..=count.min(c.max_pages) {
+            let mut text = String::new();
+            {
+                let mut output = PlainTextOutput::new(&mut text);
+                let page = u32::try_from(number).unwrap_or(u32::MAX);
+                pdf_extract::output_doc_page(&pdf, &mut output, page)
+                    .map_err(|e| fail(format!("page {number} cannot be read: {e}")))?;
+            }
+            pages.push(tidy(&text));
+        }
+        let mut changes = vec![
+            FieldChange::set_string(c.text_field.as_str(), pages.join("\n\n")),
+            FieldChange::set_json(
+                c.pages_field.as_str(),
+                Json::Array(pages.iter().map(|p| json!(p)).collect()).to_string(),
+            ),
+            FieldChange::set_json(c.page_count_field.as_str(), count.to_string()),
+        ];
+        let info = pdf
+            .trailer
+            .get(b"Info")
+            .ok()
+            .and_then(|o| match o {
+                Object::Reference(id) => pdf.get_object(*id).ok(),
+                other => Some(other),
+            })
+            .and_then(|o| o.as_dict().ok());
+        if let Some(info) = info {
+            for (key, field) in INFO {
+                if let Ok(Object::String(bytes, _)) = info.get(key) {
+                    let value = pdf_string(bytes);
+                    let value = value.trim_matches(char::from(0)).trim();
+                    if !value.is_empty() {
+                        changes.push(FieldChange::set_string(
+                            format!("{}{field}", c.meta_prefix),
+                            value,
+                        ));
+                    }
+                }
+            }
+        }
+        doc.update(&changes).map_err(doc_error)
+    }
+}
+
+/// Lines trimmed, runs of blank lines as one.
+fn tidy(text: &str) -> String {
+    let mut out = String::new();
+    let mut blank = false;
+    for line in text.lines().map(str::trim_end) {
+        if line.trim().is_empty() {
+            blank = !out.is_empty();
+            continue;
+        }
+        if blank {
+            out.push('\n');
+            blank = false;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(line.trim_start());
+    }
+    out
+}
+
+weir_plugin::export_batch_stage!(ExtractPdf);
