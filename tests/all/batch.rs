@@ -281,7 +281,7 @@ fn a_handle_kept_past_its_call_never_reaches_a_later_document() {
 }
 
 /// A local run of `toml` with a recording messenger.
-fn run(toml: &str) -> (RunResult, Arc<Recording>) {
+pub(crate) fn run(toml: &str) -> (RunResult, Arc<Recording>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let messengers = RecordingMessengers::new(64);
     let recording = messengers.recording();

@@ -3,22 +3,9 @@
 //! skipped, later stages see what earlier ones wrote, and children are
 //! tested like any document.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
-use weir::run::{RunResult, Runner};
-use weir::testing::recording::{Recording, RecordingMessengers};
-use weir_tests::{config, runtime};
 
-fn run(toml: &str) -> (RunResult, Arc<Recording>) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let messengers = RecordingMessengers::new(64);
-    let recording = messengers.recording();
-    let result = Runner::new(config(toml, dir.path()), runtime(), Arc::new(messengers))
-        .run()
-        .unwrap_or_else(|e| panic!("config should be valid: {e}"));
-    (result, recording)
-}
+use crate::batch::run;
 
 #[test]
 fn a_stage_runs_only_where_its_condition_holds() {

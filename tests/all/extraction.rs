@@ -7,29 +7,14 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 
 use serde_json::{Value, json};
-use weir::core::document::Document;
 use weir::plugin::{DirGrant, PluginSpec};
-use weir_tests::{doc, runtime, spec};
+use weir_tests::spec;
 
 /// Each document's fields after one batch call, or its error.
 fn batch(spec: &PluginSpec, inputs: Vec<Value>) -> Vec<Result<Value, String>> {
-    let plugin = runtime().load_stage("s", spec).expect("load");
-    let issues = plugin.check_config().expect("check_config");
-    assert!(issues.is_empty(), "unexpected config issues: {issues:?}");
-    let mut instance = plugin.instantiate().expect("instantiate");
-    let mut docs: Vec<Document> = inputs.into_iter().map(doc).collect();
-    // As a worker does: a batch call that traps is made again one document
-    // at a time, so a poison document fails only itself.
-    let outcomes = match instance.process_batch(&mut docs) {
-        Ok(outcomes) => outcomes,
-        Err(e) => {
-            eprintln!("the batch call failed ({e}); one document at a time");
-            docs.iter_mut().map(|d| instance.process(d)).collect()
-        }
-    };
-    docs.iter()
-        .zip(outcomes)
-        .map(|(d, o)| o.map(|_| d.fields_json()).map_err(|e| e.to_string()))
+    crate::text_stages::batch_with(spec.clone(), inputs)
+        .into_iter()
+        .map(|r| r.map(|(fields, _)| fields))
         .collect()
 }
 
@@ -519,4 +504,84 @@ fn extract_pdf_reads_pages_from_several_producers_and_survives_hostile_ones() {
         }
     }
     assert!(out[5].is_err() && out[6].is_err(), "{:?}", &out[5..]);
+}
+
+#[test]
+fn extract_xml_picks_values_with_xpath_and_fails_only_malformed_documents() {
+    let record = r#"<?xml version="1.0"?>
+<record xmlns:dc="http://purl.org/dc/elements/1.1/">
+  <dc:title> Rivers &amp; weirs </dc:title>
+  <subject>hydrology</subject><subject>engineering</subject>
+  <pages><page/><page/><page/></pages>
+</record>"#;
+    let s = spec(
+        "extract-xml",
+        json!({
+            "source": "xml", "text_field": "text",
+            "namespaces": { "dc": "http://purl.org/dc/elements/1.1/" },
+            "xpaths": [
+                { "xpath": "/record/dc:title", "field": "title" },
+                { "xpath": "//subject", "field": "subjects", "all": true },
+                { "xpath": "count(//page)", "field": "pages" },
+                { "xpath": "//missing", "field": "never" },
+                { "xpath": "boolean(//subject)", "field": "has_subject" },
+            ],
+        }),
+    );
+    let deep = format!(
+        "<a>{}x{}</a>",
+        "<b>".repeat(100_000),
+        "</b>".repeat(100_000)
+    );
+    let laughs = r#"<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><record><subject>&b;</subject></record>"#;
+    let out = batch(
+        &s,
+        vec![
+            json!({ "id": "ok", "xml": record }),
+            json!({ "id": "malformed", "xml": "<record><subject>open</record>" }),
+            json!({ "id": "deep", "xml": deep }),
+            json!({ "id": "laughs", "xml": laughs }),
+            json!({ "id": "after", "xml": "<record><subject>still</subject></record>" }),
+        ],
+    );
+    let f = out[0].as_ref().expect("extracted");
+    assert_eq!(f["title"], json!("Rivers & weirs"));
+    assert_eq!(f["subjects"], json!(["hydrology", "engineering"]));
+    assert_eq!(
+        (f["pages"].clone(), f["has_subject"].clone()),
+        (json!(3), json!(true))
+    );
+    assert!(f.get("never").is_none(), "{f}");
+    assert!(
+        f["text"]
+            .as_str()
+            .expect("text")
+            .starts_with("Rivers & weirs"),
+        "{f}"
+    );
+    assert!(
+        out[1]
+            .as_ref()
+            .expect_err("malformed")
+            .contains("is not well-formed XML"),
+        "{out:?}"
+    );
+    // Deep or entity-laden documents fail or read; either way only themselves.
+    eprintln!(
+        "deep: {:?}\nlaughs: {:?}",
+        out[2].as_ref().map(|_| "read"),
+        out[3]
+    );
+    if let Ok(f) = &out[3] {
+        assert!(!f.to_string().contains("aaaaaaaaaaaaaaaaaaaa"), "{f}");
+    }
+    assert_eq!(
+        out[4].as_ref().expect("the next document runs")["subjects"],
+        json!(["still"])
+    );
+    let bad = crate::text_stages::issues_of(spec(
+        "extract-xml",
+        json!({ "source": "x", "xpaths": [{ "xpath": "//[", "field": "f" }] }),
+    ));
+    assert!(bad[0].starts_with("xpaths[0].xpath: "), "{bad:?}");
 }

@@ -16,13 +16,26 @@ fn batch(
     batch_with(spec(stage, config), inputs)
 }
 
-fn batch_with(spec: PluginSpec, inputs: Vec<Value>) -> Vec<Result<(Value, Vec<Document>), String>> {
+/// `spec`'s stage over `inputs` in one batch call, as a worker makes it:
+/// each document as it came out (its fields) and its children, or its
+/// error. A batch call that traps is made again one document at a time, so
+/// a poison document fails only itself.
+pub(crate) fn batch_with(
+    spec: PluginSpec,
+    inputs: Vec<Value>,
+) -> Vec<Result<(Value, Vec<Document>), String>> {
     let plugin = runtime().load_stage("s", &spec).expect("load");
     let issues = plugin.check_config().expect("check_config");
     assert!(issues.is_empty(), "unexpected config issues: {issues:?}");
     let mut instance = plugin.instantiate().expect("instantiate");
     let mut docs: Vec<Document> = inputs.into_iter().map(doc).collect();
-    let outcomes = instance.process_batch(&mut docs).expect("the batch call");
+    let outcomes = match instance.process_batch(&mut docs) {
+        Ok(outcomes) => outcomes,
+        Err(e) => {
+            eprintln!("the batch call failed ({e}); one document at a time");
+            docs.iter_mut().map(|d| instance.process(d)).collect()
+        }
+    };
     docs.iter()
         .zip(outcomes)
         .map(|(d, o)| {
@@ -42,9 +55,12 @@ fn one(stage: &str, config: Value, input: Value) -> Value {
 
 /// The config issues of `stage` with `config`, as `path: message`.
 fn issues(stage: &str, config: Value) -> Vec<String> {
-    let plugin = runtime()
-        .load_stage("s", &spec(stage, config))
-        .expect("load");
+    issues_of(spec(stage, config))
+}
+
+/// The config issues of the stage of `spec`, as `path: message`.
+pub(crate) fn issues_of(spec: PluginSpec) -> Vec<String> {
+    let plugin = runtime().load_stage("s", &spec).expect("load");
     plugin
         .check_config()
         .expect("check_config")

@@ -1,8 +1,8 @@
 //! The Rust parts of `weir new`: the vendored SDK and the plugin sources.
 
 /// The Rust SDK, vendored as a path dependency (its bindings read
-/// `../../wit`). Its `http` feature (`http.rs`, `search.rs`) is left out:
-/// the vendored crate has no such feature.
+/// `../../wit`). Its `http` and `content` features (`http.rs`, `search.rs`,
+/// `content.rs`) are left out: the vendored crate has no such features.
 pub(super) const RUST_SDK: &[(&str, &str)] = &[
     (
         ".weir/sdk-rust/src/lib.rs",
@@ -19,6 +19,10 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
     (
         ".weir/sdk-rust/src/packed.rs",
         include_str!("../../../../plugins/sdk/src/packed.rs"),
+    ),
+    (
+        ".weir/sdk-rust/src/values.rs",
+        include_str!("../../../../plugins/sdk/src/values.rs"),
     ),
     (
         ".weir/sdk-rust/Cargo.toml",
@@ -161,13 +165,14 @@ mod tests {
     use std::path::Path;
 
     /// Every source file of the SDK is vendored, but those behind its `http`
-    /// feature (a module added and forgotten would break every project).
+    /// and `content` features (a module added and forgotten would break every
+    /// project).
     #[test]
     fn projects_vendor_every_rust_sdk_file() {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sdk/src");
         for entry in std::fs::read_dir(&src).expect("sdk src").flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if matches!(name.as_str(), "http.rs" | "search.rs") {
+            if matches!(name.as_str(), "http.rs" | "search.rs" | "content.rs") {
                 continue;
             }
             let wanted = format!(".weir/sdk-rust/src/{name}");
