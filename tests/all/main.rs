@@ -13,6 +13,7 @@ mod cli;
 mod conditions;
 mod conformance;
 mod connector_indexer;
+mod embeddings;
 mod extraction;
 mod failures;
 mod isolation;

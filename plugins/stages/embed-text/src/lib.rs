@@ -1,0 +1,304 @@
+//! embed-text: turn a text field into a vector with an embedding service,
+//! a batch of documents per request.
+//!
+//! ```toml
+//! config = { url = "http://127.0.0.1:8080", api = "openai", model = "small", source = "text",
+//!            target = "vector", dimensions = 384, api_key_env = "EMBED_KEY", max_inputs = 64 }
+//! # grants = { http = ["127.0.0.1:8080"], env = { EMBED_KEY = "${EMBED_KEY}" } }
+//! ```
+//!
+//! `api` is the shape of the service: `openai` (`POST <url>/v1/embeddings`,
+//! `{model, input}` -> `data[].embedding`: OpenAI, vLLM, LiteLLM, llama.cpp
+//! and most servers), `ollama` (`POST <url>/api/embed`, `{model, input}` ->
+//! `embeddings`) or `tei` (Hugging Face text-embeddings-inference, `POST
+//! <url>/embed`, `{inputs}` -> a list of vectors). The documents of a batch
+//! that have the field go in requests of at most `max_inputs` texts (each
+//! cut to `max_chars` characters). A 429 or 5xx answer, or a service that
+//! cannot be reached, fails the batch transiently (the worker's retries
+//! apply); any other error answer, or a response of the wrong shape, fails
+//! the batch with the service's message. A vector of other than
+//! `dimensions` numbers fails its document. The key is read only from the
+//! environment variable `api_key_env`, which the plugin must be granted,
+//! and sent as `Authorization: Bearer <key>`. `timeout` (seconds, default
+//! 30) bounds each request; the stage's `limits.call_timeout` bounds the
+//! whole batch call, so size `batch.size` and `max_inputs` to fit in it.
+
+use std::time::Duration;
+
+use serde_json::{Value as Json, json};
+use weir_plugin::http::{HttpError, Request, Url};
+use weir_plugin::{
+    BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, doc_error, issue,
+};
+
+#[derive(serde::Deserialize, Clone, Copy, Default, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum Api {
+    #[default]
+    Openai,
+    Ollama,
+    Tei,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    url: String,
+    #[serde(default)]
+    api: Api,
+    model: Option<String>,
+    source: String,
+    #[serde(default = "Config::vector")]
+    target: String,
+    dimensions: Option<usize>,
+    api_key_env: Option<String>,
+    #[serde(default = "Config::max_inputs")]
+    max_inputs: usize,
+    #[serde(default = "Config::max_chars")]
+    max_chars: usize,
+    #[serde(default = "Config::timeout", with = "seconds")]
+    timeout: Duration,
+}
+
+mod seconds {
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<std::time::Duration, D::Error> {
+        let s: f64 = serde::Deserialize::deserialize(d)?;
+        if !(s > 0.0 && s <= 3600.0) {
+            return Err(serde::de::Error::custom(
+                "must be more than 0 and at most 3600 seconds",
+            ));
+        }
+        Ok(std::time::Duration::from_secs_f64(s))
+    }
+}
+
+impl Config {
+    fn vector() -> String {
+        "vector".into()
+    }
+    fn max_inputs() -> usize {
+        64
+    }
+    fn max_chars() -> usize {
+        8192
+    }
+    fn timeout() -> Duration {
+        Duration::from_secs(30)
+    }
+}
+
+struct EmbedText {
+    config: Config,
+    endpoint: Url,
+    key: Option<String>,
+}
+
+impl BatchStage for EmbedText {
+    type Config = Config;
+
+    fn check(config: &Config) -> Vec<ConfigIssue> {
+        let mut issues = Vec::new();
+        if let Err(e) = Url::parse(&config.url) {
+            issues.push(issue("url", e));
+        }
+        if config.api != Api::Tei && config.model.is_none() {
+            issues.push(issue(
+                "model",
+                "names the model (the `openai` and `ollama` APIs need one)",
+            ));
+        }
+        if config.max_inputs == 0 || config.max_inputs > 4096 {
+            issues.push(issue("max_inputs", "must be 1 to 4096"));
+        }
+        if config.max_chars == 0 {
+            issues.push(issue("max_chars", "must be at least 1"));
+        }
+        if config.dimensions == Some(0) || config.dimensions.is_some_and(|d| d > 65_536) {
+            issues.push(issue("dimensions", "must be 1 to 65536"));
+        }
+        issues
+    }
+
+    fn start(config: Config) -> Result<Self, String> {
+        let base = Url::parse(&config.url)?;
+        let endpoint = base.join(match config.api {
+            Api::Openai => "v1/embeddings",
+            Api::Ollama => "api/embed",
+            Api::Tei => "embed",
+        });
+        let key = match &config.api_key_env {
+            Some(name) => Some(std::env::var(name).map_err(|_| {
+                format!("the environment variable `{name}` (api_key_env) is not set: grant it with grants.env")
+            })?),
+            None => None,
+        };
+        Ok(Self {
+            config,
+            endpoint,
+            key,
+        })
+    }
+
+    fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
+        let c = &self.config;
+        let names = [c.source.clone()];
+        let texts: Vec<Option<String>> =
+            weir_plugin::get_json_each(&docs.iter().collect::<Vec<_>>(), &names)
+                .into_iter()
+                .map(|answers| {
+                    let json = answers.into_iter().next().flatten()?;
+                    let text = match serde_json::from_str::<Json>(&json).ok()? {
+                        Json::String(s) => s,
+                        Json::Array(items) => items
+                            .iter()
+                            .filter_map(Json::as_str)
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        _ => return None,
+                    };
+                    Some(text.chars().take(c.max_chars).collect())
+                })
+                .collect();
+        let wanted: Vec<usize> = (0..docs.len())
+            .filter(|&i| texts[i].as_deref().is_some_and(|t| !t.trim().is_empty()))
+            .collect();
+        let mut outcomes: Vec<Outcome> = docs.iter().map(|_| Outcome::done()).collect();
+        for chunk in wanted.chunks(c.max_inputs) {
+            let inputs: Vec<&str> = chunk
+                .iter()
+                .map(|&i| texts[i].as_deref().unwrap_or_default())
+                .collect();
+            let vectors = self.embed(&inputs)?;
+            if vectors.len() != inputs.len() {
+                return Err(PluginError::Document(format!(
+                    "{} answered {} vectors for {} inputs",
+                    self.endpoint,
+                    vectors.len(),
+                    inputs.len()
+                )));
+            }
+            for (&i, vector) in chunk.iter().zip(vectors) {
+                outcomes[i] = self.write(&docs[i], vector).into();
+            }
+        }
+        Ok(outcomes)
+    }
+}
+
+impl EmbedText {
+    /// One request: the vectors of `inputs`, in order.
+    fn embed(&self, inputs: &[&str]) -> Result<Vec<Json>, PluginError> {
+        let c = &self.config;
+        let body = match c.api {
+            Api::Openai | Api::Ollama => json!({ "model": c.model, "input": inputs }),
+            Api::Tei => json!({ "inputs": inputs, "truncate": true }),
+        };
+        let mut request = Request::post(&self.endpoint)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .timeout(c.timeout)
+            .max_body(256 << 20);
+        if let Some(key) = &self.key {
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
+        let response = request.send().map_err(|e| match e {
+            HttpError::Unreachable(m) => PluginError::Transient(m),
+            HttpError::Failed(m) => PluginError::Document(m),
+        })?;
+        let said = || {
+            let text = response.text();
+            text.chars().take(300).collect::<String>()
+        };
+        if response.status == 429 || response.status >= 500 {
+            return Err(PluginError::Transient(format!(
+                "{} answered {}: {}",
+                self.endpoint,
+                response.status,
+                said()
+            )));
+        }
+        if !response.ok() {
+            return Err(PluginError::Document(format!(
+                "{} answered {}: {}",
+                self.endpoint,
+                response.status,
+                said()
+            )));
+        }
+        let answer: Json = serde_json::from_slice(&response.body).map_err(|e| {
+            PluginError::Document(format!("{} answered with no JSON: {e}", self.endpoint))
+        })?;
+        let vectors = match (c.api, answer) {
+            (Api::Openai, Json::Object(mut o)) => match o.remove("data") {
+                Some(Json::Array(items)) => {
+                    let mut items: Vec<(u64, Json)> = items
+                        .into_iter()
+                        .enumerate()
+                        .map(|(n, mut item)| {
+                            let index =
+                                item.get("index").and_then(Json::as_u64).unwrap_or(n as u64);
+                            (
+                                index,
+                                item.get_mut("embedding")
+                                    .map(Json::take)
+                                    .unwrap_or_default(),
+                            )
+                        })
+                        .collect();
+                    items.sort_by_key(|(i, _)| *i);
+                    Some(items.into_iter().map(|(_, v)| v).collect())
+                }
+                _ => None,
+            },
+            (Api::Ollama, Json::Object(mut o)) => match o.remove("embeddings") {
+                Some(Json::Array(vectors)) => Some(vectors),
+                _ => None,
+            },
+            (Api::Tei, Json::Array(vectors)) => Some(vectors),
+            _ => None,
+        };
+        vectors.ok_or_else(|| {
+            PluginError::Document(format!(
+                "{} answered in a shape the `{}` API does not have",
+                self.endpoint,
+                match c.api {
+                    Api::Openai => "openai",
+                    Api::Ollama => "ollama",
+                    Api::Tei => "tei",
+                }
+            ))
+        })
+    }
+
+    /// Write `vector` to the target, after checking it is one.
+    fn write(&self, doc: &Document, vector: Json) -> Result<(), PluginError> {
+        let c = &self.config;
+        let Json::Array(numbers) = &vector else {
+            return Err(PluginError::Document(
+                "the service answered a vector that is not a list".into(),
+            ));
+        };
+        if !numbers
+            .iter()
+            .all(|n| n.as_f64().is_some_and(f64::is_finite))
+        {
+            return Err(PluginError::Document(
+                "the service answered a vector with a value that is not a finite number".into(),
+            ));
+        }
+        if let Some(d) = c.dimensions
+            && numbers.len() != d
+        {
+            return Err(PluginError::Document(format!(
+                "the service answered a vector of {} dimensions, not the {d} of `dimensions` (another model?)",
+                numbers.len()
+            )));
+        }
+        doc.update(&[FieldChange::set_json(c.target.as_str(), vector.to_string())])
+            .map_err(doc_error)
+    }
+}
+
+weir_plugin::export_batch_stage!(EmbedText);
