@@ -260,6 +260,26 @@ pub fn solr_url() -> &'static str {
     )
 }
 
+/// The real embedding server's URL (a small model from a PyPI wheel):
+/// `WEIR_EMBEDDER_URL` when set (CI starts it and sets it), else the one
+/// `tests/embedder/embedder.sh` starts on loopback, like the search servers.
+pub fn embedder_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("WEIR_EMBEDDER_URL") {
+            return url.trim_end_matches('/').to_owned();
+        }
+        start_server(
+            &repo_root()
+                .join("tests")
+                .join("embedder")
+                .join("embedder.sh"),
+        );
+        let port = std::env::var("WEIR_EMBEDDER_PORT").unwrap_or_else(|_| "18090".into());
+        format!("http://127.0.0.1:{port}")
+    })
+}
+
 /// `host:port` of an `http://host:port/...` URL, for `grants.http`.
 pub fn authority(url: &str) -> &str {
     let rest = url

@@ -1,7 +1,7 @@
-//! embed-text against a loopback service speaking each API's shape: the
+//! embed-text against a loopback service speaking each API's shape (the
 //! request it sends, batching, order, keys, retries and the checks on what
-//! comes back. (A fake in the test process: the real model server is the
-//! next step; see docs/plugins.md.)
+//! comes back), and against the real model server of `tests/embedder/`: a
+//! small model whose vectors must put like texts nearer than unlike ones.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -239,4 +239,57 @@ fn embed_text_retries_a_busy_service_and_checks_what_comes_back() {
         out[0].as_ref().expect_err("404").contains("answered 404"),
         "{out:?}"
     );
+}
+
+fn cosine(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn embed_text_gets_vectors_from_a_real_model_in_each_api_shape() {
+    let url = weir_tests::embedder_url();
+    let texts = [
+        "a weir across a river holds back the water",
+        "a small dam across a stream",
+        "file your income tax forms before april",
+    ];
+    let docs: Vec<Value> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| json!({ "id": i.to_string(), "text": t }))
+        .collect();
+    let mut by_api = Vec::new();
+    for api in ["openai", "ollama", "tei"] {
+        let mut s = spec(
+            "embed-text",
+            json!({ "url": url, "api": api, "model": "wordllama", "source": "text", "dimensions": 256, "max_inputs": 2 }),
+        );
+        s.grants.http = serde_json::from_str(&weir_tests::http_grants(url)).expect("grants");
+        let out = crate::text_stages::batch_with(s, docs.clone());
+        let vectors: Vec<Vec<f64>> = out
+            .iter()
+            .map(|r| floats(&r.as_ref().expect("embedded").0["vector"]))
+            .collect();
+        for v in &vectors {
+            assert_eq!(v.len(), 256, "{api}");
+            let norm = cosine(v, v).sqrt();
+            assert!((norm - 1.0).abs() < 1e-3, "{api}: norm {norm}");
+        }
+        let (near, far) = (
+            cosine(&vectors[0], &vectors[1]),
+            cosine(&vectors[0], &vectors[2]),
+        );
+        assert!(near > far + 0.1, "{api}: weir~dam {near}, weir~tax {far}");
+        by_api.push(vectors);
+    }
+    // One model behind three shapes: the same text, the same vector.
+    for other in &by_api[1..] {
+        assert!(cosine(&by_api[0][0], &other[0]) > 0.999);
+    }
 }

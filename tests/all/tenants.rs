@@ -32,7 +32,7 @@ const TOML: &str = r#"
         { id = "h-panic", action = "panic" },
         { id = "h-children", action = "children", count = "1000000" },
         { id = "h-big", action = "big_field", mib = "100" },
-        { id = "h-log", action = "log_flood", count = "10000" },
+        { id = "h-log", action = "log_flood", count = "3000" },
         { id = "h-passwd", action = "read", path = "/etc/passwd" },
         { id = "h-env", action = "env", name = "HOME" },
         { id = "h-ok-again", action = "ok" },
