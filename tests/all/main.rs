@@ -31,3 +31,4 @@ mod serve_limits;
 mod stages;
 mod tenants;
 mod text_stages;
+mod vectors;

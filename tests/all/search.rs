@@ -10,12 +10,22 @@ use weir::testing::recording::{Recording, RecordingMessengers};
 use weir_tests::{config, http_grants, http_json, opensearch_url, runtime, solr_url};
 
 /// A name no other test (or earlier run against a long-lived server) uses.
-fn unique(prefix: &str) -> String {
+pub(crate) fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", fastrand::u64(..))
 }
 
 /// Run `connector` (a plugin table's inside) into the indexer `indexer`.
 fn run(connector: &str, indexer: &str, indexer_settings: &str) -> (RunResult, Arc<Recording>) {
+    run_with(connector, "[]", indexer, indexer_settings)
+}
+
+/// `run` through `stages` (a TOML array of stage tables).
+pub(crate) fn run_with(
+    connector: &str,
+    stages: &str,
+    indexer: &str,
+    indexer_settings: &str,
+) -> (RunResult, Arc<Recording>) {
     let toml = format!(
         r#"
         [worker]
@@ -33,6 +43,7 @@ fn run(connector: &str, indexer: &str, indexer_settings: &str) -> (RunResult, Ar
         plugin = {{ {connector} }}
         [[pipelines]]
         name = "p"
+        stages = {stages}
         "#
     );
     let messengers = RecordingMessengers::new(64);
@@ -46,11 +57,11 @@ fn run(connector: &str, indexer: &str, indexer_settings: &str) -> (RunResult, Ar
 }
 
 /// The test connector publishing `docs` (a TOML array of inline tables).
-fn docs(docs: &str) -> String {
+pub(crate) fn docs(docs: &str) -> String {
     format!("path = @test-connector, config = {{ docs = {docs} }}")
 }
 
-fn opensearch_indexer(index: &str, settings: &str) -> String {
+pub(crate) fn opensearch_indexer(index: &str, settings: &str) -> String {
     let url = opensearch_url();
     format!(
         r#"path = @opensearch-indexer, config = {{ url = "{url}", index = "{index}", refresh = "true", {settings} }}, grants = {{ http = {} }}"#,
@@ -58,7 +69,7 @@ fn opensearch_indexer(index: &str, settings: &str) -> String {
     )
 }
 
-fn os(method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+pub(crate) fn os(method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
     let body = body.map(|b| b.to_string());
     http_json(
         method,
@@ -78,7 +89,7 @@ fn os_source(index: &str, id: &str) -> Option<Value> {
     (status == 200).then(|| answer["_source"].clone())
 }
 
-fn assert_success(result: &RunResult, recording: &Recording) {
+pub(crate) fn assert_success(result: &RunResult, recording: &Recording) {
     assert_eq!(
         result.status(),
         RunStatus::Success,
@@ -88,7 +99,7 @@ fn assert_success(result: &RunResult, recording: &Recording) {
     );
 }
 
-fn failures(recording: &Recording) -> Vec<(String, String)> {
+pub(crate) fn failures(recording: &Recording) -> Vec<(String, String)> {
     let mut failed: Vec<_> = recording
         .failed()
         .into_iter()
@@ -335,7 +346,7 @@ fn open_pits() -> usize {
 
 // ---- Solr ----
 
-fn solr_indexer(core: &str, settings: &str) -> String {
+pub(crate) fn solr_indexer(core: &str, settings: &str) -> String {
     let url = solr_url();
     format!(
         r#"path = @solr-indexer, config = {{ url = "{url}", collection = "{core}", commit_on_close = true, {settings} }}, grants = {{ http = {} }}"#,
@@ -345,11 +356,17 @@ fn solr_indexer(core: &str, settings: &str) -> String {
 
 /// A fresh core from the test configset.
 fn solr_core() -> String {
+    solr_core_of("weir")
+}
+
+/// A fresh core from the configset `set` (`weir`, or `weir-managed` for a
+/// mutable schema).
+pub(crate) fn solr_core_of(set: &str) -> String {
     let core = unique("weir").replace('-', "_");
     let (status, answer) = http_json(
         "GET",
         &format!(
-            "{}/admin/cores?action=CREATE&name={core}&configSet=weir&wt=json",
+            "{}/admin/cores?action=CREATE&name={core}&configSet={set}&wt=json",
             solr_url()
         ),
         None,
@@ -358,7 +375,7 @@ fn solr_core() -> String {
     core
 }
 
-fn solr_query(core: &str, q: &str) -> Value {
+pub(crate) fn solr_query(core: &str, q: &str) -> Value {
     let (status, answer) = http_json(
         "GET",
         &format!(

@@ -16,6 +16,7 @@
 # Clients talk to http://127.0.0.1:$WEIR_SOLR_PORT/solr, core "weir" (e.g.
 # .../solr/weir/update). More cores with the same schema can be made at run time:
 #   curl "http://127.0.0.1:$WEIR_SOLR_PORT/solr/admin/cores?action=CREATE&name=NAME&configSet=weir"
+# (configSet=weir-managed gives a core a mutable managed schema instead.)
 # The configset (tests/search/solr/configset) has typed dynamic fields by
 # suffix (*_s, *_i, *_t, ...), a multi-valued text catch-all for every other
 # field, nested documents, an update log, and no auto soft commit: documents
@@ -71,6 +72,13 @@ start() {
     # The jars carry no configset (Solr's _default ships only in its tarball):
     # cores are made from ours, found by name under $SOLR_HOME/configsets.
     cp -R "$here/solr/configset" "$state/home/configsets/weir"
+    # "weir-managed": the same schema, managed and mutable, for plugins that
+    # add fields through the Schema API (solr-indexer's vector fields).
+    managed="$state/home/configsets/weir-managed"
+    cp -R "$here/solr/configset" "$managed"
+    mv "$managed/conf/schema.xml" "$managed/conf/managed-schema.xml"
+    sed -i 's|<schemaFactory class="ClassicIndexSchemaFactory"/>|<schemaFactory class="ManagedIndexSchemaFactory"><bool name="mutable">true</bool><str name="managedSchemaResourceName">managed-schema.xml</str></schemaFactory>|' \
+        "$managed/conf/solrconfig.xml"
     # Solr's defaults for everything (standalone mode; cores live in $SOLR_HOME).
     echo '<solr/>' >"$state/home/solr.xml"
     cat >"$state/log4j2.xml" <<EOF

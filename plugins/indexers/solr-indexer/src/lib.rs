@@ -27,12 +27,19 @@
 //! - `auth`: `{ username_env, password_env }`: names of granted environment
 //!   variables holding the basic auth credentials.
 //! - `timeout_secs`: per request (default 60).
+//! - `vectors`: dense vector fields, `[{ field, dimensions, similarity }]`
+//!   (`cosine` by default, `dot_product`, `euclidean`). At start each is
+//!   added to the core's schema through the Schema API when missing (a
+//!   managed, mutable schema), or checked to be a `DenseVectorField` of that
+//!   size; a vector of another size fails its document with Solr's message.
 //!
 //! Solr stops a request at its first bad document, so when a batch of
 //! several is refused with 400, each is sent again alone: the documents
 //! Solr refuses fail with its message, the others are indexed.
 
 use std::time::Duration;
+
+mod vectors;
 
 use weir_plugin::http::{AuthConfig, HttpError, Request, Response, Url};
 use weir_plugin::search::{self, Children};
@@ -64,6 +71,8 @@ struct Config {
     auth: AuthConfig,
     #[serde(default = "default_timeout")]
     timeout_secs: u64,
+    #[serde(default)]
+    vectors: Vec<vectors::Vector>,
 }
 
 fn default_deletion_value() -> String {
@@ -81,6 +90,7 @@ fn default_timeout() -> u64 {
 
 struct Solr {
     config: Config,
+    core: Url,
     update: Url,
     commit: Url,
     ping: Url,
@@ -97,6 +107,7 @@ fn commands(config: &Config, entry: &BatchEntry) -> Result<Vec<String>, String> 
         return Ok(vec![format!("\"delete\":{{\"id\":{}}}", quoted(&entry.id))]);
     }
     let json = entry.json.as_deref().ok_or("the host sent no JSON")?;
+    vectors::check_document(&config.vectors, json)?;
     let shaped = search::shape(
         json,
         &entry.id,
@@ -189,6 +200,7 @@ impl Indexer for Solr {
         if config.timeout_secs == 0 {
             issues.push(issue("timeout_secs", "must be at least 1"));
         }
+        issues.extend(vectors::check(&config.vectors));
         issues
     }
 
@@ -203,6 +215,7 @@ impl Indexer for Solr {
             commit: core.join("update?wt=json&commit=true"),
             ping: core.join("admin/ping?wt=json"),
             update,
+            core,
             config,
         })
     }
@@ -224,7 +237,7 @@ impl Indexer for Solr {
             .send()
             .map_err(|e| PluginError::Fatal(format!("cannot reach Solr: {e}")))?;
         match response.status {
-            200..=299 => Ok(()),
+            200..=299 => self.set_up_vectors(&self.core),
             401 | 403 => Err(PluginError::Fatal(format!(
                 "Solr at {} refused the credentials (status {}): check `auth` and the granted environment",
                 self.ping, response.status
