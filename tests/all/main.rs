@@ -22,6 +22,7 @@ mod lent;
 mod limits;
 mod local_run;
 mod operations;
+mod rag;
 mod run_timeouts;
 mod sandbox;
 mod scaffold;

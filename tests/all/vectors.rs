@@ -53,7 +53,7 @@ fn encoded(s: &str) -> String {
         .collect()
 }
 
-fn solr_knn(core: &str, vector: &[f64], k: usize) -> Vec<String> {
+pub(crate) fn solr_knn(core: &str, vector: &[f64], k: usize) -> Vec<String> {
     let q = format!("{{!knn f=vector topK={k}}}{}", json!(vector));
     let (status, answer) = http_json(
         "GET",

@@ -1,0 +1,79 @@
+//! examples/rag end to end on the real servers: its HTML, PDF and DOCX files
+//! extracted (each extractor only for its own kind), chunked, the chunks
+//! embedded by the real model and indexed into Solr with vectors; a kNN
+//! query with a question's vector finds a chunk of the file that answers it.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use weir::run::{RunStatus, Runner};
+use weir::testing::recording::RecordingMessengers;
+use weir_tests::{embedder_url, http_grants, plugins_dir, repo_root, runtime, solr_url};
+
+use crate::search::{solr_core_of, solr_query};
+use crate::vectors::{embedding, solr_knn};
+
+#[test]
+fn the_rag_example_finds_the_chunk_that_answers_a_question() {
+    let example = repo_root().join("examples").join("rag");
+    let core = solr_core_of("weir-managed");
+    let text = std::fs::read_to_string(example.join("rag.toml"))
+        .expect("examples/rag/rag.toml")
+        .replace(
+            "\"../../plugins/dist/",
+            &format!("\"{}/", plugins_dir().display()),
+        )
+        .replace("http://127.0.0.1:18983/solr", solr_url())
+        .replace("[\"127.0.0.1:18983\"]", &http_grants(solr_url()))
+        .replace("http://127.0.0.1:18090", embedder_url())
+        .replace("[\"127.0.0.1:18090\"]", &http_grants(embedder_url()))
+        .replace("collection = \"rag\"", &format!("collection = \"{core}\""));
+    let config = weir::config::Config::parse(&text, &example, std::iter::empty())
+        .unwrap_or_else(|e| panic!("rag.toml: {e}"));
+    assert!(config.check().is_empty(), "{:?}", config.check());
+    let messengers = RecordingMessengers::new(64);
+    let recording = messengers.recording();
+    let result = Runner::new(config, runtime(), Arc::new(messengers))
+        .run()
+        .expect("valid");
+    assert_eq!(
+        result.status(),
+        RunStatus::Success,
+        "{result:?} {:?}",
+        recording.failed()
+    );
+
+    let all = solr_query(&core, "*:*");
+    let chunks = solr_query(&core, "parent_id:*");
+    let parents = solr_query(&core, "-parent_id:*");
+    assert_eq!(parents["numFound"], 3, "{parents}");
+    assert!(chunks["numFound"].as_u64() >= Some(6), "{chunks}");
+    assert_eq!(
+        all["numFound"].as_u64(),
+        Some(3 + chunks["numFound"].as_u64().unwrap_or(0))
+    );
+    let extracted = |id: &str, needle: &str| {
+        let doc = parents["docs"]
+            .as_array()
+            .and_then(|d| d.iter().find(|d| d["id"] == id))
+            .cloned()
+            .unwrap_or(Value::Null);
+        assert!(doc.to_string().contains(needle), "{id}: {doc}");
+    };
+    extracted("rivers", "A weir is a low barrier");
+    extracted("bread", "knead it for ten minutes");
+    extracted("taxes", "fifteenth of April");
+
+    for (question, file) in [
+        ("how long should bread bake in the oven?", "bread"),
+        ("when is my income tax return due?", "taxes"),
+        ("why did millers build barriers across rivers?", "rivers"),
+    ] {
+        let hits = solr_knn(&core, &embedding(question), 10);
+        let first = hits.first().cloned().unwrap_or_default();
+        assert!(
+            first.starts_with(&format!("{file}-")),
+            "{question}: {hits:?}"
+        );
+    }
+}
