@@ -18,7 +18,7 @@ fn batch(spec: &PluginSpec, inputs: Vec<Value>) -> Vec<Result<Value, String>> {
         .collect()
 }
 
-fn granted(mut spec: PluginSpec, dir: &std::path::Path) -> PluginSpec {
+pub(crate) fn granted(mut spec: PluginSpec, dir: &std::path::Path) -> PluginSpec {
     spec.grants.dirs.push(DirGrant {
         host: dir.to_path_buf(),
         guest: "/pages".into(),

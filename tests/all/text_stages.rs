@@ -8,7 +8,7 @@ use weir_tests::{doc, runtime, spec};
 
 /// `stage` with `config` over `inputs` in one batch call: each document as
 /// it came out (its fields) and its children, or its error.
-fn batch(
+pub(crate) fn batch(
     stage: &str,
     config: Value,
     inputs: Vec<Value>,
@@ -46,7 +46,7 @@ pub(crate) fn batch_with(
 }
 
 /// `stage` with `config` over `input` alone: its fields.
-fn one(stage: &str, config: Value, input: Value) -> Value {
+pub(crate) fn one(stage: &str, config: Value, input: Value) -> Value {
     batch(stage, config, vec![input])
         .remove(0)
         .expect("processed")
@@ -54,7 +54,7 @@ fn one(stage: &str, config: Value, input: Value) -> Value {
 }
 
 /// The config issues of `stage` with `config`, as `path: message`.
-fn issues(stage: &str, config: Value) -> Vec<String> {
+pub(crate) fn issues(stage: &str, config: Value) -> Vec<String> {
     issues_of(spec(stage, config))
 }
 

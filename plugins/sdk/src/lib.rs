@@ -581,3 +581,23 @@ pub fn update(
         _ => doc.set_all(name, &values),
     }
 }
+
+/// The text of the file at `path` (in a folder granted to the plugin), read
+/// as UTF-8, of at most `max_mib` MiB: a dictionary or a list a stage loads
+/// at `start`. `what` names it in errors ("dictionary", "terms file").
+pub fn read_text_file(what: &str, path: &str, max_mib: u64) -> Result<String, String> {
+    use std::io::Read;
+    let limit = max_mib << 20;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .map_err(|e| format!("cannot open {what} `{path}`: {e}"))?
+        .take(limit + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read {what} `{path}` as UTF-8 text: {e}"))?;
+    if text.len() as u64 > limit {
+        return Err(format!(
+            "{what} `{path}` is larger than max_file_mib ({max_mib} MiB)"
+        ));
+    }
+    Ok(text)
+}

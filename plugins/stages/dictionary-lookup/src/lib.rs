@@ -16,7 +16,6 @@
 //! `max_file_mib` (default 64) MiB.
 
 use std::collections::HashMap;
-use std::io::Read;
 
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
@@ -103,19 +102,7 @@ impl BatchStage for DictionaryLookup {
             }
         }
         if let Some(path) = &config.file {
-            let limit = config.max_file_mib << 20;
-            let mut text = String::new();
-            std::fs::File::open(path)
-                .map_err(|e| format!("cannot open dictionary `{path}`: {e}"))?
-                .take(limit + 1)
-                .read_to_string(&mut text)
-                .map_err(|e| format!("cannot read dictionary `{path}` as UTF-8 text: {e}"))?;
-            if text.len() as u64 > limit {
-                return Err(format!(
-                    "dictionary `{path}` is larger than max_file_mib ({} MiB)",
-                    config.max_file_mib
-                ));
-            }
+            let text = weir_plugin::read_text_file("dictionary", path, config.max_file_mib)?;
             for line in text.lines() {
                 if line.trim().is_empty() || line.starts_with('#') {
                     continue;

@@ -1,0 +1,153 @@
+//! contains-value: mark documents whose fields hold any of some values.
+//!
+//! ```toml
+//! config = { fields = ["title", "body"], values = ["urgent", "asap"], target = "priority",
+//!            value = "high", match = "word", ignore_case = true }
+//! ```
+//!
+//! When a text value of one of `fields` holds one of `values`, `target`
+//! gets `value` (default `true`; any TOML value); otherwise nothing, or
+//! `otherwise` when set. `match`: `whole` (the value is exactly one of
+//! them), `word` (default: one of them as whole words, not inside longer
+//! words) or `substring`. At most 10,000 values.
+
+use weir_plugin::serde_json::{self, Value as Json};
+use weir_plugin::{
+    BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, issue, text_of,
+    update_batch,
+};
+
+const MAX_VALUES: usize = 10_000;
+
+#[derive(serde::Deserialize, Clone, Copy, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Match {
+    Whole,
+    #[default]
+    Word,
+    Substring,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    fields: Vec<String>,
+    values: Vec<String>,
+    target: String,
+    #[serde(default = "Config::value")]
+    value: Json,
+    otherwise: Option<Json>,
+    #[serde(default, rename = "match")]
+    how: Match,
+    #[serde(default)]
+    ignore_case: bool,
+}
+
+impl Config {
+    fn value() -> Json {
+        Json::Bool(true)
+    }
+}
+
+struct ContainsValue {
+    config: Config,
+    values: Vec<String>,
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+impl ContainsValue {
+    fn holds(&self, text: &str) -> bool {
+        let text = if self.config.ignore_case {
+            text.to_lowercase()
+        } else {
+            text.to_owned()
+        };
+        self.values.iter().any(|v| match self.config.how {
+            Match::Whole => text == *v,
+            Match::Substring => text.contains(v.as_str()),
+            Match::Word => text.match_indices(v.as_str()).any(|(at, found)| {
+                let before = text[..at].chars().next_back();
+                let after = text[at + found.len()..].chars().next();
+                !before.is_some_and(is_word_char) && !after.is_some_and(is_word_char)
+            }),
+        })
+    }
+}
+
+impl BatchStage for ContainsValue {
+    type Config = Config;
+
+    fn check(config: &Config) -> Vec<ConfigIssue> {
+        let mut issues = Vec::new();
+        if config.fields.is_empty() {
+            issues.push(issue("fields", "needs at least one field"));
+        }
+        if config.values.is_empty() || config.values.len() > MAX_VALUES {
+            issues.push(issue("values", format!("needs 1 to {MAX_VALUES} values")));
+        }
+        if config.values.iter().any(String::is_empty) {
+            issues.push(issue(
+                "values",
+                "an empty value matches everything: leave it out",
+            ));
+        }
+        if config.target.is_empty() {
+            issues.push(issue("target", "must name a field"));
+        }
+        issues
+    }
+
+    fn start(config: Config) -> Result<Self, String> {
+        let values = config
+            .values
+            .iter()
+            .map(|v| {
+                if config.ignore_case {
+                    v.to_lowercase()
+                } else {
+                    v.clone()
+                }
+            })
+            .collect();
+        Ok(Self { config, values })
+    }
+
+    fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
+        let names = self.config.fields.clone();
+        Ok(update_batch(docs, &names, |_, answers| {
+            let mut found = false;
+            for json in answers.iter().flatten() {
+                let Ok(value) = serde_json::from_str::<Json>(json) else {
+                    continue;
+                };
+                let values = match &value {
+                    Json::Array(items) => items.iter().collect(),
+                    one => vec![one],
+                };
+                if values
+                    .into_iter()
+                    .filter_map(text_of)
+                    .any(|t| self.holds(&t))
+                {
+                    found = true;
+                    break;
+                }
+            }
+            let c = &self.config;
+            let written = if found {
+                Some(&c.value)
+            } else {
+                c.otherwise.as_ref()
+            };
+            let changes = written
+                .map(|v| vec![FieldChange::set_json(c.target.as_str(), v.to_string())])
+                .unwrap_or_default();
+            (changes, Ok(()))
+        }))
+    }
+}
+
+weir_plugin::export_batch_stage!(ContainsValue);
