@@ -491,6 +491,17 @@ fn extract_pdf_reads_pages_from_several_producers_and_survives_hostile_ones() {
             .is_some_and(|p| p.contains("ReportLab")),
         "{guide}"
     );
+    // PDF dates (`D:20261203120801+00'00'`) come out as RFC 3339, so an
+    // engine maps them as dates alongside Office files' dates.
+    let created = guide["created"].as_str().unwrap_or_default();
+    let shape: String = created
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '9' } else { c })
+        .collect();
+    assert!(
+        shape == "9999-99-99T99:99:99+99:99" || shape == "9999-99-99T99:99:99Z",
+        "{created}"
+    );
     let fpdf = ok(1);
     assert_eq!(fpdf["text"], json!("Written by fpdf2"));
     assert_eq!(fpdf["title"], json!("Fpdf sample"));

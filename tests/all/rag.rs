@@ -8,17 +8,36 @@ use std::sync::Arc;
 use serde_json::Value;
 use weir::run::{RunStatus, Runner};
 use weir::testing::recording::RecordingMessengers;
-use weir_tests::{embedder_url, http_grants, plugins_dir, repo_root, runtime, solr_url};
+use weir_tests::{
+    embedder_url, http_grants, opensearch_url, plugins_dir, repo_root, runtime, solr_url,
+};
 
 use crate::search::{solr_core_of, solr_query};
 use crate::vectors::{embedding, solr_knn};
 
-#[test]
-fn the_rag_example_finds_the_chunk_that_answers_a_question() {
+/// examples/rag/rag.toml pointed at the test servers; its indexer the
+/// one the comment above `[indexer.plugin]` gives for OpenSearch, into
+/// `opensearch_index`, when one is given.
+fn rag_config(core: &str, opensearch_index: Option<&str>) -> weir::config::Config {
     let example = repo_root().join("examples").join("rag");
-    let core = solr_core_of("weir-managed");
-    let text = std::fs::read_to_string(example.join("rag.toml"))
-        .expect("examples/rag/rag.toml")
+    let mut text =
+        std::fs::read_to_string(example.join("rag.toml")).expect("examples/rag/rag.toml");
+    if let Some(index) = opensearch_index {
+        let (head, _) = text
+            .split_once("[indexer.plugin]")
+            .expect("[indexer.plugin]");
+        let lines: Vec<&str> = head
+            .lines()
+            .rev()
+            .take_while(|l| l.starts_with("#   "))
+            .collect();
+        let block: Vec<&str> = lines.iter().rev().map(|l| &l[4..]).collect();
+        text = format!("{head}[indexer.plugin]\n{}\n", block.join("\n"))
+            .replace("http://127.0.0.1:19200", opensearch_url())
+            .replace("[\"127.0.0.1:19200\"]", &http_grants(opensearch_url()))
+            .replace("index = \"rag\"", &format!("index = \"{index}\""));
+    }
+    let text = text
         .replace(
             "\"../../plugins/dist/",
             &format!("\"{}/", plugins_dir().display()),
@@ -29,8 +48,12 @@ fn the_rag_example_finds_the_chunk_that_answers_a_question() {
         .replace("[\"127.0.0.1:18090\"]", &http_grants(embedder_url()))
         .replace("collection = \"rag\"", &format!("collection = \"{core}\""));
     let config = weir::config::Config::parse(&text, &example, std::iter::empty())
-        .unwrap_or_else(|e| panic!("rag.toml: {e}"));
+        .unwrap_or_else(|e| panic!("rag.toml: {e}\n{text}"));
     assert!(config.check().is_empty(), "{:?}", config.check());
+    config
+}
+
+fn run(config: weir::config::Config) {
     let messengers = RecordingMessengers::new(64);
     let recording = messengers.recording();
     let result = Runner::new(config, runtime(), Arc::new(messengers))
@@ -42,7 +65,19 @@ fn the_rag_example_finds_the_chunk_that_answers_a_question() {
         "{result:?} {:?}",
         recording.failed()
     );
+}
 
+/// The questions and the file whose chunk answers each.
+const QUESTIONS: [(&str, &str); 3] = [
+    ("how long should bread bake in the oven?", "bread"),
+    ("when is my income tax return due?", "taxes"),
+    ("why did millers build barriers across rivers?", "rivers"),
+];
+
+#[test]
+fn the_rag_example_finds_the_chunk_that_answers_a_question() {
+    let core = solr_core_of("weir-managed");
+    run(rag_config(&core, None));
     let all = solr_query(&core, "*:*");
     let chunks = solr_query(&core, "parent_id:*");
     let parents = solr_query(&core, "-parent_id:*");
@@ -64,12 +99,22 @@ fn the_rag_example_finds_the_chunk_that_answers_a_question() {
     extracted("bread", "knead it for ten minutes");
     extracted("taxes", "fifteenth of April");
 
-    for (question, file) in [
-        ("how long should bread bake in the oven?", "bread"),
-        ("when is my income tax return due?", "taxes"),
-        ("why did millers build barriers across rivers?", "rivers"),
-    ] {
+    for (question, file) in QUESTIONS {
         let hits = solr_knn(&core, &embedding(question), 10);
+        let first = hits.first().cloned().unwrap_or_default();
+        assert!(
+            first.starts_with(&format!("{file}-")),
+            "{question}: {hits:?}"
+        );
+    }
+}
+
+#[test]
+fn the_rag_example_runs_into_opensearch_with_knn_vectors() {
+    let index = crate::search::unique("rag");
+    run(rag_config("unused", Some(&index)));
+    for (question, file) in QUESTIONS {
+        let hits = crate::vectors::os_knn(&index, &embedding(question), 10);
         let first = hits.first().cloned().unwrap_or_default();
         assert!(
             first.starts_with(&format!("{file}-")),

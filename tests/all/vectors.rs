@@ -1,4 +1,5 @@
-//! Vectors end to end on the real servers: texts embedded by the real model
+//! Vectors end to end on the real servers (Solr, and OpenSearch with the
+//! k-NN plugin): texts embedded by the real model
 //! (`tests/embedder/`) through embed-text, indexed as dense vectors by the
 //! search indexers, which set up the vector fields themselves, and found
 //! again by a kNN query with the vector of a question.
@@ -153,6 +154,95 @@ fn solr_says_what_to_add_when_the_schema_cannot_change() {
     assert!(
         error.contains("cannot add the vector field `vector`")
             && error.contains(r#"vectorDimension="8" similarityFunction="dot_product""#),
+        "{error}"
+    );
+}
+
+pub(crate) fn os_knn(index: &str, vector: &[f64], k: usize) -> Vec<String> {
+    let (status, answer) = crate::search::os(
+        "POST",
+        &format!("{index}/_search"),
+        Some(
+            json!({ "size": k, "_source": false, "query": { "knn": { "vector": { "vector": vector, "k": k } } } }),
+        ),
+    );
+    assert_eq!(status, 200, "{answer}");
+    answer["hits"]["hits"]
+        .as_array()
+        .map(|h| {
+            h.iter()
+                .filter_map(|h| h["_id"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn opensearch_creates_a_knn_index_and_finds_the_nearest_chunks() {
+    let index = crate::search::unique("vectors");
+    let vectors = r#"vectors = [{ field = "vector", dimensions = 256 }]"#;
+    let (result, recording) = run_with(
+        &docs(TEXTS),
+        &embed_stage(),
+        &crate::search::opensearch_indexer(&index, vectors),
+        "",
+    );
+    assert_success(&result, &recording);
+    let (_, mapping) = crate::search::os("GET", &format!("{index}/_mapping"), None);
+    assert_eq!(
+        mapping[&index]["mappings"]["properties"]["vector"]["type"], "knn_vector",
+        "{mapping}"
+    );
+    let nearest = os_knn(&index, &embedding("a dam holding back water"), 4);
+    let mut top: Vec<&str> = nearest.iter().take(2).map(String::as_str).collect();
+    top.sort_unstable();
+    assert_eq!(top, ["dam", "weir"], "{nearest:?}");
+    let nearest = os_knn(&index, &embedding("how long to bake a pie"), 4);
+    assert_eq!(
+        nearest.first().map(String::as_str),
+        Some("pie"),
+        "{nearest:?}"
+    );
+
+    // A second field is added to the index that exists; a vector of the
+    // wrong size fails alone; a field of another size stops the run at start.
+    let (result, recording) = run_with(
+        &docs(r#"[{ id = "short", vector = [0.5, 0.5] }, { id = "small", small = [1, 0, 0] }]"#),
+        "[]",
+        &crate::search::opensearch_indexer(
+            &index,
+            r#"vectors = [{ field = "vector", dimensions = 256 }, { field = "small", dimensions = 3, similarity = "euclidean" }]"#,
+        ),
+        "",
+    );
+    let failed = failures(&recording);
+    assert_eq!(
+        failed.len(),
+        1,
+        "{failed:?} {:?}",
+        result.connectors[0].error
+    );
+    assert!(
+        failed[0].0 == "short" && failed[0].1.contains("holds 2 numbers, not the 256"),
+        "{failed:?}"
+    );
+    let (_, mapping) = crate::search::os("GET", &format!("{index}/_mapping"), None);
+    assert_eq!(
+        mapping[&index]["mappings"]["properties"]["small"]["dimension"],
+        3
+    );
+    let (result, _) = run_with(
+        &docs(r#"[{ id = "a" }]"#),
+        "[]",
+        &crate::search::opensearch_indexer(
+            &index,
+            r#"vectors = [{ field = "small", dimensions = 4 }]"#,
+        ),
+        "",
+    );
+    let error = result.connectors[0].error.clone().unwrap_or_default();
+    assert!(
+        error.contains("field `small`") && error.contains("not a knn_vector of 4 dimensions"),
         "{error}"
     );
 }

@@ -12,6 +12,22 @@ fetch() {
         mkdir -p "$libs"
         mvn -q -B -Dstyle.color=never -f "$here/$server/pom.xml" dependency:copy-dependencies \
             -DoutputDirectory="$libs" -DincludeScope=runtime >&2
+        # Plugin zips (k-NN) hold the plugin jar and its own dependencies at the
+        # top level; the classpath wildcard only sees *.jar, so unpack them
+        # (with Python's zipfile: unzip is not on every machine).
+        local z
+        for z in "$libs"/*.zip; do
+            [[ -e "$z" ]] || continue
+            python3 - "$z" "$libs" <<'PY'
+import os, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
+    for name in z.namelist():
+        if name.endswith(".jar") and "/" not in name.strip("/"):
+            with open(os.path.join(sys.argv[2], os.path.basename(name)), "wb") as out:
+                out.write(z.read(name))
+PY
+            rm -f "$z"
+        done
         touch "$libs/.complete"
     fi
     # Recompiled when the source is newer than the compiled class.

@@ -1,4 +1,5 @@
-//! What indexers for search engines share: how nested children are sent.
+//! What indexers for search engines share: how nested children are sent,
+//! and the dense vector fields they set up (`vectors`).
 
 use serde_json::{Map, Value as Json};
 
@@ -152,4 +153,89 @@ mod tests {
         let json = r#"{"id":"p","_children":[{"x":1}]}"#;
         assert!(shape(json, "p", Children::Separate, "k", "parent").is_err());
     }
+}
+
+/// A dense vector field an indexer sets up: an entry of its `vectors`
+/// setting, `{ field, dimensions, similarity }`.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VectorField {
+    pub field: String,
+    pub dimensions: usize,
+    #[serde(default)]
+    pub similarity: Similarity,
+}
+
+/// How a vector field compares vectors (each engine has its own names).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Similarity {
+    #[default]
+    Cosine,
+    DotProduct,
+    Euclidean,
+}
+
+/// Config issues of a `vectors` setting, for an engine taking vectors of at
+/// most `max_dimensions`.
+pub fn check_vector_fields(
+    vectors: &[VectorField],
+    max_dimensions: usize,
+) -> Vec<crate::ConfigIssue> {
+    let mut issues = Vec::new();
+    for (i, v) in vectors.iter().enumerate() {
+        if v.field.is_empty() || v.field.contains(['/', '?', '#', '*', ' ']) {
+            issues.push(crate::issue(
+                format!("vectors[{i}].field"),
+                "must be a field name",
+            ));
+        }
+        if !(1..=max_dimensions).contains(&v.dimensions) {
+            issues.push(crate::issue(
+                format!("vectors[{i}].dimensions"),
+                format!("must be from 1 to {max_dimensions}"),
+            ));
+        }
+        if vectors[..i].iter().any(|w| w.field == v.field) {
+            issues.push(crate::issue(
+                format!("vectors[{i}].field"),
+                "is listed twice",
+            ));
+        }
+    }
+    issues
+}
+
+/// A document's vector fields checked before the engine sees them: each
+/// present one must be a list of `dimensions` numbers. (Engines answer a
+/// vector of another size with an error that may fail the whole batch.)
+pub fn check_vectors(vectors: &[VectorField], json: &str) -> Result<(), String> {
+    if vectors.is_empty() {
+        return Ok(());
+    }
+    let doc: Json = serde_json::from_str(json)
+        .map_err(|e| format!("the host sent JSON that does not parse: {e}"))?;
+    for v in vectors {
+        let Some(value) = doc.get(&v.field) else {
+            continue;
+        };
+        match value.as_array().filter(|a| a.iter().all(Json::is_number)) {
+            Some(a) if a.len() == v.dimensions => {}
+            Some(a) => {
+                return Err(format!(
+                    "vector field `{}` holds {} numbers, not the {} its field takes",
+                    v.field,
+                    a.len(),
+                    v.dimensions
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "vector field `{}` is not a list of numbers",
+                    v.field
+                ));
+            }
+        }
+    }
+    Ok(())
 }

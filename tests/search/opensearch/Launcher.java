@@ -57,6 +57,7 @@ public final class Launcher {
                     .basePath(base)
                     .numOfNode(1)
                     .clusterName("weir")
+                    .pluginTypes("org.opensearch.knn.plugin.KNNPlugin")
                     .baseHttpPort(port - 1));
         } catch (Throwable e) {
             System.err.println("opensearch failed to start:");

@@ -29,6 +29,12 @@
 //!   `{ api_key_env }`: names of environment variables granted to the plugin
 //!   (`grants.env = { OS_PASSWORD = "${OS_PASSWORD}" }`), never the secrets.
 //! - `timeout_secs`: per request (default 60; the call deadline applies).
+//! - `vectors`: `knn_vector` fields, `[{ field, dimensions, similarity }]`
+//!   (`cosine` by default, `dot_product`, `euclidean`), with the k-NN
+//!   plugin's Lucene engine (HNSW). At start, a missing `index` is created
+//!   with `index.knn` and these fields, a missing field is added to its
+//!   mapping, and one present must be a `knn_vector` of that size. A vector
+//!   of another size fails its document before the cluster sees it.
 //!
 //! Failures: items the cluster refuses fail their document with the item's
 //! status (429 and 503 are retried by the host); a whole request refused
@@ -36,6 +42,8 @@
 //! which the host retries.
 
 use std::time::Duration;
+
+mod vectors;
 
 use serde_json::Value as Json;
 use weir_plugin::http::{AuthConfig, HttpError, Request, Url};
@@ -71,6 +79,8 @@ struct Config {
     auth: AuthConfig,
     #[serde(default = "default_timeout")]
     timeout_secs: u64,
+    #[serde(default)]
+    vectors: Vec<search::VectorField>,
 }
 
 fn default_deletion_value() -> String {
@@ -231,6 +241,7 @@ impl OpenSearch {
             return Ok(1);
         }
         let json = entry.json.as_deref().ok_or("the host sent no JSON")?;
+        search::check_vectors(&self.config.vectors, json)?;
         let shaped = search::shape(
             json,
             &entry.id,
@@ -320,6 +331,16 @@ impl Indexer for OpenSearch {
         if config.timeout_secs == 0 {
             issues.push(issue("timeout_secs", "must be at least 1"));
         }
+        issues.extend(search::check_vector_fields(
+            &config.vectors,
+            vectors::MAX_DIMENSIONS,
+        ));
+        if !config.vectors.is_empty() && config.index.is_none() {
+            issues.push(issue(
+                "vectors",
+                "needs `index`: the index whose mapping gets the vector fields",
+            ));
+        }
         issues
     }
 
@@ -363,7 +384,7 @@ impl Indexer for OpenSearch {
             .send()
             .map_err(|e| PluginError::Fatal(format!("cannot reach the cluster: {e}")))?;
         match response.status {
-            200..=299 => Ok(()),
+            200..=299 => self.set_up_vectors().map_err(PluginError::Fatal),
             401 | 403 => Err(PluginError::Fatal(format!(
                 "the cluster at {} refused the credentials (status {}): check `auth` and the granted environment",
                 self.root, response.status

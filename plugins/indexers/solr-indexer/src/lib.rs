@@ -72,7 +72,7 @@ struct Config {
     #[serde(default = "default_timeout")]
     timeout_secs: u64,
     #[serde(default)]
-    vectors: Vec<vectors::Vector>,
+    vectors: Vec<search::VectorField>,
 }
 
 fn default_deletion_value() -> String {
@@ -107,7 +107,7 @@ fn commands(config: &Config, entry: &BatchEntry) -> Result<Vec<String>, String> 
         return Ok(vec![format!("\"delete\":{{\"id\":{}}}", quoted(&entry.id))]);
     }
     let json = entry.json.as_deref().ok_or("the host sent no JSON")?;
-    vectors::check_document(&config.vectors, json)?;
+    search::check_vectors(&config.vectors, json)?;
     let shaped = search::shape(
         json,
         &entry.id,
@@ -200,7 +200,10 @@ impl Indexer for Solr {
         if config.timeout_secs == 0 {
             issues.push(issue("timeout_secs", "must be at least 1"));
         }
-        issues.extend(vectors::check(&config.vectors));
+        issues.extend(search::check_vector_fields(
+            &config.vectors,
+            vectors::MAX_DIMENSIONS,
+        ));
         issues
     }
 

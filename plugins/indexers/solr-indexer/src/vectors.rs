@@ -4,95 +4,21 @@
 //! of that size. A schema Solr will not change (a classic `schema.xml`)
 //! stops the run at start, saying what to add by hand.
 
+use weir_plugin::PluginError;
 use weir_plugin::http::{Request, Url};
-use weir_plugin::{ConfigIssue, PluginError, issue};
+use weir_plugin::search::{Similarity, VectorField as Vector};
 
 use crate::{Solr, solr_message};
 
 /// The largest vector Solr indexes by default (Lucene's limit).
-const MAX_DIMENSIONS: usize = 1024;
+pub const MAX_DIMENSIONS: usize = 1024;
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Vector {
-    field: String,
-    dimensions: usize,
-    #[serde(default)]
-    similarity: Similarity,
-}
-
-#[derive(serde::Deserialize, Default, Clone, Copy)]
-#[serde(rename_all = "snake_case")]
-pub enum Similarity {
-    #[default]
-    Cosine,
-    DotProduct,
-    Euclidean,
-}
-
-impl Similarity {
-    fn name(self) -> &'static str {
-        match self {
-            Similarity::Cosine => "cosine",
-            Similarity::DotProduct => "dot_product",
-            Similarity::Euclidean => "euclidean",
-        }
+fn similarity_name(similarity: Similarity) -> &'static str {
+    match similarity {
+        Similarity::Cosine => "cosine",
+        Similarity::DotProduct => "dot_product",
+        Similarity::Euclidean => "euclidean",
     }
-}
-
-pub fn check(vectors: &[Vector]) -> Vec<ConfigIssue> {
-    let mut issues = Vec::new();
-    for (i, v) in vectors.iter().enumerate() {
-        if v.field.is_empty() || v.field.contains(['/', '?', '#', '*']) {
-            issues.push(issue(format!("vectors[{i}].field"), "must be a field name"));
-        }
-        if !(1..=MAX_DIMENSIONS).contains(&v.dimensions) {
-            issues.push(issue(
-                format!("vectors[{i}].dimensions"),
-                format!("must be from 1 to {MAX_DIMENSIONS}"),
-            ));
-        }
-        if vectors[..i].iter().any(|w| w.field == v.field) {
-            issues.push(issue(format!("vectors[{i}].field"), "is listed twice"));
-        }
-    }
-    issues
-}
-
-/// A document's vector fields checked before Solr sees them (Solr answers
-/// a vector of another size with a 500 that fails the whole batch).
-pub fn check_document(vectors: &[Vector], json: &str) -> Result<(), String> {
-    if vectors.is_empty() {
-        return Ok(());
-    }
-    let doc: serde_json::Value = serde_json::from_str(json)
-        .map_err(|e| format!("the host sent JSON that does not parse: {e}"))?;
-    for v in vectors {
-        let Some(value) = doc.get(&v.field) else {
-            continue;
-        };
-        let numbers = value
-            .as_array()
-            .filter(|a| a.iter().all(serde_json::Value::is_number));
-        match numbers {
-            Some(a) if a.len() == v.dimensions => {}
-            Some(a) => {
-                return Err(format!(
-                    "vector field `{}` holds {} numbers, not the {} its field takes",
-                    v.field,
-                    a.len(),
-                    v.dimensions
-                ));
-            }
-            None => {
-                return Err(format!(
-                    "vector field `{}` is not a list of numbers",
-                    v.field
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 impl Solr {
@@ -148,7 +74,7 @@ impl Solr {
 
     fn vector_fields(&self, core: &Url) -> Result<(), String> {
         for v in &self.config.vectors {
-            let similarity = v.similarity.name();
+            let similarity = similarity_name(v.similarity);
             let field = match self.schema_get(core, &format!("fields/{}", v.field))? {
                 Some(found) => found["field"].clone(),
                 None => {
@@ -208,6 +134,6 @@ fn by_hand(v: &Vector, error: String) -> String {
         v.field,
         v.field,
         d = v.dimensions,
-        s = v.similarity.name()
+        s = similarity_name(v.similarity)
     )
 }

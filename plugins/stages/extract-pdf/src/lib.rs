@@ -10,7 +10,8 @@
 //! per page, so a hit can name its page), `page_count_field`
 //! (`page_count`), and from the document's Info dictionary `title`,
 //! `author`, `subject`, `keywords`, `creator`, `producer`, `created` and
-//! `modified` (with `meta_prefix`, empty by default). A PDF encrypted with
+//! `modified` (with `meta_prefix`, empty by default; dates as RFC 3339,
+//! `2026-12-03T12:08:01+00:00`, or as written when they are not PDF dates). A PDF encrypted with
 //! an empty user password (most "protected" ones) is read; one that needs
 //! a password fails its document.
 //!
@@ -123,6 +124,57 @@ fn pdf_string(bytes: &[u8]) -> String {
     bytes.iter().map(|&b| char::from(b)).collect()
 }
 
+/// A PDF date (`D:YYYYMMDDHHmmSSOHH'mm'`, each part after the year
+/// optional) as RFC 3339, so search engines map `created` and `modified`
+/// as dates whoever wrote the file; none when it is not one.
+fn pdf_date(value: &str) -> Option<String> {
+    let rest = value.strip_prefix("D:").unwrap_or(value);
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits < 4 || digits % 2 != 0 || digits > 14 {
+        return None;
+    }
+    let part = |at: usize, default: u32| -> Option<u32> {
+        if at + 2 <= digits {
+            rest.get(at..at + 2)?.parse().ok()
+        } else {
+            Some(default)
+        }
+    };
+    let year: u32 = rest.get(..4)?.parse().ok()?;
+    let (month, day, hour, minute, second) = (
+        part(4, 1)?,
+        part(6, 1)?,
+        part(8, 0)?,
+        part(10, 0)?,
+        part(12, 0)?,
+    );
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let zone = &rest[digits..];
+    let offset = match zone.chars().next() {
+        None | Some('Z') => "Z".to_owned(),
+        Some(sign @ ('+' | '-')) => {
+            let numbers: String = zone[1..].chars().filter(char::is_ascii_digit).collect();
+            let hours: u32 = numbers.get(..2)?.parse().ok()?;
+            let minutes: u32 = numbers.get(2..4).map_or(Some(0), |m| m.parse().ok())?;
+            if hours > 23 || minutes > 59 {
+                return None;
+            }
+            format!("{sign}{hours:02}:{minutes:02}")
+        }
+        Some(_) => return None,
+    };
+    Some(format!(
+        "{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}{offset}"
+    ))
+}
+
 impl ExtractPdf {
     fn extract(&self, doc: &weir_plugin::Document) -> Result<(), PluginError> {
         let c = &self.0;
@@ -175,6 +227,8 @@ impl ExtractPdf {
                 if let Ok(Object::String(bytes, _)) = info.get(key) {
                     let value = pdf_string(bytes);
                     let value = value.trim_matches(char::from(0)).trim();
+                    let date = key.ends_with(b"Date").then(|| pdf_date(value)).flatten();
+                    let value = date.as_deref().unwrap_or(value);
                     if !value.is_empty() {
                         changes.push(FieldChange::set_string(
                             format!("{}{field}", c.meta_prefix),
