@@ -76,6 +76,24 @@ pub(crate) fn solr_knn(core: &str, vector: &[f64], k: usize) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `knn` (a query vector and k: the ids found, nearest first) over the
+/// indexed TEXTS puts the two texts about water first for a question about
+/// water, and the pie first for one about baking. HNSW search is
+/// approximate, and tight with a k of 1 on a tiny graph: ask for all four
+/// and read the order.
+fn assert_finds_the_nearest(knn: impl Fn(&[f64], usize) -> Vec<String>) {
+    let nearest = knn(&embedding("a dam holding back water"), 4);
+    let mut top: Vec<&str> = nearest.iter().take(2).map(String::as_str).collect();
+    top.sort_unstable();
+    assert_eq!(top, ["dam", "weir"], "{nearest:?}");
+    let nearest = knn(&embedding("how long to bake a pie"), 4);
+    assert_eq!(
+        nearest.first().map(String::as_str),
+        Some("pie"),
+        "{nearest:?}"
+    );
+}
+
 #[test]
 fn solr_sets_up_a_vector_field_and_finds_the_nearest_chunks() {
     let core = solr_core_of("weir-managed");
@@ -89,18 +107,7 @@ fn solr_sets_up_a_vector_field_and_finds_the_nearest_chunks() {
     assert_success(&result, &recording);
     let all = crate::search::solr_query(&core, "*:*");
     assert_eq!(all["numFound"], 4, "{all}");
-    // HNSW search is approximate, and tight with a k of 1 on a tiny graph:
-    // ask for all four and read the order.
-    let nearest = solr_knn(&core, &embedding("a dam holding back water"), 4);
-    let mut top: Vec<&str> = nearest.iter().take(2).map(String::as_str).collect();
-    top.sort_unstable();
-    assert_eq!(top, ["dam", "weir"], "{nearest:?}");
-    let nearest = solr_knn(&core, &embedding("how long to bake a pie"), 4);
-    assert_eq!(
-        nearest.first().map(String::as_str),
-        Some("pie"),
-        "{nearest:?}"
-    );
+    assert_finds_the_nearest(|v, k| solr_knn(&core, v, k));
 
     // The field is there now: a second run checks it and goes on; a vector
     // of another size fails its own document with Solr's message.
@@ -193,16 +200,7 @@ fn opensearch_creates_a_knn_index_and_finds_the_nearest_chunks() {
         mapping[&index]["mappings"]["properties"]["vector"]["type"], "knn_vector",
         "{mapping}"
     );
-    let nearest = os_knn(&index, &embedding("a dam holding back water"), 4);
-    let mut top: Vec<&str> = nearest.iter().take(2).map(String::as_str).collect();
-    top.sort_unstable();
-    assert_eq!(top, ["dam", "weir"], "{nearest:?}");
-    let nearest = os_knn(&index, &embedding("how long to bake a pie"), 4);
-    assert_eq!(
-        nearest.first().map(String::as_str),
-        Some("pie"),
-        "{nearest:?}"
-    );
+    assert_finds_the_nearest(|v, k| os_knn(&index, v, k));
 
     // A second field is added to the index that exists; a vector of the
     // wrong size fails alone; a field of another size stops the run at start.
