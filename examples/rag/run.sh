@@ -49,9 +49,10 @@ vector = json.load(urllib.request.urlopen(ask))["data"][0]["embedding"]
 q = urllib.parse.quote("{!knn f=vector topK=10}" + json.dumps(vector))
 hits = json.load(urllib.request.urlopen(
     f"{solr}/rag/select?q={q}&rows=3&fl=id,parent_id,path,offset,length,text,score&wt=json"))
+def first(value):
+    return value[0] if isinstance(value, list) else value
 print(f"\nnearest chunks to {question!r}:")
 for hit in hits["response"]["docs"]:
-    text = " ".join(hit["text"]) if isinstance(hit["text"], list) else hit["text"]
-    print(f"  {hit["score"]:.3f}  {hit["id"]} ({hit['path'][0] if isinstance(hit['path'], list) else hit['path']}, "
-          f"characters from {hit['offset'][0] if isinstance(hit['offset'], list) else hit['offset']}): {text[:110]}".replace("\n", " "))
+    text = " ".join(first(hit["text"]).split())
+    print(f"  {hit['score']:.3f}  {hit['id']} ({first(hit['path'])}, from character {first(hit['offset'])}): {text[:100]}")
 PY
