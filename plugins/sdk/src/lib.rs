@@ -115,7 +115,7 @@ pub use fields::{Change, FieldChange, get_json_each, update_batch, update_each};
 pub use packed::{Entry, Packed};
 pub use serde;
 pub use serde_json;
-pub use values::{field_pairs, map_values, text_of};
+pub use values::{field_pairs, is_whole_word, map_values, text_of};
 
 pub use bindings::connector::weir::plugin::publishing::Publisher;
 pub use bindings::indexer::exports::weir::plugin::indexer_api::{

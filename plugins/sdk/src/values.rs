@@ -125,3 +125,12 @@ pub fn text_of(value: &Json) -> Option<std::borrow::Cow<'_, str>> {
         _ => None,
     }
 }
+
+/// Whether `text[start..end]` stands as whole words: no letter, digit or
+/// `_` right before or after it (for stages matching terms as words).
+pub fn is_whole_word(text: &str, start: usize, end: usize) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let before = text[..start].chars().next_back();
+    let after = text[end..].chars().next();
+    !before.is_some_and(word) && !after.is_some_and(word)
+}

@@ -13,8 +13,8 @@
 
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, issue, text_of,
-    update_batch,
+    BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, is_whole_word, issue,
+    text_of, update_batch,
 };
 
 const MAX_VALUES: usize = 10_000;
@@ -54,10 +54,6 @@ struct ContainsValue {
     values: Vec<String>,
 }
 
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
 impl ContainsValue {
     fn holds(&self, text: &str) -> bool {
         let text = if self.config.ignore_case {
@@ -68,11 +64,9 @@ impl ContainsValue {
         self.values.iter().any(|v| match self.config.how {
             Match::Whole => text == *v,
             Match::Substring => text.contains(v.as_str()),
-            Match::Word => text.match_indices(v.as_str()).any(|(at, found)| {
-                let before = text[..at].chars().next_back();
-                let after = text[at + found.len()..].chars().next();
-                !before.is_some_and(is_word_char) && !after.is_some_and(is_word_char)
-            }),
+            Match::Word => text
+                .match_indices(v.as_str())
+                .any(|(at, found)| is_whole_word(&text, at, at + found.len())),
         })
     }
 }

@@ -20,8 +20,8 @@
 use aho_corasick::{AhoCorasick, MatchKind};
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, issue, text_of,
-    update_batch,
+    BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, is_whole_word, issue,
+    text_of, update_batch,
 };
 
 const MAX_TERMS: usize = 1_000_000;
@@ -57,10 +57,6 @@ struct ExtractEntities {
     entities: Vec<String>,
 }
 
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
 impl ExtractEntities {
     fn fold(&self, text: &str) -> String {
         if self.config.ignore_case {
@@ -74,12 +70,8 @@ impl ExtractEntities {
     fn find(&self, text: &str, found: &mut Vec<usize>) {
         let text = self.fold(text);
         for m in self.matcher.find_iter(&text) {
-            if self.config.whole_words {
-                let before = text[..m.start()].chars().next_back();
-                let after = text[m.end()..].chars().next();
-                if before.is_some_and(is_word_char) || after.is_some_and(is_word_char) {
-                    continue;
-                }
+            if self.config.whole_words && !is_whole_word(&text, m.start(), m.end()) {
+                continue;
             }
             let entity = m.pattern().as_usize();
             if !found.contains(&entity) {
