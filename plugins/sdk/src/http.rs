@@ -335,7 +335,7 @@ impl From<HttpError> for crate::BatchError {
 
 /// Credentials for a backend, read from environment variables the plugin
 /// was granted (`grants.env`), never from its config.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuthConfig {
     /// Variable holding the user name for basic auth (with `password_env`).

@@ -535,16 +535,18 @@ macro_rules! export_indexer {
 
 /// A `{ source = "...", target = "..." }` pair: the shape of the `mappings`
 /// setting of stages that move values from one field to another.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FieldMapping {
+    /// The field values are read from.
     pub source: String,
+    /// The field the results are written to.
     pub target: String,
 }
 
 /// How a stage writes to a field that may already have values; the `mode`
 /// setting of several stages (`"overwrite"`, `"append"`, `"skip"`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Replace existing values.

@@ -5,7 +5,7 @@ use serde_json::{Map, Value as Json};
 
 /// How a backend gets a document's nested children (`_children` in the
 /// host's JSON), the `children` setting.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Children {
     /// Inside their parent, under the backend's field for them.
@@ -157,22 +157,28 @@ mod tests {
 
 /// A dense vector field an indexer sets up: an entry of its `vectors`
 /// setting, `{ field, dimensions, similarity }`.
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VectorField {
+    /// The field holding each document's vector (a list of numbers).
     pub field: String,
+    /// How many numbers each vector has: the embedding model's size.
     pub dimensions: usize,
+    /// How vectors are compared.
     #[serde(default)]
     pub similarity: Similarity,
 }
 
 /// How a vector field compares vectors (each engine has its own names).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Similarity {
+    /// The cosine of the angle between two vectors.
     #[default]
     Cosine,
+    /// The dot product (for vectors of unit length, the same order as cosine).
     DotProduct,
+    /// The Euclidean (L2) distance.
     Euclidean,
 }
 

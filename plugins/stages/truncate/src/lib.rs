@@ -1,34 +1,14 @@
 //! truncate: cut text values to at most `max_chars` characters.
 //!
-//! ```toml
-//! config = { fields = ["body"], max_chars = 500, at_word = true, ellipsis = "…" }
-//! ```
-//!
-//! Characters are Unicode scalar values, so a cut never splits one. With
-//! `at_word`, the cut moves back to the last whitespace before it (when
-//! there is one). `ellipsis` is appended to a cut value and counts towards
-//! `max_chars`. `mappings = [{ source, target }]` writes the cut values to
-//! another field. Two host calls per batch.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use weir_plugin::serde_json::Value as Json;
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldMapping, Outcome, PluginError, field_pairs, issue,
-    map_values,
+    BatchStage, ConfigIssue, Document, Outcome, PluginError, field_pairs, issue, map_values,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    fields: Vec<String>,
-    #[serde(default)]
-    mappings: Vec<FieldMapping>,
-    max_chars: usize,
-    #[serde(default)]
-    at_word: bool,
-    #[serde(default)]
-    ellipsis: String,
-}
 
 struct Truncate {
     pairs: Vec<(String, String)>,
