@@ -33,4 +33,5 @@ mod serve_limits;
 mod stages;
 mod tenants;
 mod text_stages;
+mod transcripts;
 mod vectors;
