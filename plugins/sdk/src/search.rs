@@ -149,6 +149,35 @@ mod tests {
     }
 
     #[test]
+    fn vector_field_names_are_plain_and_listed_once() {
+        let field = |name: &str| VectorField {
+            field: name.to_owned(),
+            dimensions: 4,
+            similarity: Similarity::Cosine,
+        };
+        assert!(check_vector_fields(&[field("embedding"), field("chunk.vec_2-a")], 8).is_empty());
+        let long = "v".repeat(256);
+        for bad in [
+            "", "a b", "a%2Fb", "a&b=c", "a/b", "x?", "é", ".hidden", "-x", &long,
+        ] {
+            let issues = check_vector_fields(&[field(bad)], 8);
+            assert_eq!(issues.len(), 1, "{bad:?} was accepted");
+        }
+        assert_eq!(check_vector_fields(&[field("v"), field("v")], 8).len(), 1);
+        assert_eq!(
+            check_vector_fields(
+                &[VectorField {
+                    dimensions: 9,
+                    ..field("v")
+                }],
+                8
+            )
+            .len(),
+            1
+        );
+    }
+
+    #[test]
     fn a_child_without_an_id_is_an_error() {
         let json = r#"{"id":"p","_children":[{"x":1}]}"#;
         assert!(shape(json, "p", Children::Separate, "k", "parent").is_err());
@@ -190,10 +219,18 @@ pub fn check_vector_fields(
 ) -> Vec<crate::ConfigIssue> {
     let mut issues = Vec::new();
     for (i, v) in vectors.iter().enumerate() {
-        if v.field.is_empty() || v.field.contains(['/', '?', '#', '*', ' ']) {
+        // The name goes into URL paths (Solr's Schema API) and mappings:
+        // only characters that mean nothing there, and at most 255 bytes.
+        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+        if v.field.is_empty()
+            || v.field.len() > 255
+            || !v.field.chars().all(plain)
+            || v.field.starts_with(['.', '-'])
+        {
             issues.push(crate::issue(
                 format!("vectors[{i}].field"),
-                "must be a field name",
+                "must be a field name of ASCII letters, digits, `_`, `-` and `.` (not first), \
+                 at most 255 bytes",
             ));
         }
         if !(1..=max_dimensions).contains(&v.dimensions) {
