@@ -1,44 +1,14 @@
-//! parse-floats: turn text holding numbers into a list of numbers (a
-//! vector from a CSV cell or a JSON string, say).
+//! parse-floats: turn text holding numbers into a list of numbers.
 //!
-//! ```toml
-//! config = { fields = ["embedding"] }
-//! config = { mappings = [{ source = "vector_text", target = "vector" }], delimiter = ";" }
-//! ```
-//!
-//! Each text value, `[1.5, 2, -3e-2]` (a JSON array) or `1.5,2,-3e-2`
-//! (split on `delimiter`, a comma by default; surrounding whitespace
-//! ignored), becomes a list of numbers; a number stays as it is. A value
-//! that is not a list of finite numbers fails its document, naming it. At
-//! most `max_values` (default 65,536) numbers a value.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldMapping, Outcome, PluginError, field_pairs, issue,
-    map_values,
+    BatchStage, ConfigIssue, Document, Outcome, PluginError, field_pairs, issue, map_values,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    fields: Vec<String>,
-    #[serde(default)]
-    mappings: Vec<FieldMapping>,
-    #[serde(default = "Config::delimiter")]
-    delimiter: String,
-    #[serde(default = "Config::max_values")]
-    max_values: usize,
-}
-
-impl Config {
-    fn delimiter() -> String {
-        ",".into()
-    }
-    fn max_values() -> usize {
-        65_536
-    }
-}
 
 struct ParseFloats {
     config: Config,

@@ -1,41 +1,14 @@
 //! parse-json: turn text values that hold JSON into the values they hold.
 //!
-//! ```toml
-//! config = { fields = ["payload"], on_error = "fail" }
-//! ```
-//!
-//! `"{\"a\":1}"` becomes the object `{"a": 1}`; numbers keep their digits
-//! (`2.50` stays `2.50`; an exponent is written in serde_json's form, `1e400`
-//! as `1e+400`, the same number).
-//! With `on_error = "keep"` text that is not JSON is left as it is; `fail`
-//! (default) fails the document, naming the field and where the JSON
-//! breaks. The host bounds what the result may grow a document to
-//! (`limits.max_document_mib`, `limits.max_depth`). `mappings = [{ source,
-//! target }]` writes the parsed values to another field.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::{Config, OnError};
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldMapping, Outcome, PluginError, field_pairs, map_values,
+    BatchStage, ConfigIssue, Document, Outcome, PluginError, field_pairs, map_values,
 };
-
-#[derive(serde::Deserialize, Clone, Copy, Default, PartialEq)]
-#[serde(rename_all = "lowercase")]
-enum OnError {
-    #[default]
-    Fail,
-    Keep,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    fields: Vec<String>,
-    #[serde(default)]
-    mappings: Vec<FieldMapping>,
-    #[serde(default)]
-    on_error: OnError,
-}
 
 struct ParseJson {
     pairs: Vec<(String, String)>,

@@ -1,27 +1,14 @@
-//! remove-empty-fields: remove fields that hold nothing: null, empty text
-//! (or only whitespace, with `blank = true`), an empty list, an empty
-//! object; and such values inside multi-valued fields.
+//! remove-empty-fields: remove fields that hold nothing.
 //!
-//! ```toml
-//! config = { fields = ["title", "tags"], blank = true }   # no `fields`: every field
-//! ```
-//!
-//! Two host calls per document (read every field named, write the changes).
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
     BatchStage, Document, FieldChange, Outcome, PluginError, doc_error, per_document,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    fields: Vec<String>,
-    /// Text of only whitespace counts as empty too.
-    #[serde(default)]
-    blank: bool,
-}
 
 struct RemoveEmptyFields(Config);
 

@@ -1,25 +1,13 @@
 //! rename-fields: rename fields.
 //!
-//! ```toml
-//! config = { mappings = [{ source = "name", target = "title" }], mode = "overwrite" }
-//! ```
-//!
-//! A batch stage: one call per batch, one per mapping and document (a
-//! rename moves values inside the host, so there is nothing to read).
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldMapping, Mode, Outcome, PluginError, doc_error, issue,
-    per_document,
+    BatchStage, ConfigIssue, Document, Outcome, PluginError, doc_error, issue, per_document,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    mappings: Vec<FieldMapping>,
-    /// What to do when the target already exists.
-    #[serde(default)]
-    mode: Mode,
-}
 
 struct RenameFields(Config);
 

@@ -1,42 +1,15 @@
 //! replace-patterns: replace what regular expressions match in text values.
 //!
-//! ```toml
-//! config = { fields = ["body"], replacements = [
-//!     { pattern = '\s+', with = " " },
-//!     { pattern = '(\d{3})-(\d{4})', with = "$1$2" },
-//! ] }
-//! ```
-//!
-//! Replacements apply in order, each to every match (`$1`, `${name}` name
-//! groups; `$$` is a dollar sign). Rust `regex` syntax, linear time; each
-//! pattern compiles to at most 1 MiB. `mappings = [{ source, target }]`
-//! writes the result to another field.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::{Config, MAX_PATTERN_BYTES};
 use regex::{Regex, RegexBuilder};
 use weir_plugin::serde_json::Value as Json;
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldMapping, Outcome, PluginError, field_pairs, issue,
-    map_values,
+    BatchStage, ConfigIssue, Document, Outcome, PluginError, field_pairs, issue, map_values,
 };
-
-const MAX_PATTERN_BYTES: usize = 1 << 20;
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Replacement {
-    pattern: String,
-    with: String,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    fields: Vec<String>,
-    #[serde(default)]
-    mappings: Vec<FieldMapping>,
-    replacements: Vec<Replacement>,
-}
 
 struct ReplacePatterns {
     pairs: Vec<(String, String)>,

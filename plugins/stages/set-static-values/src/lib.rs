@@ -1,26 +1,15 @@
 //! set-static-values: set fields to fixed values.
 //!
-//! ```toml
-//! config = { values = { source = "catalog", version = 2 }, mode = "skip" }
-//! ```
-//!
-//! A batch stage: per document, one call writes every field (with
-//! `mode = "skip"`, one more reads which fields exist).
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
-use weir_plugin::serde_json::{Map, Value as Json};
+mod config;
+
+use config::Config;
+use weir_plugin::serde_json::Value as Json;
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Mode, Outcome, PluginError, Value, doc_error,
     issue, per_document,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    /// Field name -> value (any JSON; an array sets several values).
-    values: Map<String, Json>,
-    #[serde(default)]
-    mode: Mode,
-}
 
 struct SetStaticValues {
     /// The fields, in order, each with the changes that write it.

@@ -1,32 +1,14 @@
 //! split-field-values: split text values on a delimiter into several values.
 //!
-//! ```toml
-//! config = { source = "tags", target = "tag_list", delimiter = ",", trim = true }
-//! ```
-//! `target` defaults to `source`. Empty pieces are dropped.
-//!
-//! A batch stage: two host calls per batch (read the source of every
-//! document as JSON, write the pieces), more only for a document whose
-//! source is not one text value.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, Value, doc_error, issue,
     serde_json, update_batch,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    source: String,
-    target: Option<String>,
-    delimiter: String,
-    #[serde(default = "yes")]
-    trim: bool,
-}
-
-fn yes() -> bool {
-    true
-}
 
 struct SplitFieldValues {
     config: Config,

@@ -1,47 +1,14 @@
 //! timestamp: write the time a document passed this stage, RFC 3339 in UTC.
 //!
-//! ```toml
-//! config = { field = "indexed_at", precision = "milliseconds", overwrite = false }
-//! ```
-//!
-//! `field` (default `timestamp`) gets the time, to `precision`
-//! (`seconds`, `milliseconds` (default) or `microseconds`); a document that
-//! has the field keeps it unless `overwrite` (default true). One time for
-//! every document of a batch.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use chrono::{SecondsFormat, Utc};
+use config::{Config, Precision};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, issue, update_batch,
 };
-
-#[derive(serde::Deserialize, Clone, Copy, Default)]
-#[serde(rename_all = "lowercase")]
-enum Precision {
-    Seconds,
-    #[default]
-    Milliseconds,
-    Microseconds,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default = "Config::field")]
-    field: String,
-    #[serde(default)]
-    precision: Precision,
-    #[serde(default = "Config::overwrite")]
-    overwrite: bool,
-}
-
-impl Config {
-    fn field() -> String {
-        "timestamp".into()
-    }
-    fn overwrite() -> bool {
-        true
-    }
-}
 
 struct Timestamp {
     config: Config,

@@ -1,24 +1,15 @@
 //! trim-whitespace: trim leading and trailing whitespace from text values.
 //!
-//! ```toml
-//! config = { fields = ["title", "body"] }   # empty or absent: every field
-//! ```
-//!
-//! A batch stage: with `fields` named, two host calls per batch (read them
-//! all as JSON, write what changed); with every field, two per document.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
     BatchStage, Change, Document, FieldChange, Outcome, PluginError, Value, doc_error,
     per_document, update_batch,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    fields: Vec<String>,
-}
 
 struct TrimWhitespace(Config);
 
