@@ -15,9 +15,18 @@ const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 /// Bundled plugins with no transcript, and why; each is tested against its
 /// real server elsewhere.
 const NO_TRANSCRIPT: [(&str, &str); 4] = [
-    ("embed-text", "needs an embedding server: tests/all/embeddings.rs"),
-    ("opensearch-connector", "needs OpenSearch: tests/all/search.rs"),
-    ("opensearch-indexer", "needs OpenSearch: tests/all/search.rs"),
+    (
+        "embed-text",
+        "needs an embedding server: tests/all/embeddings.rs",
+    ),
+    (
+        "opensearch-connector",
+        "needs OpenSearch: tests/all/search.rs",
+    ),
+    (
+        "opensearch-indexer",
+        "needs OpenSearch: tests/all/search.rs",
+    ),
     ("solr-indexer", "needs Solr: tests/all/search.rs"),
 ];
 
@@ -79,7 +88,9 @@ fn transcript(name: &str, test: &Path, batch: &str) -> Result<(), String> {
             .arg("--dir")
             .arg(format!("{}:/data:rw", data.path().display()));
     }
-    let output = command.output().map_err(|e| format!("cannot run weir: {e}"))?;
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot run weir: {e}"))?;
     if output.status.success() {
         Ok(())
     } else {
@@ -114,7 +125,14 @@ fn the_plugin_reference_is_made_from_the_plugins_config_types() {
     let target = std::env::var_os("WEIR_PLUGIN_TARGET_DIR")
         .map_or_else(|| root.join("plugins").join("target"), Into::into);
     let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["run", "--quiet", "--locked", "-p", "plugin-reference", "--manifest-path"])
+        .args([
+            "run",
+            "--quiet",
+            "--locked",
+            "-p",
+            "plugin-reference",
+            "--manifest-path",
+        ])
         .arg(root.join("plugins").join("Cargo.toml"))
         .arg("--target-dir")
         .arg(target)
