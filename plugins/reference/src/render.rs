@@ -168,11 +168,17 @@ fn type_of(
             let (kind, _) = type_of(variant, defs, nested);
             let description = text(variant, "description");
             if variant.get("const").is_some() && !description.is_empty() {
-                meanings.push(format!("{kind}: {}", cell(description)));
+                let meaning = cell(description);
+                meanings.push(format!("{kind}: {}", meaning.trim_end_matches('.')));
             }
             kinds.push(kind);
         }
-        return (kinds.join(" \\| "), meanings.join("; "));
+        let meanings = if meanings.is_empty() {
+            String::new()
+        } else {
+            meanings.join("; ") + "."
+        };
+        return (kinds.join(" \\| "), meanings);
     }
     let types: Vec<&str> = match schema.get("type") {
         Some(Json::String(t)) => vec![t.as_str()],

@@ -546,7 +546,7 @@ pub struct FieldMapping {
 
 /// How a stage writes to a field that may already have values; the `mode`
 /// setting of several stages (`"overwrite"`, `"append"`, `"skip"`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Replace existing values.
