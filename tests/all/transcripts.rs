@@ -14,7 +14,7 @@ const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 
 /// Bundled plugins with no transcript, and why; each is tested against its
 /// real server elsewhere.
-const NO_TRANSCRIPT: [(&str, &str); 4] = [
+const NO_TRANSCRIPT: [(&str, &str); 5] = [
     (
         "embed-text",
         "needs an embedding server: tests/all/embeddings.rs",
@@ -28,6 +28,10 @@ const NO_TRANSCRIPT: [(&str, &str); 4] = [
         "needs OpenSearch: tests/all/search.rs",
     ),
     ("solr-indexer", "needs Solr: tests/all/search.rs"),
+    (
+        "timestamp",
+        "writes the current time: tests/all/field_stages.rs checks it against the clock",
+    ),
 ];
 
 #[test]
