@@ -51,8 +51,11 @@ fn section(out: &mut String, plugin: &Bundled, root: &Path) -> Result<(), String
     let _ = writeln!(out, "## {}\n", plugin.name);
     let _ = writeln!(
         out,
-        "A {} ([`plugins/{}`](../plugins/{})).\n",
-        plugin.kind, plugin.dir, plugin.dir
+        "{} {} ([`plugins/{}`](../plugins/{})).\n",
+        if plugin.kind == "indexer" { "An" } else { "A" },
+        plugin.kind,
+        plugin.dir,
+        plugin.dir
     );
     let description = schema
         .get("description")
@@ -114,7 +117,7 @@ fn settings(
         }
         let default = match property.get("default") {
             _ if required.contains(name.as_str()) => "**required**".to_owned(),
-            Some(value) => format!("`{value}`"),
+            Some(value) => format!("`{value}`").replace('|', "\\|"),
             None if property.get("type").and_then(Json::as_str) == Some("array") => {
                 "`[]`".to_owned()
             }

@@ -1,57 +1,17 @@
 //! file-connector: publish one document per JSONL line or CSV row.
 //!
-//! ```toml
-//! [connectors.grants]
-//! dirs = [{ host = "examples/data", guest = "/data" }]
-//! [connectors.config]
-//! paths = ["/data/books.jsonl", "/data/authors.csv"]
-//! id_field = "isbn"
-//! ```
-//! The format comes from the extension (`.jsonl`, `.ndjson`, `.csv`) unless
-//! `format` says. A document's id is its `id_field` value when present, else
-//! `<file name>-<line number>`. A line that is not a JSON object, or a CSV row
-//! with the wrong number of cells, fails the run with its file and line: a
-//! silently skipped record would be a silently lost document.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
+use config::{Config, Format};
 use weir_plugin::serde;
 use weir_plugin::serde_json::{self, Map, Value as Json};
 use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, issue};
-
-#[derive(serde::Deserialize, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-enum Format {
-    Jsonl,
-    Csv,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    /// Files to read, in order, as the plugin sees them (inside granted dirs).
-    paths: Vec<String>,
-    format: Option<Format>,
-    /// Field whose value becomes the document id.
-    #[serde(default = "default_id_field")]
-    id_field: String,
-    /// Prefix added to every id (to keep ids of several sources apart).
-    #[serde(default)]
-    id_prefix: String,
-    /// CSV delimiter, one byte.
-    #[serde(default = "default_delimiter")]
-    delimiter: char,
-}
-
-fn default_id_field() -> String {
-    "id".into()
-}
-
-fn default_delimiter() -> char {
-    ','
-}
 
 fn format_of(config: &Config, path: &str) -> Option<Format> {
     config.format.or_else(|| {

@@ -1,34 +1,12 @@
-//! generator-connector: publishes `count` generated documents, for measuring
-//! pipelines and trying stages without a source (Lucille's SequenceConnector).
+//! generator-connector: publish `count` generated documents.
 //!
-//! ```toml
-//! [connectors.plugin.config]
-//! count = 1_000_000
-//! id_prefix = "doc-"            # ids are <id_prefix><n>, n from `start` (default 0)
-//! fields = { kind = "test" }    # added to every document (default none)
-//! pad = 700                     # a `body` field of that many characters (default none)
-//! ```
-//! Every document also gets `n`, its number.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
-use weir_plugin::serde_json::{Map, Value as Json};
+mod config;
+
+use config::Config;
+use weir_plugin::serde_json::Value as Json;
 use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, doc_error, issue};
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    count: u64,
-    #[serde(default = "default_prefix")]
-    id_prefix: String,
-    #[serde(default)]
-    start: u64,
-    #[serde(default)]
-    fields: Map<String, Json>,
-    pad: Option<usize>,
-}
-
-fn default_prefix() -> String {
-    "doc-".into()
-}
 
 /// Largest `pad`: a document stays well within the default document limit.
 const MAX_PAD: usize = 8 << 20;

@@ -1,77 +1,17 @@
-//! opensearch-connector: read every document of an OpenSearch (or
-//! Elasticsearch) index, or those a query matches, so that reindexing
-//! from one cluster to another is a config.
+//! opensearch-connector: read the documents of an OpenSearch (or
+//! Elasticsearch) index.
 //!
-//! ```toml
-//! [[connectors]]
-//! plugin = { path = "plugins/dist/opensearch_connector.wasm", config = { url = "http://localhost:9200", index = "books" }, grants = { http = ["localhost:9200"] } }
-//! ```
-//!
-//! It opens a point in time on the index and pages through it with
-//! `search_after`, so the documents it reads are a consistent snapshot
-//! even while the index changes, and no page is read twice.
-//!
-//! Settings: `url`, `index` (a name, pattern or comma-separated list);
-//! `query` (a query DSL object, default `match_all`); `page_size`
-//! (default 1,000); `keep_alive` (how long the point in time lives between
-//! pages, default `2m`); `flavor`: `opensearch` (default) or
-//! `elasticsearch`, whose point-in-time APIs differ; `sort`: the order to
-//! page in, which must be total (unique per document): by default `_id` on
-//! OpenSearch (2.x has no `_shard_doc`; sorting on `_id` loads it into
-//! memory on the nodes, so give a unique field with doc values on large
-//! indices, e.g. `[{ uid = "asc" }]`) and `_shard_doc` on Elasticsearch;
-//! `auth` and `timeout_secs` as for the OpenSearch indexer.
-//!
-//! Each hit becomes a document with the hit's `_id` as its id and its
-//! `_source` as its fields.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use std::time::Duration;
 
+use config::{Config, Flavor};
 use serde_json::Value as Json;
 use serde_json::value::RawValue;
-use weir_plugin::http::{AuthConfig, Request, Response, Url};
+use weir_plugin::http::{Request, Response, Url};
 use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, issue};
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    url: String,
-    index: String,
-    #[serde(default = "match_all")]
-    query: Json,
-    #[serde(default = "default_page_size")]
-    page_size: u32,
-    #[serde(default = "default_keep_alive")]
-    keep_alive: String,
-    #[serde(default)]
-    flavor: Flavor,
-    sort: Option<Json>,
-    #[serde(default)]
-    auth: AuthConfig,
-    #[serde(default = "default_timeout")]
-    timeout_secs: u64,
-}
-
-fn match_all() -> Json {
-    serde_json::json!({ "match_all": {} })
-}
-fn default_page_size() -> u32 {
-    1000
-}
-fn default_keep_alive() -> String {
-    "2m".into()
-}
-fn default_timeout() -> u64 {
-    60
-}
-
-#[derive(serde::Deserialize, Default, Clone, Copy, PartialEq)]
-#[serde(rename_all = "snake_case")]
-enum Flavor {
-    #[default]
-    Opensearch,
-    Elasticsearch,
-}
 
 struct Reader {
     config: Config,

@@ -1,36 +1,16 @@
 //! csv-indexer: write chosen fields of each document as a CSV row.
 //!
-//! ```toml
-//! [indexer.config]
-//! path = "/out/documents.csv"
-//! columns = ["id", "title", "author"]
-//! ```
-//! Column `id` is the document id; `run_id` its run id; any other column is
-//! the field's values as text, joined with `multi_value_separator` (`|`).
-//! A header row is written when the file is created. With several indexer
-//! instances (`indexer.instances`), `path` holds `{instance}`: each writes its own file.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use std::fs::{File, OpenOptions};
 
+use config::Config;
 use weir_plugin::{
     BatchEntry, BatchError, BatchFormat, ConfigIssue, DocumentFailure, Indexer, Packed, failure,
     issue, picked,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    path: String,
-    columns: Vec<String>,
-    #[serde(default)]
-    append: bool,
-    #[serde(default = "default_separator")]
-    multi_value_separator: String,
-}
-
-fn default_separator() -> String {
-    "|".into()
-}
 
 /// Where a column's text comes from.
 enum Column {

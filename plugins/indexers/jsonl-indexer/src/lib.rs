@@ -1,28 +1,14 @@
 //! jsonl-indexer: write each document as one JSON line to a file.
 //!
-//! ```toml
-//! [indexer.grants]
-//! dirs = [{ host = "out", guest = "/out", writable = true }]
-//! [indexer.config]
-//! path = "/out/documents.jsonl"
-//! ```
-//! The file is truncated at start unless `append`. With several indexer
-//! instances (`indexer.instances`), `path` holds `{instance}`: each writes
-//! its own file. A batch is written and flushed as a whole, so a line is
-//! never half written when a send returns.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 
+use config::Config;
 use weir_plugin::{BatchEntry, BatchError, DocumentFailure, Indexer, Packed, batch_error};
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    path: String,
-    #[serde(default)]
-    append: bool,
-}
 
 struct JsonlIndexer {
     file: File,

@@ -1,19 +1,11 @@
-//! nop-indexer: takes every batch and sends it nowhere. For measuring a
-//! pipeline without a backend, or for runs whose stages are the point.
+//! nop-indexer: take every batch and send it nowhere.
 //!
-//! ```toml
-//! [indexer.config]
-//! json = true   # have the host render each document as JSON, as a real backend would
-//! ```
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use weir_plugin::{BatchEntry, BatchError, BatchFormat, DocumentFailure, Indexer};
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    json: bool,
-}
 
 struct Nop(BatchFormat);
 

@@ -1,116 +1,21 @@
 //! opensearch-indexer: index into OpenSearch or Elasticsearch through the
 //! `_bulk` API.
 //!
-//! ```toml
-//! [indexer]
-//! plugin = { path = "plugins/dist/opensearch_indexer.wasm", config = { url = "http://localhost:9200", index = "books" }, grants = { http = ["localhost:9200"] } }
-//! ```
-//!
-//! Settings:
-//! - `url`: the cluster, `http://` or `https://` (TLS); `grants.http` must
-//!   name its host and port.
-//! - `index`: the index; `index_field`: a field naming each document's
-//!   index instead (left out of what is indexed); one of the two is needed.
-//! - `routing_field`: a field whose value routes the document.
-//! - `version_field` and `version_type` (`external`, default, or
-//!   `external_gte`): the field's whole number is the document's version,
-//!   so a late, older version never overwrites a newer one. A version the
-//!   cluster already has newer (409) counts as done, not as a failure.
-//! - `deletion_field` and `deletion_value` (default `"true"`): a document
-//!   whose field holds that value is deleted, not indexed.
-//! - `children`: `nested` (default) indexes nested children inside their
-//!   parent under `children_field` (default `children`; map it `nested` to
-//!   query them as such); `separate` indexes each child as a document of its
-//!   own after its parent, with `parent_field` (default `parent_id`) naming
-//!   the parent and the parent's index, routing and version.
-//! - `omit`: more fields left out of what is indexed (`run_id` always is).
-//! - `refresh`: the bulk request's `refresh` (`true`, `wait_for`, `false`).
-//! - `auth`: `{ username_env, password_env }` for basic auth or
-//!   `{ api_key_env }`: names of environment variables granted to the plugin
-//!   (`grants.env = { OS_PASSWORD = "${OS_PASSWORD}" }`), never the secrets.
-//! - `timeout_secs`: per request (default 60; the call deadline applies).
-//! - `vectors`: `knn_vector` fields, `[{ field, dimensions, similarity }]`
-//!   (`cosine` by default, `dot_product`, `euclidean`), with the k-NN
-//!   plugin's Lucene engine (HNSW). At start, a missing `index` is created
-//!   with `index.knn` and these fields, a missing field is added to its
-//!   mapping, and one present must be a `knn_vector` of that size. A vector
-//!   of another size fails its document before the cluster sees it.
-//!
-//! Failures: items the cluster refuses fail their document with the item's
-//! status (429 and 503 are retried by the host); a whole request refused
-//! with 429 or 5xx, or a cluster that cannot be reached, fails the batch,
-//! which the host retries.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
+mod vectors;
 
 use std::time::Duration;
 
-mod vectors;
-
+use config::{Config, Refresh, VersionType};
 use serde_json::Value as Json;
-use weir_plugin::http::{AuthConfig, HttpError, Request, Url};
-use weir_plugin::search::{self, Children};
+use weir_plugin::http::{HttpError, Request, Url};
+use weir_plugin::search;
 use weir_plugin::{
     BatchEntry, BatchError, BatchFormat, ConfigIssue, DocumentFailure, Indexer, PluginError,
     batch_error, issue,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    url: String,
-    index: Option<String>,
-    index_field: Option<String>,
-    routing_field: Option<String>,
-    version_field: Option<String>,
-    #[serde(default)]
-    version_type: VersionType,
-    deletion_field: Option<String>,
-    #[serde(default = "default_deletion_value")]
-    deletion_value: String,
-    #[serde(default)]
-    children: Children,
-    #[serde(default = "default_children_field")]
-    children_field: String,
-    #[serde(default = "default_parent_field")]
-    parent_field: String,
-    #[serde(default)]
-    omit: Vec<String>,
-    refresh: Option<Refresh>,
-    #[serde(default)]
-    auth: AuthConfig,
-    #[serde(default = "default_timeout")]
-    timeout_secs: u64,
-    #[serde(default)]
-    vectors: Vec<search::VectorField>,
-}
-
-fn default_deletion_value() -> String {
-    "true".into()
-}
-fn default_children_field() -> String {
-    "children".into()
-}
-fn default_parent_field() -> String {
-    "parent_id".into()
-}
-fn default_timeout() -> u64 {
-    60
-}
-
-#[derive(serde::Deserialize, Default, Clone, Copy, PartialEq)]
-#[serde(rename_all = "snake_case")]
-enum VersionType {
-    #[default]
-    External,
-    ExternalGte,
-}
-
-#[derive(serde::Deserialize, Clone, Copy)]
-#[serde(rename_all = "snake_case")]
-enum Refresh {
-    True,
-    WaitFor,
-    False,
-}
 
 struct OpenSearch {
     config: Config,

@@ -1,92 +1,19 @@
 //! solr-indexer: index into Apache Solr through its JSON update handler.
 //!
-//! ```toml
-//! [indexer]
-//! plugin = { path = "plugins/dist/solr_indexer.wasm", config = { url = "http://localhost:8983/solr", collection = "books", commit_within_ms = 1000 }, grants = { http = ["localhost:8983"] } }
-//! ```
-//!
-//! Settings:
-//! - `url`: Solr's base URL, with `/solr`; `collection`: the core or
-//!   collection written to.
-//! - `commit_within_ms`: Solr commits the changes within that long;
-//!   `commit_on_close`: an explicit commit when the indexer closes (the
-//!   end of a local run). Without either, Solr's own autocommit decides.
-//! - `deletion_field` and `deletion_value` (default `"true"`): a document
-//!   whose field holds that value is deleted by id, not indexed.
-//! - `children`: `nested` (default) sends nested children inside their
-//!   parent as Solr child documents labelled `children_field` (default
-//!   `children`; the schema needs `_nest_path_` for labelled children, and
-//!   `[child]` returns them under that label; `_childDocuments_` makes them
-//!   anonymous); `separate` sends each as a document of its own after its
-//!   parent, with `parent_field` (default `parent_id`).
-//!
-//! Solr reads a JSON object value whose key is a field as a labelled child
-//! document: with a catch-all `*` field, any object-valued field of a
-//! document becomes a child. Flatten such fields in a stage first.
-//! - `omit`: more fields left out of what is indexed (`run_id` always is).
-//! - `auth`: `{ username_env, password_env }`: names of granted environment
-//!   variables holding the basic auth credentials.
-//! - `timeout_secs`: per request (default 60).
-//! - `vectors`: dense vector fields, `[{ field, dimensions, similarity }]`
-//!   (`cosine` by default, `dot_product`, `euclidean`). At start each is
-//!   added to the core's schema through the Schema API when missing (a
-//!   managed, mutable schema), or checked to be a `DenseVectorField` of that
-//!   size; a vector of another size fails its document with Solr's message.
-//!
-//! Solr stops a request at its first bad document, so when a batch of
-//! several is refused with 400, each is sent again alone: the documents
-//! Solr refuses fail with its message, the others are indexed.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
+mod vectors;
 
 use std::time::Duration;
 
-mod vectors;
-
-use weir_plugin::http::{AuthConfig, HttpError, Request, Response, Url};
-use weir_plugin::search::{self, Children};
+use config::Config;
+use weir_plugin::http::{HttpError, Request, Response, Url};
+use weir_plugin::search;
 use weir_plugin::{
     BatchEntry, BatchError, BatchFormat, ConfigIssue, DocumentFailure, Indexer, PluginError,
     batch_error, issue,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    url: String,
-    collection: String,
-    commit_within_ms: Option<u64>,
-    #[serde(default)]
-    commit_on_close: bool,
-    deletion_field: Option<String>,
-    #[serde(default = "default_deletion_value")]
-    deletion_value: String,
-    #[serde(default)]
-    children: Children,
-    #[serde(default = "default_children_field")]
-    children_field: String,
-    #[serde(default = "default_parent_field")]
-    parent_field: String,
-    #[serde(default)]
-    omit: Vec<String>,
-    #[serde(default)]
-    auth: AuthConfig,
-    #[serde(default = "default_timeout")]
-    timeout_secs: u64,
-    #[serde(default)]
-    vectors: Vec<search::VectorField>,
-}
-
-fn default_deletion_value() -> String {
-    "true".into()
-}
-fn default_children_field() -> String {
-    "children".into()
-}
-fn default_parent_field() -> String {
-    "parent_id".into()
-}
-fn default_timeout() -> u64 {
-    60
-}
 
 struct Solr {
     config: Config,
