@@ -1,93 +1,15 @@
-//! embed-text: turn a text field into a vector with an embedding service,
-//! a batch of documents per request.
+//! embed-text: turn a text field into a vector with an embedding service.
 //!
-//! ```toml
-//! config = { url = "http://127.0.0.1:8080", api = "openai", model = "small", source = "text",
-//!            target = "vector", dimensions = 384, api_key_env = "EMBED_KEY", max_inputs = 64 }
-//! # grants = { http = ["127.0.0.1:8080"], env = { EMBED_KEY = "${EMBED_KEY}" } }
-//! ```
-//!
-//! `api` is the shape of the service: `openai` (`POST <url>/v1/embeddings`,
-//! `{model, input}` -> `data[].embedding`: OpenAI, vLLM, LiteLLM, llama.cpp
-//! and most servers), `ollama` (`POST <url>/api/embed`, `{model, input}` ->
-//! `embeddings`) or `tei` (Hugging Face text-embeddings-inference, `POST
-//! <url>/embed`, `{inputs}` -> a list of vectors). The documents of a batch
-//! that have the field go in requests of at most `max_inputs` texts (each
-//! cut to `max_chars` characters). A 429 or 5xx answer, or a service that
-//! cannot be reached, fails the batch transiently (the worker's retries
-//! apply); any other error answer, or a response of the wrong shape, fails
-//! the batch with the service's message. A vector of other than
-//! `dimensions` numbers fails its document. The key is read only from the
-//! environment variable `api_key_env`, which the plugin must be granted,
-//! and sent as `Authorization: Bearer <key>`. `timeout` (seconds, default
-//! 30) bounds each request; the stage's `limits.call_timeout` bounds the
-//! whole batch call, so size `batch.size` and `max_inputs` to fit in it.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
-use std::time::Duration;
+mod config;
 
+use config::{Api, Config};
 use serde_json::{Value as Json, json};
 use weir_plugin::http::{HttpError, Request, Url};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, doc_error, issue,
 };
-
-#[derive(serde::Deserialize, Clone, Copy, Default, PartialEq)]
-#[serde(rename_all = "lowercase")]
-enum Api {
-    #[default]
-    Openai,
-    Ollama,
-    Tei,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    url: String,
-    #[serde(default)]
-    api: Api,
-    model: Option<String>,
-    source: String,
-    #[serde(default = "Config::vector")]
-    target: String,
-    dimensions: Option<usize>,
-    api_key_env: Option<String>,
-    #[serde(default = "Config::max_inputs")]
-    max_inputs: usize,
-    #[serde(default = "Config::max_chars")]
-    max_chars: usize,
-    #[serde(default = "Config::timeout", with = "seconds")]
-    timeout: Duration,
-}
-
-mod seconds {
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
-        d: D,
-    ) -> Result<std::time::Duration, D::Error> {
-        let s: f64 = serde::Deserialize::deserialize(d)?;
-        if !(s > 0.0 && s <= 3600.0) {
-            return Err(serde::de::Error::custom(
-                "must be more than 0 and at most 3600 seconds",
-            ));
-        }
-        Ok(std::time::Duration::from_secs_f64(s))
-    }
-}
-
-impl Config {
-    fn vector() -> String {
-        "vector".into()
-    }
-    fn max_inputs() -> usize {
-        64
-    }
-    fn max_chars() -> usize {
-        8192
-    }
-    fn timeout() -> Duration {
-        Duration::from_secs(30)
-    }
-}
 
 struct EmbedText {
     config: Config,

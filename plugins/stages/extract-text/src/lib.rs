@@ -1,64 +1,15 @@
 //! extract-text: plain text and Markdown as text, in their character set.
 //!
-//! ```toml
-//! config = { from = "file", source = "path", format = "auto", max_mib = 20 }
-//! ```
-//!
-//! Content comes `from` a field holding the text (`field`, default), its
-//! base64 (`base64`), a granted file (`file`) or a URL (`url`); bytes are
-//! read in their character set (a byte-order mark, valid UTF-8, the
-//! server's `charset`, else a guess). `format`: `text` keeps the text as it
-//! is (line ends made `\n`); `markdown` renders it to plain text (blocks a
-//! line apart; markup, link targets and HTML tags left out, their text and code kept) and
-//! writes its first heading to `title_field` (`title`); `auto` (default)
-//! reads `.md` and `.markdown` files and URLs, and a `text/markdown`
-//! answer, as Markdown, everything else as text. Writes `text_field`
-//! (`text`) and, when set, `charset_field`. Content past `max_mib`
-//! (default 20) fails its document.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::{Config, Format};
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
-use weir_plugin::content::{self, Content, From};
+use weir_plugin::content::{self, Content};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, doc_error, per_document,
 };
-
-#[derive(serde::Deserialize, Clone, Copy, Default, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-enum Format {
-    #[default]
-    Auto,
-    Text,
-    Markdown,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    from: From,
-    source: String,
-    #[serde(default)]
-    format: Format,
-    #[serde(default = "Config::max_mib")]
-    max_mib: u64,
-    #[serde(default = "Config::text")]
-    text_field: String,
-    #[serde(default = "Config::title")]
-    title_field: String,
-    charset_field: Option<String>,
-}
-
-impl Config {
-    fn max_mib() -> u64 {
-        20
-    }
-    fn text() -> String {
-        "text".into()
-    }
-    fn title() -> String {
-        "title".into()
-    }
-}
 
 struct ExtractText {
     config: Config,

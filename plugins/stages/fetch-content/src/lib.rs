@@ -1,62 +1,16 @@
-//! fetch-content: read the bytes a document points at, a file in a granted
-//! folder or an HTTP(S) URL, into a field: as text (decoded from its
-//! character set) or as base64 (for binary files, PDF or Office, that a
-//! later stage extracts).
+//! fetch-content: read the file or URL a document points at into a field.
 //!
-//! ```toml
-//! config = { from = "file", source = "path", target = "content", encoding = "text", max_mib = 20 }
-//! config = { from = "url", source = "url", target = "bytes", encoding = "base64" }   # grants.http
-//! ```
-//!
-//! Also writes, when set: `content_type_field` (the server's media type),
-//! `length_field` (bytes read) and `charset_field` (the character set text
-//! was read in). A file that is missing or past `max_mib` (default 20)
-//! fails its document; a server that cannot be reached or answers 429 or
-//! 5xx fails it transiently (retried as the worker's policy says).
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use base64::Engine;
+use config::{Config, Encoding};
 use weir_plugin::content::{self, From};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, doc_error, issue,
     per_document,
 };
-
-#[derive(serde::Deserialize, Clone, Copy, Default, PartialEq)]
-#[serde(rename_all = "lowercase")]
-enum Encoding {
-    #[default]
-    Text,
-    Base64,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default = "Config::file")]
-    from: From,
-    source: String,
-    #[serde(default = "Config::content")]
-    target: String,
-    #[serde(default)]
-    encoding: Encoding,
-    #[serde(default = "Config::max_mib")]
-    max_mib: u64,
-    content_type_field: Option<String>,
-    length_field: Option<String>,
-    charset_field: Option<String>,
-}
-
-impl Config {
-    fn file() -> From {
-        From::File
-    }
-    fn content() -> String {
-        "content".into()
-    }
-    fn max_mib() -> u64 {
-        20
-    }
-}
 
 struct FetchContent(Config);
 

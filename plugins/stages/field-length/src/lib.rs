@@ -1,40 +1,16 @@
 //! field-length: write how long a field is to another field.
 //!
-//! ```toml
-//! config = { mappings = [{ source = "body", target = "body_length" }], of = "characters" }
-//! ```
-//!
-//! `of`: `values` (how many values the field holds: 0 when absent),
-//! `characters` (default; of all its text values, Unicode scalar values),
-//! `bytes` (UTF-8) or `words` (Unicode word boundaries). An absent field
-//! gets 0 unless `skip_absent`. One read and one write per batch.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::{Config, Of};
 use unicode_segmentation::UnicodeSegmentation;
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldChange, FieldMapping, Outcome, PluginError, issue,
-    text_of, update_batch,
+    BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, issue, text_of,
+    update_batch,
 };
-
-#[derive(serde::Deserialize, Clone, Copy, Default)]
-#[serde(rename_all = "lowercase")]
-enum Of {
-    Values,
-    #[default]
-    Characters,
-    Bytes,
-    Words,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    mappings: Vec<FieldMapping>,
-    #[serde(default)]
-    of: Of,
-    #[serde(default)]
-    skip_absent: bool,
-}
 
 struct FieldLength {
     config: Config,

@@ -1,35 +1,15 @@
-//! fingerprint: a SHA-256 of chosen fields, to find documents whose content
-//! did not change (skip re-embedding them, say) or that are the same.
+//! fingerprint: a SHA-256 of chosen fields, to find unchanged or equal documents.
 //!
-//! ```toml
-//! config = { fields = ["title", "body"], target = "fingerprint" }
-//! ```
-//!
-//! `target` (default `fingerprint`) gets the lower-case hex SHA-256 of each
-//! field of `fields` in order: its name and its value as JSON (an absent
-//! field as absent, so `{}` and `{"a": null}` differ), each framed by its
-//! length, so no two different sets of values hash alike by shifting text
-//! between fields. Objects hash alike whatever their keys' order.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use sha2::{Digest, Sha256};
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, issue, update_batch,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    fields: Vec<String>,
-    #[serde(default = "Config::target")]
-    target: String,
-}
-
-impl Config {
-    fn target() -> String {
-        "fingerprint".into()
-    }
-}
 
 struct Fingerprint {
     config: Config,

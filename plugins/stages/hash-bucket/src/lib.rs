@@ -1,40 +1,15 @@
-//! hash-bucket: put each document in one of `buckets` buckets by the hash
-//! of a field (its id by default), so that work or indexes can be split
-//! evenly and the same value always lands in the same bucket.
+//! hash-bucket: put each document in one of `buckets` buckets by a field's hash.
 //!
-//! ```toml
-//! config = { source = "id", target = "bucket", buckets = 16 }
-//! ```
-//!
-//! The hash is 64-bit FNV-1a of the field's text values (joined with a
-//! U+001F separator), the same on every machine and every version of Weir;
-//! `target` gets the bucket number, 0 to `buckets - 1`. A document without
-//! the field gets none. One read and one write per batch.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, issue, text_of,
     update_batch,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default = "Config::id")]
-    source: String,
-    #[serde(default = "Config::bucket")]
-    target: String,
-    buckets: u64,
-}
-
-impl Config {
-    fn id() -> String {
-        "id".into()
-    }
-    fn bucket() -> String {
-        "bucket".into()
-    }
-}
 
 /// 64-bit FNV-1a.
 pub fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {

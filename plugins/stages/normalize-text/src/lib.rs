@@ -1,71 +1,16 @@
-//! normalize-text: make text values comparable: case, whitespace, accents
-//! and Unicode normal form.
+//! normalize-text: make text values comparable (case, whitespace, accents, form).
 //!
-//! ```toml
-//! config = { fields = ["title"], case = "lower", whitespace = "collapse", strip_accents = true, form = "nfc" }
-//! ```
-//!
-//! - `case`: `lower`, `upper` or `keep` (default), by Unicode's rules.
-//! - `whitespace`: `collapse` (default: runs become one space, ends trimmed),
-//!   `trim`, or `keep`.
-//! - `strip_accents`: remove combining marks after decomposing (`é` → `e`).
-//! - `form`: `nfc` (default), `nfkc` (compatibility: `ﬁ` → `fi`, full-width
-//!   forms to ASCII), `nfd`, `nfkd`, or `keep`.
-//!
-//! `mappings = [{ source, target }]` writes the result to another field.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::{Case, Config, Form, Whitespace};
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
 use weir_plugin::serde_json::Value as Json;
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldMapping, Outcome, PluginError, field_pairs, map_values,
+    BatchStage, ConfigIssue, Document, Outcome, PluginError, field_pairs, map_values,
 };
-
-#[derive(serde::Deserialize, Clone, Copy, Default, PartialEq)]
-#[serde(rename_all = "lowercase")]
-enum Case {
-    Lower,
-    Upper,
-    #[default]
-    Keep,
-}
-
-#[derive(serde::Deserialize, Clone, Copy, Default, PartialEq)]
-#[serde(rename_all = "lowercase")]
-enum Whitespace {
-    #[default]
-    Collapse,
-    Trim,
-    Keep,
-}
-
-#[derive(serde::Deserialize, Clone, Copy, Default, PartialEq)]
-#[serde(rename_all = "lowercase")]
-enum Form {
-    #[default]
-    Nfc,
-    Nfkc,
-    Nfd,
-    Nfkd,
-    Keep,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    fields: Vec<String>,
-    #[serde(default)]
-    mappings: Vec<FieldMapping>,
-    #[serde(default)]
-    case: Case,
-    #[serde(default)]
-    whitespace: Whitespace,
-    #[serde(default)]
-    strip_accents: bool,
-    #[serde(default)]
-    form: Form,
-}
 
 struct NormalizeText {
     pairs: Vec<(String, String)>,

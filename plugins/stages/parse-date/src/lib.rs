@@ -1,24 +1,14 @@
-//! parse-date: read dates written in many ways and write them as RFC 3339
-//! in UTC (`2024-05-01T13:45:00Z`), the form search engines index as dates.
+//! parse-date: read dates written in many ways and write them as RFC 3339 in UTC.
 //!
-//! ```toml
-//! config = { fields = ["published"], formats = ["%d/%m/%Y", "%B %e, %Y"], timezone = "+02:00" }
-//! ```
-//!
-//! Each text value is tried as RFC 3339, RFC 2822, then each of `formats`
-//! (chrono's strftime syntax; a format without a time means midnight, one
-//! without an offset is read in `timezone`, UTC by default), then the
-//! defaults `%Y-%m-%d`, `%Y-%m-%dT%H:%M:%S`, `%Y-%m-%d %H:%M:%S`,
-//! `%Y/%m/%d`. Numbers are seconds since 1970 (`epoch = "millis"`: ms).
-//! A value none of them reads fails the document (`on_error = "fail"`,
-//! default), stays as it is (`keep`) or is removed (`remove`).
-//! `mappings = [{ source, target }]` writes the dates to another field.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, SecondsFormat, TimeZone, Utc};
+use config::{Config, Epoch, OnError};
 use weir_plugin::serde_json::Value as Json;
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldMapping, Outcome, PluginError, field_pairs, issue,
-    map_values,
+    BatchStage, ConfigIssue, Document, Outcome, PluginError, field_pairs, issue, map_values,
 };
 
 const DEFAULT_FORMATS: [&str; 4] = [
@@ -27,39 +17,6 @@ const DEFAULT_FORMATS: [&str; 4] = [
     "%Y-%m-%d %H:%M:%S",
     "%Y/%m/%d",
 ];
-
-#[derive(serde::Deserialize, Clone, Copy, Default, PartialEq)]
-#[serde(rename_all = "lowercase")]
-enum OnError {
-    #[default]
-    Fail,
-    Keep,
-    Remove,
-}
-
-#[derive(serde::Deserialize, Clone, Copy, Default, PartialEq)]
-#[serde(rename_all = "lowercase")]
-enum Epoch {
-    #[default]
-    Seconds,
-    Millis,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    fields: Vec<String>,
-    #[serde(default)]
-    mappings: Vec<FieldMapping>,
-    #[serde(default)]
-    formats: Vec<String>,
-    timezone: Option<String>,
-    #[serde(default)]
-    epoch: Epoch,
-    #[serde(default)]
-    on_error: OnError,
-}
 
 struct ParseDate {
     pairs: Vec<(String, String)>,
