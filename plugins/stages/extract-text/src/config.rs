@@ -9,9 +9,10 @@ use weir_plugin::content::From;
 /// (absent or null) is left as it is. Bytes are read in their character set
 /// (a byte-order mark, valid UTF-8, the server's `charset`, else a guess).
 /// Text is kept as it is, with line ends made `\n`; Markdown is rendered to
-/// plain text (blocks a blank line apart; markup, link targets and inline
-/// HTML tags left out, their text, image descriptions and code kept; HTML
-/// blocks left out whole), and its first heading is written to
+/// plain text (blocks a blank line apart, each table row a block with its
+/// cells a tab apart; markup, link targets and inline HTML tags left
+/// out, their text, image descriptions and code kept; HTML blocks left out
+/// whole), and its first heading is written to
 /// `title_field`. Writes `text_field` and, when set, `charset_field`. A
 /// file or URL that cannot be read, and content past `max_mib`, fail the
 /// document (a server that cannot be reached, or answers 429 or 5xx,

@@ -5,7 +5,7 @@
 mod config;
 
 use config::{Config, Format};
-use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use weir_plugin::content::{self, Content};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, doc_error, per_document,
@@ -50,14 +50,15 @@ fn markdown_text(source: &str) -> (String, Option<String>) {
     let mut heading: Option<String> = None;
     let mut in_first_heading = false;
     let end_block = |text: &mut String| {
-        while text.ends_with([' ', '\n']) {
+        while text.ends_with([' ', '\n', '\t']) {
             text.pop();
         }
         if !text.is_empty() {
             text.push_str("\n\n");
         }
     };
-    for event in Parser::new(source) {
+    // Tables (GitHub's): a row per block, its cells a tab apart.
+    for event in Parser::new_ext(source, Options::ENABLE_TABLES) {
         match event {
             Event::Start(Tag::Heading { .. }) if heading.is_none() => {
                 heading = Some(String::new());
@@ -67,9 +68,13 @@ fn markdown_text(source: &str) -> (String, Option<String>) {
                 in_first_heading = false;
                 end_block(&mut text);
             }
-            Event::End(TagEnd::Paragraph | TagEnd::CodeBlock | TagEnd::Item | TagEnd::TableRow) => {
-                end_block(&mut text)
-            }
+            Event::End(
+                TagEnd::Paragraph
+                | TagEnd::CodeBlock
+                | TagEnd::Item
+                | TagEnd::TableHead
+                | TagEnd::TableRow,
+            ) => end_block(&mut text),
             Event::End(TagEnd::TableCell) => text.push('\t'),
             Event::Text(t) | Event::Code(t) => {
                 if in_first_heading && let Some(h) = heading.as_mut() {
@@ -134,6 +139,17 @@ mod tests {
         assert_eq!(
             text,
             "Weirs and dams\n\nA weir holds\nwater.\n\none\n\ntwo\n\ncode\n\nMore\n\nhtml"
+        );
+    }
+
+    #[test]
+    fn a_table_is_a_block_per_row_and_a_tab_between_cells() {
+        let (text, _) = markdown_text(
+            "Sizes:\n\n| weir | height |\n| --- | ---: |\n| Low | 1 m |\n| High | *3* m |\n\nAfter.\n",
+        );
+        assert_eq!(
+            text,
+            "Sizes:\n\nweir\theight\n\nLow\t1 m\n\nHigh\t3 m\n\nAfter."
         );
     }
 }
