@@ -1,22 +1,13 @@
-//! chunk-text: split a text field into chunks, by characters, words,
-//! sentences or paragraphs, with overlap and a maximum size; each chunk a
-//! child document that says where it came from (or a multi-valued field).
+//! chunk-text: split a text field into chunks, each a child document or a
+//! value of a multi-valued field.
 //!
-//! ```toml
-//! config = { source = "body", by = "sentences", size = 5, overlap = 1, max_chars = 2000,
-//!            copy = ["title", "url"] }
-//! ```
-//!
-//! A child is `<parent id>-<n>` (`n` from 0) with the chunk in `text_field`
-//! (`text`), and `parent_id`, `chunk_index`, `chunk_count`, `offset` and
-//! `length` (in characters, Unicode scalar values, of the source text), so
-//! a hit on a chunk leads back to its place in its parent. With
-//! `output = "field"` the chunks go to the parent's `target` field instead.
-//! Sentences and words are Unicode's (UAX #29) boundaries; paragraphs are
-//! separated by blank lines.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use std::ops::Range;
 
+use config::{Config, Output, Unit};
 use unicode_segmentation::UnicodeSegmentation;
 use weir_plugin::serde_json::{self, Map, Value as Json};
 use weir_plugin::{
@@ -26,79 +17,6 @@ use weir_plugin::{
 
 /// Most chunks one document may make, whatever `max_chunks` says.
 const MAX_CHUNKS: usize = 100_000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Unit {
-    Characters,
-    Words,
-    Sentences,
-    Paragraphs,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Output {
-    #[default]
-    Children,
-    Field,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Config {
-    /// The text to chunk (each value of a multi-valued field in turn).
-    source: String,
-    /// The unit chunks are counted in.
-    #[serde(default = "Config::default_unit")]
-    by: Unit,
-    /// Units per chunk: default 1,000 characters, 200 words, 5 sentences, 1 paragraph.
-    size: Option<usize>,
-    /// Units a chunk repeats from the end of the one before.
-    #[serde(default)]
-    overlap: usize,
-    /// Longest chunk in characters: a longer one is cut into pieces of this many.
-    max_chars: Option<usize>,
-    /// Most chunks of one document; more fail it (default and ceiling 100,000).
-    max_chunks: Option<usize>,
-    #[serde(default)]
-    output: Output,
-    /// `output = "children"`: the field of a child holding its chunk.
-    #[serde(default = "Config::default_text_field")]
-    text_field: String,
-    /// `output = "field"`: the field of the parent that gets the chunks.
-    #[serde(default = "Config::default_target")]
-    target: String,
-    /// Fields of the parent each child gets a copy of.
-    #[serde(default)]
-    copy: Vec<String>,
-    /// Leave chunks that are only whitespace out.
-    #[serde(default = "Config::yes")]
-    skip_blank: bool,
-}
-
-impl Config {
-    fn default_unit() -> Unit {
-        Unit::Sentences
-    }
-    fn default_text_field() -> String {
-        "text".into()
-    }
-    fn default_target() -> String {
-        "chunks".into()
-    }
-    fn yes() -> bool {
-        true
-    }
-    fn size(&self) -> usize {
-        self.size.unwrap_or(match self.by {
-            Unit::Characters => 1000,
-            Unit::Words => 200,
-            Unit::Sentences => 5,
-            Unit::Paragraphs => 1,
-        })
-    }
-}
 
 /// A chunk: its text's byte range in the source, and its offset and length
 /// in characters.

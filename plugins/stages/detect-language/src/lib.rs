@@ -1,44 +1,16 @@
 //! detect-language: write the language a text field is written in, as an
-//! ISO 639-3 code (`eng`, `fra`, `deu`, ...; 69 languages), with how sure
-//! the guess is.
+//! ISO 639-3 code, with how sure the guess is.
 //!
-//! ```toml
-//! config = { source = "body", target = "language", confidence_field = "language_confidence", min_confidence = 0.5 }
-//! ```
-//!
-//! Reads at most `max_chars` (default 10,000) characters of the field's
-//! text values, so a huge text costs no more than that. A text too short or
-//! mixed to tell, or a guess under `min_confidence`, writes nothing (or
-//! `unknown`, when set). Uses the `whatlang` crate's trigram models.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, doc_error, issue,
     per_document,
 };
 use whatlang::detect;
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    source: String,
-    #[serde(default = "Config::language")]
-    target: String,
-    confidence_field: Option<String>,
-    #[serde(default)]
-    min_confidence: f64,
-    #[serde(default = "Config::max_chars")]
-    max_chars: usize,
-    unknown: Option<String>,
-}
-
-impl Config {
-    fn language() -> String {
-        "language".into()
-    }
-    fn max_chars() -> usize {
-        10_000
-    }
-}
 
 struct DetectLanguage(Config);
 

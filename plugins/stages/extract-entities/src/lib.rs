@@ -1,23 +1,12 @@
-//! extract-entities: find the terms of a dictionary in text fields (places,
-//! products, people: a gazetteer) and write what they stand for.
+//! extract-entities: find the terms of a dictionary in text fields and
+//! write what they stand for.
 //!
-//! ```toml
-//! config = { sources = ["title", "body"], target = "places",
-//!            terms = { "new york" = "New York City", "nyc" = "New York City", "paris" = "Paris" } }
-//! config = { sources = ["body"], target = "products", file = "/dicts/products.tsv" }
-//! ```
-//!
-//! `terms` maps a term to what `target` gets for it; `file` (in a granted
-//! folder, at most `max_file_mib`, default 64) adds one a line: the term,
-//! then a tab and what it stands for (the term itself when there is none;
-//! blank lines and `#` lines skipped). Matching finds every term in one
-//! pass (Aho-Corasick, the longest term where several start at one place),
-//! ignoring case unless `ignore_case = false`, and only as whole words
-//! unless `whole_words = false`. `target` gets each entity found once, in
-//! the order first found; none found writes nothing. At most 1,000,000
-//! terms.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use aho_corasick::{AhoCorasick, MatchKind};
+use config::Config;
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, is_whole_word, issue,
@@ -25,31 +14,6 @@ use weir_plugin::{
 };
 
 const MAX_TERMS: usize = 1_000_000;
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    sources: Vec<String>,
-    target: String,
-    #[serde(default)]
-    terms: std::collections::BTreeMap<String, String>,
-    file: Option<String>,
-    #[serde(default = "Config::max_file_mib")]
-    max_file_mib: u64,
-    #[serde(default = "Config::yes")]
-    ignore_case: bool,
-    #[serde(default = "Config::yes")]
-    whole_words: bool,
-}
-
-impl Config {
-    fn max_file_mib() -> u64 {
-        64
-    }
-    fn yes() -> bool {
-        true
-    }
-}
 
 struct ExtractEntities {
     config: Config,

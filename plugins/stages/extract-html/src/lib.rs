@@ -1,32 +1,16 @@
 //! extract-html: the readable text of an HTML page, its title, meta tags,
-//! language and links, and what CSS selectors pick out (as jsoup would).
+//! language and links, and what CSS selectors pick out.
 //!
-//! ```toml
-//! config = { from = "file", source = "path", max_mib = 20,
-//!            remove = ["nav", "footer", ".ads"],
-//!            selectors = [{ css = "span.price", field = "price" },
-//!                         { css = "a.tag", field = "tags", all = true },
-//!                         { css = "link[rel=canonical]", field = "canonical", attribute = "href" }] }
-//! ```
-//!
-//! Content comes `from` a field holding the HTML (`field`, default), its
-//! base64 (`base64`), a granted file (`file`) or a URL (`url`); bytes are
-//! read in their character set (a byte-order mark, valid UTF-8, the
-//! server's `charset`, the page's `<meta charset>`, else a guess).
-//! Writes `text_field` (`text`: block elements end lines; scripts, styles,
-//! templates and `remove` are left out), `title_field` (`title`), each
-//! `<meta name|property content>` as `<meta_prefix><name>` (`meta_`, names
-//! lower-cased, `:` and `.` as `_`), `lang_field` (`lang`, from `<html
-//! lang>`), `links_field` (none unless set: the `href` of each link, at
-//! most `max_links`) and `charset_field` (none unless set). A page that is
-//! not HTML still parses (HTML parsing never fails); one past `max_mib`
-//! (default 20) fails its document.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use std::collections::HashSet;
 
+use config::Config;
 use scraper::node::Node;
 use scraper::{ElementRef, Html, Selector};
-use weir_plugin::content::{self, From};
+use weir_plugin::content;
 use weir_plugin::serde_json::{Value as Json, json};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, doc_error, issue,
@@ -73,65 +57,6 @@ const BLOCKS: [&str; 33] = [
     "ul",
     "title",
 ];
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Pick {
-    css: String,
-    field: String,
-    /// An attribute's value instead of the element's text.
-    attribute: Option<String>,
-    /// Every match (a multi-valued field), not only the first.
-    #[serde(default)]
-    all: bool,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    from: From,
-    source: String,
-    #[serde(default = "Config::max_mib")]
-    max_mib: u64,
-    #[serde(default = "Config::text")]
-    text_field: String,
-    #[serde(default = "Config::title")]
-    title_field: String,
-    #[serde(default = "Config::meta")]
-    meta_prefix: String,
-    #[serde(default = "Config::lang")]
-    lang_field: String,
-    links_field: Option<String>,
-    #[serde(default = "Config::max_links")]
-    max_links: usize,
-    charset_field: Option<String>,
-    #[serde(default)]
-    remove: Vec<String>,
-    #[serde(default)]
-    selectors: Vec<Pick>,
-}
-
-impl Config {
-    fn max_mib() -> u64 {
-        20
-    }
-    fn text() -> String {
-        "text".into()
-    }
-    fn title() -> String {
-        "title".into()
-    }
-    fn meta() -> String {
-        "meta_".into()
-    }
-    fn lang() -> String {
-        "lang".into()
-    }
-    fn max_links() -> usize {
-        1000
-    }
-}
 
 fn selector(css: &str) -> Result<Selector, String> {
     Selector::parse(css).map_err(|e| format!("`{css}` is not a CSS selector: {e}"))

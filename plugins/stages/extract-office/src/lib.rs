@@ -1,29 +1,13 @@
-//! extract-office: the text and metadata of Office Open XML files: Word
-//! (`.docx`), PowerPoint (`.pptx`) and Excel (`.xlsx`), whoever wrote them.
+//! extract-office: the text and metadata of Office Open XML files (Word,
+//! PowerPoint and Excel).
 //!
-//! ```toml
-//! config = { from = "file", source = "path", max_mib = 50, max_unzipped_mib = 64 }
-//! ```
-//!
-//! Content comes `from` a granted file (`file`), a URL (`url`) or a field
-//! holding the file's base64 (`base64`, default; what `fetch-content`
-//! writes). Writes `text_field` (`text`): a document's paragraphs, a
-//! deck's slides (each also a value of `parts_field`, `parts`), a
-//! workbook's rows (cells tab-separated, each sheet a value of `parts`
-//! headed by its name); `format_field` (`format`: `docx`, `pptx` or
-//! `xlsx`); and from `docProps/core.xml`, `title`, `author`, `created`,
-//! `modified` (with `meta_prefix`, empty by default).
-//!
-//! Hostile files fail only their document: a file past `max_mib`, one
-//! that unzips past `max_unzipped_mib` (default 64; a zip bomb: reading
-//! stops there; keep it well under the plugin's `limits.memory_mib`, since
-//! an entry is held whole while it is read),
-//! one with more than 100,000 entries, one that is not a zip or has no
-//! Office part. XML is read as a stream (no recursion, however deep), and
-//! entities beyond XML's five are not expanded.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use std::io::{Cursor, Read};
 
+use config::Config;
 use quick_xml::Reader;
 use quick_xml::events::Event;
 use weir_plugin::content::{self, From};
@@ -35,47 +19,6 @@ use weir_plugin::{
 
 /// Most entries an archive may list.
 const MAX_ENTRIES: usize = 100_000;
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default = "Config::base64")]
-    from: From,
-    source: String,
-    #[serde(default = "Config::max_mib")]
-    max_mib: u64,
-    #[serde(default = "Config::max_unzipped_mib")]
-    max_unzipped_mib: u64,
-    #[serde(default = "Config::text")]
-    text_field: String,
-    #[serde(default = "Config::parts")]
-    parts_field: String,
-    #[serde(default = "Config::format")]
-    format_field: String,
-    #[serde(default)]
-    meta_prefix: String,
-}
-
-impl Config {
-    fn base64() -> From {
-        From::Base64
-    }
-    fn max_mib() -> u64 {
-        50
-    }
-    fn max_unzipped_mib() -> u64 {
-        64
-    }
-    fn text() -> String {
-        "text".into()
-    }
-    fn parts() -> String {
-        "parts".into()
-    }
-    fn format() -> String {
-        "format".into()
-    }
-}
 
 /// What a file holds.
 struct Extracted {

@@ -1,72 +1,16 @@
 //! extract-pdf: the text of a PDF, page by page, and its metadata.
 //!
-//! ```toml
-//! config = { from = "file", source = "path", max_mib = 50, max_pages = 2000 }
-//! ```
-//!
-//! Content comes `from` a granted file (`file`), a URL (`url`) or a field
-//! holding the file's base64 (`base64`, default). Writes `text_field`
-//! (`text`: the pages, a blank line apart), `pages_field` (`pages`: a value
-//! per page, so a hit can name its page), `page_count_field`
-//! (`page_count`), and from the document's Info dictionary `title`,
-//! `author`, `subject`, `keywords`, `creator`, `producer`, `created` and
-//! `modified` (with `meta_prefix`, empty by default; dates as RFC 3339,
-//! `2026-12-03T12:08:01+00:00`, or as written when they are not PDF dates). A PDF encrypted with
-//! an empty user password (most "protected" ones) is read; one that needs
-//! a password fails its document.
-//!
-//! The parser (the `pdf-extract` and `lopdf` crates) runs in the sandbox:
-//! a PDF that makes it panic, recurse without end or allocate past
-//! `limits.memory_mib` fails only its own document, and the stage goes on
-//! with a fresh instance. At most `max_pages` pages are read.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use pdf_extract::{Document, Object, PlainTextOutput};
 use weir_plugin::content::{self, From};
 use weir_plugin::serde_json::{Value as Json, json};
 use weir_plugin::{
     BatchStage, ConfigIssue, FieldChange, Outcome, PluginError, doc_error, issue, per_document,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default = "Config::base64")]
-    from: From,
-    source: String,
-    #[serde(default = "Config::max_mib")]
-    max_mib: u64,
-    #[serde(default = "Config::max_pages")]
-    max_pages: usize,
-    #[serde(default = "Config::text")]
-    text_field: String,
-    #[serde(default = "Config::pages")]
-    pages_field: String,
-    #[serde(default = "Config::page_count")]
-    page_count_field: String,
-    #[serde(default)]
-    meta_prefix: String,
-}
-
-impl Config {
-    fn base64() -> From {
-        From::Base64
-    }
-    fn max_mib() -> u64 {
-        50
-    }
-    fn max_pages() -> usize {
-        10_000
-    }
-    fn text() -> String {
-        "text".into()
-    }
-    fn pages() -> String {
-        "pages".into()
-    }
-    fn page_count() -> String {
-        "page_count".into()
-    }
-}
 
 /// Info dictionary keys and the fields they become.
 const INFO: [(&[u8], &str); 8] = [

@@ -1,65 +1,18 @@
 //! extract-xml: pick values out of XML documents with XPath 1.0.
 //!
-//! ```toml
-//! config = { from = "file", source = "path", namespaces = { dc = "http://purl.org/dc/elements/1.1/" },
-//!            xpaths = [{ xpath = "/record/dc:title", field = "title" },
-//!                      { xpath = "//subject", field = "subjects", all = true },
-//!                      { xpath = "count(//page)", field = "pages" }] }
-//! ```
-//!
-//! Content comes `from` a field holding the XML (`field`, default), its
-//! base64, a granted file or a URL, in its character set (its BOM or
-//! UTF-8). Each XPath writes its `field`: a node set as the string value of
-//! its first node (or, with `all`, of every node, a multi-valued field;
-//! none when it matches nothing), a number, a string or a boolean as what
-//! it is. With `text_field`, the whole document's text goes there too.
-//! XPaths are compiled at `start`: one that does not parse, or names a
-//! prefix `namespaces` does not give, is a config error. A document that is
-//! not well-formed XML fails with the parser's position; DTDs and their
-//! entities are not expanded. The parser (sxd-document) recurses, so a
-//! document nested tens of thousands deep overflows the guest's stack: a
-//! trap that fails that document alone.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
-use std::collections::BTreeMap;
+mod config;
 
+use config::Config;
 use sxd_document::parser;
 use sxd_xpath::{Context, Factory, Value, XPath};
-use weir_plugin::content::{self, From};
+use weir_plugin::content;
 use weir_plugin::serde_json::{Value as Json, json};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, doc_error, issue,
     per_document,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Pick {
-    xpath: String,
-    field: String,
-    #[serde(default)]
-    all: bool,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    from: From,
-    source: String,
-    #[serde(default = "Config::max_mib")]
-    max_mib: u64,
-    #[serde(default)]
-    xpaths: Vec<Pick>,
-    #[serde(default)]
-    namespaces: BTreeMap<String, String>,
-    text_field: Option<String>,
-}
-
-impl Config {
-    fn max_mib() -> u64 {
-        20
-    }
-}
 
 fn compile(expression: &str) -> Result<XPath, String> {
     Factory::new()
