@@ -598,4 +598,13 @@ fn extract_xml_picks_values_with_xpath_and_fails_only_malformed_documents() {
         json!({ "source": "x", "xpaths": [{ "xpath": "//[", "field": "f" }] }),
     ));
     assert!(bad[0].starts_with("xpaths[0].xpath: "), "{bad:?}");
+    // A prefix the XPath library cannot resolve would fail every document.
+    let unbound = crate::text_stages::issues_of(spec(
+        "extract-xml",
+        json!({ "source": "x", "xpaths": [{ "xpath": "//dc:title", "field": "f" }] }),
+    ));
+    assert!(
+        unbound.len() == 1 && unbound[0].contains("prefix `dc`"),
+        "{unbound:?}"
+    );
 }

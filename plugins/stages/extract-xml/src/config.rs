@@ -42,8 +42,7 @@ pub struct Config {
     pub xpaths: Vec<Pick>,
     /// Prefix -> namespace URI, for the prefixes the XPaths use (a document's
     /// own prefixes mean nothing to an XPath: its elements are matched by
-    /// URI). An XPath using a prefix not given here is not caught when the
-    /// config is checked: it fails every document.
+    /// URI). An XPath using a prefix not given here is a config error.
     #[serde(default)]
     pub namespaces: BTreeMap<String, String>,
     /// A field that gets all the document's text: `string(/)`, trimmed, its

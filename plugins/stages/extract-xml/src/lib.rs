@@ -21,6 +21,41 @@ fn compile(expression: &str) -> Result<XPath, String> {
         .ok_or_else(|| format!("`{expression}` is empty"))
 }
 
+/// The namespace prefixes `expression` names (`dc` in `//dc:title`, `@x:id`
+/// or `x:*`), outside its string literals. The XPath library panics on a
+/// prefix its context lacks, so every one must be checked before a run.
+fn prefixes(expression: &str) -> Vec<&str> {
+    let bytes = expression.as_bytes();
+    let name_byte =
+        |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.') || b >= 0x80;
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'\'' || b == b'"' {
+            // A literal runs to the same quote; XPath 1.0 has no escapes.
+            i = expression[i + 1..]
+                .find(b as char)
+                .map_or(bytes.len(), |end| i + end + 2);
+        } else if b.is_ascii_alphabetic() || b == b'_' || b >= 0x80 {
+            let start = i;
+            while i < bytes.len() && name_byte(bytes[i]) {
+                i += 1;
+            }
+            let qualified = bytes.get(i) == Some(&b':')
+                && bytes.get(i + 1) != Some(&b':')
+                && (start == 0 || bytes[start - 1] != b'$');
+            if qualified {
+                found.push(&expression[start..i]);
+                i += 1;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    found
+}
+
 struct ExtractXml {
     config: Config,
     xpaths: Vec<XPath>,
@@ -42,6 +77,17 @@ impl BatchStage for ExtractXml {
         for (i, pick) in config.xpaths.iter().enumerate() {
             if let Err(e) = compile(&pick.xpath) {
                 issues.push(issue(format!("xpaths[{i}].xpath"), e));
+            } else if let Some(prefix) = prefixes(&pick.xpath)
+                .into_iter()
+                .find(|p| !config.namespaces.contains_key(*p))
+            {
+                issues.push(issue(
+                    format!("xpaths[{i}].xpath"),
+                    format!(
+                        "`{}` uses the prefix `{prefix}`, which `namespaces` does not give",
+                        pick.xpath
+                    ),
+                ));
             }
         }
         issues
@@ -131,3 +177,24 @@ impl ExtractXml {
 }
 
 weir_plugin::export_batch_stage!(ExtractXml);
+
+#[cfg(test)]
+mod tests {
+    use super::prefixes;
+
+    #[test]
+    fn prefixes_are_found_in_names_and_not_in_literals_axes_or_variables() {
+        assert_eq!(prefixes("//dc:title"), ["dc"]);
+        assert_eq!(prefixes("child::a:b/@x-1:id | x:*"), ["a", "x-1", "x"]);
+        assert_eq!(
+            prefixes("//t[@k = 'no:prefix' or . = \"q:r\"]"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            prefixes("ancestor-or-self::node()[$v:w > 1.5]"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(prefixes("count(//é:x) div 2"), ["é"]);
+        assert_eq!(prefixes("'unterminated: a:b"), Vec::<&str>::new());
+    }
+}
