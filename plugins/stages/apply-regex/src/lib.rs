@@ -1,39 +1,15 @@
-//! apply-regex: extract regex matches from source fields into a target field.
+//! apply-regex: extract what a regular expression matches in a field into another field.
 //!
-//! ```toml
-//! config = { source = "body", target = "emails", pattern = '[\w.]+@[\w.]+', mode = "overwrite" }
-//! ```
-//! Each match contributes its first capture group when the pattern has one,
-//! else the whole match. With no match the target is left alone.
-//!
-//! A batch stage: one call per batch; per document, one reads the source
-//! and one writes every match (with `mode = "skip"`, one more asks whether
-//! the target exists).
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use regex::{Regex, RegexBuilder};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, Mode, Outcome, PluginError, Value, doc_error, issue,
     per_document,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    source: String,
-    target: String,
-    pattern: String,
-    #[serde(default)]
-    ignore_case: bool,
-    /// Take every match (true) or only the first per value (false).
-    #[serde(default = "yes")]
-    all_matches: bool,
-    #[serde(default)]
-    mode: Mode,
-}
-
-fn yes() -> bool {
-    true
-}
 
 fn compile(config: &Config) -> Result<Regex, String> {
     RegexBuilder::new(&config.pattern)

@@ -1,30 +1,16 @@
-//! concatenate: build a field from a format string with `{field}` placeholders.
+//! concatenate: build a text field from a format string with `{field}` placeholders.
 //!
-//! ```toml
-//! config = { target = "full_name", format = "{first} {last}", defaults = { last = "" } }
-//! ```
-//! A placeholder takes the first value of its field, else its default, else
-//! stays as written. `{{` and `}}` are literal braces.
-//!
-//! A batch stage: per document, one call reads every placeholder's field
-//! and one writes the target.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use std::collections::BTreeMap;
 
+use config::Config;
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, Outcome, PluginError, doc_error, issue, per_document,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    target: String,
-    format: String,
-    /// Text for placeholders whose field is absent.
-    #[serde(default)]
-    defaults: BTreeMap<String, String>,
-}
 
 enum Piece {
     Text(String),

@@ -1,53 +1,15 @@
 //! contains-value: mark documents whose fields hold any of some values.
 //!
-//! ```toml
-//! config = { fields = ["title", "body"], values = ["urgent", "asap"], target = "priority",
-//!            value = "high", match = "word", ignore_case = true }
-//! ```
-//!
-//! When a text value of one of `fields` holds one of `values`, `target`
-//! gets `value` (default `true`; any TOML value); otherwise nothing, or
-//! `otherwise` when set. `match`: `whole` (the value is exactly one of
-//! them), `word` (default: one of them as whole words, not inside longer
-//! words) or `substring`. At most 10,000 values.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::{Config, MAX_VALUES, Match};
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, is_whole_word, issue,
     text_of, update_batch,
 };
-
-const MAX_VALUES: usize = 10_000;
-
-#[derive(serde::Deserialize, Clone, Copy, Default, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-enum Match {
-    Whole,
-    #[default]
-    Word,
-    Substring,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    fields: Vec<String>,
-    values: Vec<String>,
-    target: String,
-    #[serde(default = "Config::value")]
-    value: Json,
-    otherwise: Option<Json>,
-    #[serde(default, rename = "match")]
-    how: Match,
-    #[serde(default)]
-    ignore_case: bool,
-}
-
-impl Config {
-    fn value() -> Json {
-        Json::Bool(true)
-    }
-}
 
 struct ContainsValue {
     config: Config,

@@ -1,29 +1,14 @@
-//! copy-fields: copy the values of source fields to target fields.
+//! copy-fields: copy the values of fields to other fields.
 //!
-//! ```toml
-//! config = { mappings = [{ source = "title", target = "title_copy" }], mode = "overwrite" }
-//! ```
-//!
-//! A batch stage: with `overwrite` and `skip`, two host calls per batch (one
-//! reads every source, and for `skip` every target, of every document as
-//! JSON; one writes the copies), more only for a document whose source is
-//! multi-valued or null; with `append`, or mappings that read a target of
-//! an earlier one, two calls per document.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldChange, FieldMapping, Mode, Outcome, PluginError,
-    doc_error, issue, per_document, update, update_batch,
+    BatchStage, ConfigIssue, Document, FieldChange, Mode, Outcome, PluginError, doc_error, issue,
+    per_document, update, update_batch,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    /// Source -> target pairs, applied in order.
-    mappings: Vec<FieldMapping>,
-    /// How to write a target that already has values.
-    #[serde(default)]
-    mode: Mode,
-}
 
 struct CopyFields {
     config: Config,

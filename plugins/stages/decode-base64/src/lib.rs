@@ -1,43 +1,17 @@
-//! decode-base64: decode base64 text values, to text or (with
-//! `encode = true`) encode text as base64.
+//! decode-base64: decode base64 text values to text, or (with `encode`) encode text as base64.
 //!
-//! ```toml
-//! config = { fields = ["payload"], alphabet = "standard" }
-//! ```
-//!
-//! `alphabet` is `standard` (default, `+/`, padding optional) or `url`
-//! (`-_`). Decoded bytes must be UTF-8 (a document holds text, not bytes),
-//! or the document fails saying so. `mappings = [{ source, target }]`
-//! writes the result to another field.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use base64::Engine;
 use base64::engine::DecodePaddingMode;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+use config::{Alphabet, Config};
 use weir_plugin::serde_json::Value as Json;
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldMapping, Outcome, PluginError, field_pairs, map_values,
+    BatchStage, ConfigIssue, Document, Outcome, PluginError, field_pairs, map_values,
 };
-
-#[derive(serde::Deserialize, Clone, Copy, Default)]
-#[serde(rename_all = "lowercase")]
-enum Alphabet {
-    #[default]
-    Standard,
-    Url,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    fields: Vec<String>,
-    #[serde(default)]
-    mappings: Vec<FieldMapping>,
-    #[serde(default)]
-    alphabet: Alphabet,
-    #[serde(default)]
-    encode: bool,
-}
 
 struct DecodeBase64 {
     pairs: Vec<(String, String)>,

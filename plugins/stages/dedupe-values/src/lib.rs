@@ -1,33 +1,16 @@
-//! dedupe-values: remove repeated values from multi-valued fields, keeping
-//! the first of each in its place.
+//! dedupe-values: remove repeated values from multi-valued fields, keeping the first of each in its place.
 //!
-//! ```toml
-//! config = { fields = ["tags"], ignore_case = true }
-//! ```
-//!
-//! Values are the same when their JSON is (numbers as written, so `1` and
-//! `1.0` differ); with `ignore_case`, text values are compared in lower
-//! case. `mappings = [{ source, target }]` writes the result to another
-//! field. Two host calls per batch.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use std::collections::HashSet;
 
+use config::Config;
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldChange, FieldMapping, Outcome, PluginError,
-    field_pairs, update_batch,
+    BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, field_pairs, update_batch,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    fields: Vec<String>,
-    #[serde(default)]
-    mappings: Vec<FieldMapping>,
-    #[serde(default)]
-    ignore_case: bool,
-}
 
 struct DedupeValues {
     pairs: Vec<(String, String)>,

@@ -1,28 +1,15 @@
-//! delete-fields: remove fields by name, or every field whose name matches
-//! a pattern (or, with `keep`, every field not listed).
+//! delete-fields: remove fields by name or by a pattern on their names, or every field but some.
 //!
-//! ```toml
-//! config = { fields = ["raw", "tmp"], matching = '^_internal_' }
-//! config = { keep = ["title", "body"] }
-//! ```
-//!
-//! The document's `id` is never a field and stays. One call per document
-//! (two when a pattern or `keep` needs the field names).
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use regex::{Regex, RegexBuilder};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, doc_error, issue,
     per_document,
 };
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    #[serde(default)]
-    fields: Vec<String>,
-    matching: Option<String>,
-    keep: Option<Vec<String>>,
-}
 
 fn compile(pattern: &str) -> Result<Regex, regex::Error> {
     RegexBuilder::new(pattern)

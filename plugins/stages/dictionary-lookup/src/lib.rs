@@ -1,62 +1,17 @@
-//! dictionary-lookup: replace or annotate values with what a dictionary
-//! maps them to.
+//! dictionary-lookup: replace or annotate values with what a dictionary maps them to.
 //!
-//! ```toml
-//! config = { source = "country", target = "country_name", dictionary = { fr = "France", de = "Germany" } }
-//! config = { source = "code", target = "labels", file = "/dicts/codes.tsv", ignore_case = true }
-//! ```
-//!
-//! `dictionary` maps a key to a value or a list of values; `file` (in a
-//! granted folder) holds one entry a line: the key, then its values, split
-//! by `separator` (a tab by default; blank lines and lines starting with
-//! `#` skipped). Each value of `source` found in the dictionary adds what
-//! it maps to; `target` gets them all (`mode`: `overwrite`, `append` or
-//! `skip` a target that exists). A value not found adds nothing, or itself
-//! with `keep_unknown`. The file is read once, at `start`, at most
-//! `max_file_mib` (default 64) MiB.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
+
+mod config;
 
 use std::collections::HashMap;
 
+use config::{Config, Entry};
 use weir_plugin::serde_json::{self, Value as Json};
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, Mode, Outcome, PluginError, Value, doc_error, issue,
-    per_document, text_of, update,
+    BatchStage, ConfigIssue, Document, Outcome, PluginError, Value, doc_error, issue, per_document,
+    text_of, update,
 };
-
-#[derive(serde::Deserialize, Clone)]
-#[serde(untagged)]
-enum Entry {
-    One(String),
-    Many(Vec<String>),
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    source: String,
-    target: String,
-    dictionary: Option<HashMap<String, Entry>>,
-    file: Option<String>,
-    #[serde(default = "Config::tab")]
-    separator: String,
-    #[serde(default)]
-    ignore_case: bool,
-    #[serde(default)]
-    keep_unknown: bool,
-    #[serde(default)]
-    mode: Mode,
-    #[serde(default = "Config::max_file_mib")]
-    max_file_mib: u64,
-}
-
-impl Config {
-    fn tab() -> String {
-        "\t".into()
-    }
-    fn max_file_mib() -> u64 {
-        64
-    }
-}
 
 struct DictionaryLookup {
     config: Config,

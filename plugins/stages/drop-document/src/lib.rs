@@ -1,22 +1,11 @@
 //! drop-document: drop documents so they are not indexed.
 //!
-//! ```toml
-//! config = { field = "status", values = ["deleted", "draft"] }
-//! ```
-//! With `values`, a document is dropped when any value of `field` is listed;
-//! without, when `field` is present. With no `field`, every document is dropped.
-//!
-//! A batch stage: one call per batch, one per document.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use weir_plugin::{BatchStage, ConfigIssue, Document, Outcome, PluginError, issue};
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    field: Option<String>,
-    #[serde(default)]
-    values: Vec<String>,
-}
 
 struct DropDocument(Config);
 

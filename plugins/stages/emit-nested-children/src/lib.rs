@@ -1,28 +1,12 @@
-//! emit-nested-children: turn each object of an array field into a child
-//! document, processed by the rest of the pipeline ahead of its parent.
+//! emit-nested-children: turn each object of an array field into a child document.
 //!
-//! ```toml
-//! config = { source = "chapters", id_field = "chapter_id", parent_field = "book_id" }
-//! ```
-//! A child's id is the element's `id_field` value when set and present, else
-//! `<parent id>-<index>`. With `parent_field`, the child records its parent's
-//! id there. The source field is removed from the parent unless `keep_source`.
-//!
-//! A batch stage: each child is made from its fields' JSON in one call
-//! (and one more sets `parent_field`), not one call per field.
+//! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod config;
+
+use config::Config;
 use weir_plugin::serde_json::Value as Json;
 use weir_plugin::{BatchStage, Document, Outcome, PluginError, Value, doc_error, per_document};
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Config {
-    source: String,
-    id_field: Option<String>,
-    parent_field: Option<String>,
-    #[serde(default)]
-    keep_source: bool,
-}
 
 struct EmitNestedChildren(Config);
 
