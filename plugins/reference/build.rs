@@ -28,9 +28,6 @@ fn main() {
         names.sort();
         for name in names {
             let config = parent.join(&name).join("src/config.rs");
-            if std::env::var("TMPSKIP").is_ok() && !config.is_file() {
-                continue;
-            }
             assert!(
                 config.is_file(),
                 "plugins/{dir}/{name} has no src/config.rs: every bundled plugin declares its \

@@ -201,11 +201,11 @@ fn type_of(
             }
             "array" => {
                 let items = schema.get("items").unwrap_or(&Json::Null);
-                format!("list of {}", type_of(items, defs, nested).0)
+                format!("list of {}", grouped(type_of(items, defs, nested).0))
             }
             "object" => match schema.get("additionalProperties") {
                 Some(values @ Json::Object(_)) => {
-                    format!("table of {}", type_of(values, defs, nested).0)
+                    format!("table of {}", grouped(type_of(values, defs, nested).0))
                 }
                 _ => "table".to_owned(),
             },
@@ -213,6 +213,15 @@ fn type_of(
         })
         .collect();
     (words.join(" or "), String::new())
+}
+
+/// A type of several choices in parentheses, when it is part of another.
+fn grouped(kind: String) -> String {
+    if kind.contains(" \\| ") || kind.contains(" or ") {
+        format!("({kind})")
+    } else {
+        kind
+    }
 }
 
 fn text<'a>(schema: &'a Json, key: &str) -> &'a str {

@@ -24,7 +24,17 @@ use crate::{ConfigIssue, Document, PluginError, issue};
 pub const MAX_MIB: u64 = 1024;
 
 /// Where a stage's content comes from: what its `source` field holds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Deserialize,
+    serde::Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum From {
     /// The content itself, as text.

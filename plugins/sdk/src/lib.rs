@@ -290,6 +290,26 @@ pub fn issue(path: impl Into<String>, message: impl Into<String>) -> ConfigIssue
     }
 }
 
+/// Fields the host keeps for itself: a stage cannot set or delete them.
+pub const RESERVED_FIELDS: [&str; 3] = ["id", "run_id", "_children"];
+
+/// Issues for the reserved fields (`RESERVED_FIELDS`) among the field
+/// names a setting lists as fields to write or delete: caught at
+/// validation, not by failing every document.
+pub fn reserved_field_issues(setting: &str, fields: &[String]) -> Vec<ConfigIssue> {
+    fields
+        .iter()
+        .enumerate()
+        .filter(|(_, field)| RESERVED_FIELDS.contains(&field.as_str()))
+        .map(|(i, field)| {
+            issue(
+                format!("{setting}[{i}]"),
+                format!("`{field}` is kept by the host: a stage cannot change it"),
+            )
+        })
+        .collect()
+}
+
 /// A document-level error from a field error: the document fails, the run goes on.
 pub fn doc_error(error: FieldError) -> PluginError {
     PluginError::Document(field_error_message(&error))
@@ -546,7 +566,17 @@ pub struct FieldMapping {
 
 /// How a stage writes to a field that may already have values; the `mode`
 /// setting of several stages (`"overwrite"`, `"append"`, `"skip"`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Deserialize,
+    serde::Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Replace existing values.

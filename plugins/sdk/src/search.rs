@@ -5,7 +5,17 @@ use serde_json::{Map, Value as Json};
 
 /// How a backend gets a document's nested children (`_children` in the
 /// host's JSON), the `children` setting.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Deserialize,
+    serde::Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Children {
     /// Inside their parent, under the backend's field for them.
@@ -199,7 +209,17 @@ pub struct VectorField {
 }
 
 /// How a vector field compares vectors (each engine has its own names).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Deserialize,
+    serde::Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Similarity {
     /// The cosine of the angle between two vectors.

@@ -32,7 +32,20 @@ fn parse(format: &str) -> Result<Vec<Piece>, String> {
                 text.push('}');
             }
             '{' => {
-                let name: String = chars.by_ref().take_while(|&c| c != '}').collect();
+                let mut name = String::new();
+                let mut closed = false;
+                for c in chars.by_ref() {
+                    if c == '}' {
+                        closed = true;
+                        break;
+                    }
+                    name.push(c);
+                }
+                if !closed {
+                    return Err(format!(
+                        "`{{{name}` is not closed (write `{{{{` for a literal brace)"
+                    ));
+                }
                 if name.is_empty() || name.contains('{') {
                     return Err(format!("bad placeholder `{{{name}`"));
                 }

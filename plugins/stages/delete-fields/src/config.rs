@@ -6,8 +6,8 @@
 /// Give `fields`, `matching` or both (every field named or matched goes), or
 /// `keep` alone (every field not listed goes). A field that is absent is
 /// simply not there to remove. The document's `id` is not a field and always
-/// stays (naming `id`, `run_id` or `_children` in `fields` fails every
-/// document). One host call per document (two when `matching` or `keep` needs
+/// stays (naming `id`, `run_id` or `_children` in `fields` is a config
+/// error). One host call per document (two when `matching` or `keep` needs
 /// the document's field names).
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]

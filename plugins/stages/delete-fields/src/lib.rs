@@ -8,7 +8,7 @@ use config::Config;
 use regex::{Regex, RegexBuilder};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, doc_error, issue,
-    per_document,
+    per_document, reserved_field_issues,
 };
 
 fn compile(pattern: &str) -> Result<Regex, regex::Error> {
@@ -28,7 +28,7 @@ impl BatchStage for DeleteFields {
     type Config = Config;
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
-        let mut issues = Vec::new();
+        let mut issues = reserved_field_issues("fields", &config.fields);
         if config.keep.is_some() && (!config.fields.is_empty() || config.matching.is_some()) {
             issues.push(issue(
                 "keep",

@@ -40,7 +40,8 @@ pub struct Config {
     #[serde(default = "Config::tab")]
     pub separator: String,
     /// Look keys up in lower case, so that `FR` finds `fr` (the values added
-    /// keep their case).
+    /// keep their case). Keys of `dictionary` equal but for case are then a
+    /// config error; in `file`, the later line wins.
     #[serde(default)]
     pub ignore_case: bool,
     /// Add a value not found in the dictionary as it is, instead of nothing.

@@ -35,6 +35,20 @@ impl BatchStage for DictionaryLookup {
         if config.max_file_mib == 0 || config.max_file_mib > 1024 {
             issues.push(issue("max_file_mib", "must be 1 to 1024"));
         }
+        if let (true, Some(dictionary)) = (config.ignore_case, &config.dictionary) {
+            // Keys equal but for case would each be the one kept, by chance.
+            let mut keys: Vec<&String> = dictionary.keys().collect();
+            keys.sort();
+            let mut seen: HashMap<String, &String> = HashMap::new();
+            for key in keys {
+                if let Some(first) = seen.insert(key.to_lowercase(), key) {
+                    issues.push(issue(
+                        format!("dictionary.{key}"),
+                        format!("is `{first}` with `ignore_case`: keep one of them"),
+                    ));
+                }
+            }
+        }
         issues
     }
 
