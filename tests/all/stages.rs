@@ -69,6 +69,16 @@ fn concatenate_formats_fields_with_defaults() {
         d.get_string("label").as_deref(),
         Some("Ada Lovelace ({year}) {x}")
     );
+    for unclosed in ["x {raw", "{", "a {b} {c"] {
+        let found = crate::text_stages::issues(
+            "concatenate",
+            json!({ "target": "label", "format": unclosed }),
+        );
+        assert!(
+            found.len() == 1 && found[0].contains("is not closed"),
+            "{unclosed}: {found:?}"
+        );
+    }
 }
 
 #[test]

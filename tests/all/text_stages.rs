@@ -284,6 +284,13 @@ fn delete_fields_by_name_pattern_or_keep() {
     );
     assert_eq!(f, json!({ "b": 3 }));
     assert!(!issues("delete-fields", json!({ "keep": ["b"], "fields": ["a"] })).is_empty());
+    // The host's own fields cannot go: caught at validation, not per document.
+    let reserved = issues(
+        "delete-fields",
+        json!({ "fields": ["a", "id", "_children"] }),
+    );
+    assert_eq!(reserved.len(), 2, "{reserved:?}");
+    assert!(reserved[0].starts_with("fields[1]: `id`"), "{reserved:?}");
 }
 
 #[test]
@@ -359,6 +366,13 @@ fn dictionary_lookup_inline_and_from_a_granted_file() {
         out[0].as_ref().expect("processed").0["label"],
         json!(["Alpha", "Beta", "B", "zz"])
     );
+    // Keys equal but for case would each win by chance under ignore_case.
+    let clash = issues(
+        "dictionary-lookup",
+        json!({ "source": "c", "target": "n", "ignore_case": true, "dictionary": { "fr": "a", "FR": "b", "de": "c" } }),
+    );
+    assert_eq!(clash.len(), 1, "{clash:?}");
+    assert!(clash[0].contains("`FR`"), "{clash:?}");
 }
 
 #[test]
