@@ -31,6 +31,8 @@ use std::time::Instant;
 
 use serde_json::json;
 
+#[path = "common/file_to_nop.rs"]
+mod file_to_nop;
 #[path = "common/files.rs"]
 mod files;
 #[path = "common/measure.rs"]
@@ -274,7 +276,6 @@ fn cases(dir: &Path, dist: &Path, scale: usize, embedder: &str) -> Vec<Case> {
 }
 
 fn run_config(dir: &Path, dist: &Path, input: &Path, stage: Option<&str>) -> String {
-    let plugin = |name: &str| format!("{:?}", dist.join(name).display().to_string());
     let stages = stage.map_or_else(String::new, |stage| {
         format!("stages = [{{ name = \"stage\", plugin = {stage} }}]")
     });
@@ -282,26 +283,5 @@ fn run_config(dir: &Path, dist: &Path, input: &Path, stage: Option<&str>) -> Str
         .file_name()
         .and_then(|n| n.to_str())
         .expect("input name");
-    format!(
-        r#"
-        [runner]
-        cache_dir = {cache:?}
-        [worker]
-        threads = 2
-        [indexer]
-        batch_size = 100
-        plugin = {{ path = {nop} }}
-        [[connectors]]
-        name = "bench"
-        pipeline = "p"
-        plugin = {{ path = {files}, config = {{ paths = ["/work/{name}"] }}, grants = {{ dirs = [{{ host = {dir:?}, guest = "/work" }}] }} }}
-        [[pipelines]]
-        name = "p"
-        {stages}
-        "#,
-        cache = dir.join("cache").display().to_string(),
-        dir = dir.display().to_string(),
-        nop = plugin("nop_indexer.wasm"),
-        files = plugin("file_connector.wasm"),
-    )
+    file_to_nop::run_config(dir, dist, name, 100, &stages)
 }

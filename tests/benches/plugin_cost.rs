@@ -38,6 +38,8 @@ use weir::core::document::{Document, UpdateMode};
 
 #[path = "common/corpus.rs"]
 mod corpus;
+#[path = "common/file_to_nop.rs"]
+mod file_to_nop;
 #[path = "common/measure.rs"]
 mod measure;
 use corpus::generate;
@@ -240,7 +242,6 @@ fn cases(dist: &Path, copies: usize) -> Vec<Case> {
 /// A run config: file connector -> every copy of `case`'s stage (none: no
 /// stage) -> nop indexer.
 fn run_config(dir: &Path, dist: &Path, case: Option<&Case>) -> String {
-    let plugin = |name: &str| format!("{:?}", dist.join(name).display().to_string());
     let stages = case.map_or_else(String::new, |case| {
         let copies: Vec<String> = (0..case.copies)
             .map(|copy| {
@@ -253,28 +254,7 @@ fn run_config(dir: &Path, dist: &Path, case: Option<&Case>) -> String {
             .collect();
         format!("stages = [{}]", copies.join(", "))
     });
-    format!(
-        r#"
-        [runner]
-        cache_dir = {cache:?}
-        [worker]
-        threads = 2
-        [indexer]
-        batch_size = 500
-        plugin = {{ path = {nop} }}
-        [[connectors]]
-        name = "bench"
-        pipeline = "p"
-        plugin = {{ path = {files}, config = {{ paths = ["/work/input.jsonl"] }}, grants = {{ dirs = [{{ host = {dir:?}, guest = "/work" }}] }} }}
-        [[pipelines]]
-        name = "p"
-        {stages}
-        "#,
-        cache = dir.join("cache").display().to_string(),
-        dir = dir.display().to_string(),
-        nop = plugin("nop_indexer.wasm"),
-        files = plugin("file_connector.wasm"),
-    )
+    file_to_nop::run_config(dir, dist, "input.jsonl", 500, &stages)
 }
 
 /// What one `weir run` cost: the whole process's CPU seconds (user +
