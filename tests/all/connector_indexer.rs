@@ -171,6 +171,31 @@ fn file_connector_config_issues_are_all_reported() {
 }
 
 #[test]
+fn opensearch_connector_refuses_a_keep_alive_that_is_not_a_duration() {
+    let issues_for = |extra: serde_json::Value| {
+        let mut config = json!({ "url": "http://127.0.0.1:9", "index": "docs" });
+        if let (Some(c), Some(e)) = (config.as_object_mut(), extra.as_object()) {
+            c.extend(e.clone());
+        }
+        let plugin = runtime()
+            .load_connector("os", &spec("opensearch-connector", config))
+            .expect("load");
+        let issues = plugin.check_config().expect("check");
+        issues.into_iter().map(|i| i.path).collect::<Vec<_>>()
+    };
+    assert!(issues_for(json!({ "keep_alive": "90s" })).is_empty());
+    // It goes into the URL's query: only a number and a unit may.
+    for bad in ["5m&pretty", "m", "5", "5 m", "1234567890s", "5w"] {
+        assert_eq!(
+            issues_for(json!({ "keep_alive": bad })),
+            ["keep_alive"],
+            "{bad}"
+        );
+    }
+    assert_eq!(issues_for(json!({ "timeout_secs": 0 })), ["timeout_secs"]);
+}
+
+#[test]
 fn a_refused_publish_reaches_the_connector_as_its_error() {
     struct Refuse;
     impl PublishSink for Refuse {

@@ -35,9 +35,9 @@ pub struct Config {
     /// Hits per search request, 1 to 10,000.
     #[serde(default = "default_page_size")]
     pub page_size: u32,
-    /// How long the point in time is kept between two pages, in the
-    /// cluster's time units (`30s`, `2m`, `1h`): longer than a page takes
-    /// to go through the pipeline.
+    /// How long the point in time is kept between two pages: a number (at
+    /// most 9 digits) and a unit, `d`, `h`, `m`, `s` or `ms` (`30s`, `2m`,
+    /// `1h`); longer than a page takes to go through the pipeline.
     #[serde(default = "default_keep_alive")]
     pub keep_alive: String,
     /// Which engine the cluster is: their point-in-time APIs differ.
@@ -54,7 +54,7 @@ pub struct Config {
     /// (`grants.env`): basic auth or an API key. Unset, none are sent.
     #[serde(default)]
     pub auth: AuthConfig,
-    /// How long one request may take, in seconds.
+    /// How long one request may take, in seconds (at least 1).
     #[serde(default = "default_timeout")]
     pub timeout_secs: u64,
 }

@@ -165,6 +165,22 @@ impl Connector for Reader {
         if let Some(problem) = config.auth.problems() {
             issues.push(issue("auth", problem));
         }
+        if config.timeout_secs == 0 {
+            issues.push(issue("timeout_secs", "must be at least 1"));
+        }
+        // It goes into a URL's query: a number and a unit, nothing else.
+        let (number, unit) = config.keep_alive.split_at(
+            config
+                .keep_alive
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(0),
+        );
+        if !(1..=9).contains(&number.len()) || !["d", "h", "m", "s", "ms"].contains(&unit) {
+            issues.push(issue(
+                "keep_alive",
+                "must be a number and a unit (d, h, m, s or ms), e.g. \"5m\"",
+            ));
+        }
         issues
     }
 

@@ -18,10 +18,12 @@
 pub struct Config {
     /// The field holding the objects.
     pub source: String,
-    /// A key of each object whose value (as text; numbers as written) is the
-    /// child's id; it stays a field of the child too (unless it is `id`).
-    /// Unset, or when an object lacks it or holds null there, the id is
-    /// `<parent id>-<index>`, the index counting from 0.
+    /// A key of each object whose value (a text, or a number as written) is
+    /// the child's id; it stays a field of the child too (unless it is
+    /// `id`). Unset, or when an object lacks it or holds an empty text, null
+    /// or another kind of value there, the id is `<parent id>-<index>`, the
+    /// index counting from 0. Two children of one parent with the same id
+    /// fail the parent.
     pub id_field: Option<String>,
     /// A field of each child that is set to its parent's id (replacing a key
     /// of that name); unset records nothing.

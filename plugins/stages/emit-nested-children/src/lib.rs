@@ -27,6 +27,7 @@ impl EmitNestedChildren {
         let c = &self.0;
         let parent_id = doc.id();
         let mut children = Vec::new();
+        let mut ids = std::collections::HashSet::new();
         for (index, value) in doc.get_all(&c.source).into_iter().enumerate() {
             let Json::Object(fields) = value.to_json() else {
                 return Err(PluginError::Document(format!(
@@ -34,12 +35,21 @@ impl EmitNestedChildren {
                     c.source
                 )));
             };
+            // Only a text or a number names a child; an empty text does not.
             let id = c
                 .id_field
                 .as_ref()
                 .and_then(|f| fields.get(f))
+                .filter(|v| v.is_string() || v.is_number())
                 .and_then(|v| Value::from_json(v).to_text())
+                .filter(|id| !id.is_empty())
                 .unwrap_or_else(|| format!("{parent_id}-{index}"));
+            if !ids.insert(id.clone()) {
+                return Err(PluginError::Document(format!(
+                    "`{}`[{index}]: another child already has the id `{id}`",
+                    c.source
+                )));
+            }
             // The element's `id`, `run_id` and `_children` are left out.
             let child = Document::from_json_with_id(&id, &Json::Object(fields).to_string())
                 .map_err(doc_error)?;
