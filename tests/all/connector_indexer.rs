@@ -171,7 +171,7 @@ fn file_connector_config_issues_are_all_reported() {
 }
 
 #[test]
-fn opensearch_connector_refuses_a_keep_alive_that_is_not_a_duration() {
+fn opensearch_connector_refuses_a_keep_alive_or_url_that_would_bend_its_requests() {
     let issues_for = |extra: serde_json::Value| {
         let mut config = json!({ "url": "http://127.0.0.1:9", "index": "docs" });
         if let (Some(c), Some(e)) = (config.as_object_mut(), extra.as_object()) {
@@ -193,6 +193,11 @@ fn opensearch_connector_refuses_a_keep_alive_that_is_not_a_duration() {
         );
     }
     assert_eq!(issues_for(json!({ "timeout_secs": 0 })), ["timeout_secs"]);
+    // Paths are joined to the url: a query in it would swallow them.
+    assert_eq!(
+        issues_for(json!({ "url": "http://127.0.0.1:9/?pretty" })),
+        ["url"]
+    );
 }
 
 #[test]

@@ -80,6 +80,20 @@ impl Url {
         })
     }
 
+    /// Parse a server's address that paths are joined to (a backend's
+    /// `url` setting): as [`Url::parse`], but a query or fragment is an
+    /// error, since a joined path would land inside it.
+    pub fn parse_base(url: &str) -> Result<Url, String> {
+        let parsed = Url::parse(url)?;
+        if parsed.path.contains(['?', '#']) {
+            return Err(format!(
+                "`{url}` holds a query or fragment (`?`, `#`): give the server's address only, \
+                 paths are added to it"
+            ));
+        }
+        Ok(parsed)
+    }
+
     /// This URL with `path` appended to its own path (one `/` between).
     pub fn join(&self, path: &str) -> Url {
         let base = self.path.trim_end_matches('/');
@@ -408,6 +422,14 @@ mod tests {
         assert!(Url::parse("ftp://h").is_err());
         assert!(Url::parse("http://user:pw@h").is_err());
         assert!(Url::parse("http:///x").is_err());
+        // A base that paths are joined to has no query or fragment.
+        assert_eq!(
+            Url::parse_base("http://h/solr").expect("base").path,
+            "/solr"
+        );
+        for bad in ["http://h/x?k=1", "http://h?k", "https://h/a#top"] {
+            assert!(Url::parse_base(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -37,6 +37,8 @@ wit-bindgen = "0.63"
 serde = { version = "1", features = ["derive"] }
 serde_json = { version = "1", features = ["preserve_order", "arbitrary_precision"] }
 serde_path_to_error = "0.1"
+# Its setting types describe themselves (the plugin reference is made from them).
+schemars = { version = "1.2", default-features = false, features = ["derive", "std"] }
 "#,
     ),
 ];

@@ -23,7 +23,7 @@ use weir_plugin::serde_json::{self, Value as Json};
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// The cluster, `http://` or `https://` (TLS), e.g. `http://localhost:9200`;
-    /// no credentials in it (see `auth`).
+    /// no credentials (see `auth`), query or fragment in it.
     pub url: String,
     /// The index to read: a name, a pattern (`books-*`) or a comma-separated
     /// list; no `/`, `?`, `#` or spaces.

@@ -138,7 +138,7 @@ impl Connector for Reader {
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
         let mut issues = Vec::new();
-        if let Err(e) = Url::parse(&config.url) {
+        if let Err(e) = Url::parse_base(&config.url) {
             issues.push(issue("url", e));
         }
         if config.index.is_empty() || config.index.contains(['/', '?', '#', ' ']) {
@@ -186,7 +186,7 @@ impl Connector for Reader {
 
     fn pre_execute(config: Config, _run_id: &str) -> Result<Self, PluginError> {
         Ok(Reader {
-            root: Url::parse(&config.url).map_err(fatal)?,
+            root: Url::parse_base(&config.url).map_err(fatal)?,
             auth: config.auth.header().map_err(fatal)?,
             config,
             pit: None,

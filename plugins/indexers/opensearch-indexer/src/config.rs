@@ -33,7 +33,7 @@ use weir_plugin::search::{Children, VectorField};
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// The cluster, `http://` or `https://` (TLS), e.g. `http://localhost:9200`;
-    /// no credentials in it (see `auth`).
+    /// no credentials (see `auth`), query or fragment in it.
     pub url: String,
     /// The index documents go to (or the default, with `index_field`).
     /// `index`, `index_field` or both must be set.

@@ -224,7 +224,7 @@ impl Indexer for OpenSearch {
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
         let mut issues = Vec::new();
-        if let Err(e) = Url::parse(&config.url) {
+        if let Err(e) = Url::parse_base(&config.url) {
             issues.push(issue("url", e));
         }
         if config.index.is_none() && config.index_field.is_none() {
@@ -250,7 +250,7 @@ impl Indexer for OpenSearch {
     }
 
     fn start(config: Config) -> Result<Self, String> {
-        let root = Url::parse(&config.url)?;
+        let root = Url::parse_base(&config.url)?;
         let mut bulk = root.join("_bulk");
         if let Some(refresh) = config.refresh {
             let value = match refresh {

@@ -31,7 +31,8 @@ use weir_plugin::search::{Children, VectorField};
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Solr's base URL, with `/solr`, `http://` or `https://` (TLS), e.g.
-    /// `http://localhost:8983/solr`; no credentials in it (see `auth`).
+    /// `http://localhost:8983/solr`; no credentials (see `auth`), query or
+    /// fragment in it.
     pub url: String,
     /// The core or collection written to (no `/`, `?` or `#`).
     pub collection: String,

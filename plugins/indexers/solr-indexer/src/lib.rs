@@ -109,7 +109,7 @@ impl Indexer for Solr {
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
         let mut issues = Vec::new();
-        if let Err(e) = Url::parse(&config.url) {
+        if let Err(e) = Url::parse_base(&config.url) {
             issues.push(issue("url", e));
         }
         if config.collection.is_empty() || config.collection.contains(['/', '?', '#']) {
@@ -135,7 +135,7 @@ impl Indexer for Solr {
     }
 
     fn start(config: Config) -> Result<Self, String> {
-        let core = Url::parse(&config.url)?.join(&config.collection);
+        let core = Url::parse_base(&config.url)?.join(&config.collection);
         let mut update = core.join("update?wt=json");
         if let Some(ms) = config.commit_within_ms {
             update.path.push_str(&format!("&commitWithin={ms}"));

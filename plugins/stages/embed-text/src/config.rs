@@ -24,8 +24,8 @@ use std::time::Duration;
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// The service's base URL (`http://` or `https://`, no credentials in
-    /// it); the API's path is appended to it.
+    /// The service's base URL (`http://` or `https://`, no credentials,
+    /// query or fragment in it); the API's path is appended to it.
     pub url: String,
     /// The shape of the service's API.
     #[serde(default)]

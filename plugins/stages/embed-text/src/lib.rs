@@ -22,7 +22,7 @@ impl BatchStage for EmbedText {
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
         let mut issues = Vec::new();
-        if let Err(e) = Url::parse(&config.url) {
+        if let Err(e) = Url::parse_base(&config.url) {
             issues.push(issue("url", e));
         }
         if config.api != Api::Tei && config.model.is_none() {
@@ -44,7 +44,7 @@ impl BatchStage for EmbedText {
     }
 
     fn start(config: Config) -> Result<Self, String> {
-        let base = Url::parse(&config.url)?;
+        let base = Url::parse_base(&config.url)?;
         let endpoint = base.join(match config.api {
             Api::Openai => "v1/embeddings",
             Api::Ollama => "api/embed",
