@@ -110,12 +110,7 @@ pub fn read(
                     "cannot open `{value}` (is its folder granted to the plugin?): {e}"
                 ))
             })?;
-            let mut bytes = Vec::new();
-            let limit = u64::try_from(max_bytes)
-                .unwrap_or(u64::MAX)
-                .saturating_add(1);
-            file.take(limit)
-                .read_to_end(&mut bytes)
+            let bytes = read_file(file, max_bytes)
                 .map_err(|e| PluginError::Document(format!("cannot read `{value}`: {e}")))?;
             Content {
                 bytes,
@@ -193,4 +188,61 @@ pub fn decode_text(
     });
     let (text, _) = encoding.decode_without_bom_handling(bytes);
     (text.into_owned(), encoding.name())
+}
+
+/// At most `max_bytes + 1` bytes of `file` (one more than allowed shows it
+/// is too large), in as few reads as its size allows: each file operation
+/// of a plugin is a hop to the host's I/O threads, so one read sized by the
+/// file's length, not `read_to_end`'s growing ones (8 KiB, 16 KiB, ...).
+fn read_file(file: std::fs::File, max_bytes: usize) -> std::io::Result<Vec<u8>> {
+    let limit = max_bytes.saturating_add(1);
+    let size = file
+        .metadata()
+        .map_or(0, |m| usize::try_from(m.len()).unwrap_or(usize::MAX));
+    // The length is a hint: a file that grows meanwhile is still cut at
+    // `limit`, one that shrinks ends at its end.
+    let mut bytes = vec![0; size.saturating_add(1).min(limit)];
+    let mut filled = 0;
+    let mut file = file.take(limit as u64);
+    loop {
+        if filled == bytes.len() {
+            if bytes.len() == limit {
+                break;
+            }
+            bytes.resize(bytes.len().saturating_mul(2).max(8192).min(limit), 0);
+        }
+        match file.read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    bytes.truncate(filled);
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_file;
+
+    #[test]
+    fn a_file_is_read_whole_or_cut_one_byte_past_its_limit() {
+        let dir = std::env::temp_dir().join(format!("weir-read-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let read = |len: usize, max: usize| {
+            let path = dir.join(format!("{len}"));
+            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            std::fs::write(&path, &data).expect("write");
+            let got = read_file(std::fs::File::open(&path).expect("open"), max).expect("read");
+            (got.len(), got == data[..got.len()])
+        };
+        assert_eq!(read(0, 10), (0, true));
+        assert_eq!(read(10, 10), (10, true));
+        assert_eq!(read(11, 10), (11, true)); // one past: too large
+        assert_eq!(read(100_000, 10), (11, true));
+        assert_eq!(read(100_000, 1 << 20), (100_000, true));
+        assert_eq!(read(5, 0), (1, true));
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
 }
