@@ -190,48 +190,45 @@ fn cases(dir: &Path, dist: &Path, scale: usize, embedder: &str) -> Vec<Case> {
         std::fs::write(&input, manifest).expect("manifest");
         (input, paths, bytes)
     };
-    let (input, paths, bytes) = corpus("html", 1_000 * scale, &mut |rng, i| {
-        files::html(rng, &format!("Page {i}"), 60).into_bytes()
-    });
-    cases.push(Case {
-        name: "extract-html",
-        input,
-        stage: format!(
-            "{{ path = {:?}, config = {{ from = \"file\", source = \"path\" }}, grants = {grant} }}",
-            plugin("extract_html")
+    // Each extractor reads its files from the grant, as `weir run` users do.
+    type Extract = fn(&[u8]) -> String;
+    let extractors: [(&str, &str, usize, Maker, Extract); 3] = [
+        (
+            "extract-html",
+            "html",
+            1_000,
+            &mut |rng, i| files::html(rng, &format!("Page {i}"), 60).into_bytes(),
+            native_content::html,
         ),
-        docs: paths.len(),
-        bytes,
-        native: Box::new(move || native_content::each(&paths, native_content::html)),
-    });
-    let (input, paths, bytes) = corpus("docx", 1_000 * scale, &mut |rng, i| {
-        files::docx(rng, &format!("Report {i}"), 80)
-    });
-    cases.push(Case {
-        name: "extract-office",
-        input,
-        stage: format!(
-            "{{ path = {:?}, config = {{ from = \"file\", source = \"path\" }}, grants = {grant} }}",
-            plugin("extract_office")
+        (
+            "extract-office",
+            "docx",
+            1_000,
+            &mut |rng, i| files::docx(rng, &format!("Report {i}"), 80),
+            native_content::docx,
         ),
-        docs: paths.len(),
-        bytes,
-        native: Box::new(move || native_content::each(&paths, native_content::docx)),
-    });
-    let (input, paths, bytes) = corpus("pdf", 120 * scale, &mut |rng, i| {
-        files::pdf(rng, &format!("Minutes {i}"), 8)
-    });
-    cases.push(Case {
-        name: "extract-pdf",
-        input,
-        stage: format!(
-            "{{ path = {:?}, config = {{ from = \"file\", source = \"path\" }}, grants = {grant} }}",
-            plugin("extract_pdf")
+        (
+            "extract-pdf",
+            "pdf",
+            120,
+            &mut |rng, i| files::pdf(rng, &format!("Minutes {i}"), 8),
+            native_content::pdf,
         ),
-        docs: paths.len(),
-        bytes,
-        native: Box::new(move || native_content::each(&paths, native_content::pdf)),
-    });
+    ];
+    for (name, kind, count, make, extract) in extractors {
+        let (input, paths, bytes) = corpus(kind, count * scale, make);
+        cases.push(Case {
+            name,
+            input,
+            stage: format!(
+                "{{ path = {:?}, config = {{ from = \"file\", source = \"path\" }}, grants = {grant} }}",
+                plugin(&name.replace('-', "_"))
+            ),
+            docs: paths.len(),
+            bytes,
+            native: Box::new(move || native_content::each(&paths, extract)),
+        });
+    }
     let texts = |rng: &mut fastrand::Rng, name: &str, count: usize, sentences: usize| {
         let texts: Vec<String> = (0..count).map(|_| files::prose(rng, sentences)).collect();
         let lines: String = texts
