@@ -110,10 +110,12 @@ fn run_with_controls(
 pub(super) fn run(
     path: &Path,
     mode: Mode,
+    full: bool,
     no_progress: bool,
     metrics_addr: Option<&str>,
 ) -> anyhow::Result<u8> {
     stopped(prepare_validated(path, mode).and_then(|(runner, plugins)| {
+        let runner = runner.with_full_sync(full);
         run_with_controls(&runner, metrics_addr, no_progress, || {
             Ok(runner.run_validated(&plugins, &new_run_id()))
         })

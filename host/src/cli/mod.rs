@@ -111,6 +111,10 @@ enum Command {
         /// processes do the rest through the Kafka cluster in `[kafka]`.
         #[arg(long, value_enum, default_value_t = Mode::Local)]
         mode: Mode,
+        /// A full sync: connectors that keep state (incremental sync) send
+        /// every item again, and still delete what is gone since the last run.
+        #[arg(long)]
+        full: bool,
         /// Do not draw a progress bar.
         #[arg(long)]
         no_progress: bool,
@@ -313,8 +317,9 @@ fn execute(
         Command::Run {
             config,
             mode,
+            full,
             no_progress,
-        } => commands::run(&config, mode.into(), no_progress, metrics_addr),
+        } => commands::run(&config, mode.into(), full, no_progress, metrics_addr),
         Command::Replay {
             config,
             dead_letters,

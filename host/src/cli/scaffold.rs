@@ -34,7 +34,7 @@ pub enum Lang {
 }
 
 /// The contract, vendored into every project.
-const WIT: [(&str, &str); 6] = [
+const WIT: [(&str, &str); 7] = [
     ("wit/batch.wit", include_str!("../../../wit/batch.wit")),
     (
         "wit/document.wit",
@@ -42,6 +42,7 @@ const WIT: [(&str, &str); 6] = [
     ),
     ("wit/lent.wit", include_str!("../../../wit/lent.wit")),
     ("wit/packed.wit", include_str!("../../../wit/packed.wit")),
+    ("wit/sync.wit", include_str!("../../../wit/sync.wit")),
     ("wit/types.wit", include_str!("../../../wit/types.wit")),
     ("wit/worlds.wit", include_str!("../../../wit/worlds.wit")),
 ];

@@ -110,6 +110,7 @@ impl Config {
             resolve(dir);
         }
         resolve(&mut self.dead_letters.path);
+        resolve(&mut self.state.path);
         for (_, spec) in self.plugins_mut() {
             resolve(&mut spec.path);
             for dir in &mut spec.grants.dirs {

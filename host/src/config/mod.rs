@@ -50,6 +50,7 @@ mod plugins;
 mod publisher;
 mod runner;
 mod shape;
+mod state;
 mod tenants;
 #[cfg(test)]
 mod tests;
@@ -66,6 +67,7 @@ pub use pipeline::{ConnectorConfig, PipelineConfig, StageBatch, StageConfig};
 pub use plugins::{PluginAt, PluginRole};
 pub use publisher::PublisherConfig;
 pub use runner::RunnerConfig;
+pub use state::StateConfig;
 pub use tenants::TenantConfig;
 pub use vars::{IncludeError, MAX_INCLUDE_DEPTH, VarError};
 pub use worker::WorkerConfig;
@@ -95,6 +97,9 @@ pub struct Config {
     /// modes put them on `<pipeline>_fail`).
     #[serde(default)]
     pub dead_letters: DeadLetterConfig,
+    /// Where connectors keep their state between runs (incremental sync).
+    #[serde(default)]
+    pub state: StateConfig,
     /// How Kafka mode reaches the cluster (`weir run --mode kafka`,
     /// `weir worker`, `weir indexer`).
     #[serde(default)]

@@ -12,7 +12,17 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::bindings::indexer::exports::weir::plugin::indexer_api::BatchEntry;
-use crate::core::document::{Document, value_as_text};
+use crate::core::document::{DELETED_FIELD, Document, value_as_text};
+
+/// What a deletion marker's `_deleted` holds when an indexer picks it.
+static MARKED: Value = Value::Bool(true);
+
+/// The values of field `name` of `doc` an indexer picks: `_deleted` is
+/// `true` for a deletion marker (and absent otherwise).
+pub(crate) fn picked_values<'d>(doc: &'d Document, name: &str) -> impl Iterator<Item = &'d Value> {
+    let marked = (name == DELETED_FIELD && doc.is_deleted()).then_some(&MARKED);
+    doc.get_all(name).chain(marked)
+}
 
 /// How an indexer wants its batches (what its `start` answered).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -67,6 +77,14 @@ pub const MAX_FORMAT_NAMES: usize = 1024;
 /// `omit` and `pick` (64 KiB: a thousand names of 64 bytes): the host reads
 /// each name for every document it renders.
 pub const MAX_FORMAT_NAME_BYTES: usize = 64 << 10;
+
+impl BatchFormat {
+    /// Whether the backend deletes: it picks `_deleted`, the mark of a
+    /// deletion marker. Markers are never sent to one that does not.
+    pub fn deletes(&self) -> bool {
+        self.pick.iter().any(|name| name == DELETED_FIELD)
+    }
+}
 
 impl BatchFormat {
     /// The format an indexer's `start` answered, with each list's repeats
@@ -142,7 +160,7 @@ pub(crate) fn with_entries<R>(
     let mut ends: Vec<usize> = Vec::with_capacity(docs.len() * format.pick.len());
     for doc in docs {
         for name in &format.pick {
-            for value in doc.get_all(name) {
+            for value in picked_values(doc, name) {
                 if let Value::String(text) = value {
                     picked.push(Ok(text));
                 } else if let Some(text) = value_as_text(value) {

@@ -55,6 +55,17 @@ pub mod connector {
     });
 }
 
+/// The `syncing-connector` world: its `sync` import is linked for every
+/// plugin; it exports what `connector` does.
+pub mod syncing_connector {
+    world_bindings!("syncing-connector", {
+        "weir:plugin/types": super::stage::weir::plugin::types,
+        "weir:plugin/log": super::stage::weir::plugin::log,
+        "weir:plugin/document": super::stage::weir::plugin::document,
+        "weir:plugin/publishing": super::connector::weir::plugin::publishing,
+    });
+}
+
 /// The indexer's batch entries borrow what they send (ids and the text of
 /// picked values straight from the documents), so a batch is lowered into
 /// the guest without a copy of each string made first in the host.

@@ -365,6 +365,11 @@ impl<W: World> Instance<W> {
         Ok(&self.live()?.started)
     }
 
+    /// The live instance's store data (instantiating it if needed).
+    pub(crate) fn state_mut(&mut self) -> Result<&mut PluginState, PluginError> {
+        Ok(self.live()?.store.data_mut())
+    }
+
     /// The live instance's bindings (instantiating it if needed).
     pub(crate) fn bindings(&mut self) -> Result<&W, PluginError> {
         Ok(&self.live()?.bindings)

@@ -204,6 +204,16 @@ impl ConnectorInstance {
         flatten(&self.inner.loaded().name, r)
     }
 
+    /// Keep the connector's state in `state` (the `sync` interface) for
+    /// this instance's calls.
+    pub fn set_state(
+        &mut self,
+        state: std::sync::Arc<dyn super::host::ConnectorState>,
+    ) -> Result<(), PluginError> {
+        self.inner.state_mut()?.sync = Some(state);
+        Ok(())
+    }
+
     pub fn pre_execute(&mut self, run_id: &str) -> Result<(), PluginError> {
         let loaded = self.inner.loaded();
         let (timeout, config) = (
@@ -339,6 +349,9 @@ impl IndexerInstance {
         let timeout = self.inner.loaded().spec.limits.call_timeout();
         // A few names, cloned so the entries can borrow them beside the call.
         let format = self.inner.started()?.clone();
+        if !format.deletes() && docs.iter().any(Document::is_deleted) {
+            return self.send_without_markers(docs);
+        }
         let count = docs.len();
         let inner = &mut self.inner;
         // Packed when the backend takes it, and every piece of the batch
@@ -404,6 +417,41 @@ impl IndexerInstance {
                 connection_failed: e.connection_failed,
             }),
         })
+    }
+
+    /// A batch holding deletion markers, for a backend that does not delete:
+    /// the markers fail (they would be indexed as empty documents, in place
+    /// of the documents they should remove) and the rest go.
+    fn send_without_markers(
+        &mut self,
+        docs: &[Document],
+    ) -> Result<Result<Vec<DocumentFailure>, BatchFailure>, PluginError> {
+        let (markers, kept): (Vec<usize>, Vec<usize>) =
+            (0..docs.len()).partition(|&i| docs[i].is_deleted());
+        let rest: Vec<Document> = kept.iter().map(|&i| docs[i].clone()).collect();
+        let mut failures = if rest.is_empty() {
+            Vec::new()
+        } else {
+            match self.send_batch(&rest)? {
+                Ok(failures) => failures,
+                Err(failure) => return Ok(Err(failure)),
+            }
+        };
+        for failure in &mut failures {
+            failure.index = kept[failure.index];
+        }
+        let name = &self.inner.loaded().name;
+        failures.extend(markers.into_iter().map(|index| DocumentFailure {
+            index,
+            message: format!(
+                "`{}` is a deletion marker, and indexer `{name}` does not delete (its batch format does not pick `_deleted`)",
+                docs[index].id()
+            ),
+            status: None,
+            transient: false,
+        }));
+        failures.sort_by_key(|f| f.index);
+        Ok(Ok(failures))
     }
 
     pub fn close(&mut self) -> Result<(), PluginError> {

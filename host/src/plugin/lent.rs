@@ -17,7 +17,7 @@ use super::host::{LentBatch, PluginState};
 use super::instance::{World, typed_export};
 
 /// The interface a stage exports beside `stage-batch-api` to be lent by position.
-const LENT_EXPORT: &str = "weir:plugin/stage-lent-api@0.2.1";
+const LENT_EXPORT: &str = "weir:plugin/stage-lent-api@0.2.2";
 
 /// What `process-lent` answers: the outcomes of the documents it lists.
 /// Its `outcome` has the shape of `stage-batch-api`'s (checked when the

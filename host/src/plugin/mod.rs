@@ -46,7 +46,7 @@ pub use contract::{SUPPORTED as SUPPORTED_CONTRACTS, supported_list as supported
 pub use error::{KindError, PluginError, RuntimeError, TrapCause};
 pub use grant::{OpenedDir, relative_below};
 pub(crate) use host::HttpAllow;
-pub use host::PublishSink;
+pub use host::{ConnectorState, PublishSink};
 pub use kinds::{ConnectorInstance, ConnectorPlugin, IndexerInstance, IndexerPlugin};
 pub use spec::{DirGrant, Grants, InstancePolicy, Limits, PluginSpec};
 pub use stage::{DocumentOutcome, StageInstance, StagePlugin};
@@ -302,6 +302,7 @@ impl PluginRuntime {
         bindings::connector::weir::plugin::publishing::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::batch_stage::weir::plugin::fields::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::lent_stage::weir::plugin::lending::add_to_linker::<_, Own>(&mut linker, |s| s)?;
+        bindings::syncing_connector::weir::plugin::sync::add_to_linker::<_, Own>(&mut linker, |s| s)?;
 
         let stop_ticker = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(engine.weak(), options.epoch_tick, Arc::clone(&stop_ticker))?;

@@ -21,7 +21,7 @@ use super::instance::{World, typed_export};
 use crate::core::document::{self, Document};
 
 /// The interface a packing indexer exports beside `indexer-api`.
-const PACKED_EXPORT: &str = "weir:plugin/indexer-packed-api@0.2.1";
+const PACKED_EXPORT: &str = "weir:plugin/indexer-packed-api@0.2.2";
 
 /// The length that marks an absent piece (no run id, no JSON text).
 pub(crate) const ABSENT: u32 = u32::MAX;
@@ -149,7 +149,7 @@ impl Packed {
                 let count_at = packed.lengths.len();
                 packed.lengths.push(0);
                 let mut count = 0u32;
-                for value in doc.get_all(name).filter(|v| !v.is_null()) {
+                for value in super::batch::picked_values(doc, name).filter(|v| !v.is_null()) {
                     packed.piece(|out| write_text(out, value))?;
                     count += 1;
                 }

@@ -150,6 +150,11 @@ pub struct Limits {
     /// fails the document.
     #[serde(default)]
     pub log_lines_per_second: Option<u32>,
+    /// Most state a connector keeps between runs, in MiB (default 64): its
+    /// keys and values, plus the changes not yet committed. Past it a
+    /// change is refused (the `sync` interface).
+    #[serde(default)]
+    pub max_state_mib: Option<u64>,
 }
 
 impl Limits {
@@ -175,6 +180,9 @@ impl Limits {
     pub fn max_depth(&self) -> u32 {
         self.max_depth.unwrap_or(64)
     }
+    pub fn max_state_mib(&self) -> u64 {
+        self.max_state_mib.unwrap_or(64)
+    }
 
     /// What documents the plugin builds (or is lent) may grow to.
     pub fn doc_limits(&self) -> DocLimits {
@@ -187,6 +195,11 @@ impl Limits {
     /// The memory cap in bytes.
     pub fn memory_bytes(&self) -> usize {
         mib_to_bytes(self.memory_mib())
+    }
+
+    /// The state cap in bytes.
+    pub fn max_state_bytes(&self) -> usize {
+        mib_to_bytes(self.max_state_mib())
     }
 
     /// The document size cap in bytes.
@@ -204,6 +217,7 @@ impl Limits {
             max_document_mib: self.max_document_mib.or(defaults.max_document_mib),
             max_depth: self.max_depth.or(defaults.max_depth),
             log_lines_per_second: self.log_lines_per_second.or(defaults.log_lines_per_second),
+            max_state_mib: self.max_state_mib.or(defaults.max_state_mib),
         }
     }
 }
@@ -256,6 +270,12 @@ impl Limits {
             "log_lines_per_second",
             self.log_lines_per_second,
             ceiling.log_lines_per_second,
+        );
+        check(
+            &mut out,
+            "max_state_mib",
+            self.max_state_mib,
+            ceiling.max_state_mib,
         );
         out
     }

@@ -92,6 +92,7 @@ impl Loaded {
             logs,
             cancel: cancel.clone(),
             interrupt_at: None,
+            sync: None,
         };
         let handles = state.budget.component_handles();
         let mut store = Store::new(&self.runtime.engine, state);

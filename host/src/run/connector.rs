@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::dead_letters::DeadLetterFile;
 use super::pipeline::{join_all, spawn_in_span, start_stages};
 use super::publisher::{Abort, Accounting, Publish};
+use super::state::Ledger;
 use super::{LoadedPlugins, Runner, StopReason, replay, watch};
 use crate::config::ConnectorConfig;
 use crate::core::document::Document;
@@ -30,9 +31,9 @@ pub(crate) enum Source {
     Documents(Vec<Document>),
 }
 
-/// A [`Source`], ready.
+/// A [`Source`], ready: a connector with its state, or documents.
 enum Started {
-    Plugin(Box<ConnectorInstance>),
+    Plugin(Box<ConnectorInstance>, Arc<Ledger>),
     Documents(Vec<Document>),
 }
 
@@ -101,14 +102,19 @@ impl Runner {
         }
 
         let mut source = match source {
-            Source::Plugin => Started::Plugin(Box::new(
-                plugins
+            Source::Plugin => {
+                let mut connector = plugins
                     .connectors
                     .get(&c.name)
                     .ok_or_else(|| format!("connector `{}` was not loaded", c.name))?
                     .instantiate()
-                    .map_err(|e| format!("the connector could not start: {e}"))?,
-            )),
+                    .map_err(|e| format!("the connector could not start: {e}"))?;
+                let ledger = Arc::new(self.load_state(c, accounting)?);
+                connector
+                    .set_state(Arc::clone(&ledger) as Arc<dyn crate::plugin::ConnectorState>)
+                    .map_err(|e| format!("the connector could not start: {e}"))?;
+                Started::Plugin(Box::new(connector), ledger)
+            }
             Source::Documents(docs) => Started::Documents(docs),
         };
 
@@ -175,25 +181,26 @@ impl Runner {
         run: &ConnectorRun<'_>,
         source: &mut Started,
     ) -> Result<(), StopReason> {
-        let connector = match source {
-            Started::Plugin(connector) => connector,
+        let (connector, ledger) = match source {
+            Started::Plugin(connector, ledger) => (connector, ledger),
             Started::Documents(docs) => {
                 let cancel = crate::plugin::Cancel::default();
                 let docs = std::mem::take(docs);
                 let run_id = run.run_id;
                 let stop = cancel.clone();
-                return self.execute_and_wait(run, &cancel, move |sink, timeout| {
+                return self.execute_and_wait(run, &cancel, None, move |sink, timeout| {
                     replay::publish(docs, run_id, sink, timeout, &stop)
                 });
             }
         };
+        let ledger = Some(&**ledger);
         let result = connector
             .pre_execute(run.run_id)
             .map_err(|e| StopReason::from(format!("pre-execute failed: {e}")))
             .and_then(|()| {
                 let cancel = connector.canceller();
                 let run_id = run.run_id;
-                self.execute_and_wait(run, &cancel, |sink, timeout| {
+                self.execute_and_wait(run, &cancel, ledger, |sink, timeout| {
                     connector
                         .execute(run_id, sink, timeout)
                         .map_err(|e| format!("execute failed: {e}"))
@@ -207,7 +214,43 @@ impl Runner {
         let closed = connector
             .close()
             .map_err(|e| format!("close failed: {e}").into());
-        result.and(closed)
+        // What is done is kept, however the run ends.
+        let kept = ledger.map_or(Ok(()), |ledger| {
+            let kept = ledger.commit().map_err(|e| {
+                format!("the connector's state could not be kept: {e} (the next run sends its documents again)").into()
+            });
+            if ledger.committed() > 0 || ledger.uncommitted() > 0 {
+                tracing::info!(
+                    committed = ledger.committed(),
+                    uncommitted = ledger.uncommitted(),
+                    "connector state changes kept for the next run (uncommitted ones wait for documents not done)"
+                );
+            }
+            kept
+        });
+        result.and(closed).and(kept)
+    }
+
+    /// The state connector `c` kept in earlier runs, for this run.
+    fn load_state(
+        &self,
+        c: &ConnectorConfig,
+        accounting: &Arc<Accounting>,
+    ) -> Result<Ledger, StopReason> {
+        let unreadable = |e: crate::core::state::StateError| {
+            StopReason::from(format!(
+                "the connector's state ({}) cannot be read: {e}",
+                self.states.describe(&c.pipeline)
+            ))
+        };
+        let store = self.states.open(&c.pipeline, &c.name).map_err(unreadable)?;
+        Ledger::load(
+            store,
+            Arc::clone(accounting),
+            c.plugin.limits.max_state_bytes(),
+            self.full_sync,
+        )
+        .map_err(unreadable)
     }
 
     /// Run `execute` on its own thread and count events until every published
@@ -218,6 +261,7 @@ impl Runner {
         &self,
         run: &ConnectorRun<'_>,
         cancel: &crate::plugin::Cancel,
+        ledger: Option<&Ledger>,
         execute: impl FnOnce(Box<dyn crate::plugin::PublishSink>, Duration) -> Result<(), String> + Send,
     ) -> Result<(), StopReason> {
         let ConnectorRun {
@@ -333,6 +377,10 @@ impl Runner {
                 if let Some(reason) = watch.stalled(publisher.as_ref(), accounting) {
                     abort.trigger(reason.clone());
                     break Err(reason.into());
+                }
+                if let Some(Err(e)) = ledger.map(Ledger::commit_due) {
+                    // Kept for the next try: the changes stay uncommitted.
+                    tracing::warn!(error = %e, "the connector's state could not be committed yet");
                 }
                 let now_pending = accounting.pending();
                 pending.set(now_pending as f64);

@@ -17,6 +17,7 @@ mod replay;
 mod retry;
 mod serve;
 mod stages;
+mod state;
 mod stop;
 mod throttle;
 mod validate;
@@ -28,6 +29,7 @@ use dead_letters::DeadLetterFile;
 pub use dead_letters::{DeadLetter, read_dead_letters};
 pub use outcome::{ConnectorResult, RunResult, RunStatus};
 pub use serve::Shutdown;
+pub use state::SqliteStates;
 pub use stop::{Interrupt, Pause, StopReason};
 pub use throttle::Throttle;
 pub use validate::LoadedPlugins;
@@ -52,6 +54,10 @@ pub struct Runner {
     interrupt: Interrupt,
     pause: Pause,
     throttle: Option<Arc<Throttle>>,
+    /// Where connectors keep their state between runs.
+    states: Arc<dyn crate::core::state::StateStores>,
+    /// Connectors send everything again (`weir run --full`).
+    full_sync: bool,
 }
 
 impl std::fmt::Debug for Runner {
@@ -84,8 +90,23 @@ impl Runner {
                 .publisher
                 .max_docs_per_second
                 .map(|rate| Arc::new(Throttle::new(rate))),
+            states: Arc::new(Arc::<crate::core::state::MemoryStates>::default()),
+            full_sync: false,
             config,
         }
+    }
+
+    /// Keep connectors' state in `states` (by default in memory only).
+    pub fn with_states(mut self, states: Arc<dyn crate::core::state::StateStores>) -> Self {
+        self.states = states;
+        self
+    }
+
+    /// Ask connectors to send everything again (`weir run --full`); their
+    /// state still tells them what is gone.
+    pub fn with_full_sync(mut self, full: bool) -> Self {
+        self.full_sync = full;
+        self
     }
 
     /// Publish at most as fast as `throttle` lets, shared with whatever

@@ -45,7 +45,12 @@ pub(crate) struct Accounting {
 /// Randomly seeded maps: document ids come from sources, so no hash flooding.
 #[derive(Debug, Default)]
 struct Counts {
-    pending: foldhash::HashMap<String, u32>,
+    /// Per pending id, the publish positions of its pending versions.
+    pending: foldhash::HashMap<String, Held>,
+    /// Every pending position, counted: its least is the watermark.
+    live: std::collections::BTreeMap<u64, u32>,
+    /// The position the next published document takes: how many were.
+    next: u64,
     /// Terminal events for ids that were not pending.
     early: foldhash::HashMap<String, Vec<EventKind>>,
     /// Per worker pass, the CREATE events seen.
@@ -65,25 +70,66 @@ pub(crate) struct Settled {
     pub(crate) foreign: u64,
 }
 
-fn decrement(map: &mut foldhash::HashMap<String, u32>, id: &str) -> bool {
-    match map.get_mut(id) {
-        Some(count) => {
-            *count -= 1;
-            if *count == 0 {
-                map.remove(id);
-            }
-            true
-        }
-        None => false,
-    }
+/// The publish positions of one id's pending versions, oldest first: a
+/// published document's own, a child's the least pending when it was made
+/// (at or before its parent's, so it holds back at least what its parent
+/// did).
+#[derive(Debug)]
+struct Held {
+    first: u64,
+    rest: std::collections::VecDeque<u64>,
 }
 
-fn increment(map: &mut foldhash::HashMap<String, u32>, id: &str) {
-    match map.get_mut(id) {
-        Some(count) => *count += 1,
-        None => {
-            map.insert(id.to_owned(), 1);
+impl Counts {
+    /// `id` is pending once more, at `position`.
+    fn hold(&mut self, id: &str, position: u64) {
+        match self.pending.get_mut(id) {
+            Some(held) => held.rest.push_back(position),
+            None => {
+                self.pending.insert(
+                    id.to_owned(),
+                    Held {
+                        first: position,
+                        rest: std::collections::VecDeque::new(),
+                    },
+                );
+            }
         }
+        *self.live.entry(position).or_default() += 1;
+    }
+
+    /// One version of `id` is done (the oldest, or with `newest` the one
+    /// just held); false when none was pending.
+    fn release(&mut self, id: &str, newest: bool) -> bool {
+        let Some(held) = self.pending.get_mut(id) else {
+            return false;
+        };
+        let position = if newest {
+            held.rest.pop_back()
+        } else {
+            held.rest.pop_front().map(|next| std::mem::replace(&mut held.first, next))
+        };
+        let position = match position {
+            Some(position) => position,
+            None => {
+                let first = held.first;
+                self.pending.remove(id);
+                first
+            }
+        };
+        if let std::collections::btree_map::Entry::Occupied(mut live) = self.live.entry(position) {
+            *live.get_mut() -= 1;
+            if *live.get() == 0 {
+                live.remove();
+            }
+        }
+        true
+    }
+
+    /// The least position still pending, else the next to be published:
+    /// every document published before it is done.
+    fn watermark(&self) -> u64 {
+        self.live.keys().next().copied().unwrap_or(self.next)
     }
 }
 
@@ -99,14 +145,29 @@ impl Accounting {
         self.counts.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A document was published: it is pending.
+    /// A document was published: it is pending, at the next position.
     pub(crate) fn published(&self, id: &str) {
-        increment(&mut self.lock().pending, id);
+        let mut counts = self.lock();
+        let position = counts.next;
+        counts.next += 1;
+        counts.hold(id, position);
     }
 
     /// A publish did not go through after all.
     pub(crate) fn unpublished(&self, id: &str) {
-        decrement(&mut self.lock().pending, id);
+        self.lock().release(id, true);
+    }
+
+    /// How many documents were published (refused ones apart): the position
+    /// a state change made now waits for.
+    pub(crate) fn position(&self) -> u64 {
+        self.lock().next
+    }
+
+    /// Every document published before this position is done, children
+    /// included: state changes made before it may be committed.
+    pub(crate) fn watermark(&self) -> u64 {
+        self.lock().watermark()
     }
 
     /// The pipeline refused a document as it was published: it failed.
@@ -180,18 +241,25 @@ impl Accounting {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         let id = event.document_id.as_str();
-        let Counts { pending, early, .. } = counts;
         if event.kind.is_terminal() {
-            if !decrement(pending, id) {
-                early.entry(id.to_owned()).or_default().push(event.kind);
+            if !counts.release(id, false) {
+                counts.early.entry(id.to_owned()).or_default().push(event.kind);
             }
-        } else if let Some(kinds) = early.get_mut(id) {
+        } else if let Some(kinds) = counts.early.get_mut(id) {
             kinds.remove(0);
             if kinds.is_empty() {
-                early.remove(id);
+                counts.early.remove(id);
             }
         } else {
-            increment(pending, id);
+            // A child: it holds back what the least pending document does
+            // (its parent's or earlier), or what the last published did.
+            let position = counts
+                .live
+                .keys()
+                .next()
+                .copied()
+                .unwrap_or(counts.next.saturating_sub(1));
+            counts.hold(id, position);
         }
     }
 

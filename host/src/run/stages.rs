@@ -177,11 +177,12 @@ impl Stages<'_> {
         let mut active: Vec<usize> = (0..tops).collect();
         let mut fatal = None;
         for i in 0..self.stages.len() {
-            // Dropped documents, and those that skip the rest, are done.
+            // Dropped documents, those that skip the rest, and deletion
+            // markers (straight to the indexer, in their place) are done.
             let mut due = Vec::with_capacity(active.len());
             for n in active {
                 let doc = nodes[n].doc.as_ref().expect("in flight");
-                if doc.is_dropped() || doc.skips_stages() {
+                if doc.is_dropped() || doc.skips_stages() || doc.is_deleted() {
                     nodes[n].finish();
                 } else {
                     due.push(n);

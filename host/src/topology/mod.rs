@@ -7,6 +7,9 @@
 //! | --- | --- | --- | --- |
 //! | [`Mode::Local`] | this process | this process | in-memory queues |
 //! | [`Mode::Kafka`] | this process | `weir worker` / `weir indexer` / `weir worker-indexer` | Kafka topics |
+//!
+//! Connectors keep their state in a SQLite file in local mode
+//! (`[state] path`) and on a compacted topic per pipeline in Kafka mode.
 
 pub mod serving;
 
@@ -14,11 +17,11 @@ use std::sync::Arc;
 
 use crate::config::{Config, ConfigError, ConfigErrors};
 use crate::messenger::LocalMessengers;
-use crate::messenger::kafka::KafkaMessengers;
+use crate::messenger::kafka::{KafkaMessengers, KafkaStates};
 use crate::plugin::{
     InstancePolicy, PluginRuntime, PoolOptions, RuntimeOptions, default_cache_dir,
 };
-use crate::run::Runner;
+use crate::run::{Runner, SqliteStates};
 pub use crate::telemetry::export::Health;
 
 /// Where a run's workers and indexers are.
@@ -51,14 +54,26 @@ impl SetupError {
 /// A runner for `config` in `mode`, with the plugin runtime it needs.
 pub fn runner(config: Config, mode: Mode) -> Result<Runner, SetupError> {
     let runtime = runtime_for(&config)?;
-    let messengers: Arc<dyn crate::messenger::MessengerFactory> = match mode {
-        Mode::Local => Arc::new(LocalMessengers {
-            capacity: config.publisher.queue_capacity,
-            max_bytes: config.publisher.queue_max_bytes(),
-        }),
-        Mode::Kafka => Arc::new(KafkaMessengers::new(kafka_of(&config)?.clone())),
+    let (messengers, states): (
+        Arc<dyn crate::messenger::MessengerFactory>,
+        Arc<dyn crate::core::state::StateStores>,
+    ) = match mode {
+        Mode::Local => (
+            Arc::new(LocalMessengers {
+                capacity: config.publisher.queue_capacity,
+                max_bytes: config.publisher.queue_max_bytes(),
+            }),
+            Arc::new(SqliteStates::new(&config.state.path)),
+        ),
+        Mode::Kafka => {
+            let kafka = kafka_of(&config)?.clone();
+            (
+                Arc::new(KafkaMessengers::new(kafka.clone())),
+                Arc::new(KafkaStates::new(kafka)),
+            )
+        }
     };
-    Ok(Runner::new(config, runtime, messengers))
+    Ok(Runner::new(config, runtime, messengers).with_states(states))
 }
 
 /// The `[kafka]` settings Kafka mode needs.

@@ -6,7 +6,7 @@
  * or several as an array (a multi-valued field).
  */
 
-import { Document as HostDocument } from "weir:plugin/document@0.2.1";
+import { Document as HostDocument } from "weir:plugin/document@0.2.2";
 import { parseJson, toJsonText } from "./json.js";
 
 const MODES = ["overwrite", "append", "skip"];

@@ -1,6 +1,6 @@
 //! Write Weir plugins in Rust.
 //!
-//! The bindings for the plugin worlds of `weir:plugin@0.2.1` live here: a
+//! The bindings for the plugin worlds of `weir:plugin@0.2.2` live here: a
 //! trait and an export macro per kind, and small helpers: typed configs
 //! ([`parse_config`]), logging macros, value conversions, and reading and
 //! writing several fields of a document in one call
@@ -66,23 +66,25 @@ pub mod bindings {
             export_macro_name: "__export_batch_stage_world",
             default_bindings_module: "weir_plugin::bindings::batch_stage",
             with: {
-                "weir:plugin/types@0.2.1": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.1": super::stage::weir::plugin::log,
-                "weir:plugin/document@0.2.1": super::stage::weir::plugin::document,
+                "weir:plugin/types@0.2.2": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.2": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.2.2": super::stage::weir::plugin::document,
             },
         });
     }
+    /// Connectors are built for `syncing-connector`: a connector that never
+    /// calls [`crate::sync`] imports nothing more than `connector` does.
     pub mod connector {
         wit_bindgen::generate!({
-            world: "connector",
+            world: "syncing-connector",
             path: "../../wit",
             pub_export_macro: true,
             export_macro_name: "__export_connector_world",
             default_bindings_module: "weir_plugin::bindings::connector",
             with: {
-                "weir:plugin/types@0.2.1": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.1": super::stage::weir::plugin::log,
-                "weir:plugin/document@0.2.1": super::stage::weir::plugin::document,
+                "weir:plugin/types@0.2.2": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.2": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.2.2": super::stage::weir::plugin::document,
             },
         });
     }
@@ -96,8 +98,8 @@ pub mod bindings {
             export_macro_name: "__export_indexer_world",
             default_bindings_module: "weir_plugin::bindings::indexer",
             with: {
-                "weir:plugin/types@0.2.1": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.1": super::stage::weir::plugin::log,
+                "weir:plugin/types@0.2.2": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.2": super::stage::weir::plugin::log,
             },
         });
     }
@@ -106,6 +108,7 @@ pub mod bindings {
 mod batch;
 mod fields;
 mod packed;
+pub mod sync;
 mod values;
 
 #[doc(hidden)]
@@ -291,7 +294,12 @@ pub fn issue(path: impl Into<String>, message: impl Into<String>) -> ConfigIssue
 }
 
 /// Fields the host keeps for itself: a stage cannot set or delete them.
-pub const RESERVED_FIELDS: [&str; 3] = ["id", "run_id", "_children"];
+pub const RESERVED_FIELDS: [&str; 4] = ["id", "run_id", "_children", DELETED_FIELD];
+
+/// What an indexer picks (`BatchFormat::pick`) to be told deletion markers
+/// (see [`sync::delete`]): `["true"]` for a marker, nothing otherwise. The
+/// host never sends markers to an indexer that does not pick it.
+pub const DELETED_FIELD: &str = "_deleted";
 
 /// Issues for the reserved fields (`RESERVED_FIELDS`) among the field
 /// names a setting lists as fields to write or delete: caught at

@@ -122,6 +122,12 @@ pub fn marked(values: Option<&Vec<String>>, value: &str) -> bool {
     values.is_some_and(|values| values.iter().any(|v| v == value))
 }
 
+/// Whether an entry is a deletion marker: its picked `_deleted` (see
+/// [`crate::DELETED_FIELD`]) has a value.
+pub fn is_marker(picked: Option<&Vec<String>>) -> bool {
+    picked.is_some_and(|values| !values.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,10 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
         include_str!("../../../../plugins/sdk/src/packed.rs"),
     ),
     (
+        ".weir/sdk-rust/src/sync.rs",
+        include_str!("../../../../plugins/sdk/src/sync.rs"),
+    ),
+    (
         ".weir/sdk-rust/src/values.rs",
         include_str!("../../../../plugins/sdk/src/values.rs"),
     ),
@@ -28,7 +32,7 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
         ".weir/sdk-rust/Cargo.toml",
         r#"[package]
 name = "weir-plugin"
-version = "0.2.1"
+version = "0.2.2"
 edition = "2024"
 publish = false
 

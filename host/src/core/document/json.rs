@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::parse::{deserialize_document, parse_document_within, parse_fields_within};
 use super::{
-    CHILDREN_FIELD, DocLimits, Document, FieldError, FieldName, Fields, ID_FIELD, RUN_ID_FIELD,
+    CHILDREN_FIELD, DELETED_FIELD, DocLimits, Document, FieldError, FieldName, Fields, ID_FIELD, RUN_ID_FIELD,
     writer,
 };
 
@@ -79,6 +79,10 @@ impl Document {
             key(out, RUN_ID_FIELD);
             writer::write_str(out, run_id);
         }
+        if self.deleted && kept(DELETED_FIELD) {
+            key(out, DELETED_FIELD);
+            out.extend_from_slice(b"true");
+        }
         for name in names.filter(|n| kept(n)) {
             if name == CHILDREN_FIELD {
                 if !self.children.is_empty() {
@@ -110,6 +114,9 @@ impl Document {
             out.extend_from_slice(b",\"run_id\":");
             writer::write_str(out, run_id);
         }
+        if self.deleted {
+            out.extend_from_slice(b",\"_deleted\":true");
+        }
         for (k, v) in &self.fields {
             out.push(b',');
             writer::write_str(out, k);
@@ -135,6 +142,9 @@ impl Document {
         out.insert(ID_FIELD.to_owned(), Value::String(self.id.clone()));
         if let Some(run_id) = &self.run_id {
             out.insert(RUN_ID_FIELD.to_owned(), Value::String(run_id.clone()));
+        }
+        if self.deleted {
+            out.insert(DELETED_FIELD.to_owned(), Value::Bool(true));
         }
         for (k, v) in &self.fields {
             out.insert(k.as_str().to_owned(), v.clone());
@@ -173,19 +183,30 @@ impl Document {
         let id = map.shift_remove(ID_FIELD);
         let run_id = map.shift_remove(RUN_ID_FIELD);
         let children = map.shift_remove(CHILDREN_FIELD);
+        let deleted = map.shift_remove(DELETED_FIELD);
         let fields = map.into_iter().map(|(k, v)| (k.into(), v)).collect();
-        Ok(Self::from_parts(fields, id, run_id, children)?)
+        Ok(Self::from_parts(fields, id, run_id, children, deleted)?)
     }
 
     /// A document of `fields` and the values of its reserved keys, which
-    /// must be a string `id`, a string or null `run_id` and an array of
-    /// child documents; not yet measured or checked.
+    /// must be a string `id`, a string or null `run_id`, an array of child
+    /// documents and a boolean `_deleted`; not yet measured or checked.
     pub(super) fn from_parts(
         fields: Fields,
         id: Option<Value>,
         run_id: Option<Value>,
         children: Option<Value>,
+        deleted: Option<Value>,
     ) -> Result<Self, BadShape> {
+        let deleted = match deleted {
+            Some(Value::Bool(deleted)) => deleted,
+            Some(Value::Null) | None => false,
+            Some(other) => {
+                return Err(BadShape::Own(format!(
+                    "`_deleted` must be true or false, not {other}"
+                )));
+            }
+        };
         let id = match id {
             Some(Value::String(id)) => id,
             Some(other) => {
@@ -220,6 +241,7 @@ impl Document {
             run_id,
             fields,
             children,
+            deleted,
             ..Self::default()
         })
     }
@@ -284,6 +306,11 @@ impl Document {
         }
         if loaded.run_id.is_some() && loaded.run_id != self.run_id {
             return Err(FieldError::InvalidJson("`run_id` cannot be changed".into()));
+        }
+        if loaded.deleted != self.deleted {
+            return Err(FieldError::InvalidJson(
+                "`_deleted` cannot be changed (only a connector makes deletion markers)".into(),
+            ));
         }
         // Only the host says which run a document belongs to.
         loaded.clear_run_ids();

@@ -39,13 +39,16 @@ use limits::admit_bytes;
 use sizing::{CHILDREN_BYTES, append_bytes, entry_bytes, run_id_bytes};
 
 /// Field names a plugin cannot set, rename or remove through field methods.
-pub const RESERVED_FIELDS: [&str; 3] = [ID_FIELD, RUN_ID_FIELD, CHILDREN_FIELD];
+pub const RESERVED_FIELDS: [&str; 4] = [ID_FIELD, RUN_ID_FIELD, CHILDREN_FIELD, DELETED_FIELD];
 /// JSON key of the document id.
 pub const ID_FIELD: &str = "id";
 /// JSON key of the run id.
 pub const RUN_ID_FIELD: &str = "run_id";
 /// JSON key of the nested children.
 pub const CHILDREN_FIELD: &str = "_children";
+/// JSON key marking a deletion marker (`"_deleted": true`): the document
+/// with this id is gone from its source, and the indexer deletes it.
+pub const DELETED_FIELD: &str = "_deleted";
 
 /// How [`Document::rename`] treats a target that already exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +67,8 @@ pub struct Document {
     children: Vec<Document>,
     dropped: bool,
     skip_stages: bool,
+    /// A deletion marker: the document with this id is gone from its source.
+    deleted: bool,
     /// [`Document::approx_json_bytes`], kept up to date by every change.
     bytes: usize,
     limits: DocLimits,
@@ -79,6 +84,7 @@ impl Default for Document {
             children: Vec::new(),
             dropped: false,
             skip_stages: false,
+            deleted: false,
             bytes: MIN_DOCUMENT_BYTES,
             limits: DocLimits::default(),
         }
@@ -95,6 +101,7 @@ impl PartialEq for Document {
             && self.children == other.children
             && self.dropped == other.dropped
             && self.skip_stages == other.skip_stages
+            && self.deleted == other.deleted
     }
 }
 
@@ -385,6 +392,18 @@ impl Document {
 
     pub fn skips_stages(&self) -> bool {
         self.skip_stages
+    }
+
+    /// Make this document a deletion marker (or not): it skips the stages,
+    /// and the indexer deletes the document with its id.
+    pub fn set_deleted(&mut self, deleted: bool) {
+        self.deleted = deleted;
+        self.bytes = self.measure_bytes();
+    }
+
+    /// Whether this is a deletion marker.
+    pub fn is_deleted(&self) -> bool {
+        self.deleted
     }
 }
 

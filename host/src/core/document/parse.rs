@@ -18,7 +18,7 @@ use super::limits::human_bytes;
 use super::number::Spellings;
 use super::sizing::{MIN_VALUE_BYTES, entry_bytes};
 use super::{
-    CHILDREN_FIELD, DocLimits, Document, FieldError, FieldName, Fields, ID_FIELD, RESERVED_FIELDS,
+    CHILDREN_FIELD, DELETED_FIELD, DocLimits, Document, FieldError, FieldName, Fields, ID_FIELD, RESERVED_FIELDS,
     RUN_ID_FIELD,
 };
 
@@ -192,7 +192,7 @@ impl<'de> serde::de::Visitor<'de> for DocumentVisitor<'_, '_> {
         let budget = self.budget;
         let mut fields = Fields::default();
         // The last of each reserved key counts, as in a parsed JSON object.
-        let (mut id, mut run_id, mut children) = (None, None, None);
+        let (mut id, mut run_id, mut children, mut deleted) = (None, None, None, None);
         while let Some(key) = map.next_key_seed(NameSeed)? {
             budget.charge(entry_bytes(&key, 0))?;
             let value: Value = map.next_value_seed(budget.seed())?;
@@ -200,12 +200,13 @@ impl<'de> serde::de::Visitor<'de> for DocumentVisitor<'_, '_> {
                 ID_FIELD => id = Some(value),
                 RUN_ID_FIELD => run_id = Some(value),
                 CHILDREN_FIELD => children = Some(value),
+                DELETED_FIELD => deleted = Some(value),
                 _ => {
                     fields.insert(key, value);
                 }
             }
         }
-        let doc = Document::from_parts(fields, id, run_id, children).map_err(A::Error::custom)?;
+        let doc = Document::from_parts(fields, id, run_id, children, deleted).map_err(A::Error::custom)?;
         doc.admitted(self.limits).map_err(|e| {
             if matches!(e, FieldError::TooLarge(_)) {
                 // The document's own check (size with framing, depth): its

@@ -61,9 +61,15 @@ impl Document {
             .iter()
             .map(|(k, v)| entry_bytes(k, value_bytes(v)))
             .sum();
-        (self.id.len() + 10).max(MIN_DOCUMENT_BYTES) + run_id_bytes(self.run_id.as_deref()) + fields
+        (self.id.len() + 10).max(MIN_DOCUMENT_BYTES)
+            + run_id_bytes(self.run_id.as_deref())
+            + fields
+            + if self.deleted { DELETED_BYTES } else { 0 }
     }
 }
+
+/// What `,"_deleted":true` adds.
+const DELETED_BYTES: usize = 16;
 
 /// What `,"_children":[]` adds.
 pub(super) const CHILDREN_BYTES: usize = 15;

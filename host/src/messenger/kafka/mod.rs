@@ -25,7 +25,8 @@
 //! letters, batched events, undecodable messages), [`revocations`] and
 //! [`output`] (what a Hybrid pair's worker and indexer share),
 //! [`delivery_count`] and [`solo`] (poison pills), [`liveness`]
-//! (heartbeats), [`letters`] (reading dead letters back), and the roles, one
+//! (heartbeats), [`letters`] (reading dead letters back), [`state`]
+//! (connectors' state on a compacted topic), and the roles, one
 //! file per messenger: [`worker`] (with its [`worker_rebalance`]),
 //! [`indexer`], [`publisher`] (the runner) and [`hybrid`].
 
@@ -40,6 +41,7 @@ mod output;
 mod publisher;
 mod revocations;
 mod solo;
+mod state;
 mod topics;
 mod wire;
 mod worker;
@@ -50,6 +52,7 @@ pub use indexer::KafkaIndexerMessenger;
 pub use letters::read_fail_topic;
 pub use liveness::HeartbeatSender;
 pub use publisher::KafkaPublisherMessenger;
+pub use state::KafkaStates;
 pub use topics::KafkaTopics;
 pub use worker::KafkaWorkerMessenger;
 

@@ -5,6 +5,7 @@
 //! - [`log`]: the `log` interface and the log rate ([`LogLimiter`]).
 //! - [`output`]: the guest's stdout and stderr ([`GuestOutput`]).
 //! - [`publisher`]: a connector's `publishing` interface ([`PublishSink`]).
+//! - [`sync`]: a connector's state between runs and its deletion markers ([`ConnectorState`]).
 //! - [`http`]: outgoing HTTP: what `grants.http` allows, and sending it ([`HttpPolicy`]).
 //! - [`wasi`]: the WASI view of the store.
 //! - [`fields`] and [`lending`]: several fields, or a whole batch's, in one call.
@@ -19,6 +20,7 @@ mod lent;
 mod log;
 mod output;
 mod publisher;
+mod sync;
 mod wasi;
 
 use std::sync::{Arc, Mutex};
@@ -37,6 +39,7 @@ pub(crate) use lent::Lent;
 pub(crate) use log::LogLimiter;
 pub(crate) use output::GuestOutput;
 pub use publisher::{PublishSink, Publisher};
+pub use sync::ConnectorState;
 
 /// A plugin's handle on a document.
 type Handle = Resource<Document>;
@@ -67,6 +70,8 @@ pub(crate) struct PluginState {
     /// call's deadline (so that a host call returning at the deadline is
     /// seen first). `None` between calls.
     pub(crate) interrupt_at: Option<std::time::Instant>,
+    /// A connector's state, while the run that drives it holds one.
+    pub(crate) sync: Option<Arc<dyn ConnectorState>>,
 }
 
 impl stage::weir::plugin::types::Host for PluginState {}

@@ -29,10 +29,14 @@ impl Publisher {
 
 impl connector::weir::plugin::publishing::Host for PluginState {}
 
-impl connector::weir::plugin::publishing::HostPublisher for PluginState {
-    fn publish(&mut self, h: Resource<Publisher>, doc: Handle) -> Wasm<Result<(), String>> {
-        // Handed over: no longer held by the connector, published or not.
-        let mut doc = self.take_back(doc)?;
+impl PluginState {
+    /// Send `doc` through the connector's publisher `h`: refused when it is
+    /// over the document limit, else as the sink answers.
+    pub(super) fn publish_document(
+        &mut self,
+        h: &Resource<Publisher>,
+        mut doc: Document,
+    ) -> Wasm<Result<(), String>> {
         let bytes = doc.approx_json_bytes();
         let max = self.budget.doc_limits.max_bytes;
         if bytes > max {
@@ -49,9 +53,17 @@ impl connector::weir::plugin::publishing::HostPublisher for PluginState {
             .http_policy
             .deadline
             .unwrap_or_else(|| std::time::Instant::now() + std::time::Duration::from_secs(1));
-        let publisher = self.table.get_mut(&h)?;
+        let publisher = self.table.get_mut(h)?;
         doc.set_run_id(Some(publisher.run_id.clone()));
         Ok(publisher.sink.publish(doc, deadline))
+    }
+}
+
+impl connector::weir::plugin::publishing::HostPublisher for PluginState {
+    fn publish(&mut self, h: Resource<Publisher>, doc: Handle) -> Wasm<Result<(), String>> {
+        // Handed over: no longer held by the connector, published or not.
+        let doc = self.take_back(doc)?;
+        self.publish_document(&h, doc)
     }
 
     fn drop(&mut self, h: Resource<Publisher>) -> Wasm<()> {

@@ -18,6 +18,12 @@
 /// of cells than the header, or a file that cannot be read fails the run
 /// with its file and line: a silently skipped record would be a silently
 /// lost document. The plugin needs the files' folders granted (`grants.dirs`).
+///
+/// With `incremental`, a run publishes only the records that are new or
+/// changed since the last run, and a deletion marker for each id the files
+/// no longer hold: the connector keeps a fingerprint of each record per id
+/// in its state (kept by the host between runs, committed only once the
+/// documents are done). `weir run --full` sends every record again.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -39,6 +45,12 @@ pub struct Config {
     /// tab-separated files). JSONL files ignore it.
     #[serde(default = "default_delimiter")]
     pub delimiter: char,
+    /// Send only what changed since the last run: new and changed records,
+    /// and deletes for ids no longer in the files. Needs ids that stay
+    /// with their records (an `id_field`): a `<file name>-<line number>` id
+    /// moves when a line is added above it.
+    #[serde(default)]
+    pub incremental: bool,
 }
 
 /// How a file is read.

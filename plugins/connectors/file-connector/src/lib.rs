@@ -11,7 +11,7 @@ use std::path::Path;
 use config::{Config, Format};
 use weir_plugin::serde;
 use weir_plugin::serde_json::{self, Map, Value as Json};
-use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, issue};
+use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, issue, sync};
 
 fn format_of(config: &Config, path: &str) -> Option<Format> {
     config.format.or_else(|| {
@@ -30,6 +30,15 @@ fn format_of(config: &Config, path: &str) -> Option<Format> {
 
 struct FileConnector {
     config: Config,
+    /// With `incremental`: the ids read this run.
+    seen: std::collections::HashSet<String>,
+}
+
+/// A record's fingerprint: the first 128 bits of the SHA-256 of its text.
+fn fingerprint(text: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(text.trim_end().as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn fatal(path: &str, line: usize, message: impl std::fmt::Display) -> PluginError {
@@ -92,8 +101,10 @@ impl FileConnector {
     }
 
     /// Publish the JSON object `fields` under the id found in it (or the fallback).
+    /// With `incremental`, only when the record is new or changed, and
+    /// its fingerprint is kept after it.
     fn publish(
-        &self,
+        &mut self,
         publisher: &Publisher,
         path: &str,
         line: usize,
@@ -101,14 +112,43 @@ impl FileConnector {
         fields: &str,
     ) -> Result<(), PluginError> {
         let id = id.unwrap_or_else(|| Self::fallback_id(path, line));
-        let doc = Document::from_json_with_id(&format!("{}{id}", self.config.id_prefix), fields)
+        let id = format!("{}{id}", self.config.id_prefix);
+        let print = self.config.incremental.then(|| fingerprint(fields));
+        if let Some(print) = &print {
+            self.seen.insert(id.clone());
+            if !sync::full_sync() && sync::get(&id).as_deref() == Some(print.as_str()) {
+                return Ok(());
+            }
+        }
+        let doc = Document::from_json_with_id(&id, fields)
             .map_err(|e| fatal(path, line, weir_plugin::field_error_message(&e)))?;
         publisher
             .publish(doc)
-            .map_err(|e| fatal(path, line, format!("publish refused: {e}")))
+            .map_err(|e| fatal(path, line, format!("publish refused: {e}")))?;
+        match print {
+            Some(print) => sync::set(&id, &print),
+            None => Ok(()),
+        }
     }
 
-    fn read_jsonl(&self, publisher: &Publisher, path: &str) -> Result<(), PluginError> {
+    /// With `incremental`: a delete for every id kept from an earlier run
+    /// that no file holds now.
+    fn delete_gone(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
+        let gone: Vec<String> = sync::entries()
+            .map(|(id, _)| id)
+            .filter(|id| !self.seen.contains(id))
+            .collect();
+        if !gone.is_empty() {
+            weir_plugin::info!("{} records are gone since the last run", gone.len());
+        }
+        for id in gone {
+            sync::delete(publisher, &id)?;
+            sync::remove(&id)?;
+        }
+        Ok(())
+    }
+
+    fn read_jsonl(&mut self, publisher: &Publisher, path: &str) -> Result<(), PluginError> {
         let file = File::open(path).map_err(|e| fatal(path, 0, e))?;
         // Large reads: each one is a host call (and a thread hop) in the sandbox.
         let mut reader = BufReader::with_capacity(1 << 20, file);
@@ -148,7 +188,7 @@ impl FileConnector {
         Ok(())
     }
 
-    fn read_csv(&self, publisher: &Publisher, path: &str) -> Result<(), PluginError> {
+    fn read_csv(&mut self, publisher: &Publisher, path: &str) -> Result<(), PluginError> {
         let mut reader = csv::ReaderBuilder::new()
             .delimiter(self.config.delimiter as u8)
             .from_path(path)
@@ -203,17 +243,23 @@ impl Connector for FileConnector {
     }
 
     fn pre_execute(config: Config, _run_id: &str) -> Result<Self, PluginError> {
-        Ok(Self { config })
+        Ok(Self {
+            config,
+            seen: Default::default(),
+        })
     }
 
     fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
-        for path in &self.config.paths {
+        for path in self.config.paths.clone() {
             weir_plugin::info!("reading {path}");
-            match format_of(&self.config, path) {
-                Some(Format::Jsonl) => self.read_jsonl(publisher, path)?,
-                Some(Format::Csv) => self.read_csv(publisher, path)?,
-                None => return Err(fatal(path, 0, "unknown format")),
+            match format_of(&self.config, &path) {
+                Some(Format::Jsonl) => self.read_jsonl(publisher, &path)?,
+                Some(Format::Csv) => self.read_csv(publisher, &path)?,
+                None => return Err(fatal(&path, 0, "unknown format")),
             }
+        }
+        if self.config.incremental {
+            self.delete_gone(publisher)?;
         }
         Ok(())
     }

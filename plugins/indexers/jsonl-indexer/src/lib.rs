@@ -8,7 +8,9 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 
 use config::Config;
-use weir_plugin::{BatchEntry, BatchError, DocumentFailure, Indexer, Packed, batch_error};
+use weir_plugin::{
+    BatchEntry, BatchError, BatchFormat, DocumentFailure, Indexer, Packed, batch_error,
+};
 
 struct JsonlIndexer {
     file: File,
@@ -32,6 +34,15 @@ impl Indexer for JsonlIndexer {
             file,
             buffer: Vec::new(),
         })
+    }
+
+    /// Whole documents; a deletion marker is written as the line
+    /// `{"id":...,"run_id":...,"_deleted":true}`, for whoever reads the file.
+    fn batch_format(&self) -> BatchFormat {
+        BatchFormat {
+            pick: vec![weir_plugin::DELETED_FIELD.to_owned()],
+            ..weir_plugin::whole_json()
+        }
     }
 
     fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError> {

@@ -13,10 +13,15 @@ impl Indexer for Nop {
     type Config = Config;
 
     fn start(config: Config) -> Result<Self, String> {
+        // Deletion markers too: it takes everything.
+        let pick = vec![weir_plugin::DELETED_FIELD.to_owned()];
         Ok(Self(if config.json {
-            weir_plugin::whole_json()
+            BatchFormat {
+                pick,
+                ..weir_plugin::whole_json()
+            }
         } else {
-            weir_plugin::picked(Vec::new())
+            weir_plugin::picked(pick)
         }))
     }
 

@@ -34,6 +34,8 @@ struct Picks {
     routing: Option<usize>,
     version: Option<usize>,
     deletion: Option<usize>,
+    /// Where `_deleted`, the mark of a deletion marker, is.
+    marker: usize,
     names: Vec<String>,
 }
 
@@ -50,11 +52,13 @@ impl Picks {
         let routing = add(&config.routing_field);
         let version = add(&config.version_field);
         let deletion = add(&config.deletion_field);
+        let marker = add(&Some(weir_plugin::DELETED_FIELD.to_owned())).unwrap_or_default();
         Picks {
             index,
             routing,
             version,
             deletion,
+            marker,
             ..picks
         }
     }
@@ -131,10 +135,10 @@ impl OpenSearch {
                     })?,
             ),
         };
-        let deleted = self
-            .picks
-            .deletion
-            .is_some_and(|at| search::marked(entry.picked.get(at), &self.config.deletion_value));
+        let deleted = search::is_marker(entry.picked.get(self.picks.marker))
+            || self.picks.deletion.is_some_and(|at| {
+                search::marked(entry.picked.get(at), &self.config.deletion_value)
+            });
         let action = Action {
             index: &index,
             id: &entry.id,

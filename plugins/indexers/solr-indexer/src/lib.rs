@@ -28,8 +28,10 @@ struct Solr {
 /// `"delete": {...}`, without braces around).
 fn commands(config: &Config, entry: &BatchEntry) -> Result<Vec<String>, String> {
     let quoted = |s: &str| serde_json::Value::from(s).to_string();
-    if config.deletion_field.is_some()
-        && search::marked(entry.picked.first(), &config.deletion_value)
+    // Picked: `_deleted`, then the deletion field when there is one.
+    if search::is_marker(entry.picked.first())
+        || config.deletion_field.is_some()
+            && search::marked(entry.picked.get(1), &config.deletion_value)
     {
         return Ok(vec![format!("\"delete\":{{\"id\":{}}}", quoted(&entry.id))]);
     }
@@ -157,7 +159,9 @@ impl Indexer for Solr {
             json: true,
             fields: None,
             omit,
-            pick: self.config.deletion_field.iter().cloned().collect(),
+            pick: std::iter::once(weir_plugin::DELETED_FIELD.to_owned())
+                .chain(self.config.deletion_field.iter().cloned())
+                .collect(),
         }
     }
 

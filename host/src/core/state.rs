@@ -1,0 +1,98 @@
+//! The seam between a run's connector state and where it is kept: a SQLite
+//! file in local mode, a compacted Kafka topic in Kafka and Hybrid modes.
+//!
+//! A connector's state is a map of text keys to text values, named by a
+//! scope (its pipeline and connector). The run holds what the connector sees
+//! and decides what may be committed (see `run/state.rs`); a store only
+//! loads a scope and writes committed changes, atomically per call.
+
+/// Why state could not be loaded or kept.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct StateError(pub String);
+
+impl StateError {
+    pub fn new(message: impl std::fmt::Display) -> Self {
+        Self(message.to_string())
+    }
+}
+
+/// One committed change: a key set to a value, or removed (`None`).
+pub type StateChange = (String, Option<String>);
+
+/// Where one scope's state is kept.
+pub trait StateStore: Send {
+    /// Every key and value of the scope, in any order.
+    fn load(&mut self) -> Result<Vec<(String, String)>, StateError>;
+    /// Keep `changes`, in order (a later change of a key wins): all of them
+    /// or, on an error, as many as the store says (none, for a store with
+    /// transactions); the caller keeps the rest and tries again.
+    fn commit(&mut self, changes: &[StateChange]) -> Result<(), StateError>;
+    /// Forget every key of the scope.
+    fn clear(&mut self) -> Result<(), StateError>;
+}
+
+/// Opens the store of a scope.
+pub trait StateStores: Send + Sync {
+    /// The store of connector `connector` of pipeline `pipeline`.
+    fn open(&self, pipeline: &str, connector: &str) -> Result<Box<dyn StateStore>, StateError>;
+    /// Where state is kept, for messages (a file, a topic).
+    fn describe(&self, pipeline: &str) -> String;
+}
+
+/// State kept in memory only, gone when the process ends: for embedders
+/// and tests that want no files.
+#[derive(Debug, Default)]
+pub struct MemoryStates {
+    scopes: std::sync::Mutex<std::collections::HashMap<String, std::collections::BTreeMap<String, String>>>,
+}
+
+/// One scope of [`MemoryStates`].
+struct MemoryStore {
+    scope: String,
+    states: std::sync::Arc<MemoryStates>,
+}
+
+impl StateStores for std::sync::Arc<MemoryStates> {
+    fn open(&self, pipeline: &str, connector: &str) -> Result<Box<dyn StateStore>, StateError> {
+        Ok(Box::new(MemoryStore {
+            scope: format!("{pipeline}/{connector}"),
+            states: std::sync::Arc::clone(self),
+        }))
+    }
+    fn describe(&self, _pipeline: &str) -> String {
+        "memory".into()
+    }
+}
+
+impl MemoryStore {
+    fn with<T>(&self, f: impl FnOnce(&mut std::collections::BTreeMap<String, String>) -> T) -> T {
+        let mut scopes = self
+            .states
+            .scopes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(scopes.entry(self.scope.clone()).or_default())
+    }
+}
+
+impl StateStore for MemoryStore {
+    fn load(&mut self) -> Result<Vec<(String, String)>, StateError> {
+        Ok(self.with(|map| map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+    }
+    fn commit(&mut self, changes: &[StateChange]) -> Result<(), StateError> {
+        self.with(|map| {
+            for (key, value) in changes {
+                match value {
+                    Some(value) => map.insert(key.clone(), value.clone()),
+                    None => map.remove(key),
+                };
+            }
+        });
+        Ok(())
+    }
+    fn clear(&mut self) -> Result<(), StateError> {
+        self.with(std::collections::BTreeMap::clear);
+        Ok(())
+    }
+}
