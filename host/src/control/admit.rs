@@ -30,7 +30,7 @@ pub(super) const MAX_QUEUE_MIB: usize = 1024;
 pub(super) const MAX_INSTANCES: usize = 256;
 
 /// Keys a submitted config may not set: the operator's.
-const OPERATOR_KEYS: [(&str, &str); 6] = [
+const OPERATOR_KEYS: [(&str, &str); 7] = [
     (
         "include",
         "a submitted config cannot include files of the server",
@@ -41,6 +41,10 @@ const OPERATOR_KEYS: [(&str, &str); 6] = [
         "tenants are the operator's (the token says which one you are)",
     ),
     ("metrics", "weir serve serves the metrics"),
+    (
+        "state",
+        "each tenant's connector state is kept by weir serve, apart from every other tenant's",
+    ),
     ("runner.cache_dir", "the component cache is the operator's"),
     (
         "runner.cache_max_mib",
@@ -111,6 +115,12 @@ pub fn admit(
         limits: tenant.limits.clone(),
     }];
     config.dead_letters.path = dead_letters.to_path_buf();
+    // A file per tenant: no config can name another tenant's state.
+    config.state.path = operator
+        .server
+        .data_dir
+        .join("state")
+        .join(format!("{}.sqlite", tenant.name));
     Ok(config)
 }
 

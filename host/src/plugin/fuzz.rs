@@ -261,6 +261,7 @@ pub(crate) fn plugin_state() -> PluginState {
         logs,
         cancel: Default::default(),
         interrupt_at: None,
+        sync: None,
     }
 }
 

@@ -32,6 +32,9 @@ pub const MAX_CACHE_MIB: u64 = 1 << 20;
 /// MiB of memory one plugin instance may hold: a 32-bit WebAssembly memory
 /// holds at most 4 GiB.
 pub const MAX_PLUGIN_MEMORY_MIB: u64 = 4 << 10;
+/// MiB of state one connector may keep between runs (the host holds it in
+/// memory during a run).
+pub const MAX_STATE_MIB: u64 = 4 << 10;
 /// Documents one plugin call may create and hold.
 pub const MAX_CHILDREN: u64 = 1_000_000;
 /// Log lines per second one plugin may write.
@@ -201,6 +204,12 @@ pub(super) fn check(config: &Config, found: &mut Found) {
             at("log_lines_per_second"),
             limits.log_lines_per_second().into(),
             MAX_LOG_LINES_PER_SECOND,
+        );
+        count(
+            found,
+            at("max_state_mib"),
+            limits.max_state_mib(),
+            MAX_STATE_MIB,
         );
         span(
             found,

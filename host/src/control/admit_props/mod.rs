@@ -253,6 +253,7 @@ fn ceilings(tenant: &Limits) -> Limits {
                 .log_lines_per_second
                 .unwrap_or(MAX_LOG_LINES_PER_SECOND as u32),
         ),
+        max_state_mib: Some(tenant.max_state_mib.unwrap_or(MAX_STATE_MIB)),
     }
 }
 
@@ -285,6 +286,7 @@ fn plugins_within_bounds(
             max_document_mib: Some(limits.max_document_mib()),
             max_depth: Some(limits.max_depth()),
             log_lines_per_second: Some(limits.log_lines_per_second()),
+            max_state_mib: Some(limits.max_state_mib()),
         };
         let over = in_force.over(&ceiling);
         prop_assert!(over.is_empty(), "{}: {:?}", location, over);

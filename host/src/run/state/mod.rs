@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 mod sqlite;
+#[cfg(test)]
+mod tests;
 
 pub use sqlite::SqliteStates;
 

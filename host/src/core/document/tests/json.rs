@@ -211,3 +211,34 @@ fn a_number_spelled_as_serde_json_spells_its_own_is_still_a_string_elsewhere() {
     assert_eq!(d.get("a").map(ToString::to_string).as_deref(), Some("1e+5"));
     assert_eq!(d.get("b").map(ToString::to_string).as_deref(), Some("2E2"));
 }
+
+#[test]
+fn a_deletion_marker_travels_as_deleted_true_and_nothing_else_can_say_it() {
+    let mut marker = Document::new("gone");
+    marker.set_run_id(Some("r".into()));
+    marker.set_deleted(true);
+    let text = marker.to_json_string();
+    assert_eq!(text, r#"{"id":"gone","run_id":"r","_deleted":true}"#);
+    assert_eq!(marker.to_json().to_string(), text);
+    assert!(marker.approx_json_bytes() >= text.len());
+    for back in [
+        Document::from_json_str(&text).expect("parse"),
+        Document::from_json(marker.to_json()).expect("from value"),
+    ] {
+        assert!(back.is_deleted());
+        assert_eq!(back, marker);
+    }
+    let shaped = marker.to_json_string_shaped(None, &["run_id".to_owned()].into());
+    assert_eq!(shaped, r#"{"id":"gone","_deleted":true}"#);
+    let plain = Document::from_json_str(r#"{"id":"a","_deleted":false}"#).expect("parse");
+    assert!(!plain.is_deleted());
+    assert!(plain.get("_deleted").is_none(), "never a field");
+    let error = Document::from_json_str(r#"{"id":"a","_deleted":"yes"}"#).expect_err("not a bool");
+    assert!(error.to_string().contains("`_deleted` must be true or false"), "{error}");
+    let mut d = Document::new("a");
+    assert!(d.set("_deleted", json!(true)).is_err(), "reserved");
+    let error = d
+        .load_json(json!({"id": "a", "_deleted": true}))
+        .expect_err("a stage cannot make a marker");
+    assert!(error.to_string().contains("`_deleted` cannot be changed"), "{error}");
+}

@@ -1,0 +1,172 @@
+//! The ledger commits a change only once every document published before it
+//! is done, children included, and keeps what it commits.
+
+use std::sync::Arc;
+
+use super::{Ledger, SqliteStates};
+use crate::core::document::Document;
+use crate::core::event::{Event, EventKind};
+use crate::core::state::{MemoryStates, StateStores};
+use crate::plugin::ConnectorState;
+use crate::run::publisher::Accounting;
+
+const RUN: &str = "r1";
+
+fn event(id: &str, kind: EventKind) -> Event {
+    let mut doc = Document::new(id);
+    doc.set_run_id(Some(RUN.into()));
+    Event::new(&doc, kind)
+}
+
+fn ledger(states: &dyn StateStores, accounting: &Arc<Accounting>) -> Ledger {
+    let store = states.open("p", "c").expect("store");
+    Ledger::load(store, Arc::clone(accounting), 1 << 20, false).expect("loaded")
+}
+
+fn committed(states: &dyn StateStores) -> Vec<(String, String)> {
+    let mut all = states.open("p", "c").expect("store").load().expect("load");
+    all.sort();
+    all
+}
+
+fn pair(k: &str, v: &str) -> (String, String) {
+    (k.to_owned(), v.to_owned())
+}
+
+#[test]
+fn a_change_waits_for_every_document_published_before_it() {
+    let states = Arc::new(MemoryStates::default());
+    let accounting = Arc::new(Accounting::new(RUN));
+    let state = ledger(&states, &accounting);
+    accounting.published("a");
+    state.change("a", Some("1")).expect("set");
+    accounting.published("b");
+    state.change("b", Some("2")).expect("set");
+    // Seen at once by the connector, kept by nobody yet.
+    assert_eq!(state.get("b").as_deref(), Some("2"));
+    state.commit().expect("commit");
+    assert!(committed(&states).is_empty());
+    // b done first: a still holds both back.
+    accounting.apply(&event("b", EventKind::Finish));
+    state.commit().expect("commit");
+    assert!(committed(&states).is_empty());
+    accounting.apply(&event("a", EventKind::Fail));
+    state.commit().expect("commit");
+    assert_eq!(committed(&states), [pair("a", "1"), pair("b", "2")]);
+    assert_eq!(state.committed(), 2);
+    assert_eq!(state.uncommitted(), 0);
+}
+
+#[test]
+fn a_child_holds_back_what_its_parent_did() {
+    let states = Arc::new(MemoryStates::default());
+    let accounting = Arc::new(Accounting::new(RUN));
+    let state = ledger(&states, &accounting);
+    accounting.published("parent");
+    state.change("parent", Some("v")).expect("set");
+    accounting.published("later");
+    state.change("later", Some("w")).expect("set");
+    // The parent makes a child, then is indexed; the child is not yet.
+    accounting.apply(&event("child", EventKind::Create));
+    accounting.apply(&event("parent", EventKind::Finish));
+    accounting.apply(&event("later", EventKind::Finish));
+    state.commit().expect("commit");
+    assert!(
+        committed(&states).is_empty(),
+        "the parent's change waits for its child too"
+    );
+    accounting.apply(&event("child", EventKind::Finish));
+    state.commit().expect("commit");
+    assert_eq!(committed(&states), [pair("later", "w"), pair("parent", "v")]);
+}
+
+#[test]
+fn two_versions_of_an_id_are_done_oldest_first() {
+    let states = Arc::new(MemoryStates::default());
+    let accounting = Arc::new(Accounting::new(RUN));
+    let state = ledger(&states, &accounting);
+    accounting.published("x");
+    accounting.published("x");
+    state.change("x", Some("2")).expect("set");
+    accounting.apply(&event("x", EventKind::Finish));
+    state.commit().expect("commit");
+    assert!(committed(&states).is_empty(), "the second version is not done");
+    accounting.apply(&event("x", EventKind::Finish));
+    state.commit().expect("commit");
+    assert_eq!(committed(&states), [pair("x", "2")]);
+}
+
+#[test]
+fn removes_and_repeated_changes_are_committed_in_order() {
+    let states = Arc::new(MemoryStates::default());
+    states
+        .open("p", "c")
+        .and_then(|mut s| s.commit(&[("gone".into(), Some("old".into()))]))
+        .expect("seeded");
+    let accounting = Arc::new(Accounting::new(RUN));
+    let state = ledger(&states, &accounting);
+    assert_eq!(state.get("gone").as_deref(), Some("old"), "loaded");
+    for v in ["1", "2", "3"] {
+        state.change("k", Some(v)).expect("set");
+    }
+    assert_eq!(state.uncommitted(), 1, "no publish between: one change");
+    state.change("gone", None).expect("remove");
+    assert_eq!(state.get("gone"), None);
+    assert_eq!(state.list(None, 10), [pair("k", "3")]);
+    state.commit().expect("commit");
+    assert_eq!(committed(&states), [pair("k", "3")]);
+}
+
+#[test]
+fn state_past_its_limit_is_refused_and_nothing_changes() {
+    let states = Arc::new(MemoryStates::default());
+    let accounting = Arc::new(Accounting::new(RUN));
+    let store = states.open("p", "c").expect("store");
+    let state = Ledger::load(store, Arc::clone(&accounting), 100, false).expect("loaded");
+    state.change("a", Some(&"x".repeat(40))).expect("within");
+    let error = state
+        .change("b", Some(&"y".repeat(10)))
+        .expect_err("over 100 bytes with the uncommitted changes");
+    assert!(error.contains("limits.max_state_mib"), "{error}");
+    assert_eq!(state.get("b"), None);
+    assert_eq!(state.size(), (1, 41));
+    // Committed, a's change no longer counts twice: b fits.
+    state.commit().expect("commit");
+    state.change("b", Some(&"y".repeat(10))).expect("fits now");
+}
+
+#[test]
+fn pages_of_keys_follow_key_order() {
+    let states = Arc::new(MemoryStates::default());
+    let accounting = Arc::new(Accounting::new(RUN));
+    let state = ledger(&states, &accounting);
+    for key in ["b", "a", "d", "c"] {
+        state.change(key, Some(key)).expect("set");
+    }
+    let first = state.list(None, 3);
+    assert_eq!(first, [pair("a", "a"), pair("b", "b"), pair("c", "c")]);
+    assert_eq!(state.list(Some("c"), 3), [pair("d", "d")]);
+    assert!(state.list(Some("d"), 3).is_empty());
+}
+
+#[test]
+fn sqlite_keeps_each_scope_apart_across_opens() {
+    let dir = tempfile::tempdir().expect("dir");
+    let states = SqliteStates::new(dir.path().join("deep/state.sqlite"));
+    let mut one = states.open("p", "c").expect("open");
+    one.commit(&[
+        ("k".into(), Some("v".into())),
+        ("x".into(), Some("1".into())),
+        ("x".into(), None),
+    ])
+    .expect("commit");
+    let mut other = states.open("p", "other").expect("open");
+    other.commit(&[("k".into(), Some("w".into()))]).expect("commit");
+    drop((one, other));
+    assert_eq!(committed(&states), [pair("k", "v")]);
+    let mut again = states.open("p", "other").expect("open");
+    assert_eq!(again.load().expect("load"), [pair("k", "w")]);
+    again.clear().expect("clear");
+    assert!(again.load().expect("load").is_empty());
+    assert_eq!(committed(&states), [pair("k", "v")], "another scope untouched");
+}
