@@ -31,6 +31,7 @@ mod sdk;
 mod search;
 mod serve_limits;
 mod stages;
+mod sync;
 mod tenants;
 mod text_stages;
 mod transcripts;

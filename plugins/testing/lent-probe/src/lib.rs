@@ -25,7 +25,7 @@ use std::cell::RefCell;
 
 wit_bindgen::generate!({
     path: "../../../wit",
-    world: "weir:plugin/lent-stage@0.2.1",
+    world: "weir:plugin/lent-stage@0.2.2",
     generate_all,
 });
 
