@@ -10,6 +10,8 @@ use serde_json::Value;
 use weir::core::document::Document;
 use weir::plugin::{PluginRuntime, PluginSpec, RuntimeOptions};
 
+pub mod s3;
+
 /// The repository root.
 pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -276,6 +278,22 @@ pub fn embedder_url() -> &'static str {
                 .join("embedder.sh"),
         );
         let port = std::env::var("WEIR_EMBEDDER_PORT").unwrap_or_else(|_| "18090".into());
+        format!("http://127.0.0.1:{port}")
+    })
+}
+
+/// The S3-compatible server's URL (S3Proxy from Maven Central, signatures
+/// checked, objects in memory): `WEIR_S3_URL` when set (CI starts it and
+/// sets it), else the one `tests/storage/s3proxy.sh` starts on loopback,
+/// like the search servers. Its keys are in [`s3`].
+pub fn s3_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("WEIR_S3_URL") {
+            return url.trim_end_matches('/').to_owned();
+        }
+        start_server(&repo_root().join("tests").join("storage").join("s3proxy.sh"));
+        let port = std::env::var("WEIR_S3_PORT").unwrap_or_else(|_| "19000".into());
         format!("http://127.0.0.1:{port}")
     })
 }

@@ -6,6 +6,8 @@
 # A stage is built for the `lent-stage` world (contract 0.2.1: a batch of
 # documents per call); `per-document-stage` builds it for the `stage` world
 # instead (one call per document, as contract 0.2.0 runs stages), to compare.
+# A connector is built for the `syncing-connector` world (contract 0.2.2), so it
+# can keep state between runs and report deletes with `weir.sync`.
 #
 # <src-dir>/app.js default-exports a class extending weir.Stage, weir.Connector
 # or weir.Indexer (per the world) and imports the SDK as `weir`:
@@ -35,13 +37,16 @@ die() {
 
 [[ $# -eq 3 ]] || die "usage: build.sh <stage|connector|indexer> <src-dir> <out.wasm>"
 kind=$1 src=$2 out=$3
-# The WIT world, the SDK function that exports the plugin class, and the name of
+# The WIT world, the SDK function that exports the plugin class, the name of
 # the interface it makes (the world's export; names destructured for a world
-# with two).
+# with two), and the interfaces of the world alone that the entry module hands
+# that function (so no module of the SDK names them: a bundle that keeps all of
+# the SDK, `const { Stage } = weir`, still builds for every world).
+hosts=
 case $kind in
 stage) world=lent-stage export=exportLentStage api="{ stageBatchApi, stageLentApi }" ;;
 per-document-stage) world=stage export=exportStagePerDocument api=stageApi ;;
-connector) world=connector export=exportConnector api=connectorApi ;;
+connector) world=syncing-connector export=exportConnector api=connectorApi hosts=sync ;;
 indexer) world=indexer export=exportIndexer api=indexerApi ;;
 *) die "unknown kind \`$kind\` (expected stage, connector or indexer, or per-document-stage)" ;;
 esac
@@ -107,8 +112,16 @@ world $world {
 EOF
 
 # The entry module exports the plugin class as the world's interface.
-printf 'import Plugin from "./app.js";\nimport { %s } from "weir";\nexport const %s = %s(Plugin);\n' \
-    "$export" "$api" "$export" |
+args=Plugin
+[[ -z $hosts ]] || args="Plugin, { ${hosts// /, } }"
+{
+    echo 'import Plugin from "./app.js";'
+    for host in $hosts; do
+        echo "import * as $host from \"weir:plugin/$host@$contract\";"
+    done
+    echo "import { $export } from \"weir\";"
+    echo "export const $api = $export($args);"
+} |
     (cd "$src" && "$bin/esbuild" --bundle --format=esm --platform=neutral --keep-names \
         --alias:weir="$sdk/src/index.js" --external:'weir:plugin/*' --external:'wasi:*' \
         --sourcefile=weir-entry.js --outfile="$work/plugin.js" --log-level=warning) ||

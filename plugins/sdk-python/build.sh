@@ -9,6 +9,8 @@
 # A stage is built for the `lent-stage` world (contract 0.2.1: a batch of
 # documents per call); `per-document-stage` builds it for the `stage` world
 # instead (one call per document, as contract 0.2.0 runs stages), to compare.
+# A connector is built for the `syncing-connector` world (contract 0.2.2), so it
+# can keep state between runs and report deletes with `weir.sync`.
 #
 # componentize-py (the version pinned in requirements.txt) is installed from PyPI
 # on first use into a venv under ${WEIR_TOOLS_DIR:-~/.cache/weir/tools}.
@@ -32,7 +34,7 @@ out=$3
 case $kind in
     stage) world=lent-stage export_class="StageBatchApi StageLentApi" export_with="_stage.export _stage.export_lent" ;;
     per-document-stage) world=stage export_class=StageApi export_with=_stage.export_per_document ;;
-    connector) world=connector export_class=ConnectorApi export_with=_connector.export ;;
+    connector) world=syncing-connector export_class=ConnectorApi export_with=_connector.export ;;
     indexer) world=indexer export_class=IndexerApi export_with=_indexer.export ;;
     *) die "unknown kind \`$kind\`: expected stage, connector or indexer (or per-document-stage)" ;;
 esac

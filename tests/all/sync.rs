@@ -11,14 +11,18 @@ use weir_tests::{Proc, with_plugins};
 
 const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 
-/// A folder with `data/in.jsonl`, an output folder and a config reading the
-/// file incrementally into an appending JSONL file, through `stages`.
-struct Sync {
+/// A folder with `data/`, an output folder and a config running the
+/// connector `plugin` (an inline table) into an appending JSONL file,
+/// through `stages`.
+pub(crate) struct Sync {
     dir: tempfile::TempDir,
 }
 
+/// The file connector reading `data/in.jsonl` incrementally.
+const FILES: &str = r#"{ path = @file-connector, config = { paths = ["/data/in.jsonl"], incremental = true }, grants = { dirs = [{ host = "data", guest = "/data" }] } }"#;
+
 impl Sync {
-    fn new(stages: &str) -> Self {
+    pub(crate) fn new(plugin: &str, stages: &str) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         for sub in ["data", "out"] {
             std::fs::create_dir_all(dir.path().join(sub)).expect("dir");
@@ -28,9 +32,9 @@ impl Sync {
             [worker]
             threads = 2
             [[connectors]]
-            name = "files"
+            name = "source"
             pipeline = "p"
-            plugin = {{ path = @file-connector, config = {{ paths = ["/data/in.jsonl"], incremental = true }}, grants = {{ dirs = [{{ host = "data", guest = "/data" }}] }} }}
+            plugin = {plugin}
             [[pipelines]]
             name = "p"
             stages = [{stages}]
@@ -43,7 +47,7 @@ impl Sync {
         Self { dir }
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
@@ -57,7 +61,7 @@ impl Sync {
     }
 
     /// `weir run` to its end; its exit code.
-    fn run(&self, extra: &[&str]) -> i32 {
+    pub(crate) fn run(&self, extra: &[&str]) -> i32 {
         let output = std::process::Command::new(WEIR)
             .arg("run")
             .arg("--no-progress")
@@ -70,7 +74,7 @@ impl Sync {
     }
 
     /// Every line the indexer wrote, in order.
-    fn indexed(&self) -> Vec<Value> {
+    pub(crate) fn indexed(&self) -> Vec<Value> {
         std::fs::read_to_string(self.path("out/out.jsonl"))
             .unwrap_or_default()
             .lines()
@@ -79,7 +83,7 @@ impl Sync {
     }
 
     /// Rows of committed state.
-    fn committed(&self) -> usize {
+    pub(crate) fn committed(&self) -> usize {
         let Ok(db) = rusqlite::Connection::open(self.path("weir-state.sqlite")) else {
             return 0;
         };
@@ -90,12 +94,16 @@ impl Sync {
     }
 }
 
+/// A stage of about 2 ms per document: a sync that takes seconds.
+pub(crate) const SLOW: &str =
+    r#"{ name = "slow", plugin = { path = @hostile-stage, config = { delay_us = 2000 } } }"#;
+
 fn records(n: usize) -> BTreeMap<String, String> {
     (0..n).map(|i| (format!("r{i:05}"), format!("v{i}"))).collect()
 }
 
-/// (id, text or "DELETED") of `lines`.
-fn summary(lines: &[Value]) -> Vec<(String, String)> {
+/// (id, field `field` or "DELETED") of `lines`.
+pub(crate) fn summary_of(lines: &[Value], field: &str) -> Vec<(String, String)> {
     lines
         .iter()
         .map(|l| {
@@ -103,15 +111,42 @@ fn summary(lines: &[Value]) -> Vec<(String, String)> {
             if l["_deleted"] == Value::Bool(true) {
                 (id, "DELETED".to_owned())
             } else {
-                (id, l["t"].as_str().unwrap_or_default().to_owned())
+                (id, l[field].as_str().unwrap_or_default().to_owned())
             }
         })
         .collect()
 }
 
+fn summary(lines: &[Value]) -> Vec<(String, String)> {
+    summary_of(lines, "t")
+}
+
+/// `weir run` started, to be killed once `enough` of its state is
+/// committed; what it indexed and committed by then.
+pub(crate) fn kill_once_committed(sync: &Sync, enough: usize) -> (Vec<Value>, usize) {
+    let log = sync.path("killed.log");
+    let config = sync.path("run.toml");
+    let mut run = Proc::start(
+        "weir run",
+        Path::new(WEIR),
+        &["run", "--no-progress", config.to_str().expect("path")],
+        &[],
+        &log,
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while sync.committed() < enough {
+        let log = || std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(std::time::Instant::now() < deadline, "no state committed: {}", log());
+        assert!(matches!(run.child.try_wait(), Ok(None)), "the run ended before it was killed: {}", log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run.kill_hard();
+    (sync.indexed(), sync.committed())
+}
+
 #[test]
 fn a_second_sync_sends_exactly_what_changed_and_deletes_what_is_gone() {
-    let sync = Sync::new("");
+    let sync = Sync::new(FILES, "");
     let mut source = records(50);
     sync.write(&source);
     assert_eq!(sync.run(&[]), 0);
@@ -149,29 +184,10 @@ fn a_second_sync_sends_exactly_what_changed_and_deletes_what_is_gone() {
 #[test]
 fn kill_minus_nine_mid_sync_loses_nothing_and_the_next_run_finishes_the_work() {
     // About 2 ms per document on each of 2 workers: a few seconds in all.
-    let sync = Sync::new(r#"{ name = "slow", plugin = { path = @hostile-stage, config = { delay_us = 2000 } } }"#);
+    let sync = Sync::new(FILES, SLOW);
     let source = records(3000);
     sync.write(&source);
-    // The state of a run where one record is gone since: it must not be
-    // deleted wrongly by a run cut short.
-    let log = sync.path("run1.log");
-    let config = sync.path("run.toml");
-    let mut run = Proc::start(
-        "weir run",
-        Path::new(WEIR),
-        &["run", "--no-progress", config.to_str().expect("path")],
-        &[],
-        &log,
-    );
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while sync.committed() < 100 {
-        assert!(std::time::Instant::now() < deadline, "no state committed: {}", std::fs::read_to_string(&log).unwrap_or_default());
-        assert!(matches!(run.child.try_wait(), Ok(None)), "the run ended before it was killed");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    run.kill_hard();
-    let first = sync.indexed();
-    let kept = sync.committed();
+    let (first, kept) = kill_once_committed(&sync, 100);
     assert!(first.len() < 3000, "killed mid-sync ({} indexed)", first.len());
     assert!(kept <= first.len(), "state ({kept}) never runs ahead of what was indexed ({})", first.len());
     let first_ids: BTreeSet<String> = summary(&first).into_iter().map(|(id, _)| id).collect();

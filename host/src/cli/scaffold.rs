@@ -60,7 +60,7 @@ const PYTHON_SDK: &[(&str, &str)] = vendored!("sdk-python":
     "build.sh", "requirements.txt", "README.md",
     "weir/__init__.py", "weir/_codec.py", "weir/_config.py", "weir/_connector.py",
     "weir/_document.py", "weir/_errors.py", "weir/_indexer.py", "weir/_indexing.py",
-    "weir/_log.py", "weir/_plugins.py", "weir/_runtime.py", "weir/_stage.py",
+    "weir/_log.py", "weir/_plugins.py", "weir/_runtime.py", "weir/_stage.py", "weir/sync.py",
 );
 
 /// The JavaScript SDK (`plugins/sdk-js`), its pinned tools and build script.
@@ -68,7 +68,7 @@ const JS_SDK: &[(&str, &str)] = vendored!("sdk-js":
     "build.sh", "package.json", "package-lock.json", "README.md",
     "src/batch.js", "src/config.js", "src/connector.js", "src/document.js", "src/errors.js", "src/file.js",
     "src/index.js", "src/indexer.js", "src/json.js", "src/lent.js", "src/log.js", "src/plugin.js",
-    "src/stage.js",
+    "src/stage.js", "src/sync.js",
 );
 
 /// Write a new project for a `kind` plugin in `lang` named `name` into

@@ -295,7 +295,7 @@ impl PluginRuntime {
 
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        host::add_http_to_linker(&mut linker)?;
         type Own = HasSelf<PluginState>;
         bindings::stage::weir::plugin::log::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::stage::weir::plugin::document::add_to_linker::<_, Own>(&mut linker, |s| s)?;

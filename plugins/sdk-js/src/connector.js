@@ -42,13 +42,19 @@ export class Publisher {
    *   run is shutting down, the document is too large): let it end `execute`
    */
   publish(doc) {
-    if (this.#gone) throw new Error("the publisher was lent for the duration of execute() only");
+    const publisher = this.lent();
     const host = Document.handOver(doc, "published");
     try {
-      this.#host.publish(host);
+      publisher.publish(host);
     } catch (e) {
       throw new Fatal(typeof e?.payload === "string" ? e.payload : describe(e));
     }
+  }
+
+  /** @internal the host's publisher, while it is lent (for `weir.sync.delete`) */
+  lent() {
+    if (this.#gone) throw new Error("the publisher was lent for the duration of execute() only");
+    return this.#host;
   }
 
   /** @internal ends the loan */
@@ -59,10 +65,19 @@ export class Publisher {
 }
 
 /**
- * The WIT `connector-api`, backed by one instance of `Plugin`.
+ * The WIT `sync` interface, for `weir.sync` (see `sync.js`): set by
+ * {@link exportConnector}.
+ * @internal
+ */
+export let syncHost;
+
+/**
+ * The WIT `connector-api`, backed by one instance of `Plugin`; `hosts.sync` is
+ * the world's `weir:plugin/sync`, for `weir.sync`.
  * @internal `build.sh` exports it as `connectorApi`
  */
-export function exportConnector(Plugin) {
+export function exportConnector(Plugin, hosts = {}) {
+  syncHost = hosts.sync;
   const instance = new Instance(Plugin, Connector, "execute(publisher)");
   const calls = {
     checkConfig: (text) => instance.checkConfig(text),

@@ -6,7 +6,8 @@
  * WebAssembly component. `console.log` and friends go to the host's log.
  * The SDK's modules are free of side effects (but for `log.js`), so the
  * bundle keeps only what the plugin uses: an indexer, whose world has no
- * document interface, must not use `Document`.
+ * document interface, must not use `Document`; only a connector may use
+ * `weir.sync` (state between runs, and deletes: see `sync.js`).
  *
  * ```js
  * import * as weir from "weir";
@@ -32,6 +33,7 @@ export { BatchError, DocumentFailure, Failure, Fatal, Transient } from "./errors
 export { File } from "./file.js";
 export { Decimal } from "./json.js";
 export { Connector, Publisher, exportConnector } from "./connector.js";
+export * as sync from "./sync.js";
 export { Indexer, exportIndexer } from "./indexer.js";
 export { Stage, exportStagePerDocument } from "./stage.js";
 export { exportStage } from "./batch.js";

@@ -31,6 +31,9 @@ An indexer holds no documents (its world has no document interface, so
 `weir.Document`, `weir.Stage` and `weir.Connector` exist only in the stage and
 connector worlds): the host hands it each batch entry prepared as it asked.
 
+A connector keeps state between runs and reports deletes with `weir.sync`
+(`get`, `set`, `remove`, `entries`, `delete(publisher, id)`, ...): see its module.
+
 Everything a plugin imports must be imported at module level: the component
 holds the modules imported while it was built, and nothing else. For the same
 reason, nothing at module level may call the host (make documents, ...).
@@ -65,3 +68,12 @@ else:
     from ._plugins import Connector, Publisher, Stage
 
     __all__ += ["Connector", "Document", "Publisher", "REMOVE", "Stage"]
+
+try:
+    from wit_world.imports import sync as _sync  # noqa: F401 (only in the connector world)
+except ImportError:
+    pass
+else:
+    from . import sync
+
+    __all__ += ["sync"]

@@ -142,6 +142,13 @@ class Publisher:
         except Err as error:
             raise PublishError(error.value) from None
 
+    def _lent(self) -> Any:
+        """The host's publisher; raises `RuntimeError` once `execute` has returned."""
+        handle = self._handle
+        if isinstance(handle, _Revoked):
+            raise RuntimeError(handle._message)
+        return handle
+
     def _revoke(self) -> None:
         self._handle = _Revoked(
             "the publisher was lent for the duration of execute() only and cannot be used after it returned"

@@ -120,6 +120,8 @@ pub struct Request {
     body: Vec<u8>,
     timeout: Option<Duration>,
     max_body: Option<usize>,
+    /// With `max_body`: keep its first bytes instead of refusing the response.
+    cut: bool,
 }
 
 /// A response, its body read whole.
@@ -129,9 +131,23 @@ pub struct Response {
     /// Its `content-type` header, when it has one.
     pub content_type: Option<String>,
     pub body: Vec<u8>,
+    /// Its headers, names in lower case, values as text (invalid UTF-8
+    /// replaced), in the order sent.
+    pub headers: Vec<(String, String)>,
+    /// The body was longer than [`Request::cut_body`] allowed: `body` holds
+    /// its first bytes only.
+    pub truncated: bool,
 }
 
 impl Response {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The body as text (invalid UTF-8 replaced).
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
@@ -160,6 +176,7 @@ impl Request {
             body: Vec::new(),
             timeout: None,
             max_body: None,
+            cut: false,
         }
     }
 
@@ -193,6 +210,14 @@ impl Request {
     /// there, so a server cannot make the plugin hold more.
     pub fn max_body(mut self, bytes: usize) -> Request {
         self.max_body = Some(bytes);
+        self
+    }
+
+    /// Keep at most the first `bytes` of the response body: reading stops
+    /// there, and the response says it was [`Response::truncated`].
+    pub fn cut_body(mut self, bytes: usize) -> Request {
+        self.max_body = Some(bytes);
+        self.cut = true;
         self
     }
 
@@ -265,15 +290,26 @@ impl Request {
             }
         };
         let status = response.status();
-        let content_type = response
+        let headers: Vec<(String, String)> = response
             .headers()
-            .get("content-type")
-            .first()
-            .map(|v| String::from_utf8_lossy(v).into_owned());
+            .entries()
+            .into_iter()
+            .map(|(name, value)| {
+                (
+                    name.to_ascii_lowercase(),
+                    String::from_utf8_lossy(&value).into_owned(),
+                )
+            })
+            .collect();
+        let content_type = headers
+            .iter()
+            .find(|(n, _)| n == "content-type")
+            .map(|(_, v)| v.clone());
         let incoming = response
             .consume()
             .map_err(|()| HttpError::Failed("response body taken twice".into()))?;
         let mut body = Vec::new();
+        let mut truncated = false;
         {
             let mut stream = incoming
                 .stream()
@@ -291,17 +327,24 @@ impl Request {
             if let Some(max) = self.max_body
                 && body.len() > max
             {
-                return Err(HttpError::Failed(format!(
-                    "the response of {} is longer than {max} bytes",
-                    self.url
-                )));
+                if !self.cut {
+                    return Err(HttpError::Failed(format!(
+                        "the response of {} is longer than {max} bytes",
+                        self.url
+                    )));
+                }
+                body.truncate(max);
+                truncated = true;
             }
         }
+        // A cut body's rest is never read: the stream is dropped unfinished.
         let _trailers = IncomingBody::finish(incoming);
         Ok(Response {
             status,
             content_type,
             body,
+            headers,
+            truncated,
         })
     }
 }

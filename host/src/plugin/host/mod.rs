@@ -33,7 +33,7 @@ use super::bindings::stage;
 use super::budget::Budget;
 use crate::core::document::Document;
 
-pub(crate) use http::{HttpAllow, HttpPolicy};
+pub(crate) use http::{HttpAllow, HttpPolicy, add_http_to_linker};
 pub use lending::LentBatch;
 pub(crate) use lent::Lent;
 pub(crate) use log::LogLimiter;

@@ -12,6 +12,7 @@
 
 mod address;
 mod allow;
+mod handler;
 mod resolve;
 mod rule;
 mod send;
@@ -30,6 +31,7 @@ use wasmtime_wasi_http::{
 
 use allow::Host;
 pub(crate) use allow::HttpAllow;
+pub(crate) use handler::add_to_linker as add_http_to_linker;
 use resolve::{Resolve, SystemResolver};
 use rule::{Plan, Refusal};
 use send::{Sent, Timeouts};
