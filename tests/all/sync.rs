@@ -16,6 +16,8 @@ const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 /// through `stages`.
 pub(crate) struct Sync {
     dir: tempfile::TempDir,
+    /// Unique per test: Kafka topics (and the state topic) are named by it.
+    pipeline: String,
 }
 
 /// The file connector reading `data/in.jsonl` incrementally.
@@ -23,20 +25,25 @@ const FILES: &str = r#"{ path = @file-connector, config = { paths = ["/data/in.j
 
 impl Sync {
     pub(crate) fn new(plugin: &str, stages: &str) -> Self {
+        Self::with(plugin, stages, "[worker]\nthreads = 2")
+    }
+
+    /// [`Sync::new`] with more settings (`[kafka]`, say) in the config.
+    pub(crate) fn with(plugin: &str, stages: &str, settings: &str) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
+        let pipeline = format!("sync_{:08x}", fastrand::u32(..));
         for sub in ["data", "out"] {
             std::fs::create_dir_all(dir.path().join(sub)).expect("dir");
         }
         let config = with_plugins(&format!(
             r#"
-            [worker]
-            threads = 2
+            {settings}
             [[connectors]]
             name = "source"
-            pipeline = "p"
+            pipeline = "{pipeline}"
             plugin = {plugin}
             [[pipelines]]
-            name = "p"
+            name = "{pipeline}"
             stages = [{stages}]
             [indexer]
             batch_size = 50
@@ -44,7 +51,7 @@ impl Sync {
             "#
         ));
         std::fs::write(dir.path().join("run.toml"), config).expect("config");
-        Self { dir }
+        Self { dir, pipeline }
     }
 
     pub(crate) fn path(&self, name: &str) -> PathBuf {
@@ -58,6 +65,18 @@ impl Sync {
             .map(|(id, t)| format!("{{\"id\":\"{id}\",\"t\":\"{t}\"}}\n"))
             .collect();
         std::fs::write(self.path("data/in.jsonl"), lines).expect("source");
+    }
+
+    /// `weir <role> <config> <pipeline>` (a serving process), logging to `<name>.log`.
+    fn serve(&self, role: &str) -> Proc {
+        let config = self.path("run.toml");
+        Proc::start(
+            role,
+            Path::new(WEIR),
+            &[role, config.to_str().expect("path"), &self.pipeline],
+            &[],
+            &self.path(&format!("{role}.log")),
+        )
     }
 
     /// `weir run` to its end; its exit code.
@@ -208,4 +227,41 @@ fn kill_minus_nine_mid_sync_loses_nothing_and_the_next_run_finishes_the_work() {
     let before = sync.indexed().len();
     assert_eq!(sync.run(&[]), 0);
     assert_eq!(sync.indexed().len(), before, "then nothing is left to send");
+}
+
+#[test]
+fn in_kafka_mode_the_state_lives_on_a_compacted_topic_any_runner_resumes_from() {
+    let settings = format!(
+        // One pair: one indexer appending to the file.
+        "[worker]\nthreads = 1\n[kafka]\nbootstrap_servers = {:?}\ntopic_partitions = 2",
+        weir_tests::kafka_bootstrap()
+    );
+    let sync = Sync::with(FILES, "", &settings);
+    let mut source = records(200);
+    sync.write(&source);
+    let mut pairs = sync.serve("worker-indexer");
+    assert_eq!(sync.run(&["--mode", "kafka"]), 0);
+    assert_eq!(sync.indexed().len(), 200);
+    assert!(
+        !sync.path("weir-state.sqlite").exists(),
+        "no local state in Kafka mode"
+    );
+    source.insert("r00003".into(), "changed".into());
+    source.insert("r77777".into(), "added".into());
+    source.remove("r00150");
+    sync.write(&source);
+    // Another runner process, with nothing local: the topic has the state.
+    assert_eq!(sync.run(&["--mode", "kafka"]), 0);
+    let second: BTreeSet<(String, String)> = summary(&sync.indexed()[200..]).into_iter().collect();
+    let expected: BTreeSet<(String, String)> = [
+        ("r00003", "changed"),
+        ("r77777", "added"),
+        ("r00150", "DELETED"),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    .collect();
+    assert_eq!(second, expected);
+    assert_eq!(sync.indexed().len(), 203);
+    assert!(pairs.stop(), "the worker-indexer stops cleanly");
 }
