@@ -298,6 +298,38 @@ pub fn s3_url() -> &'static str {
     })
 }
 
+/// The PostgreSQL the tests use, as a connection URL: `WEIR_PG_URL` when
+/// set (CI starts the server and sets it), else the one
+/// `tests/storage/postgres.sh` starts on loopback (Debian's package,
+/// installed by the script when missing), like the search servers.
+pub fn postgres_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("WEIR_PG_URL") {
+            return url;
+        }
+        start_server(&repo_root().join("tests").join("storage").join("postgres.sh"));
+        let port = std::env::var("WEIR_PG_PORT").unwrap_or_else(|_| "54329".into());
+        format!("postgres://postgres:weir-test@127.0.0.1:{port}/postgres")
+    })
+}
+
+/// [`postgres_url`] as `key=value` settings (`host=... port=... user=...
+/// password=... dbname=...`), which `tokio-postgres` takes too: a config
+/// can hold it where an `@` would read as a plugin placeholder.
+pub fn postgres_settings() -> String {
+    let url = postgres_url();
+    let rest = url
+        .strip_prefix("postgres://")
+        .or_else(|| url.strip_prefix("postgresql://"))
+        .unwrap_or_else(|| panic!("not a postgres:// URL: {url}"));
+    let (auth, place) = rest.rsplit_once('@').unwrap_or(("", rest));
+    let (user, password) = auth.split_once(':').unwrap_or((auth, ""));
+    let (address, dbname) = place.split_once('/').unwrap_or((place, "postgres"));
+    let (host, port) = address.rsplit_once(':').unwrap_or((address, "5432"));
+    format!("host={host} port={port} user={user} password={password} dbname={dbname}")
+}
+
 /// `host:port` of an `http://host:port/...` URL, for `grants.http`.
 pub fn authority(url: &str) -> &str {
     let rest = url

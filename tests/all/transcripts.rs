@@ -14,7 +14,7 @@ const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 
 /// Bundled plugins with no transcript, and why; each is tested against its
 /// real server elsewhere.
-const NO_TRANSCRIPT: [(&str, &str); 5] = [
+const NO_TRANSCRIPT: [(&str, &str); 6] = [
     (
         "embed-text",
         "needs an embedding server: tests/all/embeddings.rs",
@@ -27,6 +27,7 @@ const NO_TRANSCRIPT: [(&str, &str); 5] = [
         "opensearch-indexer",
         "needs OpenSearch: tests/all/search.rs",
     ),
+    ("solr-connector", "needs Solr: tests/all/solr_sync.rs"),
     ("solr-indexer", "needs Solr: tests/all/search.rs"),
     (
         "timestamp",

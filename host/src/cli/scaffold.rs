@@ -34,7 +34,7 @@ pub enum Lang {
 }
 
 /// The contract, vendored into every project.
-const WIT: [(&str, &str); 7] = [
+const WIT: [(&str, &str); 8] = [
     ("wit/batch.wit", include_str!("../../../wit/batch.wit")),
     (
         "wit/document.wit",
@@ -42,6 +42,7 @@ const WIT: [(&str, &str); 7] = [
     ),
     ("wit/lent.wit", include_str!("../../../wit/lent.wit")),
     ("wit/packed.wit", include_str!("../../../wit/packed.wit")),
+    ("wit/sql.wit", include_str!("../../../wit/sql.wit")),
     ("wit/sync.wit", include_str!("../../../wit/sync.wit")),
     ("wit/types.wit", include_str!("../../../wit/types.wit")),
     ("wit/worlds.wit", include_str!("../../../wit/worlds.wit")),

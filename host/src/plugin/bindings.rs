@@ -55,14 +55,25 @@ pub mod connector {
     });
 }
 
-/// The `syncing-connector` world: its `sync` import is linked for every
-/// plugin; it exports what `connector` does.
+/// The `syncing-connector` world: its `sync` and `sql` imports are linked
+/// for every plugin; it exports what `connector` does. `sql` waits on the
+/// database, so its functions are async.
 pub mod syncing_connector {
-    world_bindings!("syncing-connector", {
-        "weir:plugin/types": super::stage::weir::plugin::types,
-        "weir:plugin/log": super::stage::weir::plugin::log,
-        "weir:plugin/document": super::stage::weir::plugin::document,
-        "weir:plugin/publishing": super::connector::weir::plugin::publishing,
+    wasmtime::component::bindgen!({
+        world: "syncing-connector",
+        path: "../wit",
+        imports: {
+            "weir:plugin/sql": async | trappable,
+            default: trappable,
+        },
+        exports: { default: async },
+        with: {
+            "weir:plugin/types": super::stage::weir::plugin::types,
+            "weir:plugin/log": super::stage::weir::plugin::log,
+            "weir:plugin/document": super::stage::weir::plugin::document,
+            "weir:plugin/publishing": super::connector::weir::plugin::publishing,
+            "weir:plugin/sql.rows": crate::plugin::host::SqlRows,
+        },
     });
 }
 

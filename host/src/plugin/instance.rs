@@ -32,6 +32,8 @@ pub(crate) struct Loaded {
     pub(crate) spec: PluginSpec,
     component: Component,
     pub(super) http_allow: Arc<[HttpAllow]>,
+    /// `grants.sql`: the databases the plugin may query, by name.
+    pub(super) sql_grants: Arc<std::collections::BTreeMap<String, String>>,
     /// The plugin's config as JSON text, as handed to `check-config` and `start`.
     pub(crate) config_json: String,
 }
@@ -74,6 +76,7 @@ impl Loaded {
                 path: spec.path.clone(),
                 message: format!("{e:#}"),
             })?;
+        let sql_grants = Arc::new(spec.grants.sql.clone());
         Ok(Self {
             runtime,
             name: Arc::from(name),
@@ -82,6 +85,7 @@ impl Loaded {
             spec,
             component,
             http_allow: http_allow.into(),
+            sql_grants,
         })
     }
 

@@ -81,6 +81,13 @@ pub struct Grants {
     /// hop is a new request checked against this list.
     #[serde(default)]
     pub http: Vec<String>,
+    /// Databases the plugin may query (the `sql` interface), by the name it
+    /// uses for each: a PostgreSQL connection URL
+    /// (`postgres://user:password@host:5432/db`, or key=value settings);
+    /// give the password through a variable (`"${DATABASE_URL}"`). The
+    /// plugin never sees the URL.
+    #[serde(default)]
+    pub sql: BTreeMap<String, String>,
 }
 
 /// A host directory made visible to a plugin.

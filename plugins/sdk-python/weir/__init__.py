@@ -70,7 +70,7 @@ else:
     __all__ += ["Connector", "Document", "Publisher", "REMOVE", "Stage"]
 
 try:
-    from wit_world.imports import sync as _sync  # noqa: F401 (only in the connector world)
+    from wit_world.imports import sync as _sync  # noqa: F401 (only in the syncing-connector world)
 except ImportError:
     pass
 else:

@@ -1,4 +1,4 @@
-"""The `connector` world's export, `weir:plugin/connector-api`, for the app's `weir.Connector` subclass."""
+"""The connector world's export (`syncing-connector`), `weir:plugin/connector-api`, for the app's `weir.Connector` subclass."""
 
 from __future__ import annotations
 

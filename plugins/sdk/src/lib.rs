@@ -108,6 +108,7 @@ pub mod bindings {
 mod batch;
 mod fields;
 mod packed;
+pub mod sql;
 pub mod sync;
 mod values;
 

@@ -21,6 +21,10 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
         include_str!("../../../../plugins/sdk/src/packed.rs"),
     ),
     (
+        ".weir/sdk-rust/src/sql.rs",
+        include_str!("../../../../plugins/sdk/src/sql.rs"),
+    ),
+    (
         ".weir/sdk-rust/src/sync.rs",
         include_str!("../../../../plugins/sdk/src/sync.rs"),
     ),
@@ -41,6 +45,8 @@ wit-bindgen = "0.63"
 serde = { version = "1", features = ["derive"] }
 serde_json = { version = "1", features = ["preserve_order", "arbitrary_precision"] }
 serde_path_to_error = "0.1"
+# `sql` hands bytes over as base64.
+base64 = "0.22"
 # Its setting types describe themselves (the plugin reference is made from them).
 schemars = { version = "1.2", default-features = false, features = ["derive", "std"] }
 "#,

@@ -20,6 +20,7 @@ mod lent;
 mod log;
 mod output;
 mod publisher;
+mod sql;
 mod sync;
 mod wasi;
 
@@ -39,6 +40,8 @@ pub(crate) use lent::Lent;
 pub(crate) use log::LogLimiter;
 pub(crate) use output::GuestOutput;
 pub use publisher::{PublishSink, Publisher};
+pub(crate) use sql::SqlSession;
+pub use sql::SqlRows;
 pub use sync::ConnectorState;
 
 /// A plugin's handle on a document.
@@ -72,6 +75,8 @@ pub(crate) struct PluginState {
     pub(crate) interrupt_at: Option<std::time::Instant>,
     /// A connector's state, while the run that drives it holds one.
     pub(crate) sync: Option<Arc<dyn ConnectorState>>,
+    /// The databases the plugin's config grants, and its connections.
+    pub(crate) sql: SqlSession,
 }
 
 impl stage::weir::plugin::types::Host for PluginState {}

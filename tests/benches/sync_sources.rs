@@ -1,0 +1,195 @@
+//! What incremental sync and the S3 connector cost through the `weir`
+//! binary, against baselines measured in the same run.
+//!
+//! - `state`: the file connector reading JSON lines -> nop indexer, 2
+//!   worker threads. `plain` keeps no state; `first sync` is the same with
+//!   `incremental = true` from empty state (each record fingerprinted, its
+//!   state set, and committed once its document is done: a SQLite file);
+//!   `no change` runs that again on the same file, so nothing is sent and
+//!   every record is only compared with its state. The cost of the state per
+//!   document is `first sync` minus `plain`.
+//! - `s3`: the s3-connector listing and fetching every object of a bucket
+//!   on the test server (S3Proxy, `tests/storage/`) -> nop indexer, against
+//!   a native client (`ureq`, SigV4 with the connector's own code) listing
+//!   (1,000 keys a page) and fetching the same objects one after the other
+//!   on one thread, as the connector does. The server's own CPU is in
+//!   neither figure.
+//!
+//! Wall and CPU (user + system, every thread) of the whole `weir` process,
+//! from outside; the native client's wall and this process's CPU.
+//!
+//! `WEIR_BIN=target/release/weir cargo bench -p weir-tests --bench sync_sources`
+//! (`WEIR_BENCH_ROUNDS`, default 3, medians; `WEIR_BENCH_SCALE`, default 1,
+//! multiplies the record and object counts; `WEIR_S3_URL` for a running server).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+#[path = "common/measure.rs"]
+mod measure;
+#[path = "common/process.rs"]
+mod process;
+use measure::{env_number, median_of, process_cpu_seconds};
+use weir_tests::s3::{ACCESS_KEY, Client, SECRET_KEY};
+
+fn main() {
+    let rounds = env_number("WEIR_BENCH_ROUNDS", 3).max(1);
+    let scale = env_number("WEIR_BENCH_SCALE", 1).max(1);
+    let weir = PathBuf::from(std::env::var("WEIR_BIN").unwrap_or_else(|_| {
+        panic!("set WEIR_BIN to a release `weir` binary (cargo build --release -p weir)")
+    }));
+    let dist = weir_tests::plugins_dir().to_owned();
+    let work = tempfile::tempdir().expect("tempdir");
+    let dir = work.path();
+    let mut report = String::new();
+    state_cost(&mut report, &weir, &dist, dir, rounds, 200_000 * scale);
+    s3_cost(&mut report, &weir, &dist, dir, rounds, 2_000 * scale);
+    println!("{report}");
+}
+
+fn plugin(dist: &Path, name: &str) -> String {
+    format!("{:?}", dist.join(name).display().to_string())
+}
+
+/// A run of `connector` (a `plugin = {...}` table) into the nop indexer.
+fn config(dir: &Path, dist: &Path, name: &str, connector: &str) -> PathBuf {
+    let text = format!(
+        r#"
+        [runner]
+        cache_dir = {cache:?}
+        [worker]
+        threads = 2
+        [state]
+        path = "{name}.sqlite"
+        [indexer]
+        plugin = {{ path = {nop} }}
+        [[connectors]]
+        name = "bench"
+        pipeline = "p"
+        plugin = {connector}
+        [[pipelines]]
+        name = "p"
+        stages = []
+        "#,
+        cache = dir.join("cache").display().to_string(),
+        nop = plugin(dist, "nop_indexer.wasm"),
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).expect("config");
+    path
+}
+
+fn run(weir: &Path, config: &Path) -> process::Usage {
+    process::timed(Command::new(weir).args(["run", "--no-progress"]).arg(config))
+}
+
+fn state_cost(report: &mut String, weir: &Path, dist: &Path, dir: &Path, rounds: usize, n: usize) {
+    let lines: String = (0..n)
+        .map(|i| format!("{{\"id\":\"r{i:08}\",\"title\":\"record number {i}\",\"n\":{i}}}\n"))
+        .collect();
+    std::fs::write(dir.join("records.jsonl"), lines).expect("records");
+    let files = |incremental: bool| {
+        format!(
+            r#"{{ path = {}, config = {{ paths = ["/work/records.jsonl"], incremental = {incremental} }}, grants = {{ dirs = [{{ host = {:?}, guest = "/work" }}] }} }}"#,
+            plugin(dist, "file_connector.wasm"),
+            dir.display().to_string()
+        )
+    };
+    let plain = config(dir, dist, "plain", &files(false));
+    let synced = config(dir, dist, "synced", &files(true));
+    // Compile the components once, outside the timings.
+    run(weir, &plain);
+    let (mut p, mut f, mut u) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        p.push(run(weir, &plain));
+        let _ = std::fs::remove_file(dir.join("synced.sqlite"));
+        f.push(run(weir, &synced));
+        u.push(run(weir, &synced));
+    }
+    let med = |runs: &[process::Usage], pick: fn(&process::Usage) -> f64| {
+        median_of(runs.iter().map(pick).collect())
+    };
+    let us = |s: f64| s * 1e6 / n as f64;
+    let (pw, pc) = (med(&p, |r| r.wall), med(&p, |r| r.cpu));
+    let (fw, fc) = (med(&f, |r| r.wall), med(&f, |r| r.cpu));
+    let (uw, uc) = (med(&u, |r| r.wall), med(&u, |r| r.cpu));
+    let _ = writeln!(
+        report,
+        "state: {n} records, {rounds} rounds, medians (weir process: wall, CPU, CPU per record)"
+    );
+    let _ = writeln!(report, "| run | wall | CPU | CPU/record | vs plain (CPU) |");
+    let _ = writeln!(report, "| --- | --- | --- | --- | --- |");
+    for (name, w, c) in [("plain", pw, pc), ("first sync", fw, fc), ("no change", uw, uc)] {
+        let _ = writeln!(
+            report,
+            "| {name} | {w:.2} s | {c:.2} s | {:.2} µs | {:.2}x |",
+            us(c),
+            c / pc
+        );
+    }
+    let _ = writeln!(
+        report,
+        "state kept and committed: {:.2} µs of CPU per record ({:.2} µs of wall)\n",
+        us(fc - pc),
+        us(fw - pw)
+    );
+}
+
+fn s3_cost(report: &mut String, weir: &Path, dist: &Path, dir: &Path, rounds: usize, n: usize) {
+    let url = weir_tests::s3_url();
+    let client = Client::new(url);
+    let bucket = format!("bench-{:08x}", fastrand::u32(..));
+    client.create_bucket(&bucket);
+    let body: Vec<u8> = (0..2048).map(|i| b'a' + (i % 26) as u8).collect();
+    for i in 0..n {
+        client.put(&bucket, &format!("docs/{i:07}.txt"), &body);
+    }
+    let connector = format!(
+        r#"{{ path = {}, config = {{ endpoint = "{url}", bucket = "{bucket}", prefix = "docs/", content = "text", incremental = false }}, grants = {{ http = {}, env = {{ AWS_ACCESS_KEY_ID = "{ACCESS_KEY}", AWS_SECRET_ACCESS_KEY = "{SECRET_KEY}" }} }} }}"#,
+        plugin(dist, "s3_connector.wasm"),
+        weir_tests::http_grants(url)
+    );
+    let s3 = config(dir, dist, "s3", &connector);
+    run(weir, &s3);
+    let native = || {
+        let (start, cpu) = (Instant::now(), process_cpu_seconds());
+        let keys = client.keys(&bucket, "docs/", 1000);
+        let bytes: usize = keys.iter().map(|k| client.get(&bucket, k).len()).sum();
+        assert_eq!((keys.len(), bytes), (n, n * body.len()), "every object fetched");
+        (start.elapsed().as_secs_f64(), process_cpu_seconds() - cpu)
+    };
+    native();
+    let (mut ww, mut wc, mut nw, mut nc) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let usage = run(weir, &s3);
+        ww.push(usage.wall);
+        wc.push(usage.cpu);
+        let (w, c) = native();
+        nw.push(w);
+        nc.push(c);
+    }
+    let (ww, wc, nw, nc) = (median_of(ww), median_of(wc), median_of(nw), median_of(nc));
+    let _ = writeln!(
+        report,
+        "s3: {n} objects of {} bytes, {rounds} rounds, medians",
+        body.len()
+    );
+    let _ = writeln!(report, "| client | wall | objects/s | CPU | CPU/object |");
+    let _ = writeln!(report, "| --- | --- | --- | --- | --- |");
+    for (name, w, c) in [("weir s3-connector", ww, wc), ("native (ureq)", nw, nc)] {
+        let _ = writeln!(
+            report,
+            "| {name} | {w:.2} s | {:.0} | {c:.2} s | {:.0} µs |",
+            n as f64 / w,
+            c * 1e6 / n as f64
+        );
+    }
+    let _ = writeln!(
+        report,
+        "weir/native: {:.2}x the objects per second, {:.2}x the CPU per object",
+        nw / ww,
+        wc / nc
+    );
+}
