@@ -308,7 +308,12 @@ pub fn postgres_url() -> &'static str {
         if let Ok(url) = std::env::var("WEIR_PG_URL") {
             return url;
         }
-        start_server(&repo_root().join("tests").join("storage").join("postgres.sh"));
+        start_server(
+            &repo_root()
+                .join("tests")
+                .join("storage")
+                .join("postgres.sh"),
+        );
         let port = std::env::var("WEIR_PG_PORT").unwrap_or_else(|_| "54329".into());
         format!("postgres://postgres:weir-test@127.0.0.1:{port}/postgres")
     })

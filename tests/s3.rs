@@ -95,9 +95,10 @@ impl Client {
         };
         let request = headers
             .into_iter()
-            .fold(ureq::http::Request::builder().method(method).uri(&uri), |r, (n, v)| {
-                r.header(n, v)
-            })
+            .fold(
+                ureq::http::Request::builder().method(method).uri(&uri),
+                |r, (n, v)| r.header(n, v),
+            )
             .body(body.to_vec())
             .expect("request");
         let mut response = self
@@ -145,7 +146,11 @@ impl Client {
 
     pub fn delete(&self, bucket: &str, key: &str) {
         let answer = self.send("DELETE", bucket, key, &[], b"");
-        assert!(answer.status == 204 || answer.status == 200, "DELETE {key}: {}", answer.text());
+        assert!(
+            answer.status == 204 || answer.status == 200,
+            "DELETE {key}: {}",
+            answer.text()
+        );
     }
 
     pub fn get(&self, bucket: &str, key: &str) -> Vec<u8> {
@@ -160,15 +165,24 @@ impl Client {
         let mut token: Option<String> = None;
         let page = page.to_string();
         loop {
-            let mut query = vec![("list-type", "2"), ("max-keys", page.as_str()), ("prefix", prefix)];
+            let mut query = vec![
+                ("list-type", "2"),
+                ("max-keys", page.as_str()),
+                ("prefix", prefix),
+            ];
             if let Some(token) = &token {
                 query.push(("continuation-token", token.as_str()));
             }
             let answer = self.send("GET", bucket, "", &query, b"");
             assert_eq!(answer.status, 200, "listing: {}", answer.text());
             let text = answer.text();
-            keys.extend(between_all(&text, "<Key>", "</Key>").into_iter().map(unescape));
-            match between_all(&text, "<NextContinuationToken>", "</NextContinuationToken>").first() {
+            keys.extend(
+                between_all(&text, "<Key>", "</Key>")
+                    .into_iter()
+                    .map(unescape),
+            );
+            match between_all(&text, "<NextContinuationToken>", "</NextContinuationToken>").first()
+            {
                 Some(next) if text.contains("<IsTruncated>true</IsTruncated>") => {
                     token = Some(unescape(next));
                 }

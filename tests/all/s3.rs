@@ -38,7 +38,11 @@ fn a_second_s3_sync_sends_exactly_the_change_the_addition_and_the_delete() {
     let client = Client::new(s3_url());
     let bucket = bucket(&client);
     for i in 0..30 {
-        client.put(&bucket, &format!("docs/{i:03}.txt"), format!("body {i}").as_bytes());
+        client.put(
+            &bucket,
+            &format!("docs/{i:03}.txt"),
+            format!("body {i}").as_bytes(),
+        );
     }
     client.put(&bucket, "docs/folder/", b"");
     client.put(&bucket, "other/outside.txt", b"not under the prefix");
@@ -46,7 +50,11 @@ fn a_second_s3_sync_sends_exactly_the_change_the_addition_and_the_delete() {
     let sync = Sync::new(&connector(&bucket, ""), "");
     assert_eq!(sync.run(&[]), 0);
     let first = sync.indexed();
-    assert_eq!(first.len(), 31, "every object under the prefix, folder markers apart");
+    assert_eq!(
+        first.len(),
+        31,
+        "every object under the prefix, folder markers apart"
+    );
     let odd = first
         .iter()
         .find(|l| l["id"] == "s3:docs/a key & ü.txt")
@@ -54,7 +62,11 @@ fn a_second_s3_sync_sends_exactly_the_change_the_addition_and_the_delete() {
     assert_eq!(decoded(odd), "odd key");
     assert_eq!(odd["size"], 7);
     assert_eq!(odd["bucket"], bucket.as_str());
-    assert!(odd["etag"].as_str().is_some_and(|e| !e.is_empty() && !e.contains('"')));
+    assert!(
+        odd["etag"]
+            .as_str()
+            .is_some_and(|e| !e.is_empty() && !e.contains('"'))
+    );
     assert_eq!(sync.committed(), 31);
 
     client.put(&bucket, "docs/007.txt", b"changed");
@@ -112,7 +124,10 @@ fn large_objects_are_cut_at_the_limit_and_text_content_is_text() {
     let bucket = bucket(&client);
     client.put(&bucket, "docs/big.txt", &vec![b'x'; (1 << 20) + 10]);
     client.put(&bucket, "docs/small.txt", "héllo".as_bytes());
-    let sync = Sync::new(&connector(&bucket, r#", content = "text", max_object_mib = 1"#), "");
+    let sync = Sync::new(
+        &connector(&bucket, r#", content = "text", max_object_mib = 1"#),
+        "",
+    );
     assert_eq!(sync.run(&[]), 0);
     let lines = sync.indexed();
     let by_id = |id: &str| lines.iter().find(|l| l["id"] == id).expect("indexed");
@@ -153,13 +168,23 @@ fn kill_minus_nine_mid_s3_sync_loses_nothing_and_deletes_nothing_wrongly() {
     assert!(kept <= first.len(), "state never runs ahead of the index");
     assert_eq!(sync.run(&[]), 0);
     let second = summary_of(&sync.indexed()[first.len()..], "content");
-    assert!(second.iter().all(|(_, c)| c != "DELETED"), "nothing deleted wrongly");
-    assert!(second.len() < total, "the committed work is not fetched again");
+    assert!(
+        second.iter().all(|(_, c)| c != "DELETED"),
+        "nothing deleted wrongly"
+    );
+    assert!(
+        second.len() < total,
+        "the committed work is not fetched again"
+    );
     let ids: BTreeSet<String> = summary_of(&first, "content")
         .into_iter()
         .chain(second)
         .map(|(id, _)| id)
         .collect();
-    assert_eq!(ids.len(), total, "every object indexed by one run or the other");
+    assert_eq!(
+        ids.len(),
+        total,
+        "every object indexed by one run or the other"
+    );
     assert_eq!(sync.committed(), total);
 }

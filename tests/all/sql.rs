@@ -11,7 +11,8 @@ use weir_tests::{postgres_settings, postgres_url};
 use crate::sync::{SLOW, Sync, kill_once_committed, summary_of};
 
 fn db() -> postgres::Client {
-    postgres::Client::connect(postgres_url(), postgres::NoTls).expect("connect to the test PostgreSQL")
+    postgres::Client::connect(postgres_url(), postgres::NoTls)
+        .expect("connect to the test PostgreSQL")
 }
 
 /// A table of its own, `rows` rows, each changed one second after the last.
@@ -62,8 +63,9 @@ fn a_second_sql_sync_sends_exactly_the_changes_and_both_kinds_of_delete() {
         ))
         .expect("changes");
     assert_eq!(sync.run(&[]), 0);
-    let second: BTreeSet<(String, String)> =
-        summary_of(&sync.indexed()[50..], "title").into_iter().collect();
+    let second: BTreeSet<(String, String)> = summary_of(&sync.indexed()[50..], "title")
+        .into_iter()
+        .collect();
     let expected: BTreeSet<(String, String)> = [
         ("row:7", "changed"),
         ("row:1000", "added"),
@@ -87,17 +89,30 @@ fn kill_minus_nine_mid_sql_sync_loses_nothing_and_deletes_nothing_wrongly() {
     let sync = Sync::new(&connector(&table, ""), SLOW);
     let (first, kept) = kill_once_committed(&sync, 100);
     assert!(first.len() < total as usize, "killed mid-sync");
-    assert!(kept <= first.len() + 1, "state never runs ahead of the index");
+    assert!(
+        kept <= first.len() + 1,
+        "state never runs ahead of the index"
+    );
     assert_eq!(sync.run(&[]), 0);
     let second = summary_of(&sync.indexed()[first.len()..], "title");
-    assert!(second.iter().all(|(_, t)| t != "DELETED"), "nothing deleted wrongly");
-    assert!(second.len() < total as usize, "the committed cursor is kept");
+    assert!(
+        second.iter().all(|(_, t)| t != "DELETED"),
+        "nothing deleted wrongly"
+    );
+    assert!(
+        second.len() < total as usize,
+        "the committed cursor is kept"
+    );
     let ids: BTreeSet<String> = summary_of(&first, "title")
         .into_iter()
         .chain(second)
         .map(|(id, _)| id)
         .collect();
-    assert_eq!(ids.len(), total as usize, "every row indexed by one run or the other");
+    assert_eq!(
+        ids.len(),
+        total as usize,
+        "every row indexed by one run or the other"
+    );
 }
 
 #[test]
@@ -111,7 +126,11 @@ fn a_plugin_reads_only_granted_databases_and_never_writes() {
         &format!("SELECT * FROM {table} WHERE"),
         &format!("WITH gone AS (DELETE FROM {table} RETURNING *) SELECT * FROM gone WHERE"),
     );
-    assert_ne!(run(&writing), 0, "a read-only transaction refuses the delete");
+    assert_ne!(
+        run(&writing),
+        0,
+        "a read-only transaction refuses the delete"
+    );
     let bad = connector(&table, "").replace("SELECT * FROM", "SELEKT * FROM");
     assert_ne!(run(&bad), 0, "a syntax error stops the run");
     let count: i64 = client

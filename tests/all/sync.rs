@@ -118,7 +118,9 @@ pub(crate) const SLOW: &str =
     r#"{ name = "slow", plugin = { path = @hostile-stage, config = { delay_us = 2000 } } }"#;
 
 fn records(n: usize) -> BTreeMap<String, String> {
-    (0..n).map(|i| (format!("r{i:05}"), format!("v{i}"))).collect()
+    (0..n)
+        .map(|i| (format!("r{i:05}"), format!("v{i}")))
+        .collect()
 }
 
 /// (id, field `field` or "DELETED") of `lines`.
@@ -155,8 +157,16 @@ pub(crate) fn kill_once_committed(sync: &Sync, enough: usize) -> (Vec<Value>, us
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while sync.committed() < enough {
         let log = || std::fs::read_to_string(&log).unwrap_or_default();
-        assert!(std::time::Instant::now() < deadline, "no state committed: {}", log());
-        assert!(matches!(run.child.try_wait(), Ok(None)), "the run ended before it was killed: {}", log());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no state committed: {}",
+            log()
+        );
+        assert!(
+            matches!(run.child.try_wait(), Ok(None)),
+            "the run ended before it was killed: {}",
+            log()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     run.kill_hard();
@@ -188,7 +198,11 @@ fn a_second_sync_sends_exactly_what_changed_and_deletes_what_is_gone() {
     .collect();
     assert_eq!(second.len(), 3, "{second:?}");
     assert_eq!(second.iter().cloned().collect::<BTreeSet<_>>(), expected);
-    assert_eq!(second.last().map(|s| s.1.as_str()), Some("DELETED"), "deletes come after the listing");
+    assert_eq!(
+        second.last().map(|s| s.1.as_str()),
+        Some("DELETED"),
+        "deletes come after the listing"
+    );
     assert_eq!(sync.committed(), 50);
 
     assert_eq!(sync.run(&[]), 0);
@@ -207,22 +221,45 @@ fn kill_minus_nine_mid_sync_loses_nothing_and_the_next_run_finishes_the_work() {
     let source = records(3000);
     sync.write(&source);
     let (first, kept) = kill_once_committed(&sync, 100);
-    assert!(first.len() < 3000, "killed mid-sync ({} indexed)", first.len());
-    assert!(kept <= first.len(), "state ({kept}) never runs ahead of what was indexed ({})", first.len());
+    assert!(
+        first.len() < 3000,
+        "killed mid-sync ({} indexed)",
+        first.len()
+    );
+    assert!(
+        kept <= first.len(),
+        "state ({kept}) never runs ahead of what was indexed ({})",
+        first.len()
+    );
     let first_ids: BTreeSet<String> = summary(&first).into_iter().map(|(id, _)| id).collect();
 
     assert_eq!(sync.run(&[]), 0);
     let second = summary(&sync.indexed()[first.len()..]);
-    assert!(second.iter().all(|(_, t)| t != "DELETED"), "nothing deleted wrongly");
-    assert!(second.len() < 3000, "the committed work is not sent again ({} sent)", second.len());
+    assert!(
+        second.iter().all(|(_, t)| t != "DELETED"),
+        "nothing deleted wrongly"
+    );
+    assert!(
+        second.len() < 3000,
+        "the committed work is not sent again ({} sent)",
+        second.len()
+    );
     let all: BTreeSet<String> = first_ids
         .iter()
         .cloned()
         .chain(second.iter().map(|(id, _)| id.clone()))
         .collect();
-    assert_eq!(all.len(), 3000, "every record indexed by one run or the other");
+    assert_eq!(
+        all.len(),
+        3000,
+        "every record indexed by one run or the other"
+    );
     // Every record not committed by the killed run was sent again.
-    assert!(second.len() >= 3000 - kept, "{} sent, {kept} kept", second.len());
+    assert!(
+        second.len() >= 3000 - kept,
+        "{} sent, {kept} kept",
+        second.len()
+    );
     assert_eq!(sync.committed(), 3000);
     let before = sync.indexed().len();
     assert_eq!(sync.run(&[]), 0);

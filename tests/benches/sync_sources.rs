@@ -82,7 +82,11 @@ fn config(dir: &Path, dist: &Path, name: &str, connector: &str) -> PathBuf {
 }
 
 fn run(weir: &Path, config: &Path) -> process::Usage {
-    process::timed(Command::new(weir).args(["run", "--no-progress"]).arg(config))
+    process::timed(
+        Command::new(weir)
+            .args(["run", "--no-progress"])
+            .arg(config),
+    )
 }
 
 fn state_cost(report: &mut String, weir: &Path, dist: &Path, dir: &Path, rounds: usize, n: usize) {
@@ -121,7 +125,11 @@ fn state_cost(report: &mut String, weir: &Path, dist: &Path, dir: &Path, rounds:
     );
     let _ = writeln!(report, "| run | wall | CPU | CPU/record | vs plain (CPU) |");
     let _ = writeln!(report, "| --- | --- | --- | --- | --- |");
-    for (name, w, c) in [("plain", pw, pc), ("first sync", fw, fc), ("no change", uw, uc)] {
+    for (name, w, c) in [
+        ("plain", pw, pc),
+        ("first sync", fw, fc),
+        ("no change", uw, uc),
+    ] {
         let _ = writeln!(
             report,
             "| {name} | {w:.2} s | {c:.2} s | {:.2} µs | {:.2}x |",
@@ -157,7 +165,11 @@ fn s3_cost(report: &mut String, weir: &Path, dist: &Path, dir: &Path, rounds: us
         let (start, cpu) = (Instant::now(), process_cpu_seconds());
         let keys = client.keys(&bucket, "docs/", 1000);
         let bytes: usize = keys.iter().map(|k| client.get(&bucket, k).len()).sum();
-        assert_eq!((keys.len(), bytes), (n, n * body.len()), "every object fetched");
+        assert_eq!(
+            (keys.len(), bytes),
+            (n, n * body.len()),
+            "every object fetched"
+        );
         (start.elapsed().as_secs_f64(), process_cpu_seconds() - cpu)
     };
     native();

@@ -269,6 +269,11 @@ pub struct TenantPolicy {
     /// covering the grants it is equal to or wider than.
     #[serde(default)]
     pub http: Vec<String>,
+    /// The database servers its plugins may be granted (`grants.sql`):
+    /// entries as in `http`, each covering the host and port of a
+    /// connection URL. None by default.
+    #[serde(default)]
+    pub sql: Vec<String>,
     /// Runs going on at once. Default 2.
     #[serde(default = "TenantPolicy::default_max_concurrent_runs")]
     pub max_concurrent_runs: usize,

@@ -44,7 +44,9 @@ pub trait StateStores: Send + Sync {
 /// and tests that want no files.
 #[derive(Debug, Default)]
 pub struct MemoryStates {
-    scopes: std::sync::Mutex<std::collections::HashMap<String, std::collections::BTreeMap<String, String>>>,
+    scopes: std::sync::Mutex<
+        std::collections::HashMap<String, std::collections::BTreeMap<String, String>>,
+    >,
 }
 
 /// One scope of [`MemoryStates`].

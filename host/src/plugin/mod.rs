@@ -302,8 +302,14 @@ impl PluginRuntime {
         bindings::connector::weir::plugin::publishing::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::batch_stage::weir::plugin::fields::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::lent_stage::weir::plugin::lending::add_to_linker::<_, Own>(&mut linker, |s| s)?;
-        bindings::syncing_connector::weir::plugin::sync::add_to_linker::<_, Own>(&mut linker, |s| s)?;
-        bindings::syncing_connector::weir::plugin::sql::add_to_linker::<_, Own>(&mut linker, |s| s)?;
+        bindings::syncing_connector::weir::plugin::sync::add_to_linker::<_, Own>(
+            &mut linker,
+            |s| s,
+        )?;
+        bindings::syncing_connector::weir::plugin::sql::add_to_linker::<_, Own>(
+            &mut linker,
+            |s| s,
+        )?;
 
         let stop_ticker = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(engine.weak(), options.epoch_tick, Arc::clone(&stop_ticker))?;

@@ -107,7 +107,9 @@ impl Counts {
         let position = if newest {
             held.rest.pop_back()
         } else {
-            held.rest.pop_front().map(|next| std::mem::replace(&mut held.first, next))
+            held.rest
+                .pop_front()
+                .map(|next| std::mem::replace(&mut held.first, next))
         };
         let position = match position {
             Some(position) => position,
@@ -243,7 +245,11 @@ impl Accounting {
         let id = event.document_id.as_str();
         if event.kind.is_terminal() {
             if !counts.release(id, false) {
-                counts.early.entry(id.to_owned()).or_default().push(event.kind);
+                counts
+                    .early
+                    .entry(id.to_owned())
+                    .or_default()
+                    .push(event.kind);
             }
         } else if let Some(kinds) = counts.early.get_mut(id) {
             kinds.remove(0);

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use super::parse::{deserialize_document, parse_document_within, parse_fields_within};
 use super::{
-    CHILDREN_FIELD, DELETED_FIELD, DocLimits, Document, FieldError, FieldName, Fields, ID_FIELD, RUN_ID_FIELD,
-    writer,
+    CHILDREN_FIELD, DELETED_FIELD, DocLimits, Document, FieldError, FieldName, Fields, ID_FIELD,
+    RUN_ID_FIELD, writer,
 };
 
 impl Document {

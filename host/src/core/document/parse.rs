@@ -18,8 +18,8 @@ use super::limits::human_bytes;
 use super::number::Spellings;
 use super::sizing::{MIN_VALUE_BYTES, entry_bytes};
 use super::{
-    CHILDREN_FIELD, DELETED_FIELD, DocLimits, Document, FieldError, FieldName, Fields, ID_FIELD, RESERVED_FIELDS,
-    RUN_ID_FIELD,
+    CHILDREN_FIELD, DELETED_FIELD, DocLimits, Document, FieldError, FieldName, Fields, ID_FIELD,
+    RESERVED_FIELDS, RUN_ID_FIELD,
 };
 
 /// JSON text as a value that counts at most `max_bytes`
@@ -206,7 +206,8 @@ impl<'de> serde::de::Visitor<'de> for DocumentVisitor<'_, '_> {
                 }
             }
         }
-        let doc = Document::from_parts(fields, id, run_id, children, deleted).map_err(A::Error::custom)?;
+        let doc = Document::from_parts(fields, id, run_id, children, deleted)
+            .map_err(A::Error::custom)?;
         doc.admitted(self.limits).map_err(|e| {
             if matches!(e, FieldError::TooLarge(_)) {
                 // The document's own check (size with framing, depth): its

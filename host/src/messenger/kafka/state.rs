@@ -12,9 +12,9 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
+use super::KafkaTopics;
 use super::client::quiet_client_context;
 use super::topics::TopicSpec;
-use super::KafkaTopics;
 use crate::config::KafkaConfig;
 use crate::core::state::{StateChange, StateError, StateStore, StateStores};
 

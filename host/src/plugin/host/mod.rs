@@ -40,8 +40,8 @@ pub(crate) use lent::Lent;
 pub(crate) use log::LogLimiter;
 pub(crate) use output::GuestOutput;
 pub use publisher::{PublishSink, Publisher};
-pub(crate) use sql::SqlSession;
 pub use sql::SqlRows;
+pub(crate) use sql::SqlSession;
 pub use sync::ConnectorState;
 
 /// A plugin's handle on a document.

@@ -61,9 +61,10 @@ struct Connection {
 
 fn failed(database: &str, e: &tokio_postgres::Error) -> String {
     // The server's own message where there is one; never the URL.
-    let why = e
-        .as_db_error()
-        .map_or_else(|| e.to_string(), |db| format!("{}: {}", db.code().code(), db.message()));
+    let why = e.as_db_error().map_or_else(
+        || e.to_string(),
+        |db| format!("{}: {}", db.code().code(), db.message()),
+    );
     format!("database `{database}`: {why}")
 }
 
@@ -90,7 +91,9 @@ fn value(text: Option<&str>, ty: &Type) -> SqlValue {
             "f" => Some(SqlValue::Boolean(false)),
             _ => None,
         },
-        Type::INT2 | Type::INT4 | Type::INT8 | Type::OID => text.parse().ok().map(SqlValue::Integer),
+        Type::INT2 | Type::INT4 | Type::INT8 | Type::OID => {
+            text.parse().ok().map(SqlValue::Integer)
+        }
         Type::FLOAT4 | Type::FLOAT8 => text.parse().ok().map(SqlValue::Float),
         Type::JSON | Type::JSONB => Some(SqlValue::Json(text.to_owned())),
         Type::BYTEA => text
@@ -135,9 +138,9 @@ impl PluginState {
                     granted.join(", ")
                 ));
             };
-            let mut config: tokio_postgres::Config = url
-                .parse()
-                .map_err(|e| format!("database `{database}`: its URL in grants.sql is not one: {e}"))?;
+            let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+                format!("database `{database}`: its URL in grants.sql is not one: {e}")
+            })?;
             let wait = std::time::Duration::from_millis(self.millis_left()).min(CONNECT_TIMEOUT);
             config
                 .connect_timeout(wait)
@@ -199,11 +202,11 @@ impl PluginState {
                 return Ok(None);
             }
             let declare = format!("DECLARE {cursor} NO SCROLL CURSOR FOR {statement}");
-            let refs: Vec<&(dyn ToSql + Sync)> = values
-                .iter()
-                .map(|v| &**v as &(dyn ToSql + Sync))
-                .collect();
-            client.execute_raw(&client.prepare_typed(&declare, &types).await?, refs).await?;
+            let refs: Vec<&(dyn ToSql + Sync)> =
+                values.iter().map(|v| &**v as &(dyn ToSql + Sync)).collect();
+            client
+                .execute_raw(&client.prepare_typed(&declare, &types).await?, refs)
+                .await?;
             Ok::<_, tokio_postgres::Error>(Some(columns))
         };
         let declared = declared.await;
@@ -229,7 +232,11 @@ impl PluginState {
         })
     }
 
-    async fn fetch(&mut self, rows: &Resource<SqlRows>, max: u32) -> Wasm<Result<Vec<Vec<SqlValue>>, String>> {
+    async fn fetch(
+        &mut self,
+        rows: &Resource<SqlRows>,
+        max: u32,
+    ) -> Wasm<Result<Vec<Vec<SqlValue>>, String>> {
         let (database, serial, cursor, done) = {
             let r = self.table.get(rows)?;
             (r.database.clone(), r.serial, r.cursor.clone(), r.done)
@@ -329,7 +336,11 @@ impl sql::HostRows for PluginState {
             .collect())
     }
 
-    async fn next(&mut self, rows: Resource<SqlRows>, max: u32) -> Wasm<Result<Vec<Vec<SqlValue>>, String>> {
+    async fn next(
+        &mut self,
+        rows: Resource<SqlRows>,
+        max: u32,
+    ) -> Wasm<Result<Vec<Vec<SqlValue>>, String>> {
         self.fetch(&rows, max).await
     }
 

@@ -115,7 +115,10 @@ impl Ledger {
     /// Commit what the documents allow, when the last commit is old enough.
     pub(crate) fn commit_due(&self) -> Result<(), StateError> {
         let due = {
-            let mut last = self.last_commit.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut last = self
+                .last_commit
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             let due = last.elapsed() >= COMMIT_EVERY;
             if due {
                 *last = Instant::now();

@@ -101,7 +101,10 @@ impl StateStore for SqliteStore {
 
     fn clear(&mut self) -> Result<(), StateError> {
         self.db
-            .execute("DELETE FROM connector_state WHERE scope = ?1", [&self.scope])
+            .execute(
+                "DELETE FROM connector_state WHERE scope = ?1",
+                [&self.scope],
+            )
             .map(drop)
             .map_err(|e| self.failed(e))
     }

@@ -77,7 +77,10 @@ fn a_child_holds_back_what_its_parent_did() {
     );
     accounting.apply(&event("child", EventKind::Finish));
     state.commit().expect("commit");
-    assert_eq!(committed(&states), [pair("later", "w"), pair("parent", "v")]);
+    assert_eq!(
+        committed(&states),
+        [pair("later", "w"), pair("parent", "v")]
+    );
 }
 
 #[test]
@@ -90,7 +93,10 @@ fn two_versions_of_an_id_are_done_oldest_first() {
     state.change("x", Some("2")).expect("set");
     accounting.apply(&event("x", EventKind::Finish));
     state.commit().expect("commit");
-    assert!(committed(&states).is_empty(), "the second version is not done");
+    assert!(
+        committed(&states).is_empty(),
+        "the second version is not done"
+    );
     accounting.apply(&event("x", EventKind::Finish));
     state.commit().expect("commit");
     assert_eq!(committed(&states), [pair("x", "2")]);
@@ -161,12 +167,18 @@ fn sqlite_keeps_each_scope_apart_across_opens() {
     ])
     .expect("commit");
     let mut other = states.open("p", "other").expect("open");
-    other.commit(&[("k".into(), Some("w".into()))]).expect("commit");
+    other
+        .commit(&[("k".into(), Some("w".into()))])
+        .expect("commit");
     drop((one, other));
     assert_eq!(committed(&states), [pair("k", "v")]);
     let mut again = states.open("p", "other").expect("open");
     assert_eq!(again.load().expect("load"), [pair("k", "w")]);
     again.clear().expect("clear");
     assert!(again.load().expect("load").is_empty());
-    assert_eq!(committed(&states), [pair("k", "v")], "another scope untouched");
+    assert_eq!(
+        committed(&states),
+        [pair("k", "v")],
+        "another scope untouched"
+    );
 }

@@ -234,11 +234,19 @@ fn a_deletion_marker_travels_as_deleted_true_and_nothing_else_can_say_it() {
     assert!(!plain.is_deleted());
     assert!(plain.get("_deleted").is_none(), "never a field");
     let error = Document::from_json_str(r#"{"id":"a","_deleted":"yes"}"#).expect_err("not a bool");
-    assert!(error.to_string().contains("`_deleted` must be true or false"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("`_deleted` must be true or false"),
+        "{error}"
+    );
     let mut d = Document::new("a");
     assert!(d.set("_deleted", json!(true)).is_err(), "reserved");
     let error = d
         .load_json(json!({"id": "a", "_deleted": true}))
         .expect_err("a stage cannot make a marker");
-    assert!(error.to_string().contains("`_deleted` cannot be changed"), "{error}");
+    assert!(
+        error.to_string().contains("`_deleted` cannot be changed"),
+        "{error}"
+    );
 }

@@ -44,9 +44,11 @@ fn handle(
 pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
     linker.instance(OUTGOING_HANDLER)?.func_wrap(
         "handle",
-        |mut store, (request, options): (Resource<HostOutgoingRequest>, Option<Resource<RequestOptions>>)| {
-            handle(store.data_mut(), request, options).map(|handled| (handled,))
-        },
+        |mut store,
+         (request, options): (
+            Resource<HostOutgoingRequest>,
+            Option<Resource<RequestOptions>>,
+        )| { handle(store.data_mut(), request, options).map(|handled| (handled,)) },
     )?;
     let options = wasmtime_wasi_http::p2::bindings::LinkOptions::default();
     types::add_to_linker::<_, WasiHttp>(linker, &options.into(), |s: &mut PluginState| s.http())
