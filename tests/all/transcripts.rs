@@ -14,7 +14,7 @@ const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 
 /// Bundled plugins with no transcript, and why; each is tested against its
 /// real server elsewhere.
-const NO_TRANSCRIPT: [(&str, &str); 6] = [
+const NO_TRANSCRIPT: [(&str, &str); 8] = [
     (
         "embed-text",
         "needs an embedding server: tests/all/embeddings.rs",
@@ -27,7 +27,12 @@ const NO_TRANSCRIPT: [(&str, &str); 6] = [
         "opensearch-indexer",
         "needs OpenSearch: tests/all/search.rs",
     ),
+    (
+        "s3-connector",
+        "needs an S3-compatible server: tests/all/s3.rs",
+    ),
     ("solr-connector", "needs Solr: tests/all/solr_sync.rs"),
+    ("sql-connector", "needs PostgreSQL: tests/all/sql.rs"),
     ("solr-indexer", "needs Solr: tests/all/search.rs"),
     (
         "timestamp",

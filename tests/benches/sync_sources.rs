@@ -15,6 +15,13 @@
 //!   on one thread, as the connector does. The server's own CPU is in
 //!   neither figure.
 //!
+//! - `sql`: the sql-connector reading every row of a table of PostgreSQL
+//!   (`tests/storage/postgres.sh`, Debian's package) through the host's
+//!   `sql` interface (a read-only cursor, 1,000 rows a page) -> nop
+//!   indexer, against a native client (the `postgres` crate) reading the
+//!   same query's rows and each of their values on one thread. The
+//!   server's own CPU is in neither figure.
+//!
 //! Wall and CPU (user + system, every thread) of the whole `weir` process,
 //! from outside; the native client's wall and this process's CPU.
 //!
@@ -46,6 +53,7 @@ fn main() {
     let mut report = String::new();
     state_cost(&mut report, &weir, &dist, dir, rounds, 200_000 * scale);
     s3_cost(&mut report, &weir, &dist, dir, rounds, 2_000 * scale);
+    sql_cost(&mut report, &weir, &dist, dir, rounds, 200_000 * scale);
     println!("{report}");
 }
 
@@ -201,6 +209,82 @@ fn s3_cost(report: &mut String, weir: &Path, dist: &Path, dir: &Path, rounds: us
     let _ = writeln!(
         report,
         "weir/native: {:.2}x the objects per second, {:.2}x the CPU per object",
+        nw / ww,
+        wc / nc
+    );
+}
+
+fn sql_cost(report: &mut String, weir: &Path, dist: &Path, dir: &Path, rounds: usize, n: usize) {
+    let mut client = postgres::Client::connect(weir_tests::postgres_url(), postgres::NoTls)
+        .expect("connect to the test PostgreSQL");
+    let table = format!("bench_{:08x}", fastrand::u32(..));
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE {table} (id bigint PRIMARY KEY, title text NOT NULL, n integer NOT NULL, \
+             updated_at timestamptz NOT NULL);
+             INSERT INTO {table} SELECT i, 'record number ' || i, i % 1000, \
+             timestamptz '2026-01-01 00:00:00+00' + i * interval '1 second' FROM generate_series(1, {n}) AS i;
+             ANALYZE {table};"
+        ))
+        .expect("table");
+    let query = format!("SELECT * FROM {table}");
+    let connector = format!(
+        r#"{{ path = {}, config = {{ query = "{query}", id_column = "id" }}, grants = {{ sql = {{ main = "{}" }} }} }}"#,
+        plugin(dist, "sql_connector.wasm"),
+        weir_tests::postgres_settings()
+    );
+    let sql = config(dir, dist, "sql", &connector);
+    run(weir, &sql);
+    let mut native = || {
+        let (start, cpu) = (Instant::now(), process_cpu_seconds());
+        let mut rows = 0usize;
+        let mut bytes = 0usize;
+        let mut transaction = client.transaction().expect("transaction");
+        let portal = transaction.bind(query.as_str(), &[]).expect("portal");
+        loop {
+            let page = transaction.query_portal(&portal, 1000).expect("page");
+            if page.is_empty() {
+                break;
+            }
+            for row in &page {
+                let id: i64 = row.get(0);
+                let title: &str = row.get(1);
+                let n: i32 = row.get(2);
+                let at: std::time::SystemTime = row.get(3);
+                bytes += title.len() + usize::from(id >= 0) + usize::from(n >= 0);
+                std::hint::black_box(at);
+                rows += 1;
+            }
+        }
+        transaction.commit().expect("commit");
+        assert_eq!(rows, n, "every row read ({bytes} bytes of titles)");
+        (start.elapsed().as_secs_f64(), process_cpu_seconds() - cpu)
+    };
+    native();
+    let (mut ww, mut wc, mut nw, mut nc) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let usage = run(weir, &sql);
+        ww.push(usage.wall);
+        wc.push(usage.cpu);
+        let (w, c) = native();
+        nw.push(w);
+        nc.push(c);
+    }
+    let (ww, wc, nw, nc) = (median_of(ww), median_of(wc), median_of(nw), median_of(nc));
+    let _ = writeln!(report, "\nsql: {n} rows of 4 columns, {rounds} rounds, medians");
+    let _ = writeln!(report, "| client | wall | rows/s | CPU | CPU/row |");
+    let _ = writeln!(report, "| --- | --- | --- | --- | --- |");
+    for (name, w, c) in [("weir sql-connector -> nop", ww, wc), ("native (postgres crate)", nw, nc)] {
+        let _ = writeln!(
+            report,
+            "| {name} | {w:.2} s | {:.0} | {c:.2} s | {:.2} µs |",
+            n as f64 / w,
+            c * 1e6 / n as f64
+        );
+    }
+    let _ = writeln!(
+        report,
+        "weir/native: {:.2}x the rows per second, {:.2}x the CPU per row",
         nw / ww,
         wc / nc
     );

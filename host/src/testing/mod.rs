@@ -28,6 +28,7 @@
 //! - `{"event": "ERROR", "call": ..., "message": ...}`: a connector call failed.
 
 pub mod recording;
+mod state;
 
 use std::path::{Path, PathBuf};
 
@@ -160,6 +161,10 @@ impl PluginTest {
                 let plugin = self.runtime.load_connector(&name, &self.spec)?;
                 config_ok(plugin.check_config()?)?;
                 let mut connector = plugin.instantiate()?;
+                // A first sync: empty state, kept for this test only.
+                connector.set_state(std::sync::Arc::new(state::TestState::new(
+                    self.spec.limits.max_state_bytes(),
+                )))?;
                 let (sink, published) = Collect::new();
                 let timeout = self.spec.limits.execute_timeout();
                 let mut result = connector
