@@ -302,3 +302,53 @@ fn in_kafka_mode_the_state_lives_on_a_compacted_topic_any_runner_resumes_from() 
     assert_eq!(sync.indexed().len(), 203);
     assert!(pairs.stop(), "the worker-indexer stops cleanly");
 }
+
+/// A run of the incremental file connector into `csv-indexer` with `columns`.
+fn csv_sync(dir: &Path, columns: &str) -> i32 {
+    let config = with_plugins(&format!(
+        r#"
+        [[connectors]]
+        name = "source"
+        pipeline = "p"
+        plugin = {FILES}
+        [[pipelines]]
+        name = "p"
+        [indexer]
+        plugin = {{ path = @csv-indexer, config = {{ path = "/out/out.csv", columns = {columns} }}, grants = {{ dirs = [{{ host = "out", guest = "/out", writable = true }}] }} }}
+        "#
+    ));
+    std::fs::write(dir.join("csv.toml"), config).expect("config");
+    let status = std::process::Command::new(WEIR)
+        .args(["run", "--no-progress"])
+        .arg(dir.join("csv.toml"))
+        .status()
+        .expect("weir starts");
+    status.code().unwrap_or(-1)
+}
+
+#[test]
+fn an_indexer_that_cannot_delete_fails_the_marker_and_one_that_can_takes_it() {
+    let sync = Sync::new(FILES, "");
+    let dir = sync.path("");
+    sync.write(&records(3));
+    assert_eq!(csv_sync(&dir, r#"["id", "t"]"#), 0);
+    sync.write(&records(2));
+    // r00002 is gone; a CSV file without a `_deleted` column cannot say so.
+    assert_eq!(csv_sync(&dir, r#"["id", "t"]"#), 3, "partial success: the marker failed");
+    let letters = std::fs::read_dir(dir.join("dead-letters"))
+        .expect("dead letters")
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect::<String>();
+    assert!(
+        letters.contains("r00002") && letters.contains("does not delete"),
+        "{letters}"
+    );
+    // The failed marker counts as done: its key is removed, so it is not
+    // sent again (it is in the dead letters).
+    assert_eq!(csv_sync(&dir, r#"["id", "t", "_deleted"]"#), 0);
+    std::fs::write(sync.path("data/in.jsonl"), "").expect("empty source");
+    assert_eq!(csv_sync(&dir, r#"["id", "t", "_deleted"]"#), 0);
+    let csv = std::fs::read_to_string(sync.path("out/out.csv")).expect("csv");
+    assert!(csv.lines().any(|l| l.starts_with("r00000,") && l.ends_with(",true")), "{csv}");
+}
