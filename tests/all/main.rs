@@ -40,3 +40,4 @@ mod tenants;
 mod text_stages;
 mod transcripts;
 mod vectors;
+mod web_sync;

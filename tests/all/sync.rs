@@ -334,7 +334,11 @@ fn an_indexer_that_cannot_delete_fails_the_marker_and_one_that_can_takes_it() {
     assert_eq!(csv_sync(&dir, r#"["id", "t"]"#), 0);
     sync.write(&records(2));
     // r00002 is gone; a CSV file without a `_deleted` column cannot say so.
-    assert_eq!(csv_sync(&dir, r#"["id", "t"]"#), 3, "partial success: the marker failed");
+    assert_eq!(
+        csv_sync(&dir, r#"["id", "t"]"#),
+        3,
+        "partial success: the marker failed"
+    );
     let letters = std::fs::read_dir(dir.join("dead-letters"))
         .expect("dead letters")
         .flatten()
@@ -350,5 +354,9 @@ fn an_indexer_that_cannot_delete_fails_the_marker_and_one_that_can_takes_it() {
     std::fs::write(sync.path("data/in.jsonl"), "").expect("empty source");
     assert_eq!(csv_sync(&dir, r#"["id", "t", "_deleted"]"#), 0);
     let csv = std::fs::read_to_string(sync.path("out/out.csv")).expect("csv");
-    assert!(csv.lines().any(|l| l.starts_with("r00000,") && l.ends_with(",true")), "{csv}");
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("r00000,") && l.ends_with(",true")),
+        "{csv}"
+    );
 }

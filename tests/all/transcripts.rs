@@ -14,10 +14,14 @@ const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 
 /// Bundled plugins with no transcript, and why; each is tested against its
 /// real server elsewhere.
-const NO_TRANSCRIPT: [(&str, &str); 8] = [
+const NO_TRANSCRIPT: [(&str, &str); 10] = [
     (
         "embed-text",
         "needs an embedding server: tests/all/embeddings.rs",
+    ),
+    (
+        "feed-connector",
+        "needs a web server: tests/all/web_sync.rs",
     ),
     (
         "opensearch-connector",
@@ -38,6 +42,7 @@ const NO_TRANSCRIPT: [(&str, &str); 8] = [
         "timestamp",
         "writes the current time: tests/all/field_stages.rs checks it against the clock",
     ),
+    ("web-connector", "needs a web server: tests/all/web_sync.rs"),
 ];
 
 #[test]

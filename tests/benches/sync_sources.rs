@@ -38,6 +38,8 @@ use std::time::Instant;
 mod measure;
 #[path = "common/process.rs"]
 mod process;
+#[path = "common/summary.rs"]
+mod summary;
 use measure::{env_number, median_of, process_cpu_seconds};
 use weir_tests::s3::{ACCESS_KEY, Client, SECRET_KEY};
 
@@ -95,6 +97,88 @@ fn run(weir: &Path, config: &Path) -> process::Usage {
             .args(["run", "--no-progress"])
             .arg(config),
     )
+}
+
+/// Medians over `rounds` of the `weir` run of `config` and of `native`
+/// (its wall and CPU seconds), one after the other in each round.
+struct Against {
+    weir_wall: f64,
+    weir_cpu: f64,
+    /// CPU of the thread that ran the connector, from the run's summary.
+    connector_cpu: f64,
+    native_wall: f64,
+    native_cpu: f64,
+}
+
+fn against_native(
+    weir: &Path,
+    config: &Path,
+    rounds: usize,
+    mut native: impl FnMut() -> (f64, f64),
+) -> Against {
+    run(weir, config);
+    native();
+    let mut all: [Vec<f64>; 5] = Default::default();
+    for _ in 0..rounds {
+        let usage = run(weir, config);
+        let connector = summary::parse(&usage.stdout).connectors.as_secs_f64();
+        let (wall, cpu) = native();
+        for (list, value) in all
+            .iter_mut()
+            .zip([usage.wall, usage.cpu, connector, wall, cpu])
+        {
+            list.push(value);
+        }
+    }
+    let [ww, wc, cc, nw, nc] = all.map(median_of);
+    Against {
+        weir_wall: ww,
+        weir_cpu: wc,
+        connector_cpu: cc,
+        native_wall: nw,
+        native_cpu: nc,
+    }
+}
+
+/// The table of an [`Against`] of `n` items.
+fn report_against(
+    report: &mut String,
+    n: usize,
+    what: &str,
+    weir_name: &str,
+    native_name: &str,
+    a: &Against,
+) {
+    let per = |s: f64| s * 1e6 / n as f64;
+    let _ = writeln!(
+        report,
+        "| client | wall | {what}/s | CPU (whole process) | CPU per item | connector thread's CPU per item |"
+    );
+    let _ = writeln!(report, "| --- | --- | --- | --- | --- | --- |");
+    let _ = writeln!(
+        report,
+        "| {weir_name} | {:.2} s | {:.0} | {:.2} s | {:.2} µs | {:.2} µs |",
+        a.weir_wall,
+        n as f64 / a.weir_wall,
+        a.weir_cpu,
+        per(a.weir_cpu),
+        per(a.connector_cpu)
+    );
+    let _ = writeln!(
+        report,
+        "| {native_name} | {:.2} s | {:.0} | {:.2} s | {:.2} µs | |",
+        a.native_wall,
+        n as f64 / a.native_wall,
+        a.native_cpu,
+        per(a.native_cpu)
+    );
+    let _ = writeln!(
+        report,
+        "weir/native: {:.2}x the {what} per second, {:.2}x the CPU per item ({:.2}x counting the connector's thread alone)",
+        a.native_wall / a.weir_wall,
+        a.weir_cpu / a.native_cpu,
+        a.connector_cpu / a.native_cpu
+    );
 }
 
 fn state_cost(report: &mut String, weir: &Path, dist: &Path, dir: &Path, rounds: usize, n: usize) {
@@ -168,7 +252,6 @@ fn s3_cost(report: &mut String, weir: &Path, dist: &Path, dir: &Path, rounds: us
         weir_tests::http_grants(url)
     );
     let s3 = config(dir, dist, "s3", &connector);
-    run(weir, &s3);
     let native = || {
         let (start, cpu) = (Instant::now(), process_cpu_seconds());
         let keys = client.keys(&bucket, "docs/", 1000);
@@ -180,37 +263,19 @@ fn s3_cost(report: &mut String, weir: &Path, dist: &Path, dir: &Path, rounds: us
         );
         (start.elapsed().as_secs_f64(), process_cpu_seconds() - cpu)
     };
-    native();
-    let (mut ww, mut wc, mut nw, mut nc) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        let usage = run(weir, &s3);
-        ww.push(usage.wall);
-        wc.push(usage.cpu);
-        let (w, c) = native();
-        nw.push(w);
-        nc.push(c);
-    }
-    let (ww, wc, nw, nc) = (median_of(ww), median_of(wc), median_of(nw), median_of(nc));
+    let a = against_native(weir, &s3, rounds, native);
     let _ = writeln!(
         report,
         "s3: {n} objects of {} bytes, {rounds} rounds, medians",
         body.len()
     );
-    let _ = writeln!(report, "| client | wall | objects/s | CPU | CPU/object |");
-    let _ = writeln!(report, "| --- | --- | --- | --- | --- |");
-    for (name, w, c) in [("weir s3-connector", ww, wc), ("native (ureq)", nw, nc)] {
-        let _ = writeln!(
-            report,
-            "| {name} | {w:.2} s | {:.0} | {c:.2} s | {:.0} µs |",
-            n as f64 / w,
-            c * 1e6 / n as f64
-        );
-    }
-    let _ = writeln!(
+    report_against(
         report,
-        "weir/native: {:.2}x the objects per second, {:.2}x the CPU per object",
-        nw / ww,
-        wc / nc
+        n,
+        "objects",
+        "weir s3-connector -> nop",
+        "native (ureq, one thread)",
+        &a,
     );
 }
 
@@ -234,8 +299,7 @@ fn sql_cost(report: &mut String, weir: &Path, dist: &Path, dir: &Path, rounds: u
         weir_tests::postgres_settings()
     );
     let sql = config(dir, dist, "sql", &connector);
-    run(weir, &sql);
-    let mut native = || {
+    let native = || {
         let (start, cpu) = (Instant::now(), process_cpu_seconds());
         let mut rows = 0usize;
         let mut bytes = 0usize;
@@ -260,32 +324,17 @@ fn sql_cost(report: &mut String, weir: &Path, dist: &Path, dir: &Path, rounds: u
         assert_eq!(rows, n, "every row read ({bytes} bytes of titles)");
         (start.elapsed().as_secs_f64(), process_cpu_seconds() - cpu)
     };
-    native();
-    let (mut ww, mut wc, mut nw, mut nc) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        let usage = run(weir, &sql);
-        ww.push(usage.wall);
-        wc.push(usage.cpu);
-        let (w, c) = native();
-        nw.push(w);
-        nc.push(c);
-    }
-    let (ww, wc, nw, nc) = (median_of(ww), median_of(wc), median_of(nw), median_of(nc));
-    let _ = writeln!(report, "\nsql: {n} rows of 4 columns, {rounds} rounds, medians");
-    let _ = writeln!(report, "| client | wall | rows/s | CPU | CPU/row |");
-    let _ = writeln!(report, "| --- | --- | --- | --- | --- |");
-    for (name, w, c) in [("weir sql-connector -> nop", ww, wc), ("native (postgres crate)", nw, nc)] {
-        let _ = writeln!(
-            report,
-            "| {name} | {w:.2} s | {:.0} | {c:.2} s | {:.2} µs |",
-            n as f64 / w,
-            c * 1e6 / n as f64
-        );
-    }
+    let a = against_native(weir, &sql, rounds, native);
     let _ = writeln!(
         report,
-        "weir/native: {:.2}x the rows per second, {:.2}x the CPU per row",
-        nw / ww,
-        wc / nc
+        "\nsql: {n} rows of 4 columns, {rounds} rounds, medians"
+    );
+    report_against(
+        report,
+        n,
+        "rows",
+        "weir sql-connector -> nop",
+        "native (postgres crate, one thread)",
+        &a,
     );
 }

@@ -17,12 +17,8 @@
 //!     }
 //!     seen.insert(item.key);
 //! }
-//! for (key, _) in sync::entries() {
-//!     if !seen.contains(&key) {
-//!         sync::delete(publisher, &key)?;
-//!         sync::remove(&key)?;
-//!     }
-//! }
+//! // For each key kept that the source no longer lists: delete, then remove.
+//! sync::delete_unseen(publisher, &seen, |key| key.to_owned())?;
 //! ```
 
 use crate::bindings::connector::weir::plugin::sync as host;
@@ -59,6 +55,25 @@ pub fn full_sync() -> bool {
 /// indexer deletes the document.
 pub fn delete(publisher: &Publisher, id: &str) -> Result<(), PluginError> {
     host::delete(publisher, id).map_err(PluginError::Fatal)
+}
+
+/// The end of a full listing: for every key the state holds that is not in
+/// `seen` (the keys listed this run), publish a deletion marker for the
+/// document `id_of(key)`, then remove the key. Returns how many were gone.
+pub fn delete_unseen(
+    publisher: &Publisher,
+    seen: &std::collections::HashSet<String>,
+    id_of: impl Fn(&str) -> String,
+) -> Result<usize, PluginError> {
+    let gone: Vec<String> = entries()
+        .map(|(key, _)| key)
+        .filter(|key| !seen.contains(key))
+        .collect();
+    for key in &gone {
+        delete(publisher, &id_of(key))?;
+        remove(key)?;
+    }
+    Ok(gone.len())
 }
 
 /// Every key and value, in key order, fetched a page at a time.

@@ -134,16 +134,9 @@ impl FileConnector {
     /// With `incremental`: a delete for every id kept from an earlier run
     /// that no file holds now.
     fn delete_gone(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
-        let gone: Vec<String> = sync::entries()
-            .map(|(id, _)| id)
-            .filter(|id| !self.seen.contains(id))
-            .collect();
-        if !gone.is_empty() {
-            weir_plugin::info!("{} records are gone since the last run", gone.len());
-        }
-        for id in gone {
-            sync::delete(publisher, &id)?;
-            sync::remove(&id)?;
+        let gone = sync::delete_unseen(publisher, &self.seen, str::to_owned)?;
+        if gone > 0 {
+            weir_plugin::info!("{gone} records are gone since the last run");
         }
         Ok(())
     }

@@ -257,16 +257,10 @@ impl S3 {
     /// A delete for every object kept from an earlier run that the bucket no
     /// longer lists.
     fn delete_gone(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
-        let gone: Vec<String> = sync::entries()
-            .map(|(key, _)| key)
-            .filter(|key| !self.seen.contains(key))
-            .collect();
-        if !gone.is_empty() {
-            weir_plugin::info!("{} objects are gone since the last run", gone.len());
-        }
-        for key in gone {
-            sync::delete(publisher, &format!("{}{key}", self.config.id_prefix))?;
-            sync::remove(&key)?;
+        let prefix = &self.config.id_prefix;
+        let gone = sync::delete_unseen(publisher, &self.seen, |key| format!("{prefix}{key}"))?;
+        if gone > 0 {
+            weir_plugin::info!("{gone} objects are gone since the last run");
         }
         Ok(())
     }

@@ -318,15 +318,8 @@ impl Reader {
     /// A delete for every document kept from an earlier run that the core
     /// no longer has (or that no longer matches); how many.
     fn delete_gone(&mut self, publisher: &Publisher) -> Result<usize, PluginError> {
-        let gone: Vec<String> = sync::entries()
-            .map(|(key, _)| key)
-            .filter(|key| !self.seen.contains(key))
-            .collect();
-        for key in &gone {
-            sync::delete(publisher, &format!("{}{key}", self.config.id_prefix))?;
-            sync::remove(key)?;
-        }
-        Ok(gone.len())
+        let prefix = &self.config.id_prefix;
+        sync::delete_unseen(publisher, &self.seen, |key| format!("{prefix}{key}"))
     }
 }
 
