@@ -37,8 +37,12 @@ struct FileConnector {
 /// A record's fingerprint: the first 128 bits of the SHA-256 of its text.
 fn fingerprint(text: &str) -> String {
     use sha2::Digest;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = sha2::Sha256::digest(text.trim_end().as_bytes());
-    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    digest[..16]
+        .iter()
+        .flat_map(|b| [HEX[usize::from(b >> 4)] as char, HEX[usize::from(b & 15)] as char])
+        .collect()
 }
 
 fn fatal(path: &str, line: usize, message: impl std::fmt::Display) -> PluginError {
