@@ -41,7 +41,12 @@ fn fingerprint(text: &str) -> String {
     let digest = sha2::Sha256::digest(text.trim_end().as_bytes());
     digest[..16]
         .iter()
-        .flat_map(|b| [HEX[usize::from(b >> 4)] as char, HEX[usize::from(b & 15)] as char])
+        .flat_map(|b| {
+            [
+                HEX[usize::from(b >> 4)] as char,
+                HEX[usize::from(b & 15)] as char,
+            ]
+        })
         .collect()
 }
 
