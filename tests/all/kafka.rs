@@ -12,6 +12,7 @@ const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 /// One pipeline's processes, on topics of its own.
 struct Cluster {
     dir: tempfile::TempDir,
+    bootstrap: String,
     config: PathBuf,
     pipeline: String,
     workers: Vec<Proc>,
@@ -67,6 +68,7 @@ impl Cluster {
         std::fs::write(&config, with_plugins(&toml)).expect("config");
         let cluster = Self {
             dir,
+            bootstrap: bootstrap.to_owned(),
             config,
             pipeline,
             workers: Vec::new(),
@@ -194,7 +196,7 @@ impl Cluster {
     /// Returns how many documents were indexed more than once.
     /// Wait until the workers' and indexers' groups have committed every
     /// record of their topics.
-    fn wait_drained(&self, bootstrap: &str) {
+    fn wait_drained(&self) {
         use rdkafka::TopicPartitionList;
         use rdkafka::consumer::{BaseConsumer, Consumer};
         let groups = [
@@ -210,7 +212,7 @@ impl Cluster {
         let deadline = Instant::now() + Duration::from_secs(120);
         for (group, topic) in groups {
             let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-                .set("bootstrap.servers", bootstrap)
+                .set("bootstrap.servers", &self.bootstrap)
                 .set("group.id", &group)
                 .create()
                 .expect("consumer");
@@ -273,12 +275,93 @@ impl Cluster {
             assert_eq!(
                 versions.last(),
                 Some(&3),
-                "{id}: the delete must be indexed last, got {versions:?}"
+                "{id}: the delete must be indexed last, got {versions:?}\n{}",
+                self.trail(id)
             );
         }
         let total: usize = seen.values().map(Vec::len).sum();
         assert!(corrupt <= 1, "{corrupt} unreadable lines");
         total - (ids as usize) * 3
+    }
+}
+
+impl Cluster {
+    /// Where `id`'s records sit in the pipeline's source and destination
+    /// topics (partition, offset, version, broker time), and what the
+    /// processes logged about partitions and commits: what a failed order
+    /// check needs to tell a redelivery from a reordering.
+    fn trail(&self, id: &str) -> String {
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        use rdkafka::message::Message;
+        let mut out = String::new();
+        for topic in [
+            format!("{}_source", self.pipeline),
+            format!("{}_dest", self.pipeline),
+        ] {
+            let consumer: BaseConsumer = match rdkafka::ClientConfig::new()
+                .set("bootstrap.servers", &self.bootstrap)
+                .set("group.id", format!("trail-{}", fastrand::u32(..)))
+                .set("enable.auto.commit", "false")
+                .set("auto.offset.reset", "earliest")
+                .create()
+            {
+                Ok(c) => c,
+                Err(e) => return format!("no trail: {e}"),
+            };
+            let timeout = Duration::from_secs(10);
+            let Ok(metadata) = consumer.fetch_metadata(Some(&topic), timeout) else {
+                continue;
+            };
+            let mut list = rdkafka::TopicPartitionList::new();
+            let mut ends = HashMap::new();
+            for p in metadata.topics()[0].partitions() {
+                let high = consumer
+                    .fetch_watermarks(&topic, p.id(), timeout)
+                    .map_or(0, |(_, h)| h);
+                let _ = list.add_partition_offset(&topic, p.id(), rdkafka::Offset::Beginning);
+                ends.insert(p.id(), high);
+            }
+            if consumer.assign(&list).is_err() {
+                continue;
+            }
+            let mut read: HashMap<i32, i64> = HashMap::new();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while ends
+                .iter()
+                .any(|(p, &h)| read.get(p).copied().unwrap_or(0) < h)
+                && Instant::now() < deadline
+            {
+                let Some(Ok(message)) = consumer.poll(Duration::from_millis(500)) else {
+                    continue;
+                };
+                read.insert(message.partition(), message.offset() + 1);
+                if message.key() != Some(id.as_bytes()) {
+                    continue;
+                }
+                let version = message
+                    .payload()
+                    .and_then(|p| serde_json::from_slice::<serde_json::Value>(p).ok())
+                    .map_or(serde_json::Value::Null, |d| d["version"].clone());
+                out.push_str(&format!(
+                    "{topic} partition {} offset {} version {version} at {:?}\n",
+                    message.partition(),
+                    message.offset(),
+                    message.timestamp().to_millis()
+                ));
+            }
+        }
+        for name in ["worker-0", "worker-1", "indexer-0"] {
+            for line in self.log(name).lines() {
+                let lower = line.to_lowercase();
+                if ["assign", "revok", "commit", "reset", "fail"]
+                    .iter()
+                    .any(|w| lower.contains(w))
+                {
+                    out.push_str(&format!("{name}: {line}\n"));
+                }
+            }
+        }
+        out
     }
 }
 
@@ -481,7 +564,7 @@ fn a_broker_restarted_mid_run_loses_nothing() {
     // Records whose offsets were not committed when the broker went away
     // are redelivered (at least once), possibly after the run counted them
     // done: the index is checked once both groups have consumed everything.
-    cluster.wait_drained(&broker.bootstrap());
+    cluster.wait_drained();
     let duplicates = cluster.assert_complete_and_ordered(IDS);
     cluster.stop_all_cleanly();
     println!("broker restart mid-run: {duplicates} documents indexed twice");

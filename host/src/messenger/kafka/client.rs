@@ -62,7 +62,19 @@ pub(super) fn client_error(error: &KafkaError, reason: &str) {
 }
 
 pub(super) fn client_log(level: RDKafkaLogLevel, facility: &str, message: &str) {
-    tracing::debug!(?level, facility, message, "librdkafka");
+    if resets_an_offset(level, facility) {
+        // The consumer will read again from the start of the partition, or
+        // skip to its end: an operator wants to know (reprocessing, lag).
+        tracing::warn!(facility, message, "librdkafka reset a consumer's offset");
+    } else {
+        tracing::debug!(?level, facility, message, "librdkafka");
+    }
+}
+
+/// Whether a librdkafka log line is an offset reset forced by an error (an
+/// offset out of range, a truncated log), which it logs as a warning.
+fn resets_an_offset(level: RDKafkaLogLevel, facility: &str) -> bool {
+    facility == "OFFSET" && (level as i32) <= (RDKafkaLogLevel::Warning as i32)
 }
 
 /// Give a client context type Weir's handling of librdkafka's errors and
