@@ -285,75 +285,114 @@ impl Cluster {
     }
 }
 
+/// A record read back from one of a pipeline's topics.
+struct Record {
+    partition: i32,
+    offset: i64,
+    key: Vec<u8>,
+    payload: Vec<u8>,
+    headers: Vec<(String, Vec<u8>)>,
+    millis: Option<i64>,
+}
+
+impl Record {
+    fn version(&self) -> serde_json::Value {
+        serde_json::from_slice::<serde_json::Value>(&self.payload)
+            .map_or(serde_json::Value::Null, |d| d["version"].clone())
+    }
+}
+
 impl Cluster {
+    /// Every record of `topic` (this pipeline's `source` or `dest`), read
+    /// from the start up to the high watermarks of now.
+    fn records(&self, topic: &str) -> Result<Vec<Record>, String> {
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        use rdkafka::message::{Headers, Message};
+        let topic = format!("{}_{topic}", self.pipeline);
+        let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &self.bootstrap)
+            .set("group.id", format!("reader-{}", fastrand::u32(..)))
+            .set("enable.auto.commit", "false")
+            .create()
+            .map_err(|e| e.to_string())?;
+        let timeout = Duration::from_secs(10);
+        let metadata = consumer
+            .fetch_metadata(Some(&topic), timeout)
+            .map_err(|e| e.to_string())?;
+        let mut list = rdkafka::TopicPartitionList::new();
+        let mut left: HashMap<i32, i64> = HashMap::new();
+        for p in metadata.topics()[0].partitions() {
+            let (low, high) = consumer
+                .fetch_watermarks(&topic, p.id(), timeout)
+                .map_err(|e| e.to_string())?;
+            if high > low {
+                list.add_partition_offset(&topic, p.id(), rdkafka::Offset::Offset(low))
+                    .map_err(|e| e.to_string())?;
+                left.insert(p.id(), high);
+            }
+        }
+        if left.is_empty() {
+            return Ok(Vec::new());
+        }
+        consumer.assign(&list).map_err(|e| e.to_string())?;
+        let mut records = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !left.is_empty() {
+            if Instant::now() > deadline {
+                return Err(format!("{topic}: not read to its end in 60 s"));
+            }
+            let Some(Ok(message)) = consumer.poll(Duration::from_millis(500)) else {
+                continue;
+            };
+            if left
+                .get(&message.partition())
+                .is_some_and(|&high| message.offset() + 1 >= high)
+            {
+                left.remove(&message.partition());
+            }
+            let headers = message.headers().map_or_else(Vec::new, |h| {
+                h.iter()
+                    .map(|h| (h.key.to_owned(), h.value.unwrap_or_default().to_vec()))
+                    .collect()
+            });
+            records.push(Record {
+                partition: message.partition(),
+                offset: message.offset(),
+                key: message.key().unwrap_or_default().to_vec(),
+                payload: message.payload().unwrap_or_default().to_vec(),
+                headers,
+                millis: message.timestamp().to_millis(),
+            });
+        }
+        Ok(records)
+    }
+
     /// Where `id`'s records sit in the pipeline's source and destination
     /// topics (partition, offset, version, broker time), and what the
     /// processes logged about partitions and commits: what a failed order
     /// check needs to tell a redelivery from a reordering.
     fn trail(&self, id: &str) -> String {
-        use rdkafka::consumer::{BaseConsumer, Consumer};
-        use rdkafka::message::Message;
         let mut out = String::new();
-        for topic in [
-            format!("{}_source", self.pipeline),
-            format!("{}_dest", self.pipeline),
-        ] {
-            let consumer: BaseConsumer = match rdkafka::ClientConfig::new()
-                .set("bootstrap.servers", &self.bootstrap)
-                .set("group.id", format!("trail-{}", fastrand::u32(..)))
-                .set("enable.auto.commit", "false")
-                .set("auto.offset.reset", "earliest")
-                .create()
-            {
-                Ok(c) => c,
-                Err(e) => return format!("no trail: {e}"),
-            };
-            let timeout = Duration::from_secs(10);
-            let Ok(metadata) = consumer.fetch_metadata(Some(&topic), timeout) else {
-                continue;
-            };
-            let mut list = rdkafka::TopicPartitionList::new();
-            let mut ends = HashMap::new();
-            for p in metadata.topics()[0].partitions() {
-                let high = consumer
-                    .fetch_watermarks(&topic, p.id(), timeout)
-                    .map_or(0, |(_, h)| h);
-                let _ = list.add_partition_offset(&topic, p.id(), rdkafka::Offset::Beginning);
-                ends.insert(p.id(), high);
-            }
-            if consumer.assign(&list).is_err() {
-                continue;
-            }
-            let mut read: HashMap<i32, i64> = HashMap::new();
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while ends
-                .iter()
-                .any(|(p, &h)| read.get(p).copied().unwrap_or(0) < h)
-                && Instant::now() < deadline
-            {
-                let Some(Ok(message)) = consumer.poll(Duration::from_millis(500)) else {
-                    continue;
-                };
-                read.insert(message.partition(), message.offset() + 1);
-                if message.key() != Some(id.as_bytes()) {
-                    continue;
+        for topic in ["source", "dest"] {
+            match self.records(topic) {
+                Ok(records) => {
+                    for r in records.iter().filter(|r| r.key == id.as_bytes()) {
+                        out.push_str(&format!(
+                            "{topic} partition {} offset {} version {} at {:?}\n",
+                            r.partition,
+                            r.offset,
+                            r.version(),
+                            r.millis
+                        ));
+                    }
                 }
-                let version = message
-                    .payload()
-                    .and_then(|p| serde_json::from_slice::<serde_json::Value>(p).ok())
-                    .map_or(serde_json::Value::Null, |d| d["version"].clone());
-                out.push_str(&format!(
-                    "{topic} partition {} offset {} version {version} at {:?}\n",
-                    message.partition(),
-                    message.offset(),
-                    message.timestamp().to_millis()
-                ));
+                Err(e) => out.push_str(&format!("{topic}: {e}\n")),
             }
         }
         for name in ["worker-0", "worker-1", "indexer-0"] {
             for line in self.log(name).lines() {
                 let lower = line.to_lowercase();
-                if ["assign", "revok", "commit", "reset", "fail"]
+                if ["assign", "revok", "commit", "reset", "fail", "late copy"]
                     .iter()
                     .any(|w| lower.contains(w))
                 {
@@ -362,6 +401,36 @@ impl Cluster {
             }
         }
         out
+    }
+
+    /// Produce `record` again to its partition of the destination topic, as
+    /// a worker that lost its partitions would deliver it late.
+    fn deliver_late(&self, record: &Record) {
+        use rdkafka::message::{Header, OwnedHeaders};
+        use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+        let producer: ThreadedProducer<DefaultProducerContext> = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &self.bootstrap)
+            .create()
+            .expect("producer");
+        let mut headers = OwnedHeaders::new();
+        for (key, value) in &record.headers {
+            headers = headers.insert(Header {
+                key,
+                value: Some(value),
+            });
+        }
+        let topic = format!("{}_dest", self.pipeline);
+        producer
+            .send(
+                BaseRecord::to(&topic)
+                    .partition(record.partition)
+                    .key(&record.key)
+                    .payload(&record.payload)
+                    .headers(headers),
+            )
+            .map_err(|(e, _)| e)
+            .expect("produce");
+        producer.flush(Duration::from_secs(30)).expect("flush");
     }
 }
 
@@ -568,6 +637,62 @@ fn a_broker_restarted_mid_run_loses_nothing() {
     let duplicates = cluster.assert_complete_and_ordered(IDS);
     cluster.stop_all_cleanly();
     println!("broker restart mid-run: {duplicates} documents indexed twice");
+}
+
+/// A worker that lost its partitions without knowing it (a broker restart
+/// that forgot the group) may deliver its queued outputs after the new
+/// owner sent newer versions of their ids: the indexer does not index such
+/// a late copy of an older version, and does index a copy of the newest.
+#[test]
+fn a_late_copy_of_an_older_version_is_not_indexed_after_a_newer_one() {
+    const IDS: u64 = 50;
+    let mut cluster = Cluster::new("late_copy", IDS, 1, 0);
+    cluster.start_worker(0);
+    cluster.start_indexer(0);
+    let mut run = cluster.start_run();
+    let status = run.child.wait().expect("run");
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "run failed:\n{}",
+        cluster.log("run")
+    );
+    cluster.wait_drained();
+    cluster.assert_complete_and_ordered(IDS);
+    let dest = cluster.records("dest").expect("destination topic");
+    let copy_of = |version: u64| {
+        dest.iter()
+            .find(|r| r.key == b"doc-7" && r.version() == version)
+            .unwrap_or_else(|| panic!("doc-7 version {version} is not on the topic"))
+    };
+    assert!(
+        copy_of(1).headers.iter().any(|(k, _)| k == "weir.origin"),
+        "a worker's output names its source record"
+    );
+    // The create again, after the delete: turned away, and its offset
+    // committed all the same (nothing else follows it).
+    cluster.deliver_late(copy_of(1));
+    cluster.wait_drained();
+    let (seen, _) = cluster.indexed();
+    assert_eq!(seen["doc-7"], vec![1, 2, 3], "{}", cluster.trail("doc-7"));
+    assert!(
+        cluster
+            .log("indexer-0")
+            .contains("late copy of an older version"),
+        "{}",
+        cluster.log("indexer-0")
+    );
+    // The delete again (a redelivery of the newest version) is indexed.
+    cluster.deliver_late(copy_of(3));
+    cluster.wait_drained();
+    let (seen, _) = cluster.indexed();
+    assert_eq!(
+        seen["doc-7"],
+        vec![1, 2, 3, 3],
+        "{}",
+        cluster.trail("doc-7")
+    );
+    cluster.stop_all_cleanly();
 }
 
 #[test]

@@ -11,14 +11,15 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::client::{commit_failed, polled};
 use super::delivery::{Deliveries, Shared, Tag, Tracker, produce, shared_producer};
+use super::fence::Fence;
 use super::revocations::Revocations;
 use super::wire::{
-    EventBuffer, Lineages, dead_letter, document_from, lineage_of, log_assignment, undecodable,
-    undecodable_event,
+    EventBuffer, Lineage, Lineages, dead_letter, document_from, lineage_of, log_assignment,
+    origin_of, undecodable, undecodable_event,
 };
 use super::{COMMIT_INTERVAL, KafkaTopics, transport};
 use crate::core::document::Document;
-use crate::core::event::Event;
+use crate::core::event::{Event, EventKind};
 use crate::messenger::{Failure, IndexerMessenger, MessengerError, Polled};
 
 /// What an indexer may commit: the offsets it has polled, and the batches
@@ -89,6 +90,8 @@ pub struct KafkaIndexerMessenger {
     pub(super) lineages: Lineages,
     pub(super) current: Option<(i32, i64)>,
     pub(super) last_commit: Instant,
+    /// Turns away late copies of older versions (see [`super::fence`]).
+    pub(super) fence: Fence,
 }
 
 impl std::fmt::Debug for KafkaIndexerMessenger {
@@ -175,7 +178,39 @@ impl KafkaIndexerMessenger {
             lineages: Lineages::default(),
             current: None,
             last_commit: Instant::now(),
+            fence: Fence::default(),
         })
+    }
+
+    /// `doc` is a late copy of an older version of its id (a newer one is
+    /// indexed already): it is not indexed, its run hears it finished, and
+    /// its offset is committed with the batch being built (or now, when
+    /// none is).
+    fn turn_away(
+        &mut self,
+        doc: &Document,
+        lineage: Option<Lineage>,
+    ) -> Result<(), MessengerError> {
+        tracing::info!(
+            doc_id = doc.id(),
+            "a late copy of an older version was not indexed: a newer version of its id is indexed already"
+        );
+        let mut event = Event::new(doc, EventKind::Finish);
+        if let Some(lineage) = lineage {
+            event.attempt = Some(lineage.attempt);
+            event.after_creates = lineage.after_creates;
+        }
+        self.events.push(&self.topics, event);
+        let tag = Tag::Batch(self.batch);
+        self.events.send(&self.topics, &self.producer, tag)?;
+        if self.batch_partitions.is_empty() {
+            let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+            let polled = progress.polled.clone();
+            progress.unacked.push_back((self.batch, polled));
+            drop(progress);
+            self.batch = self.shared.next_batch();
+        }
+        Ok(())
     }
 
     /// Commit the offsets of the batches now fully acknowledged, when busy at
@@ -232,6 +267,13 @@ impl IndexerMessenger for KafkaIndexerMessenger {
             self.current = Some((partition, offset));
             match document_from(message.payload()) {
                 Ok(doc) => {
+                    if !self
+                        .fence
+                        .admit(doc.id(), doc.run_id(), origin_of(&message))
+                    {
+                        self.turn_away(&doc, lineage_of(&message))?;
+                        continue;
+                    }
                     let generation = self
                         .revoked
                         .lock()

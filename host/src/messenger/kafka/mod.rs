@@ -33,6 +33,7 @@
 mod client;
 mod delivery;
 mod delivery_count;
+mod fence;
 mod hybrid;
 mod indexer;
 mod letters;

@@ -238,7 +238,12 @@ impl KafkaTopics {
 
     pub(super) fn client(&self, role: &BTreeMap<String, String>) -> ClientConfig {
         let mut c = ClientConfig::new();
-        c.set("bootstrap.servers", &self.config.bootstrap_servers);
+        c.set("bootstrap.servers", &self.config.bootstrap_servers)
+            // Back within a second of the cluster (librdkafka's default
+            // backoff grows to 10 s): a worker's queued outputs then reach
+            // the topic soon after the cluster returns, not after the
+            // partition's new owner has sent newer versions (see fence.rs).
+            .set("reconnect.backoff.max.ms", "1000");
         for (k, v) in self.config.client.iter().chain(role) {
             c.set(k, v);
         }

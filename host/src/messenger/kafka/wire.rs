@@ -9,6 +9,7 @@ use rdkafka::message::{BorrowedMessage, Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::ThreadedProducer;
 
 use super::delivery::{Deliveries, Tag, produce, produce_events};
+use super::fence::Place;
 use super::{KafkaTopics, transport};
 use crate::core::document::{Document, FieldError};
 use crate::core::event::{Event, EventKind};
@@ -21,6 +22,9 @@ const RUN_ID: &str = "weir.run_id";
 /// [`Event::attempt`]).
 const ATTEMPT: &str = "weir.attempt";
 const AFTER_CREATES: &str = "weir.after_creates";
+/// The source record a worker made a document from (`partition:offset`),
+/// for the indexer's fence against late copies (see [`super::fence`]).
+const ORIGIN: &str = "weir.origin";
 
 /// Headers for a document of `run_id` made in pass `lineage`.
 pub(super) fn document_headers(run_id: Option<&str>, lineage: Option<Lineage>) -> OwnedHeaders {
@@ -56,6 +60,19 @@ fn header<'a>(message: &'a BorrowedMessage<'_>, key: &str) -> Option<&'a str> {
         .iter()
         .find(|h| h.key == key)
         .and_then(|h| std::str::from_utf8(h.value?).ok())
+}
+
+/// `headers` with the source record a document was made from.
+pub(super) fn with_origin(headers: OwnedHeaders, place: Place) -> OwnedHeaders {
+    headers.insert(Header {
+        key: ORIGIN,
+        value: Some(place.to_header().as_bytes()),
+    })
+}
+
+/// The source record a document was made from, from its header.
+pub(super) fn origin_of(message: &BorrowedMessage<'_>) -> Option<Place> {
+    header(message, ORIGIN).and_then(Place::parse)
 }
 
 /// The run a message belongs to, from its header.

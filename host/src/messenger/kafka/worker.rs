@@ -12,13 +12,14 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use super::client::{commit_failed, polled};
 use super::delivery::{Deliveries, Origin, Shared, Tag, produce, shared_producer};
 use super::delivery_count::Delivery;
+use super::fence::Place;
 use super::hybrid::HybridIndexerMessenger;
 use super::output::{Output, Queued};
 use super::revocations::Revocations;
 use super::solo::Hand;
 use super::wire::{
     EventBuffer, Pass, dead_letter, document_from, document_headers, fail_event, raw_dead_letter,
-    too_large, undecodable, undecodable_event,
+    too_large, undecodable, undecodable_event, with_origin,
 };
 use super::worker_rebalance::{WorkerRebalance, committable_list};
 use super::{COMMIT_INTERVAL, KafkaTopics, transport};
@@ -377,7 +378,16 @@ impl WorkerMessenger for KafkaWorkerMessenger {
             Output::Topic(dest) => {
                 let json = doc.to_json_string();
                 if self.topics.fits(json.len()) {
-                    let headers = document_headers(doc.run_id(), self.pass.lineage());
+                    let mut headers = document_headers(doc.run_id(), self.pass.lineage());
+                    if let Some(origin) = self.current {
+                        headers = with_origin(
+                            headers,
+                            Place {
+                                partition: origin.partition,
+                                offset: origin.offset,
+                            },
+                        );
+                    }
                     return self.produce_for_current(
                         dest,
                         doc.id(),
