@@ -378,6 +378,51 @@ fn error(url: &Url, code: ErrorCode) -> HttpError {
     }
 }
 
+/// Why a try of [`send_with_retries`] is tried again.
+#[derive(Debug)]
+pub enum Retry<'a> {
+    /// The server answered 429 or 5xx.
+    Status(&'a Response),
+    /// The server could not be reached (why).
+    Unreachable(&'a str),
+}
+
+/// Send the request `request` makes, up to `tries` times: again (after
+/// 200 ms, doubling each time, with a warning) while it is answered 429 or
+/// 5xx or not answered, which `describe` puts in words. Any other answer is
+/// returned as it is, for the caller to judge; a request that cannot be
+/// sent at all ([`HttpError::Failed`]: an ungranted host, a bad URL) fails
+/// at once with what `failed` makes of the reason; after `tries` the last
+/// reason fails transiently, so the host's own retries and backoff apply.
+pub fn send_with_retries(
+    tries: u32,
+    mut request: impl FnMut() -> Request,
+    describe: impl Fn(Retry<'_>) -> String,
+    failed: impl FnOnce(String) -> crate::PluginError,
+) -> Result<Response, crate::PluginError> {
+    let tries = tries.max(1);
+    let mut wait = Duration::from_millis(200);
+    let mut last = String::new();
+    for attempt in 1..=tries {
+        match request().send() {
+            Ok(response) if response.status == 429 || response.status >= 500 => {
+                last = describe(Retry::Status(&response));
+            }
+            Ok(response) => return Ok(response),
+            Err(HttpError::Unreachable(why)) => last = describe(Retry::Unreachable(&why)),
+            Err(HttpError::Failed(why)) => return Err(failed(why)),
+        }
+        if attempt < tries {
+            crate::warn!("{last}; trying again in {wait:?}");
+            std::thread::sleep(wait);
+            wait *= 2;
+        }
+    }
+    Err(crate::PluginError::Transient(format!(
+        "{last} (after {tries} tries)"
+    )))
+}
+
 impl From<HttpError> for crate::BatchError {
     /// An unreachable server is a batch the host retries
     /// (`connection-failed`); any other error fails the batch.

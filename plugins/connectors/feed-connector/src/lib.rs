@@ -12,7 +12,7 @@ use std::time::Duration;
 use config::Config;
 use parse::Item;
 use sha2::{Digest, Sha256};
-use weir_plugin::http::{HttpError, Request, Response, Url};
+use weir_plugin::http::{Request, Response, Retry, Url, send_with_retries};
 use weir_plugin::serde_json::{self, Value as Json, json};
 use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, issue, sync};
 
@@ -54,9 +54,7 @@ impl Feeds {
     fn get(&self, url: &str, headers: &[(&str, String)]) -> Result<Response, PluginError> {
         let parsed = Url::parse(url).map_err(PluginError::Fatal)?;
         let max = usize::try_from(self.config.max_feed_mib << 20).unwrap_or(usize::MAX);
-        let mut wait = Duration::from_millis(200);
-        let mut last = String::new();
-        for attempt in 1..=TRIES {
+        let request = || {
             let mut request = Request::get(&parsed)
                 .header("user-agent", &self.config.user_agent)
                 .header(
@@ -68,29 +66,21 @@ impl Feeds {
             for (name, value) in headers {
                 request = request.header(name, value);
             }
-            match request.send() {
-                Ok(response) if response.status == 429 || response.status >= 500 => {
-                    last = format!("feed {url} answered {}", response.status);
-                }
-                Ok(response) => return Ok(response),
-                Err(HttpError::Unreachable(why)) => {
-                    last = format!("feed {url} is unreachable: {why}")
-                }
-                Err(HttpError::Failed(why)) => {
-                    return Err(PluginError::Fatal(format!(
-                        "feed {url}: {why} (is its host granted in grants.http?)"
-                    )));
-                }
-            }
-            if attempt < TRIES {
-                weir_plugin::warn!("{last}; trying again in {wait:?}");
-                std::thread::sleep(wait);
-                wait *= 2;
-            }
-        }
-        Err(PluginError::Transient(format!(
-            "{last} (after {TRIES} tries)"
-        )))
+            request
+        };
+        send_with_retries(
+            TRIES,
+            request,
+            |retry| match retry {
+                Retry::Status(response) => format!("feed {url} answered {}", response.status),
+                Retry::Unreachable(why) => format!("feed {url} is unreachable: {why}"),
+            },
+            |why| {
+                PluginError::Fatal(format!(
+                    "feed {url}: {why} (is its host granted in grants.http?)"
+                ))
+            },
+        )
     }
 
     fn sync_feed(&mut self, publisher: &Publisher, url: &str) -> Result<(), PluginError> {

@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine;
 use config::{Addressing, Config, Content};
 use listing::{Object, error_message, parse_page, unquoted};
-use weir_plugin::http::{HttpError, Request, Response, Url};
+use weir_plugin::http::{Request, Response, Retry, Url, send_with_retries};
 use weir_plugin::serde_json::{self, Value as Json, json};
 use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, issue, sync};
 
@@ -82,9 +82,8 @@ impl S3 {
         cut: Option<usize>,
     ) -> Result<Response, PluginError> {
         let (url, host, path) = self.url(key, query);
-        let mut wait = Duration::from_millis(200);
-        let mut last = String::new();
-        for attempt in 1..=TRIES {
+        // Signed anew for each try: the signature holds the time.
+        let request = || {
             let amz_date = sigv4::amz_date(now_seconds());
             let headers = sigv4::sign(
                 &sigv4::Unsigned {
@@ -111,27 +110,21 @@ impl S3 {
                 // A listing page or an error: a few hundred KiB at most.
                 None => request.max_body(16 << 20),
             };
-            match request.send() {
-                Ok(response) if response.status == 429 || response.status >= 500 => {
-                    last = format!(
-                        "{url} answered {}: {}",
-                        response.status,
-                        error_message(&response.text())
-                    );
-                }
-                Ok(response) => return Ok(response),
-                Err(HttpError::Unreachable(why)) => last = why,
-                Err(HttpError::Failed(why)) => return Err(PluginError::Fatal(why)),
-            }
-            if attempt < TRIES {
-                weir_plugin::warn!("{last}; trying again in {wait:?}");
-                std::thread::sleep(wait);
-                wait *= 2;
-            }
-        }
-        Err(PluginError::Transient(format!(
-            "{last} (after {TRIES} tries)"
-        )))
+            request
+        };
+        send_with_retries(
+            TRIES,
+            request,
+            |retry| match retry {
+                Retry::Status(response) => format!(
+                    "{url} answered {}: {}",
+                    response.status,
+                    error_message(&response.text())
+                ),
+                Retry::Unreachable(why) => why.to_owned(),
+            },
+            PluginError::Fatal,
+        )
     }
 
     /// Every object of the bucket under the prefix, a page at a time.

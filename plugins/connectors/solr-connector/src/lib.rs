@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use config::Config;
 use serde_json::value::RawValue;
-use weir_plugin::http::{HttpError, Request, Response, Url};
+use weir_plugin::http::{Request, Response, Retry, Url, send_with_retries};
 use weir_plugin::{
     ConfigIssue, Connector, Document, PluginError, Publisher, RESERVED_FIELDS, issue, sync,
 };
@@ -209,39 +209,35 @@ impl Reader {
     /// The page after `cursor`, tried again on 429, 5xx and no answer.
     fn page(&self, cursor: &str) -> Result<Response, PluginError> {
         let body = self.form(cursor);
-        let mut wait = Duration::from_millis(200);
-        let mut last = String::new();
-        for attempt in 1..=TRIES {
-            let mut request = Request::post(&self.select)
+        let request = || {
+            let request = Request::post(&self.select)
                 .header("content-type", "application/x-www-form-urlencoded")
                 .timeout(Duration::from_secs(self.config.timeout_secs))
                 .body(body.clone());
-            if let Some(auth) = &self.auth {
-                request = request.header("authorization", auth);
+            match &self.auth {
+                Some(auth) => request.header("authorization", auth),
+                None => request,
             }
-            match request.send() {
-                Ok(response) if response.status == 429 || response.status >= 500 => {
-                    last = format!(
-                        "Solr at {} answered status {}: {}",
-                        self.select,
-                        response.status,
-                        solr_message(&response)
-                    );
-                }
-                Ok(response) if response.ok() => return Ok(response),
-                Ok(response) => return Err(self.refused(&response)),
-                Err(HttpError::Unreachable(why)) => last = format!("cannot reach Solr: {why}"),
-                Err(HttpError::Failed(why)) => return Err(fatal(why)),
-            }
-            if attempt < TRIES {
-                weir_plugin::warn!("{last}; trying again in {wait:?}");
-                std::thread::sleep(wait);
-                wait *= 2;
-            }
+        };
+        let response = send_with_retries(
+            TRIES,
+            request,
+            |retry| match retry {
+                Retry::Status(response) => format!(
+                    "Solr at {} answered status {}: {}",
+                    self.select,
+                    response.status,
+                    solr_message(response)
+                ),
+                Retry::Unreachable(why) => format!("cannot reach Solr: {why}"),
+            },
+            fatal,
+        )?;
+        if response.ok() {
+            Ok(response)
+        } else {
+            Err(self.refused(&response))
         }
-        Err(PluginError::Transient(format!(
-            "{last} (after {TRIES} tries)"
-        )))
     }
 
     /// A refusal not worth trying again, with what Solr said.

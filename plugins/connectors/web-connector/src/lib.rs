@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use config::{Config, Content};
 use robots::Robots;
-use weir_plugin::http::{HttpError, Request, Response, Url};
+use weir_plugin::http::{Request, Response, Retry, Url, send_with_retries};
 use weir_plugin::serde_json::{self, Value as Json, json};
 use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, issue, sync};
 
@@ -120,9 +120,7 @@ impl Crawler {
     ) -> Result<Response, PluginError> {
         let parsed = Url::parse(url).map_err(PluginError::Fatal)?;
         let authority = url::authority(url).to_owned();
-        let mut wait = Duration::from_millis(200);
-        let mut last = String::new();
-        for attempt in 1..=TRIES {
+        let request = || {
             self.pace(&authority);
             let mut request = Request::get(&parsed)
                 .header("user-agent", &self.config.user_agent)
@@ -131,27 +129,21 @@ impl Crawler {
             for (name, value) in headers {
                 request = request.header(name, value);
             }
-            match request.send() {
-                Ok(response) if response.status == 429 || response.status >= 500 => {
-                    last = format!("{url} answered {}", response.status);
-                }
-                Ok(response) => return Ok(response),
-                Err(HttpError::Unreachable(why)) => last = format!("{url} is unreachable: {why}"),
-                Err(HttpError::Failed(why)) => {
-                    return Err(PluginError::Fatal(format!(
-                        "{url}: {why} (is its host granted in grants.http?)"
-                    )));
-                }
-            }
-            if attempt < TRIES {
-                weir_plugin::warn!("{last}; trying again in {wait:?}");
-                std::thread::sleep(wait);
-                wait *= 2;
-            }
-        }
-        Err(PluginError::Transient(format!(
-            "{last} (after {TRIES} tries)"
-        )))
+            request
+        };
+        send_with_retries(
+            TRIES,
+            request,
+            |retry| match retry {
+                Retry::Status(response) => format!("{url} answered {}", response.status),
+                Retry::Unreachable(why) => format!("{url} is unreachable: {why}"),
+            },
+            |why| {
+                PluginError::Fatal(format!(
+                    "{url}: {why} (is its host granted in grants.http?)"
+                ))
+            },
+        )
     }
 
     /// The robots.txt rules of `url`'s host, read at the first need.
