@@ -194,6 +194,14 @@ impl Cluster {
 
     /// Every id indexed, and its last version indexed is the delete (3).
     /// Returns how many documents were indexed more than once.
+    /// Wait for `run` to succeed, then until both groups have consumed
+    /// everything (redelivered records included).
+    fn wait_succeeded_and_drained(&self, run: &mut Proc) {
+        let status = run.child.wait().expect("run");
+        assert_eq!(status.code(), Some(0), "run failed:\n{}", self.log("run"));
+        self.wait_drained();
+    }
+
     /// Wait until the workers' and indexers' groups have committed every
     /// record of their topics.
     fn wait_drained(&self) {
@@ -623,17 +631,10 @@ fn a_broker_restarted_mid_run_loses_nothing() {
     // Stopped (SIGTERM, as an operator would) and started again on the same
     // storage while every process is mid-run.
     broker.script("restart");
-    let status = run.child.wait().expect("run");
-    assert_eq!(
-        status.code(),
-        Some(0),
-        "run failed:\n{}",
-        cluster.log("run")
-    );
     // Records whose offsets were not committed when the broker went away
     // are redelivered (at least once), possibly after the run counted them
     // done: the index is checked once both groups have consumed everything.
-    cluster.wait_drained();
+    cluster.wait_succeeded_and_drained(&mut run);
     let duplicates = cluster.assert_complete_and_ordered(IDS);
     cluster.stop_all_cleanly();
     println!("broker restart mid-run: {duplicates} documents indexed twice");
@@ -650,14 +651,7 @@ fn a_late_copy_of_an_older_version_is_not_indexed_after_a_newer_one() {
     cluster.start_worker(0);
     cluster.start_indexer(0);
     let mut run = cluster.start_run();
-    let status = run.child.wait().expect("run");
-    assert_eq!(
-        status.code(),
-        Some(0),
-        "run failed:\n{}",
-        cluster.log("run")
-    );
-    cluster.wait_drained();
+    cluster.wait_succeeded_and_drained(&mut run);
     cluster.assert_complete_and_ordered(IDS);
     let dest = cluster.records("dest").expect("destination topic");
     let copy_of = |version: u64| {

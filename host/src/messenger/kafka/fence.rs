@@ -18,13 +18,17 @@
 //! committed), so nothing is lost by not indexing it again.
 //!
 //! Memory is bounded: two generations of at most [`GENERATION`] ids each
-//! (the most recent ids are known; older ones are forgotten). Late copies
+//! (the most recent ids are known; older ones are forgotten), each kept as
+//! a 128-bit hash with a per-process random seed, so an entry is a few
+//! dozen bytes however long the id (ids have no limit of their own but the
+//! document's size) and colliding ids cannot be chosen. Late copies
 //! come within seconds of the cluster coming back (the producers' reconnect
 //! backoff is capped at a second), far inside that window.
 
 use std::hash::BuildHasher;
 
 use foldhash::HashMap;
+use foldhash::quality::RandomState;
 
 /// Ids remembered per generation: between this many and twice as many of
 /// the most recent ids are known.
@@ -63,9 +67,12 @@ impl Place {
 
 #[derive(Debug)]
 pub(super) struct Fence {
-    hot: HashMap<Box<str>, Seen>,
-    cold: HashMap<Box<str>, Seen>,
+    /// Keyed by the ids' 128-bit hashes.
+    hot: HashMap<u128, Seen>,
+    cold: HashMap<u128, Seen>,
     generation: usize,
+    /// Two independent seeds: the halves of an id's hash, and the run's.
+    seeds: (RandomState, RandomState),
 }
 
 impl Default for Fence {
@@ -80,6 +87,7 @@ impl Fence {
             hot: HashMap::default(),
             cold: HashMap::default(),
             generation: generation.max(1),
+            seeds: (RandomState::default(), RandomState::default()),
         }
     }
 
@@ -91,13 +99,15 @@ impl Fence {
         let (Some(run), Some(place)) = (run, place) else {
             return true;
         };
-        let run = foldhash::quality::FixedState::default().hash_one(run);
+        let run = self.seeds.0.hash_one(run);
+        let id =
+            (u128::from(self.seeds.0.hash_one(id)) << 64) | u128::from(self.seeds.1.hash_one(id));
         let now = Seen {
             run,
             partition: place.partition,
             offset: place.offset,
         };
-        let newest = self.hot.get(id).or_else(|| self.cold.get(id));
+        let newest = self.hot.get(&id).or_else(|| self.cold.get(&id));
         if let Some(seen) = newest
             && seen.run == now.run
             && seen.partition == now.partition
@@ -105,10 +115,10 @@ impl Fence {
         {
             return false;
         }
-        if self.hot.len() >= self.generation && !self.hot.contains_key(id) {
+        if self.hot.len() >= self.generation && !self.hot.contains_key(&id) {
             self.cold = std::mem::take(&mut self.hot);
         }
-        self.hot.insert(id.into(), now);
+        self.hot.insert(id, now);
         true
     }
 
@@ -182,6 +192,18 @@ mod tests {
             !fence.admit("x", Some("r"), at(40)),
             "still known while cold"
         );
+    }
+
+    #[test]
+    fn a_long_id_is_known_by_its_hash() {
+        let mut fence = Fence::default();
+        let long = "x".repeat(4 << 20);
+        assert!(fence.admit(&long, Some("r"), at(9)));
+        assert!(!fence.admit(&long, Some("r"), at(8)));
+        // One character apart: another id.
+        let other = format!("{}y", &long[1..]);
+        assert!(fence.admit(&other, Some("r"), at(1)));
+        assert_eq!(fence.known(), 2);
     }
 
     #[test]
