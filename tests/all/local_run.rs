@@ -1005,16 +1005,16 @@ fn a_paused_run_processes_nothing_until_resumed_then_completes() {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(pause.pause());
-        // What was in flight finishes; then nothing moves.
-        let mut settled = processed();
-        loop {
-            std::thread::sleep(Duration::from_millis(100));
-            let now = processed();
-            if now == settled {
-                break;
-            }
-            settled = now;
+        // What was in flight finishes and is counted; then both workers hold still.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while pause.workers_held() < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the workers never held still"
+            );
+            std::thread::sleep(Duration::from_millis(5));
         }
+        let settled = processed();
         // Longer than the stall timeout: a pause is not a stall.
         std::thread::sleep(Duration::from_millis(1500));
         assert_eq!(processed(), settled, "nothing was processed while paused");

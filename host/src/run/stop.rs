@@ -126,7 +126,14 @@ impl Interrupt {
 /// paused does not count toward stall detection. Clone it into a signal
 /// handler.
 #[derive(Debug, Clone, Default)]
-pub struct Pause(Arc<std::sync::atomic::AtomicBool>);
+pub struct Pause(Arc<PauseState>);
+
+#[derive(Debug, Default)]
+struct PauseState {
+    paused: std::sync::atomic::AtomicBool,
+    /// Worker threads holding still now (their work so far counted).
+    workers_held: std::sync::atomic::AtomicUsize,
+}
 
 impl Pause {
     /// How often a paused thread looks whether it may go on.
@@ -134,7 +141,10 @@ impl Pause {
 
     /// Pause; true when it was running.
     pub fn pause(&self) -> bool {
-        let was = self.0.swap(true, std::sync::atomic::Ordering::SeqCst);
+        let was = self
+            .0
+            .paused
+            .swap(true, std::sync::atomic::Ordering::SeqCst);
         if !was {
             tracing::warn!("paused: nothing new is published or processed until resumed");
         }
@@ -143,7 +153,10 @@ impl Pause {
 
     /// Resume; true when it was paused.
     pub fn resume(&self) -> bool {
-        let was = self.0.swap(false, std::sync::atomic::Ordering::SeqCst);
+        let was = self
+            .0
+            .paused
+            .swap(false, std::sync::atomic::Ordering::SeqCst);
         if was {
             tracing::info!("resumed");
         }
@@ -151,7 +164,27 @@ impl Pause {
     }
 
     pub fn is_paused(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
+        self.0.paused.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many worker threads are holding still in the pause now: each
+    /// finished its batch in hand and counted its work first.
+    pub fn workers_held(&self) -> usize {
+        self.0
+            .workers_held
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// [`Self::wait`] for a worker thread, counted in [`Self::workers_held`].
+    pub(crate) fn hold_worker(&self, stop: impl Fn() -> bool) -> bool {
+        self.0
+            .workers_held
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let go_on = self.wait(stop);
+        self.0
+            .workers_held
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        go_on
     }
 
     /// Wait while paused, until `stop` says to give up (then false).

@@ -121,7 +121,7 @@ impl Worker {
             }
             if self.pause.is_paused() {
                 counted.flush();
-                if !self.pause.wait(|| self.abort.is_set()) {
+                if !self.pause.hold_worker(|| self.abort.is_set()) {
                     return Ok(());
                 }
             }
