@@ -19,16 +19,16 @@ use weir_tests::{Proc, kafka_bootstrap, with_plugins};
 const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 
 /// One pipeline on topics of its own, and the processes serving it.
-struct Setup {
-    dir: tempfile::TempDir,
-    config: PathBuf,
-    pipeline: String,
+pub(crate) struct Setup {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) config: PathBuf,
+    pub(crate) pipeline: String,
 }
 
 impl Setup {
     /// `body` is a config with `{pipeline}`, `{bootstrap}`, `{cache}` and
     /// `{out}` (a writable directory, `/out` to plugins) to fill in.
-    fn new(name: &str, body: &str) -> Self {
+    pub(crate) fn new(name: &str, body: &str) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let out = dir.path().join("out");
         std::fs::create_dir_all(&out).expect("out dir");
@@ -62,12 +62,12 @@ impl Setup {
         self.dir.path().join(format!("{name}.log"))
     }
 
-    fn log(&self, name: &str) -> String {
+    pub(crate) fn log(&self, name: &str) -> String {
         std::fs::read_to_string(self.log_path(name)).unwrap_or_default()
     }
 
     /// Start `weir <args> <config> [<pipeline>]` as process `name`.
-    fn start(&self, name: &str, args: &[&str], envs: &[(&str, String)]) -> Proc {
+    pub(crate) fn start(&self, name: &str, args: &[&str], envs: &[(&str, String)]) -> Proc {
         let config = self.config.to_str().expect("utf-8");
         let mut all: Vec<&str> = args.to_vec();
         all.push(config);
@@ -77,12 +77,12 @@ impl Setup {
         Proc::start(name, Path::new(WEIR), &all, envs, &self.log_path(name))
     }
 
-    fn run_kafka(&self) -> Proc {
+    pub(crate) fn run_kafka(&self) -> Proc {
         self.start("run", &["run", "--mode", "kafka", "--no-progress"], &[])
     }
 
     /// The run's exit code (it must end within `within`).
-    fn exit_code(&self, run: &mut Proc, within: Duration) -> i32 {
+    pub(crate) fn exit_code(&self, run: &mut Proc, within: Duration) -> i32 {
         self.exit_code_of(run, within)
     }
 
@@ -108,7 +108,12 @@ impl Setup {
     /// The summary row of `connector`: published, children, succeeded,
     /// failed, dropped, duplicates.
     fn counts(&self, connector: &str) -> Vec<u64> {
-        let log = self.log("run");
+        self.counts_in("run", connector)
+    }
+
+    /// The summary row of `connector` in process `name`'s log.
+    pub(crate) fn counts_in(&self, name: &str, connector: &str) -> Vec<u64> {
+        let log = self.log(name);
         let row = log
             .lines()
             .find(|l| l.split_whitespace().next() == Some(connector))
@@ -130,7 +135,7 @@ impl Setup {
     }
 
     /// Lines the indexers recorded so far.
-    fn indexed(&self) -> Vec<String> {
+    pub(crate) fn indexed(&self) -> Vec<String> {
         let mut lines = Vec::new();
         for entry in std::fs::read_dir(self.dir.path().join("out")).expect("out") {
             let text = std::fs::read_to_string(entry.expect("entry").path()).unwrap_or_default();
@@ -139,7 +144,7 @@ impl Setup {
         lines
     }
 
-    fn wait_until_indexed(&self, count: usize) {
+    pub(crate) fn wait_until_indexed(&self, count: usize) {
         let deadline = Instant::now() + Duration::from_secs(120);
         while self.indexed().len() < count {
             assert!(
@@ -162,7 +167,7 @@ fn signal(process: &Proc, name: &str) {
 
 /// A Kafka-mode config: `connector` (a test-connector config), `stages`,
 /// and extra `[kafka]`, `[runner]` and `[indexer]` lines.
-fn kafka_config(connector: &str, stages: &str, kafka: &str, runner: &str, indexer: &str) -> String {
+pub(crate) fn kafka_config(connector: &str, stages: &str, kafka: &str, runner: &str, indexer: &str) -> String {
     format!(
         r#"
         [runner]
@@ -192,7 +197,7 @@ fn kafka_config(connector: &str, stages: &str, kafka: &str, runner: &str, indexe
     )
 }
 
-const RECORDING_INDEXER: &str = r#"plugin = { path = @test-indexer, config = { record = "/out/indexed.jsonl" }, grants = { dirs = [{ host = {out}, guest = "/out", writable = true }] } }"#;
+pub(crate) const RECORDING_INDEXER: &str = r#"plugin = { path = @test-indexer, config = { record = "/out/indexed.jsonl" }, grants = { dirs = [{ host = {out}, guest = "/out", writable = true }] } }"#;
 
 #[test]
 fn a_document_over_the_topics_message_limit_fails_alone() {
@@ -536,10 +541,14 @@ fn a_worker_killed_and_never_restarted_ends_the_run_stalled() {
             && log.contains("last heard"),
         "{log}"
     );
+    let noticed = killed.elapsed();
     println!(
-        "a killed worker noticed {:?} after the kill (liveness timeout 4 s; connector timeout 600 s)",
-        killed.elapsed()
+        "a killed worker noticed {noticed:?} after the kill (liveness timeout 4 s; connector timeout 600 s)"
     );
+    // Its silence counts from its last heartbeat, not from when the runner
+    // first missed it (which doubled the timeout), and the log says how long.
+    assert!(noticed < Duration::from_secs(8), "{noticed:?}");
+    assert!(log.contains("none heard from for 4s") || log.contains("none heard from for 5s"), "{log}");
     assert!(indexer.stop());
 }
 

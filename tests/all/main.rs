@@ -24,6 +24,7 @@ mod limits;
 mod local_run;
 mod operations;
 mod rag;
+mod resume;
 mod run_timeouts;
 mod s3;
 mod sandbox;

@@ -30,11 +30,19 @@ impl From<SetupError> for Stopped {
 
 /// Load `path` and build its runner in `mode`, reporting invalid configs.
 fn prepare(path: &Path, mode: Mode) -> Result<Runner, Stopped> {
+    prepare_with(path, |config| topology::runner(config, mode))
+}
+
+/// Load `path` and build its runner with `build`, reporting invalid configs.
+fn prepare_with(
+    path: &Path,
+    build: impl FnOnce(Config) -> Result<Runner, SetupError>,
+) -> Result<Runner, Stopped> {
     let config = Config::load(path).map_err(|errors| {
         report_invalid(path, &errors);
         Stopped::Invalid
     })?;
-    topology::runner(config, mode).map_err(|e| match e {
+    build(config).map_err(|e| match e {
         SetupError::Invalid(errors) => {
             report_invalid(path, &errors);
             Stopped::Invalid
@@ -48,7 +56,14 @@ fn prepare_validated(
     path: &Path,
     mode: Mode,
 ) -> Result<(Runner, weir::run::LoadedPlugins), Stopped> {
-    let runner = prepare(path, mode)?;
+    validated(path, prepare(path, mode)?)
+}
+
+/// `runner`, with its plugins validated.
+fn validated(
+    path: &Path,
+    runner: Runner,
+) -> Result<(Runner, weir::run::LoadedPlugins), Stopped> {
     match runner.validate() {
         Ok(plugins) => Ok((runner, plugins)),
         Err(errors) => {
@@ -112,12 +127,29 @@ pub(super) fn run(
     mode: Mode,
     full: bool,
     no_progress: bool,
+    resume: Option<&str>,
     metrics_addr: Option<&str>,
 ) -> anyhow::Result<u8> {
-    stopped(prepare_validated(path, mode).and_then(|(runner, plugins)| {
+    let prepared = match resume {
+        None => prepare_validated(path, mode),
+        Some(_) if mode != Mode::Kafka => {
+            eprintln!("error: --resume resumes a Kafka-mode run: add --mode kafka");
+            return Ok(EXIT_INVALID_CONFIG);
+        }
+        Some(id) if !weir::run::is_run_id(id) => {
+            eprintln!(
+                "error: --resume {id:?} is not a run id (1 to 64 letters, digits, `-` and `_`)"
+            );
+            return Ok(EXIT_INVALID_CONFIG);
+        }
+        Some(_) => prepare_with(path, topology::resuming_runner)
+            .and_then(|runner| validated(path, runner)),
+    };
+    let run_id = resume.map_or_else(new_run_id, str::to_owned);
+    stopped(prepared.and_then(|(runner, plugins)| {
         let runner = runner.with_full_sync(full);
         run_with_controls(&runner, metrics_addr, no_progress, || {
-            Ok(runner.run_validated(&plugins, &new_run_id()))
+            Ok(runner.run_validated(&plugins, &run_id))
         })
     }))
 }

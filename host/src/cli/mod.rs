@@ -118,6 +118,12 @@ enum Command {
         /// Do not draw a progress bar.
         #[arg(long)]
         no_progress: bool,
+        /// Kafka mode: resume the run with this id, whose runner stopped
+        /// before the run ended (killed, or its machine lost). What it
+        /// published is not sent again; the run's events are counted from
+        /// its start, so the summary is the whole run's.
+        #[arg(long, value_name = "RUN_ID")]
+        resume: Option<String>,
     },
     /// Send the documents of a dead-letter file through their pipelines again,
     /// as a new local run (the same stages and indexer, per the config).
@@ -319,7 +325,15 @@ fn execute(
             mode,
             full,
             no_progress,
-        } => commands::run(&config, mode.into(), full, no_progress, metrics_addr),
+            resume,
+        } => commands::run(
+            &config,
+            mode.into(),
+            full,
+            no_progress,
+            resume.as_deref(),
+            metrics_addr,
+        ),
         Command::Replay {
             config,
             dead_letters,

@@ -64,6 +64,11 @@ pub struct KafkaConfig {
     /// Whether `weir run` deletes its event topics when the run ends. Default true.
     #[serde(default = "KafkaConfig::default_events")]
     pub delete_event_topics: bool,
+    /// Put before the pipeline's name in every topic and consumer group
+    /// name (`<prefix><pipeline>_source`, ...). `weir serve` sets it for
+    /// the runs it sends to its fleet, so that tenants' topics cannot meet.
+    #[serde(default)]
+    pub topic_prefix: Option<String>,
     /// librdkafka properties for every client (e.g. `security.protocol`, `sasl.*`, `ssl.*`).
     #[serde(default)]
     pub client: BTreeMap<String, String>,
@@ -114,6 +119,7 @@ impl KafkaConfig {
             heartbeat_interval: Self::default_heartbeat_interval(),
             max_deliveries: Self::default_max_deliveries(),
             delete_event_topics: Self::default_events(),
+            topic_prefix: None,
             client: BTreeMap::new(),
             producer: BTreeMap::new(),
             consumer: BTreeMap::new(),

@@ -106,6 +106,28 @@ pub trait PublisherMessenger: Send + Sync {
     fn servers(&self) -> Option<Vec<Seen>> {
         None
     }
+    /// What an earlier runner of this run did for this connector before it
+    /// stopped, when the run is being resumed (Kafka mode keeps a journal):
+    /// taken once; `None` when there is nothing to resume.
+    fn resumed(&self) -> Option<Resumed> {
+        None
+    }
+    /// The connector has published its last document: where a journal is
+    /// kept, it says so once every document is acknowledged, so that a
+    /// resumed run does not run the connector again.
+    fn publishing_done(&self) -> Result<(), MessengerError> {
+        Ok(())
+    }
+}
+
+/// A connector's part of a run, as an earlier runner left it: the ids it
+/// published (each acknowledged by the transport), in order, the events
+/// about its documents, and whether the connector had published its last.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Resumed {
+    pub published: Vec<String>,
+    pub events: Vec<Event>,
+    pub done: bool,
 }
 
 /// What a worker needs.

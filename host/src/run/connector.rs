@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use super::dead_letters::DeadLetterFile;
 use super::pipeline::{join_all, spawn_in_span, start_stages};
-use super::publisher::{Abort, Accounting, Publish};
+use super::publisher::{Abort, Accounting, Publish, Skip};
 use super::state::Ledger;
 use super::{LoadedPlugins, Runner, StopReason, replay, watch};
 use crate::config::ConnectorConfig;
 use crate::core::document::Document;
 use crate::messenger::{MessengerParts, Polled, PublisherMessenger};
 use crate::plugin::ConnectorInstance;
+use crate::telemetry::RunStats;
 
 /// How long the runner sleeps when no event is waiting. It bounds how late
 /// completion is noticed, not throughput: events queue up meanwhile.
@@ -47,6 +48,9 @@ struct ConnectorRun<'a> {
     abort: &'a Abort,
     /// Workers and indexers are other processes (Kafka mode).
     remote: bool,
+    /// A resumed run's connector: whether it had published its last
+    /// document, and what it had published.
+    resumed: Option<(bool, &'a Arc<Skip>)>,
 }
 
 impl Runner {
@@ -83,6 +87,17 @@ impl Runner {
         let publisher: Arc<dyn PublisherMessenger> = Arc::from(publisher);
         let remote = self.messengers.workers_are_remote();
         tracing::debug!("messengers ready");
+        let resumed = publisher.resumed().map(|resumed| {
+            tracing::info!(
+                published = resumed.published.len(),
+                events = resumed.events.len(),
+                done = resumed.done,
+                "resuming the connector where the run's last runner left it"
+            );
+            accounting.resume(&resumed);
+            RunStats::add(&self.stats.published, resumed.published.len() as u64);
+            (resumed.done, Arc::new(Skip::new(&resumed.published)))
+        });
 
         // Indexers first (where they run in this process): no document is
         // processed if one cannot connect.
@@ -152,6 +167,7 @@ impl Runner {
                 accounting,
                 abort: &abort,
                 remote,
+                resumed: resumed.as_ref().map(|(done, skip)| (*done, skip)),
             };
             let outcome = self.connector_lifecycle(&run, &mut source);
             if let Err(reason) = &outcome {
@@ -194,6 +210,15 @@ impl Runner {
             }
         };
         let ledger = Some(&**ledger);
+        if let Some((true, _)) = run.resumed {
+            // It had published its last document: only its events are waited for.
+            let cancel = connector.canceller();
+            let waited = self.execute_and_wait(run, &cancel, ledger, |_, _| Ok(()));
+            let closed = connector
+                .close()
+                .map_err(|e| format!("close failed: {e}").into());
+            return waited.and(closed);
+        }
         let result = connector
             .pre_execute(run.run_id)
             .map_err(|e| StopReason::from(format!("pre-execute failed: {e}")))
@@ -271,6 +296,7 @@ impl Runner {
             accounting,
             abort,
             remote,
+            resumed,
         } = *run;
         let timeout = self.config.runner.connector_timeout;
         tracing::debug!("connector executing");
@@ -285,7 +311,9 @@ impl Runner {
             published: scope.published(&c.name),
             scope,
             throttle: self.throttle.clone(),
+            skip: resumed.map(|(_, skip)| Arc::clone(skip)),
         };
+        let messenger = Arc::clone(publisher);
         // The runner's own deadline check reports a connector timeout; the
         // connector's deadline comes a little later so it never wins that race.
         let execute_timeout = c
@@ -297,7 +325,11 @@ impl Runner {
             let stats = &self.stats;
             let mut execution = Some(spawn_in_span(scope, "weir-connector", move || {
                 let _cpu = crate::telemetry::ThreadCpu::count_into(&stats.connector_cpu_nanos);
-                execute(Box::new(sink), execute_timeout)
+                execute(Box::new(sink), execute_timeout).and_then(|()| {
+                    messenger.publishing_done().map_err(|e| {
+                        format!("cannot confirm the connector's documents reached the pipeline: {e}")
+                    })
+                })
             }));
             let mut executed: Option<Result<(), String>> = None;
             let mut watch = watch::Watch::new(&self.config.runner, &c.pipeline, &self.stats);

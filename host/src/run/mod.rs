@@ -74,6 +74,15 @@ pub fn new_run_id() -> String {
     format!("{millis:x}-{:08x}", fastrand::u32(..))
 }
 
+/// Whether `id` may be a run's id: it names Kafka topics and files, so 1
+/// to 64 ASCII letters, digits, `-` and `_`.
+pub fn is_run_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 impl Runner {
     pub fn new(
         config: Config,

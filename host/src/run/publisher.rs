@@ -155,6 +155,18 @@ impl Accounting {
         counts.hold(id, position);
     }
 
+    /// Take up what an earlier runner of the run left of this connector:
+    /// its documents published (pending, in order) and the events about
+    /// them.
+    pub(crate) fn resume(&self, resumed: &crate::messenger::Resumed) {
+        for id in &resumed.published {
+            self.published(id);
+        }
+        self.published
+            .fetch_add(resumed.published.len() as u64, Ordering::Relaxed);
+        self.apply_all(&resumed.events);
+    }
+
     /// A publish did not go through after all.
     pub(crate) fn unpublished(&self, id: &str) {
         self.lock().release(id, true);
@@ -329,10 +341,48 @@ pub(crate) struct Publish {
     pub(crate) scope: crate::telemetry::meters::Scope,
     /// The run's (or its tenant's) ceiling on documents per second.
     pub(crate) throttle: Option<Arc<super::Throttle>>,
+    /// Publications an earlier runner of the run made (a resumed run): not
+    /// made again.
+    pub(crate) skip: Option<Arc<Skip>>,
+}
+
+/// How many more publications of each id to skip: those an earlier runner
+/// of a resumed run made.
+#[derive(Debug, Default)]
+pub(crate) struct Skip(Mutex<foldhash::HashMap<String, u32>>);
+
+impl Skip {
+    pub(crate) fn new(ids: &[String]) -> Self {
+        let mut counts = foldhash::HashMap::default();
+        for id in ids {
+            *counts.entry(id.clone()).or_default() += 1;
+        }
+        Self(Mutex::new(counts))
+    }
+
+    /// Whether this publication of `id` was made already (counted off).
+    fn take(&self, id: &str) -> bool {
+        let mut counts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match counts.get_mut(id) {
+            Some(1) => {
+                counts.remove(id);
+                true
+            }
+            Some(n) => {
+                *n -= 1;
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 impl PublishSink for Publish {
     fn publish(&mut self, doc: Document, deadline: std::time::Instant) -> Result<(), String> {
+        if self.skip.as_ref().is_some_and(|skip| skip.take(doc.id())) {
+            // In Kafka already, and counted: the earlier runner sent it.
+            return Ok(());
+        }
         if self.pause.is_paused() {
             // The connector waits in its call, as for room in the pipeline.
             let stop = || {

@@ -138,14 +138,18 @@ impl<'a> Watch<'a> {
             self.unserved_since = None;
             return None;
         }
-        let missing = self.unserved()?;
+        let (missing, silent) = self.unserved()?;
+        // Silent since the last heartbeat of a process of the missing part,
+        // or, when none was ever heard, since the part was first found missing.
         let since = *self.unserved_since.get_or_insert(now);
+        let silent = silent.unwrap_or(now - since);
         let liveness = self.config.liveness_timeout;
-        (now - since >= liveness).then(|| {
+        (silent >= liveness).then(|| {
             self.stall_report(
                 &format!(
-                    "stalled: no live {missing} serves pipeline `{}` (none heard from for {liveness:?})",
-                    self.pipeline
+                    "stalled: no live {missing} serves pipeline `{}` (none heard from for {:.0?})",
+                    self.pipeline,
+                    Duration::from_secs(silent.as_secs())
                 ),
                 accounting,
             )
@@ -153,8 +157,11 @@ impl<'a> Watch<'a> {
     }
 
     /// What part of the pipeline has no live process, where processes
-    /// announce themselves; `None` when every part is served (or in local mode).
-    fn unserved(&mut self) -> Option<&'static str> {
+    /// announce themselves, and how long the last process of that part has
+    /// been silent (stopped, or heard from last that long ago; `None` when
+    /// no such process was ever heard from); `None` when every part is
+    /// served (or in local mode).
+    fn unserved(&mut self) -> Option<(&'static str, Option<Duration>)> {
         let servers = self.servers.as_ref()?;
         let live =
             |s: &&Seen| s.heartbeat.serving && s.received.elapsed() <= self.config.liveness_timeout;
@@ -166,16 +173,21 @@ impl<'a> Watch<'a> {
             .iter()
             .filter(live)
             .any(|s| s.heartbeat.role.indexes());
-        let missing = match (processes, indexes) {
-            (true, true) => None,
-            (false, true) => Some("worker"),
-            (true, false) => Some("indexer"),
-            (false, false) => Some("worker or indexer"),
+        let (missing, of_role): (_, fn(&Seen) -> bool) = match (processes, indexes) {
+            (true, true) => {
+                self.unserved_since = None;
+                return None;
+            }
+            (false, true) => ("worker", |s| s.heartbeat.role.processes()),
+            (true, false) => ("indexer", |s| s.heartbeat.role.indexes()),
+            (false, false) => ("worker or indexer", |_| true),
         };
-        if missing.is_none() {
-            self.unserved_since = None;
-        }
-        missing
+        let silent = servers
+            .iter()
+            .filter(|s| of_role(s))
+            .map(|s| s.received.elapsed())
+            .min();
+        Some((missing, silent))
     }
 
     fn stall_report(&self, why: &str, accounting: &Accounting) -> String {

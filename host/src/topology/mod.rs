@@ -76,6 +76,16 @@ pub fn runner(config: Config, mode: Mode) -> Result<Runner, SetupError> {
     Ok(Runner::new(config, runtime, messengers).with_states(states))
 }
 
+/// A Kafka-mode runner that resumes a run an earlier runner started
+/// (`weir run --resume`, a standby `weir serve` taking a run over): each
+/// connector reads what the run's journal says it did first.
+pub fn resuming_runner(config: Config) -> Result<Runner, SetupError> {
+    let runtime = runtime_for(&config)?;
+    let kafka = kafka_of(&config)?.clone();
+    let messengers = Arc::new(KafkaMessengers::resuming(kafka.clone()));
+    Ok(Runner::new(config, runtime, messengers).with_states(Arc::new(KafkaStates::new(kafka))))
+}
+
 /// The `[kafka]` settings Kafka mode needs.
 pub(crate) fn kafka_of(config: &Config) -> Result<&crate::config::KafkaConfig, SetupError> {
     config.kafka.as_ref().ok_or_else(|| {

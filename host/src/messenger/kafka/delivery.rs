@@ -81,7 +81,7 @@ impl Tracker {
         match tag {
             Tag::Record(origin) => self.hold(origin),
             Tag::Batch(batch) => *self.batches.entry(batch).or_default() += 1,
-            Tag::Untracked => {}
+            Tag::Untracked | Tag::Published => {}
         }
     }
 
@@ -101,7 +101,7 @@ impl Tracker {
                     }
                 }
             }
-            Tag::Untracked => {}
+            Tag::Untracked | Tag::Published => {}
         }
     }
 
@@ -188,6 +188,9 @@ pub(super) struct Shared {
     pub(super) batch_numbers: std::sync::atomic::AtomicU64,
     /// Which worker threads have a record in hand (suspects go alone).
     pub(super) solo: super::solo::Solo,
+    /// The ids of the runner's documents acknowledged on the source topic
+    /// ([`Tag::Published`]) and not yet in the run's journal.
+    pub(super) published: Mutex<Vec<String>>,
 }
 
 impl Shared {
@@ -290,8 +293,11 @@ pub(super) enum Tag {
     Record(Origin),
     /// An indexer's batch: its offsets wait for the message.
     Batch(u64),
-    /// Nothing (the publisher's documents; a worker's message with no record).
+    /// Nothing (a worker's message with no record).
     Untracked,
+    /// A runner's document: once acknowledged its id goes to the run's
+    /// journal ([`Shared::published`]).
+    Published,
 }
 
 /// Producer callbacks: record acknowledgements against what waits for them.
@@ -316,13 +322,18 @@ impl ProducerContext for Deliveries {
         if result.is_ok() {
             cluster_up();
         }
+        if let (Ok(message), Tag::Published) = (result, sent.tag)
+            && let Some(key) = message.key()
+        {
+            self.0
+                .published
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(String::from_utf8_lossy(key).into_owned());
+        }
         let mut tracker = self.0.lock();
         if let Err((e, message)) = result {
-            let gone = matches!(
-                e.rdkafka_error_code(),
-                Some(RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownTopic)
-            );
-            if sent.events && gone {
+            if sent.events && e.rdkafka_error_code().is_some_and(topic_gone) {
                 tracing::info!(
                     topic = message.topic(),
                     "events for a run that has ended (its event topic is gone) were dropped"
@@ -337,6 +348,18 @@ impl ProducerContext for Deliveries {
         drop(tracker);
         self.0.changed.notify_all();
     }
+}
+
+/// Whether `code` says a topic (or the partition produced to) does not
+/// exist: for a run's event topic, that the run ended and it was deleted.
+/// librdkafka says so in three ways, by where it learns it.
+fn topic_gone(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::UnknownTopicOrPartition
+            | RDKafkaErrorCode::UnknownTopic
+            | RDKafkaErrorCode::UnknownPartition
+    )
 }
 
 /// A producer whose deliveries are accounted in `shared`.
@@ -384,7 +407,7 @@ fn produce_sent(
     headers: Option<OwnedHeaders>,
     sent: Sent,
 ) -> Result<(), MessengerError> {
-    let tag = sent.tag;
+    let (tag, sent_events) = (sent.tag, sent.events);
     let mut record = BaseRecord::with_opaque_to(topic, Box::new(sent))
         .key(key)
         .payload(payload);
@@ -402,6 +425,15 @@ fn produce_sent(
             }
             Err((e, _)) => {
                 shared.lock().settled(tag);
+                if sent_events && e.rdkafka_error_code().is_some_and(topic_gone) {
+                    // librdkafka knows the topic lost its partitions: the
+                    // run ended and its event topic was deleted.
+                    tracing::info!(
+                        topic,
+                        "events for a run that has ended (its event topic is gone) were dropped"
+                    );
+                    return Ok(());
+                }
                 return Err(transport(format!("cannot produce to {topic}: {e}")));
             }
         }

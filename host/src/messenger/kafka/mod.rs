@@ -26,7 +26,8 @@
 //! [`output`] (what a Hybrid pair's worker and indexer share),
 //! [`delivery_count`] and [`solo`] (poison pills), [`liveness`]
 //! (heartbeats), [`letters`] (reading dead letters back), [`state`]
-//! (connectors' state on a compacted topic), and the roles, one
+//! (connectors' state on a compacted topic), [`journal`] (what a resumed
+//! run reads of the runner that died), and the roles, one
 //! file per messenger: [`worker`] (with its [`worker_rebalance`]),
 //! [`indexer`], [`publisher`] (the runner) and [`hybrid`].
 
@@ -36,6 +37,7 @@ mod delivery_count;
 mod fence;
 mod hybrid;
 mod indexer;
+mod journal;
 mod letters;
 mod liveness;
 mod output;
@@ -93,6 +95,10 @@ pub struct KafkaMessengers {
     config: KafkaConfig,
     /// Pipelines with an event topic per run, to delete when the run ends.
     pipelines: std::sync::Mutex<Vec<String>>,
+    /// Connectors started so far: each one's number in the run's journal.
+    connectors: std::sync::atomic::AtomicUsize,
+    /// Whether the run resumes one an earlier runner started.
+    resume: bool,
 }
 
 impl KafkaMessengers {
@@ -100,6 +106,17 @@ impl KafkaMessengers {
         Self {
             config,
             pipelines: std::sync::Mutex::default(),
+            connectors: std::sync::atomic::AtomicUsize::new(0),
+            resume: false,
+        }
+    }
+
+    /// Messengers that resume a run an earlier runner started: each
+    /// connector first reads what the run's journal says of it.
+    pub fn resuming(config: KafkaConfig) -> Self {
+        Self {
+            resume: true,
+            ..Self::new(config)
         }
     }
 }
@@ -114,7 +131,10 @@ impl MessengerFactory for KafkaMessengers {
     ) -> Result<MessengerParts, MessengerError> {
         let mut topics = KafkaTopics::new(self.config.clone(), pipeline);
         topics.read_broker_limit(|| false);
-        let publisher = KafkaPublisherMessenger::new(&topics, run_id)?;
+        let connector = self
+            .connectors
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let publisher = KafkaPublisherMessenger::new(&topics, run_id, connector, self.resume)?;
         let mut pipelines = self
             .pipelines
             .lock()
@@ -141,6 +161,8 @@ impl MessengerFactory for KafkaMessengers {
     }
 
     fn run_ended(&self, run_id: &str) {
+        self.connectors
+            .store(0, std::sync::atomic::Ordering::Relaxed);
         if !self.config.delete_event_topics || self.config.event_topic.is_some() {
             return;
         }

@@ -12,13 +12,14 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::client::{Quiet, cluster_is_down, cluster_up, poll_error};
 use super::delivery::{Deliveries, Shared, Tag, produce, shared_producer};
+use super::journal::{self, Entry};
 use super::liveness::HeartbeatReader;
 use super::topics::TopicSpec;
 use super::wire::{dead_letter, document_headers, events_from, too_large};
 use super::{KafkaTopics, settled, transport};
 use crate::core::document::Document;
 use crate::core::event::Event;
-use crate::messenger::{MessengerError, Polled, PublisherMessenger, Seen};
+use crate::messenger::{MessengerError, Polled, PublisherMessenger, Resumed, Seen};
 
 /// The runner's messenger in Kafka mode: produces to the source topic and
 /// reads the run's event topic.
@@ -32,6 +33,12 @@ pub struct KafkaPublisherMessenger {
     heartbeats: HeartbeatReader,
     /// Events read but not yet handed out (a message carries many).
     received: Mutex<VecDeque<Event>>,
+    /// Which of the run's connectors this is, in the run's journal.
+    connector: usize,
+    /// What an earlier runner left of this connector, until taken.
+    resumed: Mutex<Option<Resumed>>,
+    /// When acknowledged ids were last journaled.
+    journaled: Mutex<std::time::Instant>,
 }
 
 impl std::fmt::Debug for KafkaPublisherMessenger {
@@ -46,7 +53,16 @@ impl KafkaPublisherMessenger {
     /// Creates the run's event topic (one partition) and the pipeline's
     /// topics where missing, and reads the event topic from its current
     /// end: events of this connector's documents, never an earlier one's.
-    pub fn new(topics: &KafkaTopics, run_id: &str) -> Result<Self, MessengerError> {
+    ///
+    /// It is the run's `connector`th connector (from 0, in the order the
+    /// run starts them). With `resume`, an earlier runner of the run may
+    /// have started it: what the run's journal says of it is read first.
+    pub fn new(
+        topics: &KafkaTopics,
+        run_id: &str,
+        connector: usize,
+        resume: bool,
+    ) -> Result<Self, MessengerError> {
         let event_topic = topics
             .events(Some(run_id))
             .ok_or_else(|| transport("a run needs events: set kafka.events = true"))?;
@@ -67,12 +83,33 @@ impl KafkaPublisherMessenger {
             .create_with_context(Quiet)
             .map_err(transport)?;
         // A topic just created may take a moment to reach every broker's metadata.
-        let (_, end) =
+        let (start, end) =
             settled(|| events.fetch_watermarks(&event_topic, 0, Duration::from_secs(10)))?;
         let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&event_topic, 0, Offset::Offset(end))
+        let from = if resume { start } else { end };
+        tpl.add_partition_offset(&event_topic, 0, Offset::Offset(from))
             .map_err(transport)?;
         events.assign(&tpl).map_err(transport)?;
+        let resumed = if resume {
+            journal::replay(&events, &event_topic, end, connector)?
+        } else {
+            None
+        };
+        if resumed.is_none() {
+            // Before any of its documents, so every event about them is
+            // after it; waited for, so a runner that dies now leaves no
+            // event before it.
+            let entry = Entry::Start { connector };
+            produce(
+                &producer,
+                &event_topic,
+                run_id,
+                &entry.payload(),
+                Some(Entry::headers()),
+                Tag::Untracked,
+            )?;
+            producer.flush(Duration::from_secs(30)).map_err(transport)?;
+        }
         Ok(Self {
             topics: topics.clone(),
             source: topics.source(),
@@ -82,7 +119,43 @@ impl KafkaPublisherMessenger {
             event_topic,
             heartbeats: HeartbeatReader::new(topics, &group)?,
             received: Mutex::default(),
+            connector,
+            resumed: Mutex::new(resumed),
+            journaled: Mutex::new(std::time::Instant::now()),
         })
+    }
+
+    /// Journal the ids the source topic has acknowledged since last time.
+    fn journal_published(&self) -> Result<(), MessengerError> {
+        let ids = std::mem::take(
+            &mut *self
+                .shared
+                .published
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for entry in journal::published_entries(self.connector, ids, self.topics.message_limit() / 2) {
+            produce(
+                &self.producer,
+                &self.event_topic,
+                "",
+                &entry.payload(),
+                Some(Entry::headers()),
+                Tag::Untracked,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// [`journal_published`](Self::journal_published), every [`journal::EVERY`].
+    fn journal_if_due(&self) -> Result<(), MessengerError> {
+        let mut last = self.journaled.lock().unwrap_or_else(PoisonError::into_inner);
+        if last.elapsed() < journal::EVERY {
+            return Ok(());
+        }
+        *last = std::time::Instant::now();
+        drop(last);
+        self.journal_published()
     }
 
     /// Fail a document too large for the source topic: dead-letter its id
@@ -118,7 +191,7 @@ impl PublisherMessenger for KafkaPublisherMessenger {
             doc.id(),
             json.as_bytes(),
             Some(headers),
-            Tag::Untracked,
+            Tag::Published,
         )?;
         Ok(None)
     }
@@ -127,6 +200,7 @@ impl PublisherMessenger for KafkaPublisherMessenger {
         if let Some(failure) = &self.shared.lock().failure {
             return Err(transport(failure));
         }
+        self.journal_if_due()?;
         let mut received = self.received.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(event) = received.pop_front() {
             return Ok(Polled::Item(event));
@@ -134,6 +208,7 @@ impl PublisherMessenger for KafkaPublisherMessenger {
         match self.events.poll(timeout) {
             None => Ok(Polled::Idle),
             Some(Err(e)) => poll_error(e).map(|()| Polled::Idle),
+            Some(Ok(message)) if journal::is_journal(&message) => Ok(Polled::Idle),
             Some(Ok(message)) => {
                 match events_from(message.payload().unwrap_or_default()) {
                     Ok(events) => received.extend(events),
@@ -164,10 +239,41 @@ impl PublisherMessenger for KafkaPublisherMessenger {
         }
         Some(self.heartbeats.servers())
     }
+
+    fn resumed(&self) -> Option<Resumed> {
+        self.resumed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    fn publishing_done(&self) -> Result<(), MessengerError> {
+        // Every document acknowledged, and journaled, before `done`.
+        self.producer
+            .flush(Duration::from_secs(60))
+            .map_err(transport)?;
+        self.journal_published()?;
+        let entry = Entry::Done {
+            connector: self.connector,
+        };
+        produce(
+            &self.producer,
+            &self.event_topic,
+            "",
+            &entry.payload(),
+            Some(Entry::headers()),
+            Tag::Untracked,
+        )?;
+        self.producer
+            .flush(Duration::from_secs(60))
+            .map_err(transport)
+    }
 }
 
 impl Drop for KafkaPublisherMessenger {
     fn drop(&mut self) {
+        let _ = self.producer.flush(Duration::from_secs(30));
+        let _ = self.journal_published();
         let _ = self.producer.flush(Duration::from_secs(30));
     }
 }

@@ -71,7 +71,7 @@ fn state_topic(pipeline: &str) -> String {
 impl StateStores for KafkaStates {
     fn open(&self, pipeline: &str, connector: &str) -> Result<Box<dyn StateStore>, StateError> {
         let topics = KafkaTopics::new(self.config.clone(), pipeline);
-        let topic = state_topic(pipeline);
+        let topic = state_topic(topics.base());
         let mut spec = TopicSpec::new(&topic, 1);
         spec.config
             .insert("cleanup.policy".into(), "compact".into());
@@ -94,7 +94,10 @@ impl StateStores for KafkaStates {
     }
 
     fn describe(&self, pipeline: &str) -> String {
-        format!("Kafka topic {}", state_topic(pipeline))
+        format!(
+            "Kafka topic {}",
+            state_topic(KafkaTopics::new(self.config.clone(), pipeline).base())
+        )
     }
 }
 

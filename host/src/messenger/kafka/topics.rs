@@ -51,11 +51,18 @@ const HEADROOM: usize = 16 * 1024;
 
 impl KafkaTopics {
     pub fn new(config: KafkaConfig, pipeline: &str) -> Self {
+        let prefix = config.topic_prefix.as_deref().unwrap_or_default();
         Self {
             limit: config.max_message_bytes,
+            pipeline: format!("{prefix}{pipeline}"),
             config,
-            pipeline: pipeline.to_owned(),
         }
+    }
+
+    /// What the pipeline's topic and group names start with: its name,
+    /// after `kafka.topic_prefix`.
+    pub fn base(&self) -> &str {
+        &self.pipeline
     }
 
     /// The largest message this pipeline's clients produce, in bytes.
@@ -260,6 +267,12 @@ impl KafkaTopics {
                 "client.id",
                 format!("weir-{}-{}", self.pipeline, std::process::id()),
             );
+        if self.config.topic_partitions.is_some() {
+            // Weir makes the pipeline's topics itself, so nothing needs the
+            // broker to auto-create one; and late events for a run that
+            // ended must not make its deleted event topic again.
+            c.set("allow.auto.create.topics", "false");
+        }
         for (k, v) in &self.config.producer {
             c.set(k, v);
         }
