@@ -58,6 +58,7 @@
 pub mod config;
 pub mod control;
 pub mod core;
+pub mod fleet;
 pub mod http;
 pub mod messenger;
 pub mod plugin;

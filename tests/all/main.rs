@@ -16,6 +16,7 @@ mod connector_indexer;
 mod embeddings;
 mod extraction;
 mod failures;
+mod fleet;
 mod field_stages;
 mod isolation;
 mod kafka;

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use weir::config::{Config, ConfigErrors};
 use weir::messenger::kafka::KafkaTopics;
@@ -281,6 +282,10 @@ pub(super) fn control_plane(
         }),
     };
     let limits = operator.server.http_limits();
+    let _leading = match &operator.fleet {
+        Some(fleet) => Some(lead(fleet, &addr)?),
+        None => None,
+    };
     let plane = weir::control::ControlPlane::new(operator, isolation)?;
     let health = Health::default();
     let routes = weir::control::server_routes(Arc::clone(&plane), &health)?;
@@ -296,5 +301,66 @@ pub(super) fn control_plane(
     tracing::info!("stopping: the runs going on are stopped");
     plane.shut_down();
     drop(server);
+    Ok(0)
+}
+
+/// Wait until this control plane leads its fleet (the one member of the
+/// control group owning its partition), answering `/healthz` (and `/readyz`
+/// not ready) on `addr` meanwhile; then keep the membership alive. Losing
+/// it later ends the process (a supervisor starts it again as a standby).
+fn lead(
+    fleet: &weir::fleet::FleetConfig,
+    addr: &str,
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    use std::sync::atomic::Ordering;
+    use weir::messenger::kafka::table::Leadership;
+    let (leadership, leads) = Leadership::join(
+        &fleet.kafka,
+        &fleet.control_topic(),
+        &format!("{}-control", fleet.name),
+        fleet.session_timeout,
+    )
+    .map_err(|e| anyhow::anyhow!("cannot join the fleet's control group: {e}"))?;
+    let standby = {
+        let health = Health::default();
+        let server = topology::ops_server(Some(addr), &health)?;
+        tracing::info!("standby: waiting to lead the fleet (another control plane leads)");
+        server
+    };
+    while !leads.load(Ordering::SeqCst) {
+        leadership.poll(Duration::from_millis(100));
+    }
+    drop(standby);
+    tracing::info!("this control plane leads the fleet now");
+    Ok(std::thread::Builder::new()
+        .name("weir-leadership".into())
+        .spawn(move || {
+            loop {
+                leadership.poll(Duration::from_millis(100));
+            }
+        })?)
+}
+
+/// `weir fleet`: a fleet worker until SIGINT or SIGTERM.
+pub(super) fn fleet(path: &Path, metrics_addr: Option<&str>, log_format: &str) -> anyhow::Result<u8> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use weir::control::isolate::RunProcess;
+    let operator = weir::control::operator::OperatorConfig::load(path)?;
+    let health = Health::default();
+    let _ops = topology::ops_server(metrics_addr, &health)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = Arc::clone(&stop);
+    let signalled = health.clone();
+    on_signal(move || {
+        signalled.stopping();
+        stopping.store(true, Ordering::Relaxed);
+    })?;
+    let process = RunProcess {
+        program: std::env::current_exe()?,
+        args: vec!["--log-format".into(), log_format.into()],
+        memory_mib: Some(operator.server.run_memory_mib),
+    };
+    let ready = health.clone();
+    weir::fleet::worker::serve_fleet(operator, process, stop, move || ready.ready())?;
     Ok(0)
 }

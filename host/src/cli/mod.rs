@@ -233,6 +233,20 @@ enum Command {
     /// `weir serve`, which sends it the run on stdin.
     #[command(hide = true)]
     ServeRun,
+    /// A fleet worker: serves every pipeline the control plane of the
+    /// operator's `[fleet]` has active (learned from Kafka), each in a
+    /// process of its own under its tenant's policy; `/metrics`, `/healthz`
+    /// and `/readyz` on `--metrics-addr`. Runs until SIGINT/SIGTERM, which
+    /// stops its pipelines after they commit what they finished.
+    Fleet {
+        /// The operator's config (TOML), with `[fleet]`: the same file as
+        /// the control plane's.
+        config: PathBuf,
+    },
+    /// One pipeline of a fleet worker, in a process of its own: started by
+    /// `weir fleet`, which sends it the pipeline on stdin.
+    #[command(hide = true)]
+    FleetPipeline,
     /// Check a config and every plugin's settings without running anything.
     Validate {
         /// The run configuration (TOML).
@@ -311,6 +325,14 @@ fn execute(
             commands::control_plane(&config, metrics_addr, log_format)
         }
         Command::ServeRun => Ok(weir::control::isolate::serve_run()),
+        Command::FleetPipeline => Ok(weir::fleet::pipeline::serve_pipeline()),
+        Command::Fleet { config } => {
+            let log_format = match log_format {
+                LogFormat::Text => "text",
+                LogFormat::Json => "json",
+            };
+            commands::fleet(&config, metrics_addr, log_format)
+        }
         Command::Worker { config, pipeline } => {
             commands::serve(&config, pipeline, Role::Worker, metrics_addr)
         }

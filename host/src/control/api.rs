@@ -7,6 +7,8 @@
 //! | `GET /api/runs/{id}` | one run: counts, status, throughput, summary |
 //! | `POST /api/runs/{id}/pause`, `/resume`, `/stop` | control a live run |
 //! | `GET /api/runs/{id}/dead-letters?offset=&limit=` | a page of the run's failed documents |
+//! | `GET /api/fleet` | the fleet's workers, what they serve, each pipeline's lag (the operator's) |
+//! | `GET /api/fleet/plugins/{sha256}` | a plugin a spec names, for fleet workers (the fleet's token) |
 //! | `GET /` | the status page |
 //! | `GET /metrics` | the server's metrics: the operator's token only |
 //! | `GET /healthz`, `/readyz` | health, for anyone |
@@ -59,6 +61,8 @@ pub fn routes(plane: Arc<ControlPlane>) -> Router {
         .route("/api/runs/{id}", get(one))
         .route("/api/runs/{id}/{action}", post(control))
         .route("/api/runs/{id}/dead-letters", get(dead_letters))
+        .route("/api/fleet", get(fleet))
+        .route("/api/fleet/plugins/{sha256}", get(fleet_plugin))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_CONFIG_BYTES))
         .layer(axum::middleware::map_response(no_sniffing))
         .with_state(plane)
@@ -103,6 +107,42 @@ pub fn server_routes(
     Ok(routes(plane)
         .merge(metrics)
         .merge(crate::telemetry::export::health_routes(health.clone())))
+}
+
+/// `GET /api/fleet`: what the fleet's workers serve, for the operator.
+async fn fleet(State(plane): State<Plane>, who: Principal) -> Result<Response, ApiError> {
+    let plane = Arc::clone(&plane);
+    let view = tokio::task::spawn_blocking(move || plane.fleet_view(&who))
+        .await
+        .map_err(ApiError::internal)??;
+    Ok(Json(view).into_response())
+}
+
+/// `GET /api/fleet/plugins/{sha256}`: a plugin a spec names, for a fleet
+/// worker (the fleet's token); 404 for anyone else or any other hash.
+async fn fleet_plugin(
+    State(plane): State<Plane>,
+    Path(sha256): Path<String>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default()
+        .to_owned();
+    let found = tokio::task::spawn_blocking(move || {
+        plane
+            .fleet_plugin(&token, &sha256)
+            .and_then(|path| std::fs::read(path).ok())
+    })
+    .await
+    .ok()
+    .flatten();
+    match found {
+        Some(bytes) => ([(header::CONTENT_TYPE, "application/wasm")], bytes).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 /// The status page, with headers that keep it from being framed or fed

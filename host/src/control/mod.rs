@@ -21,6 +21,7 @@ mod auth;
 #[cfg(test)]
 mod bounds_tests;
 mod error;
+mod fleet;
 pub mod isolate;
 mod letters;
 mod live;
@@ -70,6 +71,9 @@ pub enum StartError {
         tenant: String,
         error: std::io::Error,
     },
+    /// The fleet's topics on Kafka could not be used.
+    #[error("fleet: {0}")]
+    Fleet(String),
 }
 
 /// The control plane's state.
@@ -89,6 +93,8 @@ pub struct ControlPlane {
     cpu_groups: HashMap<String, isolate::TenantCpu>,
     limiter: rate::Limiter,
     shutting_down: AtomicBool,
+    /// Where runs run when the operator has a `[fleet]`.
+    fleet: Option<fleet::Fleet>,
 }
 
 impl ControlPlane {
@@ -107,6 +113,11 @@ impl ControlPlane {
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Arc<Self>, StartError> {
         let store = Store::open(&operator.server.data_dir)?;
+        let fleet = operator.fleet.clone().map(fleet::Fleet::open).transpose()?;
+        let going = match &fleet {
+            Some(fleet) => fleet.take_over(&store)?,
+            None => Vec::new(),
+        };
         let tokens = Tokens::read(&operator, var);
         let mut cpu_groups = HashMap::new();
         for tenant in &operator.tenants {
@@ -143,7 +154,11 @@ impl ControlPlane {
             cpu_groups,
             limiter,
             shutting_down: AtomicBool::new(false),
+            fleet,
         });
+        for (record, config) in going {
+            plane.take_over_run(record, &config);
+        }
         // What the operator keeps may have changed since the last start.
         plane.prune(None);
         let weak = Arc::downgrade(&plane);
@@ -212,11 +227,57 @@ impl ControlPlane {
         tenant: &TenantPolicy,
         text: &str,
     ) -> Result<(Arc<LiveRun>, std::thread::JoinHandle<()>), ApiError> {
-        let id = crate::run::new_run_id();
+        self.start_as(tenant, crate::run::new_run_id(), text, false)
+    }
+
+    /// Go on with a run another control plane started and left going on
+    /// (it died): from its journal, under the same id.
+    fn take_over_run(self: &Arc<Self>, record: RunRecord, text: &str) {
+        let Some(tenant) = self.operator.tenant(&record.tenant) else {
+            tracing::error!(run_id = %record.id, tenant = %record.tenant, "a run of a tenant the operator's file no longer has: lost");
+            return;
+        };
+        tracing::info!(run_id = %record.id, tenant = %record.tenant, "resuming a run the last control plane left going on");
+        match self.start_as(tenant, record.id.clone(), text, true) {
+            Ok((_, thread)) => self.lock().threads.push(thread),
+            Err(e) => {
+                tracing::error!(run_id = %record.id, error = %e, "cannot resume the run");
+                let id = record.id.clone();
+                let _ = self.store.finish(&RunRecord {
+                    status: "failure".into(),
+                    finished_ms: Some(now_ms()),
+                    error: Some(format!("the control plane that took the run over cannot resume it: {e}")),
+                    ..record
+                });
+                self.keep(&id);
+            }
+        }
+    }
+
+    /// Keep run `id`'s record where a standby control plane reads it.
+    fn keep(&self, id: &str) {
+        let Some(fleet) = &self.fleet else {
+            return;
+        };
+        match (self.store.get(id), self.store.config_of(id)) {
+            (Ok(Some(record)), Ok(Some(config))) => fleet.keep(&record, &config),
+            _ => tracing::warn!(run_id = %id, "cannot read the run back to keep it"),
+        }
+    }
+
+    /// Start run `id` of `tenant` (`text`), resuming it with `resume`.
+    fn start_as(
+        self: &Arc<Self>,
+        tenant: &TenantPolicy,
+        id: String,
+        text: &str,
+        resume: bool,
+    ) -> Result<(Arc<LiveRun>, std::thread::JoinHandle<()>), ApiError> {
         let (run, body) = match &self.isolation {
             Isolation::Thread => {
                 let throttle = self.throttles.get(&tenant.name).cloned();
-                let (runner, plugins) = prepare(&self.operator, tenant, &id, text, throttle)?;
+                let (runner, plugins) =
+                    prepare(&self.operator, tenant, &id, text, throttle, None)?;
                 let run = Arc::new(LiveRun::new(
                     id.clone(),
                     tenant.name.clone(),
@@ -238,12 +299,26 @@ impl ControlPlane {
                 let admitted =
                     admit::admit(text, tenant, &self.operator, &self.run_dir(&id).join("x"))
                         .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
+                let fleet = match &self.fleet {
+                    Some(fleet) => {
+                        let spec = match fleet.known_spec(&tenant.name, text) {
+                            Some(spec) if resume => spec,
+                            _ => fleet.spec(&tenant.name, text, &admitted)?,
+                        };
+                        Some(isolate::FleetRun {
+                            kafka: fleet.config.kafka_for(&spec.prefix),
+                            resume,
+                        })
+                    }
+                    None => None,
+                };
                 let start = isolate::ToRun::Start {
                     operator: Box::new(self.operator.clone()),
                     tenant: tenant.name.clone(),
                     run_id: id.clone(),
                     config: text.to_owned(),
                     per_second: self.share(tenant, 1),
+                    fleet,
                 };
                 let grace = admitted.runner.grace_period;
                 let group = self.cpu_groups.get(&tenant.name);
@@ -265,7 +340,12 @@ impl ControlPlane {
                 (run, body)
             }
         };
-        self.store.insert(&run.record(), text)?;
+        if resume {
+            self.store.set_status(&id, "running")?;
+        } else {
+            self.store.insert(&run.record(), text)?;
+        }
+        self.keep(&id);
         // Listed before its thread starts, which forgets it when it ends.
         self.lock().runs.insert(id.clone(), Arc::clone(&run));
         self.rebalance(&tenant.name);
@@ -306,6 +386,9 @@ impl ControlPlane {
             }
         };
         for id in &removed {
+            if let Some(fleet) = &self.fleet {
+                fleet.forget(id);
+            }
             match std::fs::remove_dir_all(self.run_dir(id)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -401,6 +484,25 @@ impl ControlPlane {
         if let Err(e) = self.store.set_status(&run.id, run.status()) {
             tracing::warn!(run_id = %run.id, error = %e, "cannot record the run's status");
         }
+        self.keep(&run.id);
+    }
+
+    /// What the fleet's workers serve, and each pipeline's lag: the
+    /// operator's to see.
+    pub fn fleet_view(&self, who: &Principal) -> Result<fleet::FleetView, ApiError> {
+        if !matches!(who, Principal::Admin) {
+            return Err(ApiError::OperatorOnly);
+        }
+        self.fleet
+            .as_ref()
+            .ok_or_else(|| ApiError::BadRequest("this server has no fleet".into()))?
+            .workers()
+    }
+
+    /// The plugin a fleet worker asks for with `token`, by its SHA-256.
+    pub fn fleet_plugin(&self, token: &str, sha256: &str) -> Option<PathBuf> {
+        let fleet = self.fleet.as_ref().filter(|f| f.is_fleet_token(token))?;
+        fleet.plugin(&self.operator.server.plugin_dir, sha256)
     }
 
     /// A page of the dead letters of run `id`, oldest first: from byte
@@ -459,6 +561,12 @@ impl ControlPlane {
     /// Stop every live run and wait for them to end (their ends recorded).
     pub fn shut_down(&self) {
         self.shutting_down.store(true, Ordering::Relaxed);
+        if self.fleet.is_some() {
+            // The fleet's runs go on: the control plane that leads next
+            // resumes them. This one's run processes end with it.
+            tracing::info!("the fleet's runs are left to the next control plane");
+            return;
+        }
         let threads = {
             let mut live = self.lock();
             for run in live.runs.values() {
@@ -486,12 +594,25 @@ fn prepare(
     id: &str,
     text: &str,
     throttle: Option<Arc<Throttle>>,
+    fleet: Option<&isolate::FleetRun>,
 ) -> Result<(Runner, crate::run::LoadedPlugins), ApiError> {
     let dead_letters = run_dir(operator, id).join("dead-letters.jsonl");
     let mut config = admit::admit(text, tenant, operator, &dead_letters)
         .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
     config.runner.cache_dir = operator.server.cache_dir.clone();
-    let mut runner = local_runner(config)?;
+    let mut runner = match fleet {
+        None => local_runner(config)?,
+        Some(fleet) => {
+            // The run's connectors here; the fleet's workers do the rest.
+            config.kafka = Some(fleet.kafka.clone());
+            let runner = if fleet.resume {
+                crate::topology::resuming_runner(config)
+            } else {
+                crate::topology::runner(config, crate::topology::Mode::Kafka)
+            };
+            runner.map_err(ApiError::internal)?
+        }
+    };
     if let Some(throttle) = throttle {
         runner = runner.with_throttle(throttle);
     }

@@ -65,6 +65,10 @@ pub struct OperatorConfig {
     pub server: ServerConfig,
     #[serde(default)]
     pub tenants: Vec<TenantPolicy>,
+    /// Runs go to a fleet of `weir fleet` workers over Kafka, and a
+    /// standby control plane can take them over ([`crate::fleet`]).
+    #[serde(default)]
+    pub fleet: Option<crate::fleet::FleetConfig>,
 }
 
 /// `[server]`
@@ -288,6 +292,11 @@ pub struct TenantPolicy {
     /// Ceilings on its plugins' limits, which are also their defaults.
     #[serde(default)]
     pub limits: Limits,
+    /// With a `[fleet]`: the most worker–indexer pairs one fleet worker
+    /// runs for this tenant, over all its pipelines, so that no tenant takes
+    /// a whole machine. Default twice `fleet.pairs`.
+    #[serde(default)]
+    pub fleet_pairs: Option<usize>,
 }
 
 impl TenantPolicy {
@@ -321,6 +330,9 @@ impl OperatorConfig {
         for tenant in &mut config.tenants {
             tenant.dirs.iter_mut().for_each(resolve);
         }
+        if let Some(fleet) = &mut config.fleet {
+            resolve(&mut fleet.work_dir);
+        }
         let problems = config.problems();
         if !problems.is_empty() {
             return Err(OperatorError::Invalid {
@@ -346,6 +358,15 @@ impl OperatorConfig {
             );
         }
         self.server.problems(&mut problems);
+        if let Some(fleet) = &self.fleet {
+            fleet.problems(&mut problems);
+            if self.server.isolation != RunIsolation::Process {
+                problems.push(
+                    "fleet: a fleet's runs run in processes of their own (server.isolation = \"process\")"
+                        .into(),
+                );
+            }
+        }
         let mut names = std::collections::HashSet::new();
         let mut owners = std::collections::HashMap::new();
         for t in &self.tenants {

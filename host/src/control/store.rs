@@ -107,6 +107,39 @@ impl Store {
         Ok(())
     }
 
+    /// Keep `run` with its `config` as it is, whatever was kept of it
+    /// (a record another control plane kept: a standby taking over).
+    pub fn upsert(&self, run: &RunRecord, config: &str) -> Result<(), StoreError> {
+        self.db().execute(
+            "INSERT INTO runs (id, tenant, status, submitted_ms, finished_ms, counts, summary, error, config)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+             ON CONFLICT (id) DO UPDATE SET status = ?3, finished_ms = ?5, counts = ?6,
+                 summary = ?7, error = ?8",
+            params![
+                run.id,
+                run.tenant,
+                run.status,
+                run.submitted_ms,
+                run.finished_ms,
+                serde_json::to_string(&run.counts)?,
+                run.summary.as_ref().map(serde_json::Value::to_string),
+                run.error,
+                config
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The config run `id` was submitted with.
+    pub fn config_of(&self, id: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .db()
+            .query_row("SELECT config FROM runs WHERE id = ?1", params![id], |row| {
+                row.get(0)
+            })
+            .optional()?)
+    }
+
     /// Record how a run ended.
     pub fn finish(&self, run: &RunRecord) -> Result<(), StoreError> {
         self.db().execute(

@@ -48,9 +48,14 @@ impl ControlPlane {
         // has ended, and what is not kept of its tenant's runs is gone.
         let _forget = Forget { plane: self, run };
         let record = body(run);
+        if self.fleet.is_some() && self.shutting_down.load(std::sync::atomic::Ordering::Relaxed) {
+            // Left to the next control plane, which resumes it.
+            return;
+        }
         if let Err(e) = self.store.finish(&record) {
             tracing::error!(run_id = %run.id, error = %e, "cannot record the run's end");
         }
+        self.keep(&run.id);
         self.prune(Some(&run.tenant));
     }
 

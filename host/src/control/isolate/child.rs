@@ -43,6 +43,7 @@ pub fn serve_run() -> u8 {
         run_id,
         config,
         per_second,
+        fleet,
     }) = start
     else {
         eprintln!("error: `weir serve-run` is started by `weir serve`, which sends it a run");
@@ -63,7 +64,15 @@ pub fn serve_run() -> u8 {
         return 0;
     };
     let throttle = per_second.map(|rate| Arc::new(Throttle::new(rate)));
-    let (runner, plugins) = match prepare(&operator, policy, &run_id, &config, throttle.clone()) {
+    let prepared = prepare(
+        &operator,
+        policy,
+        &run_id,
+        &config,
+        throttle.clone(),
+        fleet.as_ref(),
+    );
+    let (runner, plugins) = match prepared {
         Ok(prepared) => prepared,
         Err(e) => {
             out.send(&refusal(e));
@@ -79,7 +88,7 @@ pub fn serve_run() -> u8 {
         None,
     ));
     out.send(&FromRun::Started);
-    listen(input, Arc::clone(&live), throttle);
+    listen(input, Arc::clone(&live), throttle, fleet.is_some());
     let (done, ended) = mpsc::channel::<()>();
     let reporting = report(&out, &live, metrics.clone(), ended);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
@@ -121,6 +130,7 @@ fn listen(
     input: impl BufRead + Send + 'static,
     live: Arc<LiveRun>,
     throttle: Option<Arc<Throttle>>,
+    fleet: bool,
 ) {
     let listening = Arc::clone(&live);
     let spawned = std::thread::Builder::new()
@@ -141,6 +151,12 @@ fn listen(
                         tracing::warn!("the server sent what is not a control; ignored");
                     }
                 }
+            }
+            if fleet {
+                // Its journal and event topic stay as they are: the control
+                // plane that takes over resumes the run from them.
+                tracing::warn!("the control plane is gone: the run is left to the one that takes over");
+                std::process::exit(0);
             }
             tracing::warn!("the server is gone: stopping the run");
             live.stop();

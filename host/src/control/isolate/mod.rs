@@ -29,6 +29,7 @@ use std::time::Duration;
 
 pub use cgroup::TenantCpu;
 pub use child::serve_run;
+pub(crate) use protocol::FleetRun;
 pub(in crate::control) use protocol::{FromRun, ToRun};
 
 use super::ApiError;
@@ -297,10 +298,23 @@ impl Remote {
 /// its writable memory bounded, no core file, and none of the server's
 /// environment but [`KEPT_VARIABLES`].
 fn spawn(process: &RunProcess) -> std::io::Result<Child> {
+    spawn_bounded(process, "serve-run", false)
+}
+
+/// Start `process`'s hidden `command` bounded as a run's process is: its
+/// own session, no core files, its writable memory, none of this process's
+/// environment but [`KEPT_VARIABLES`]; stdin, stdout and stderr piped. With
+/// `dies_with_parent` it is killed when the thread that started it ends
+/// (its parent dying included).
+pub(crate) fn spawn_bounded(
+    process: &RunProcess,
+    subcommand: &str,
+    dies_with_parent: bool,
+) -> std::io::Result<Child> {
     let mut command = Command::new(&process.program);
     command
         .args(&process.args)
-        .arg("serve-run")
+        .arg(subcommand)
         .env_clear()
         .envs(std::env::vars_os().filter(|(k, _)| KEPT_VARIABLES.iter().any(|v| k == v)))
         .stdin(Stdio::piped())
@@ -314,6 +328,9 @@ fn spawn(process: &RunProcess) -> std::io::Result<Child> {
     unsafe {
         command.pre_exec(move || {
             if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if dies_with_parent && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             let limits = [

@@ -24,6 +24,9 @@ pub(in crate::control) enum ToRun {
         config: String,
         /// The run's share of its tenant's documents per second.
         per_second: Option<u32>,
+        /// A fleet's run: in Kafka mode, on its spec's topics.
+        #[serde(default)]
+        fleet: Option<FleetRun>,
     },
     Pause,
     Resume,
@@ -32,6 +35,14 @@ pub(in crate::control) enum ToRun {
     Rate {
         per_second: u32,
     },
+}
+
+/// How a fleet's run runs: its connectors in the run's process, publishing
+/// to its spec's topics; resumed from the run's journal with `resume`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct FleetRun {
+    pub(crate) kafka: crate::config::KafkaConfig,
+    pub(crate) resume: bool,
 }
 
 /// The run's process to the server.

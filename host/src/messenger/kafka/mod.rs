@@ -45,6 +45,7 @@ mod publisher;
 mod revocations;
 mod solo;
 mod state;
+pub mod table;
 mod topics;
 mod wire;
 mod worker;

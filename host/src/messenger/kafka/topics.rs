@@ -398,6 +398,36 @@ impl KafkaTopics {
         spec
     }
 
+    /// Source records the pipeline's worker group has not committed yet,
+    /// over every partition of the source topic.
+    pub fn worker_lag(&self) -> Result<u64, MessengerError> {
+        let consumer: BaseConsumer<Quiet> = self
+            .consumer_config(&self.worker_group())
+            .create_with_context(Quiet)
+            .map_err(transport)?;
+        let source = self.source();
+        let timeout = Duration::from_secs(10);
+        let metadata = consumer
+            .fetch_metadata(Some(&source), timeout)
+            .map_err(transport)?;
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        for topic in metadata.topics().iter().filter(|t| t.name() == source) {
+            for partition in topic.partitions() {
+                tpl.add_partition(&source, partition.id());
+            }
+        }
+        let committed = consumer.committed_offsets(tpl, timeout).map_err(transport)?;
+        let mut lag = 0_u64;
+        for element in committed.elements() {
+            let (low, high) = consumer
+                .fetch_watermarks(&source, element.partition(), timeout)
+                .map_err(transport)?;
+            let at = element.offset().to_raw().filter(|o| *o >= 0).unwrap_or(low).max(low);
+            lag += u64::try_from(high - at).unwrap_or(0);
+        }
+        Ok(lag)
+    }
+
     /// How many partitions `topic` has, if it exists.
     pub fn partitions(&self, topic: &str) -> Result<Option<usize>, MessengerError> {
         let consumer: BaseConsumer<Quiet> = self

@@ -1,0 +1,227 @@
+//! The control plane's side of a fleet ([`crate::fleet`]): the specs it
+//! publishes for its runs, the runs it keeps on Kafka for a standby, the
+//! plugins fleet workers fetch by hash, and what the fleet serves.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+use super::store::{RunRecord, Store};
+use super::{ApiError, StartError};
+use crate::config::Config;
+use crate::fleet::worker::WorkerStatus;
+use crate::fleet::{FleetConfig, PluginRef, Spec};
+use crate::messenger::kafka::KafkaTopics;
+use crate::messenger::kafka::table::Table;
+
+/// A run as kept on `<name>_runs`: its record and its config.
+#[derive(Debug, Serialize, Deserialize)]
+struct Kept {
+    record: RunRecord,
+    config: String,
+}
+
+/// The fleet, as the control plane that leads sees it.
+pub(super) struct Fleet {
+    pub(super) config: FleetConfig,
+    specs: Table,
+    runs: Table,
+    workers: Table,
+    known: Mutex<BTreeMap<String, Spec>>,
+    token: Option<String>,
+}
+
+impl std::fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fleet").field("name", &self.config.name).finish_non_exhaustive()
+    }
+}
+
+fn kafka_error(e: impl std::fmt::Display) -> StartError {
+    StartError::Fleet(e.to_string())
+}
+
+impl Fleet {
+    pub(super) fn open(config: FleetConfig) -> Result<Self, StartError> {
+        let specs = Table::open(&config.kafka, &config.pipelines_topic()).map_err(kafka_error)?;
+        let runs = Table::open(&config.kafka, &config.runs_topic()).map_err(kafka_error)?;
+        let workers = Table::open(&config.kafka, &config.workers_topic()).map_err(kafka_error)?;
+        let token = std::env::var(&config.token_env).ok();
+        Ok(Self {
+            config,
+            specs,
+            runs,
+            workers,
+            known: Mutex::default(),
+            token,
+        })
+    }
+
+    /// Take over from whichever control plane led before: every run it
+    /// kept into `store`, and the specs it published. The runs that were
+    /// going on are returned, with their configs, to be resumed.
+    pub(super) fn take_over(&self, store: &Store) -> Result<Vec<(RunRecord, String)>, StartError> {
+        let mut going = Vec::new();
+        for (id, value) in self.runs.read_all().map_err(kafka_error)? {
+            let Ok(kept) = serde_json::from_slice::<Kept>(&value) else {
+                tracing::warn!(run_id = %id, "a kept run is not one; skipped");
+                continue;
+            };
+            store.upsert(&kept.record, &kept.config)?;
+            if matches!(kept.record.status.as_str(), "running" | "paused" | "stopping") {
+                going.push((kept.record, kept.config));
+            }
+        }
+        let mut known = self.lock();
+        for (id, value) in self.specs.read_all().map_err(kafka_error)? {
+            if let Ok(spec) = serde_json::from_slice::<Spec>(&value) {
+                known.insert(id, spec);
+            }
+        }
+        tracing::info!(runs_going_on = going.len(), specs = known.len(), "took over the fleet's runs");
+        Ok(going)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Spec>> {
+        self.known.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The spec of `tenant`'s admitted `config` (`text` as submitted),
+    /// published (with its pipelines' topics made) unless it was already.
+    pub(super) fn spec(&self, tenant: &str, text: &str, config: &Config) -> Result<Spec, ApiError> {
+        let id = Spec::id_of(tenant, text);
+        if let Some(spec) = self.lock().get(&id) {
+            return Ok(spec.clone());
+        }
+        let mut plugins: Vec<PluginRef> = Vec::new();
+        for at in config.plugins() {
+            let file = at
+                .spec
+                .path
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .ok_or_else(|| ApiError::Internal("a plugin path has no file name".into()))?;
+            let sha256 = at
+                .spec
+                .sha256
+                .clone()
+                .ok_or_else(|| ApiError::Internal(format!("plugin `{file}` was not hashed")))?;
+            if !plugins.iter().any(|p| p.file == file) {
+                plugins.push(PluginRef { file, sha256 });
+            }
+        }
+        let spec = Spec {
+            id: id.clone(),
+            tenant: tenant.to_owned(),
+            config: text.to_owned(),
+            pipelines: config.pipelines.iter().map(|p| p.name.clone()).collect(),
+            plugins,
+            prefix: Spec::new_prefix(),
+        };
+        for pipeline in &spec.pipelines {
+            KafkaTopics::new(self.config.kafka_for(&spec.prefix), pipeline)
+                .ensure_pipeline_topics()
+                .map_err(ApiError::internal)?;
+        }
+        let value = serde_json::to_vec(&spec).map_err(ApiError::internal)?;
+        self.specs.put(&id, Some(&value)).map_err(ApiError::internal)?;
+        tracing::info!(spec = %id, tenant, pipelines = ?spec.pipelines, "spec published to the fleet");
+        self.lock().insert(id, spec.clone());
+        Ok(spec)
+    }
+
+    /// The spec a run of `tenant`'s `text` was sent with, if published.
+    pub(super) fn known_spec(&self, tenant: &str, text: &str) -> Option<Spec> {
+        self.lock().get(&Spec::id_of(tenant, text)).cloned()
+    }
+
+    /// Keep `record` (with its `config`) where a standby reads it.
+    pub(super) fn keep(&self, record: &RunRecord, config: &str) {
+        let kept = Kept {
+            record: record.clone(),
+            config: config.to_owned(),
+        };
+        let result = serde_json::to_vec(&kept)
+            .map_err(|e| e.to_string())
+            .and_then(|v| self.runs.put(&record.id, Some(&v)).map_err(|e| e.to_string()));
+        if let Err(e) = result {
+            tracing::error!(run_id = %record.id, error = %e, "cannot keep the run for a standby");
+        }
+    }
+
+    /// Forget run `id` (pruned).
+    pub(super) fn forget(&self, id: &str) {
+        if let Err(e) = self.runs.put(id, None) {
+            tracing::warn!(run_id = %id, error = %e, "cannot forget a pruned run on Kafka");
+        }
+    }
+
+    /// Whether `token` is the fleet's.
+    pub(super) fn is_fleet_token(&self, token: &str) -> bool {
+        use sha2::Digest;
+        // Compared as digests: the time taken says nothing about the token.
+        self.token.as_deref().is_some_and(|known| {
+            sha2::Sha256::digest(known.as_bytes()) == sha2::Sha256::digest(token.as_bytes())
+        })
+    }
+
+    /// The plugin in `plugin_dir` whose SHA-256 is `sha256`, if a spec
+    /// names it.
+    pub(super) fn plugin(&self, plugin_dir: &Path, sha256: &str) -> Option<PathBuf> {
+        let file = self
+            .lock()
+            .values()
+            .flat_map(|s| s.plugins.iter())
+            .find(|p| p.sha256 == sha256)
+            .map(|p| p.file.clone())?;
+        let path = plugin_dir.join(file);
+        let bytes = std::fs::read(&path).ok()?;
+        use sha2::Digest;
+        (hex::encode(sha2::Sha256::digest(bytes)) == sha256).then_some(path)
+    }
+
+    /// What each fleet worker said it serves last, with each pipeline's
+    /// lag (its source records not yet committed by the fleet's workers).
+    pub(super) fn workers(&self) -> Result<FleetView, ApiError> {
+        let mut workers: Vec<WorkerStatus> = self
+            .workers
+            .read_all()
+            .map_err(ApiError::internal)?
+            .values()
+            .filter_map(|v| serde_json::from_slice(v).ok())
+            .collect();
+        workers.sort_by(|a, b| a.worker.cmp(&b.worker));
+        let specs: Vec<Spec> = self.lock().values().cloned().collect();
+        let mut pipelines = Vec::new();
+        for spec in specs {
+            for pipeline in &spec.pipelines {
+                let topics = KafkaTopics::new(self.config.kafka_for(&spec.prefix), pipeline);
+                pipelines.push(PipelineView {
+                    spec: spec.id.clone(),
+                    tenant: spec.tenant.clone(),
+                    pipeline: pipeline.clone(),
+                    lag: topics.worker_lag().ok(),
+                });
+            }
+        }
+        Ok(FleetView { workers, pipelines })
+    }
+}
+
+/// `GET /api/fleet`.
+#[derive(Debug, Serialize)]
+pub struct FleetView {
+    pub workers: Vec<WorkerStatus>,
+    pub pipelines: Vec<PipelineView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PipelineView {
+    pub spec: String,
+    pub tenant: String,
+    pub pipeline: String,
+    /// Source records the fleet's workers have not committed yet.
+    pub lag: Option<u64>,
+}

@@ -1,0 +1,294 @@
+//! Hosted ingestion past one machine, on a real broker: two `weir serve`
+//! control planes (one leads, one stands by) and `weir fleet` workers, two
+//! tenants submitting runs. A fleet worker is killed (-9), then the control
+//! plane that leads: the standby takes over, resumes the runs from their
+//! journals, and every run ends with every document indexed and an exact
+//! summary; a worker added mid-run takes partitions from the others.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use weir_tests::{Proc, kafka_bootstrap, plugins_dir};
+
+use crate::operations::{logged_address, request};
+
+const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
+const ADMIN: &str = "fleet-admin-token";
+const FLEET: &str = "fleet-worker-token";
+const TOKENS: [(&str, &str); 2] = [("ta", "tenant-a-token"), ("tb", "tenant-b-token")];
+const DOCS: u64 = 1500;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+struct Fleet {
+    dir: tempfile::TempDir,
+    name: String,
+    ports: [u16; 2],
+}
+
+impl Fleet {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (tenant, _) in TOKENS {
+            std::fs::create_dir_all(dir.path().join(format!("{tenant}-out"))).expect("out");
+        }
+        Self {
+            dir,
+            name: format!("fleet{:08x}", fastrand::u32(..)),
+            ports: [free_port(), free_port()],
+        }
+    }
+
+    /// Control plane `n`'s operator file (each its own address and data).
+    fn operator(&self, n: usize) -> PathBuf {
+        let tenants: String = TOKENS
+            .iter()
+            .map(|(tenant, _)| {
+                format!(
+                    r#"
+[[tenants]]
+name = "{tenant}"
+token_env = "TOKEN_{tenant}"
+pipelines = ["{tenant}-books"]
+plugins = ["test_connector.wasm", "test_indexer.wasm"]
+dirs = ["{tenant}-out"]
+max_docs_per_second = 250
+fleet_pairs = 2
+"#
+                )
+            })
+            .collect();
+        let text = format!(
+            r#"
+[server]
+addr = "127.0.0.1:{port}"
+data_dir = "data-{n}"
+plugin_dir = {plugins:?}
+admin_token_env = "ADMIN_TOKEN"
+
+[fleet]
+name = "{name}"
+token_env = "FLEET_TOKEN"
+control = ["http://127.0.0.1:{p0}", "http://127.0.0.1:{p1}"]
+partitions = 6
+pairs = 1
+work_dir = "fleet-work"
+session_timeout = "6s"
+kafka = {{ bootstrap_servers = {bootstrap:?}, heartbeat_interval = "500ms", consumer = {{ "session.timeout.ms" = "6000", "heartbeat.interval.ms" = "1000" }} }}
+{tenants}"#,
+            port = self.ports[n],
+            plugins = plugins_dir().display().to_string(),
+            name = self.name,
+            p0 = self.ports[0],
+            p1 = self.ports[1],
+            bootstrap = kafka_bootstrap(),
+        );
+        let path = self.dir.path().join(format!("operator-{n}.toml"));
+        std::fs::write(&path, text).expect("operator");
+        path
+    }
+
+    fn envs() -> Vec<(&'static str, String)> {
+        let mut envs = vec![
+            ("ADMIN_TOKEN", ADMIN.to_owned()),
+            ("FLEET_TOKEN", FLEET.to_owned()),
+        ];
+        envs.extend([
+            ("TOKEN_ta", TOKENS[0].1.to_owned()),
+            ("TOKEN_tb", TOKENS[1].1.to_owned()),
+        ]);
+        envs
+    }
+
+    fn log(&self, name: &str) -> PathBuf {
+        self.dir.path().join(format!("{name}.log"))
+    }
+
+    fn log_text(&self, name: &str) -> String {
+        std::fs::read_to_string(self.log(name)).unwrap_or_default()
+    }
+
+    fn control_plane(&self, n: usize) -> Proc {
+        let config = self.operator(n).display().to_string();
+        let name = format!("serve-{n}");
+        Proc::start(&name, Path::new(WEIR), &["serve", &config], &Self::envs(), &self.log(&name))
+    }
+
+    fn worker(&self, n: usize) -> Proc {
+        let config = self.operator(0).display().to_string();
+        let name = format!("fleet-{n}");
+        Proc::start(&name, Path::new(WEIR), &["fleet", &config], &Self::envs(), &self.log(&name))
+    }
+
+    /// The base URL of control plane `n` once it leads.
+    fn leading(&self, n: usize, within: Duration) -> String {
+        let name = format!("serve-{n}");
+        let deadline = Instant::now() + within;
+        loop {
+            let log = self.log_text(&name);
+            if log.contains("status page on http://") {
+                return format!("http://{}", logged_address(&log, "status page on http://"));
+            }
+            assert!(Instant::now() < deadline, "{name} did not lead:\n{log}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn run_config(&self, tenant: &str) -> String {
+        let out = self.dir.path().join(format!("{tenant}-out"));
+        format!(
+            r#"
+[runner]
+connector_timeout = "600s"
+liveness_timeout = "60s"
+[indexer]
+batch_size = 50
+batch_timeout = "20ms"
+plugin = {{ path = "test_indexer.wasm", config = {{ record = "/out/indexed.jsonl" }}, grants = {{ dirs = [{{ host = {out:?}, guest = "/out", writable = true }}] }} }}
+[[connectors]]
+name = "docs"
+pipeline = "{tenant}-books"
+plugin = {{ path = "test_connector.wasm", config = {{ count = {DOCS} }} }}
+[[pipelines]]
+name = "{tenant}-books"
+"#,
+            out = out.display().to_string(),
+        )
+    }
+
+    /// The distinct ids tenant `tenant`'s indexers recorded, and the lines.
+    fn indexed(&self, tenant: &str) -> (BTreeSet<String>, usize) {
+        let path = self.dir.path().join(format!("{tenant}-out")).join("indexed.jsonl");
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let ids: BTreeSet<String> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|d| d["id"].as_str().map(str::to_owned))
+            .collect();
+        (ids, text.lines().count())
+    }
+}
+
+impl Drop for Fleet {
+    /// A failed test keeps its processes' logs, under the system's temp dir.
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let kept = std::env::temp_dir().join(format!("weir-fleet-test-{}", self.name));
+        let _ = std::fs::create_dir_all(&kept);
+        for entry in std::fs::read_dir(self.dir.path()).into_iter().flatten().flatten() {
+            if entry.path().extension().is_some_and(|e| e == "log") {
+                let _ = std::fs::copy(entry.path(), kept.join(entry.file_name()));
+            }
+        }
+        eprintln!("the fleet test's logs are in {}", kept.display());
+    }
+}
+
+fn token(tenant: &str) -> &'static str {
+    TOKENS.iter().find(|(t, _)| *t == tenant).expect("tenant").1
+}
+
+#[test]
+fn runs_survive_a_fleet_worker_and_the_leading_control_plane_killed_mid_run() {
+    let fleet = Fleet::new();
+    let mut first = fleet.control_plane(0);
+    let url = fleet.leading(0, Duration::from_secs(90));
+    let mut standby = fleet.control_plane(1);
+    let mut workers: Vec<Proc> = (0..3).map(|n| fleet.worker(n)).collect();
+
+    let mut runs = Vec::new();
+    for (tenant, _) in TOKENS {
+        let (status, run) = request("POST", &format!("{url}/api/runs"), Some(token(tenant)), &fleet.run_config(tenant));
+        assert_eq!(status, 201, "{run}\n{}", fleet.log_text("serve-0"));
+        runs.push((tenant, run["id"].as_str().expect("id").to_owned()));
+    }
+    // A tenant's config names its own pipelines only, and its own folders.
+    let (status, refused) = request(
+        "POST",
+        &format!("{url}/api/runs"),
+        Some(token("tb")),
+        &fleet.run_config("ta"),
+    );
+    assert_eq!(status, 403, "{refused}");
+
+    // Mid-run: a fleet worker dies, then the control plane that leads.
+    let wait_indexed = |tenant: &str, at_least: usize| {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while fleet.indexed(tenant).0.len() < at_least {
+            assert!(
+                Instant::now() < deadline,
+                "{tenant}: no progress\n{}\n{}",
+                fleet.log_text("serve-0"),
+                fleet.log_text("fleet-0")
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    wait_indexed("ta", 200);
+    workers[0].kill_hard();
+    wait_indexed("ta", 500);
+    let (_, view) = request("GET", &format!("{url}/api/fleet"), Some(ADMIN), "");
+    println!("fleet before the control plane dies: {view}");
+    first.kill_hard();
+    let url = fleet.leading(1, Duration::from_secs(60));
+    // A worker added now takes partitions from the others.
+    workers.push(fleet.worker(3));
+
+    for (tenant, id) in &runs {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        let run = loop {
+            let (status, run) = request("GET", &format!("{url}/api/runs/{id}"), Some(token(tenant)), "");
+            assert_eq!(status, 200, "{run}");
+            let state = run["status"].as_str().unwrap_or_default().to_owned();
+            if !["running", "paused", "stopping"].contains(&state.as_str()) {
+                break run;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{tenant}'s run did not end: {run}\n{}",
+                fleet.log_text("serve-1")
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert_eq!(run["status"], "success", "{run}\n{}", fleet.log_text("serve-1"));
+        let counts = &run["counts"];
+        assert_eq!(counts["published"], DOCS, "{run}");
+        assert_eq!(counts["indexed"], DOCS, "{run}");
+        assert_eq!(counts["failed"], 0, "{run}");
+        let (ids, lines) = fleet.indexed(tenant);
+        assert_eq!(ids.len() as u64, DOCS, "{tenant}: every document indexed");
+        println!("{tenant}: {lines} lines for {DOCS} documents; summary {}", run["summary"]);
+    }
+    let resumed = fleet.log_text("serve-1");
+    assert!(resumed.contains("resuming a run the last control plane left going on"), "{resumed}");
+
+    let (status, view) = request("GET", &format!("{url}/api/fleet"), Some(ADMIN), "");
+    assert_eq!(status, 200, "{view}");
+    println!("fleet after: {view}");
+    let served_by_new = view["workers"]
+        .as_array()
+        .expect("workers")
+        .iter()
+        .filter(|w| w["worker"].as_str().is_some_and(|w| w.ends_with(&format!(":{}", workers[3].child.id()))))
+        .flat_map(|w| w["pipelines"].as_array().cloned().unwrap_or_default())
+        .count();
+    assert_eq!(served_by_new, 2, "the new worker serves both tenants' pipelines: {view}");
+    // The tenants' pipelines were served under their own policies only.
+    let (status, _) = request("GET", &format!("{url}/api/fleet"), Some(token("ta")), "");
+    assert_eq!(status, 403);
+
+    for mut worker in workers.into_iter().skip(1) {
+        assert!(worker.stop(), "a fleet worker stops cleanly");
+    }
+    standby.kill_hard();
+}
