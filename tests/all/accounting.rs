@@ -167,7 +167,13 @@ fn signal(process: &Proc, name: &str) {
 
 /// A Kafka-mode config: `connector` (a test-connector config), `stages`,
 /// and extra `[kafka]`, `[runner]` and `[indexer]` lines.
-pub(crate) fn kafka_config(connector: &str, stages: &str, kafka: &str, runner: &str, indexer: &str) -> String {
+pub(crate) fn kafka_config(
+    connector: &str,
+    stages: &str,
+    kafka: &str,
+    runner: &str,
+    indexer: &str,
+) -> String {
     format!(
         r#"
         [runner]
@@ -548,7 +554,10 @@ fn a_worker_killed_and_never_restarted_ends_the_run_stalled() {
     // Its silence counts from its last heartbeat, not from when the runner
     // first missed it (which doubled the timeout), and the log says how long.
     assert!(noticed < Duration::from_secs(8), "{noticed:?}");
-    assert!(log.contains("none heard from for 4s") || log.contains("none heard from for 5s"), "{log}");
+    assert!(
+        log.contains("none heard from for 4s") || log.contains("none heard from for 5s"),
+        "{log}"
+    );
     assert!(indexer.stop());
 }
 

@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["run", "testing"],
     &["topology"],
     &["control"],
+    &["fleet"],
 ];
 
 /// Longest source file, in lines, unit tests included.

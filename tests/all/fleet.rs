@@ -119,13 +119,25 @@ kafka = {{ bootstrap_servers = {bootstrap:?}, heartbeat_interval = "500ms", cons
     fn control_plane(&self, n: usize) -> Proc {
         let config = self.operator(n).display().to_string();
         let name = format!("serve-{n}");
-        Proc::start(&name, Path::new(WEIR), &["serve", &config], &Self::envs(), &self.log(&name))
+        Proc::start(
+            &name,
+            Path::new(WEIR),
+            &["serve", &config],
+            &Self::envs(),
+            &self.log(&name),
+        )
     }
 
     fn worker(&self, n: usize) -> Proc {
         let config = self.operator(0).display().to_string();
         let name = format!("fleet-{n}");
-        Proc::start(&name, Path::new(WEIR), &["fleet", &config], &Self::envs(), &self.log(&name))
+        Proc::start(
+            &name,
+            Path::new(WEIR),
+            &["fleet", &config],
+            &Self::envs(),
+            &self.log(&name),
+        )
     }
 
     /// The base URL of control plane `n` once it leads.
@@ -166,7 +178,11 @@ name = "{tenant}-books"
 
     /// The distinct ids tenant `tenant`'s indexers recorded, and the lines.
     fn indexed(&self, tenant: &str) -> (BTreeSet<String>, usize) {
-        let path = self.dir.path().join(format!("{tenant}-out")).join("indexed.jsonl");
+        let path = self
+            .dir
+            .path()
+            .join(format!("{tenant}-out"))
+            .join("indexed.jsonl");
         let text = std::fs::read_to_string(path).unwrap_or_default();
         let ids: BTreeSet<String> = text
             .lines()
@@ -185,7 +201,11 @@ impl Drop for Fleet {
         }
         let kept = std::env::temp_dir().join(format!("weir-fleet-test-{}", self.name));
         let _ = std::fs::create_dir_all(&kept);
-        for entry in std::fs::read_dir(self.dir.path()).into_iter().flatten().flatten() {
+        for entry in std::fs::read_dir(self.dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             if entry.path().extension().is_some_and(|e| e == "log") {
                 let _ = std::fs::copy(entry.path(), kept.join(entry.file_name()));
             }
@@ -208,7 +228,12 @@ fn runs_survive_a_fleet_worker_and_the_leading_control_plane_killed_mid_run() {
 
     let mut runs = Vec::new();
     for (tenant, _) in TOKENS {
-        let (status, run) = request("POST", &format!("{url}/api/runs"), Some(token(tenant)), &fleet.run_config(tenant));
+        let (status, run) = request(
+            "POST",
+            &format!("{url}/api/runs"),
+            Some(token(tenant)),
+            &fleet.run_config(tenant),
+        );
         assert_eq!(status, 201, "{run}\n{}", fleet.log_text("serve-0"));
         runs.push((tenant, run["id"].as_str().expect("id").to_owned()));
     }
@@ -247,7 +272,12 @@ fn runs_survive_a_fleet_worker_and_the_leading_control_plane_killed_mid_run() {
     for (tenant, id) in &runs {
         let deadline = Instant::now() + Duration::from_secs(300);
         let run = loop {
-            let (status, run) = request("GET", &format!("{url}/api/runs/{id}"), Some(token(tenant)), "");
+            let (status, run) = request(
+                "GET",
+                &format!("{url}/api/runs/{id}"),
+                Some(token(tenant)),
+                "",
+            );
             assert_eq!(status, 200, "{run}");
             let state = run["status"].as_str().unwrap_or_default().to_owned();
             if !["running", "paused", "stopping"].contains(&state.as_str()) {
@@ -260,17 +290,28 @@ fn runs_survive_a_fleet_worker_and_the_leading_control_plane_killed_mid_run() {
             );
             std::thread::sleep(Duration::from_millis(200));
         };
-        assert_eq!(run["status"], "success", "{run}\n{}", fleet.log_text("serve-1"));
+        assert_eq!(
+            run["status"],
+            "success",
+            "{run}\n{}",
+            fleet.log_text("serve-1")
+        );
         let counts = &run["counts"];
         assert_eq!(counts["published"], DOCS, "{run}");
         assert_eq!(counts["indexed"], DOCS, "{run}");
         assert_eq!(counts["failed"], 0, "{run}");
         let (ids, lines) = fleet.indexed(tenant);
         assert_eq!(ids.len() as u64, DOCS, "{tenant}: every document indexed");
-        println!("{tenant}: {lines} lines for {DOCS} documents; summary {}", run["summary"]);
+        println!(
+            "{tenant}: {lines} lines for {DOCS} documents; summary {}",
+            run["summary"]
+        );
     }
     let resumed = fleet.log_text("serve-1");
-    assert!(resumed.contains("resuming a run the last control plane left going on"), "{resumed}");
+    assert!(
+        resumed.contains("resuming a run the last control plane left going on"),
+        "{resumed}"
+    );
 
     let (status, view) = request("GET", &format!("{url}/api/fleet"), Some(ADMIN), "");
     assert_eq!(status, 200, "{view}");
@@ -279,10 +320,27 @@ fn runs_survive_a_fleet_worker_and_the_leading_control_plane_killed_mid_run() {
         .as_array()
         .expect("workers")
         .iter()
-        .filter(|w| w["worker"].as_str().is_some_and(|w| w.ends_with(&format!(":{}", workers[3].child.id()))))
+        .filter(|w| {
+            w["worker"]
+                .as_str()
+                .is_some_and(|w| w.ends_with(&format!(":{}", workers[3].child.id())))
+        })
         .flat_map(|w| w["pipelines"].as_array().cloned().unwrap_or_default())
         .count();
-    assert_eq!(served_by_new, 2, "the new worker serves both tenants' pipelines: {view}");
+    assert_eq!(
+        served_by_new, 2,
+        "the new worker serves both tenants' pipelines: {view}"
+    );
+    let killed = format!(":{}", workers[0].child.id());
+    for worker in view["workers"].as_array().expect("workers") {
+        let dead = worker["worker"]
+            .as_str()
+            .is_some_and(|w| w.ends_with(&killed));
+        assert_eq!(worker["alive"], !dead, "{view}");
+    }
+    for pipeline in view["pipelines"].as_array().expect("pipelines") {
+        assert_eq!(pipeline["lag"], 0, "every source record committed: {view}");
+    }
     // The tenants' pipelines were served under their own policies only.
     let (status, _) = request("GET", &format!("{url}/api/fleet"), Some(token("ta")), "");
     assert_eq!(status, 403);

@@ -75,7 +75,10 @@ fn a_run_whose_runner_was_killed_is_resumed_with_an_exact_summary() {
         log.contains("resuming the connector where the run's last runner left it"),
         "{log}"
     );
-    assert!(log.contains(&format!("Run {run_id}")), "the same run:\n{log}");
+    assert!(
+        log.contains(&format!("Run {run_id}")),
+        "the same run:\n{log}"
+    );
     // published, children, succeeded, failed, dropped: the whole run's,
     // each document once; re-sent ones are duplicates, apart.
     let counts = setup.counts_in("resume", "docs");

@@ -61,10 +61,7 @@ fn prepare_validated(
 }
 
 /// `runner`, with its plugins validated.
-fn validated(
-    path: &Path,
-    runner: Runner,
-) -> Result<(Runner, weir::run::LoadedPlugins), Stopped> {
+fn validated(path: &Path, runner: Runner) -> Result<(Runner, weir::run::LoadedPlugins), Stopped> {
     match runner.validate() {
         Ok(plugins) => Ok((runner, plugins)),
         Err(errors) => {
@@ -143,8 +140,9 @@ pub(super) fn run(
             );
             return Ok(EXIT_INVALID_CONFIG);
         }
-        Some(_) => prepare_with(path, topology::resuming_runner)
-            .and_then(|runner| validated(path, runner)),
+        Some(_) => {
+            prepare_with(path, topology::resuming_runner).and_then(|runner| validated(path, runner))
+        }
     };
     let run_id = resume.map_or_else(new_run_id, str::to_owned);
     stopped(prepared.and_then(|(runner, plugins)| {
@@ -342,7 +340,11 @@ fn lead(
 }
 
 /// `weir fleet`: a fleet worker until SIGINT or SIGTERM.
-pub(super) fn fleet(path: &Path, metrics_addr: Option<&str>, log_format: &str) -> anyhow::Result<u8> {
+pub(super) fn fleet(
+    path: &Path,
+    metrics_addr: Option<&str>,
+    log_format: &str,
+) -> anyhow::Result<u8> {
     use std::sync::atomic::{AtomicBool, Ordering};
     use weir::control::isolate::RunProcess;
     let operator = weir::control::operator::OperatorConfig::load(path)?;

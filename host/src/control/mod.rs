@@ -21,7 +21,7 @@ mod auth;
 #[cfg(test)]
 mod bounds_tests;
 mod error;
-mod fleet;
+pub mod fleet;
 pub mod isolate;
 mod letters;
 mod live;
@@ -230,41 +230,6 @@ impl ControlPlane {
         self.start_as(tenant, crate::run::new_run_id(), text, false)
     }
 
-    /// Go on with a run another control plane started and left going on
-    /// (it died): from its journal, under the same id.
-    fn take_over_run(self: &Arc<Self>, record: RunRecord, text: &str) {
-        let Some(tenant) = self.operator.tenant(&record.tenant) else {
-            tracing::error!(run_id = %record.id, tenant = %record.tenant, "a run of a tenant the operator's file no longer has: lost");
-            return;
-        };
-        tracing::info!(run_id = %record.id, tenant = %record.tenant, "resuming a run the last control plane left going on");
-        match self.start_as(tenant, record.id.clone(), text, true) {
-            Ok((_, thread)) => self.lock().threads.push(thread),
-            Err(e) => {
-                tracing::error!(run_id = %record.id, error = %e, "cannot resume the run");
-                let id = record.id.clone();
-                let _ = self.store.finish(&RunRecord {
-                    status: "failure".into(),
-                    finished_ms: Some(now_ms()),
-                    error: Some(format!("the control plane that took the run over cannot resume it: {e}")),
-                    ..record
-                });
-                self.keep(&id);
-            }
-        }
-    }
-
-    /// Keep run `id`'s record where a standby control plane reads it.
-    fn keep(&self, id: &str) {
-        let Some(fleet) = &self.fleet else {
-            return;
-        };
-        match (self.store.get(id), self.store.config_of(id)) {
-            (Ok(Some(record)), Ok(Some(config))) => fleet.keep(&record, &config),
-            _ => tracing::warn!(run_id = %id, "cannot read the run back to keep it"),
-        }
-    }
-
     /// Start run `id` of `tenant` (`text`), resuming it with `resume`.
     fn start_as(
         self: &Arc<Self>,
@@ -276,8 +241,7 @@ impl ControlPlane {
         let (run, body) = match &self.isolation {
             Isolation::Thread => {
                 let throttle = self.throttles.get(&tenant.name).cloned();
-                let (runner, plugins) =
-                    prepare(&self.operator, tenant, &id, text, throttle, None)?;
+                let (runner, plugins) = prepare(&self.operator, tenant, &id, text, throttle, None)?;
                 let run = Arc::new(LiveRun::new(
                     id.clone(),
                     tenant.name.clone(),
@@ -305,10 +269,10 @@ impl ControlPlane {
                             Some(spec) if resume => spec,
                             _ => fleet.spec(&tenant.name, text, &admitted)?,
                         };
-                        Some(isolate::FleetRun {
+                        Some(Box::new(isolate::FleetRun {
                             kafka: fleet.config.kafka_for(&spec.prefix),
                             resume,
-                        })
+                        }))
                     }
                     None => None,
                 };
@@ -485,24 +449,6 @@ impl ControlPlane {
             tracing::warn!(run_id = %run.id, error = %e, "cannot record the run's status");
         }
         self.keep(&run.id);
-    }
-
-    /// What the fleet's workers serve, and each pipeline's lag: the
-    /// operator's to see.
-    pub fn fleet_view(&self, who: &Principal) -> Result<fleet::FleetView, ApiError> {
-        if !matches!(who, Principal::Admin) {
-            return Err(ApiError::OperatorOnly);
-        }
-        self.fleet
-            .as_ref()
-            .ok_or_else(|| ApiError::BadRequest("this server has no fleet".into()))?
-            .workers()
-    }
-
-    /// The plugin a fleet worker asks for with `token`, by its SHA-256.
-    pub fn fleet_plugin(&self, token: &str, sha256: &str) -> Option<PathBuf> {
-        let fleet = self.fleet.as_ref().filter(|f| f.is_fleet_token(token))?;
-        fleet.plugin(&self.operator.server.plugin_dir, sha256)
     }
 
     /// A page of the dead letters of run `id`, oldest first: from byte

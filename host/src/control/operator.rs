@@ -66,9 +66,9 @@ pub struct OperatorConfig {
     #[serde(default)]
     pub tenants: Vec<TenantPolicy>,
     /// Runs go to a fleet of `weir fleet` workers over Kafka, and a
-    /// standby control plane can take them over ([`crate::fleet`]).
+    /// standby control plane can take them over (`weir fleet`).
     #[serde(default)]
-    pub fleet: Option<crate::fleet::FleetConfig>,
+    pub fleet: Option<super::fleet::spec::FleetConfig>,
 }
 
 /// `[server]`

@@ -134,9 +134,11 @@ impl Store {
     pub fn config_of(&self, id: &str) -> Result<Option<String>, StoreError> {
         Ok(self
             .db()
-            .query_row("SELECT config FROM runs WHERE id = ?1", params![id], |row| {
-                row.get(0)
-            })
+            .query_row(
+                "SELECT config FROM runs WHERE id = ?1",
+                params![id],
+                |row| row.get(0),
+            )
             .optional()?)
     }
 

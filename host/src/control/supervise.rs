@@ -48,7 +48,11 @@ impl ControlPlane {
         // has ended, and what is not kept of its tenant's runs is gone.
         let _forget = Forget { plane: self, run };
         let record = body(run);
-        if self.fleet.is_some() && self.shutting_down.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.fleet.is_some()
+            && self
+                .shutting_down
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
             // Left to the next control plane, which resumes it.
             return;
         }

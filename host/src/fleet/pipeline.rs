@@ -95,7 +95,14 @@ pub fn serve_pipeline() -> u8 {
         return EXIT_FAILED;
     }
     let health = Health::default();
-    match serving::serve(&runner, &plugins, &job.pipeline, Role::Pairs, &shutdown, &health) {
+    match serving::serve(
+        &runner,
+        &plugins,
+        &job.pipeline,
+        Role::Pairs,
+        &shutdown,
+        &health,
+    ) {
         Ok(Ok(())) => {
             tracing::info!("stopped");
             0

@@ -15,11 +15,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use super::pipeline::Job;
 use super::{FleetConfig, PluginRef, Spec};
+use crate::control::fleet::spec::{Served, WorkerStatus};
 use crate::control::isolate::{RunProcess, spawn_bounded};
 use crate::control::operator::OperatorConfig;
 use crate::messenger::kafka::table::Table;
@@ -30,29 +30,6 @@ const STATUS_EVERY: Duration = Duration::from_secs(2);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How long a stopped pipeline's process may take to commit and end.
 const STOP_GRACE: Duration = Duration::from_secs(30);
-
-/// What a fleet worker serves, as it says every [`STATUS_EVERY`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkerStatus {
-    /// `<host>:<pid>`.
-    pub worker: String,
-    /// Milliseconds since the epoch.
-    pub time_ms: u64,
-    pub pipelines: Vec<Served>,
-}
-
-/// One pipeline a fleet worker serves.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Served {
-    pub spec: String,
-    pub tenant: String,
-    pub pipeline: String,
-    pub pairs: usize,
-    /// The pipeline's process, while it runs.
-    pub pid: Option<u32>,
-    /// Times its process ended and was started again.
-    pub restarts: u32,
-}
 
 /// One pipeline's process.
 struct Running {
@@ -246,7 +223,8 @@ impl FleetWorker {
                 Ok(None) => return,
                 Ok(Some(status)) => {
                     running.restarts += 1;
-                    let backoff = Duration::from_secs(1 << running.restarts.min(5)).min(MAX_BACKOFF);
+                    let backoff =
+                        Duration::from_secs(1 << running.restarts.min(5)).min(MAX_BACKOFF);
                     tracing::warn!(spec = %spec.id, pipeline, %status, ?backoff, "the pipeline's process ended; starting it again");
                     running.child = None;
                     running.next_start = Instant::now() + backoff;
@@ -333,7 +311,11 @@ impl FleetWorker {
             .ok_or_else(|| anyhow::anyhow!("{} is not set", self.fleet.token_env))?;
         let mut last = None;
         for base in &self.fleet.control {
-            let url = format!("{}/api/fleet/plugins/{}", base.trim_end_matches('/'), plugin.sha256);
+            let url = format!(
+                "{}/api/fleet/plugins/{}",
+                base.trim_end_matches('/'),
+                plugin.sha256
+            );
             match fetch_verified(&url, token, &plugin.sha256) {
                 Ok(bytes) => {
                     let partial = cache.join(format!(".{}.{}", plugin.sha256, std::process::id()));
@@ -422,7 +404,10 @@ fn stop_child(child: Option<Child>, pipeline: &str) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    tracing::warn!(pipeline, "the pipeline's process did not stop in time: killed");
+    tracing::warn!(
+        pipeline,
+        "the pipeline's process did not stop in time: killed"
+    );
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -327,7 +327,9 @@ impl Runner {
                 let _cpu = crate::telemetry::ThreadCpu::count_into(&stats.connector_cpu_nanos);
                 execute(Box::new(sink), execute_timeout).and_then(|()| {
                     messenger.publishing_done().map_err(|e| {
-                        format!("cannot confirm the connector's documents reached the pipeline: {e}")
+                        format!(
+                            "cannot confirm the connector's documents reached the pipeline: {e}"
+                        )
                     })
                 })
             }));

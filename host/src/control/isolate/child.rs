@@ -70,7 +70,7 @@ pub fn serve_run() -> u8 {
         &run_id,
         &config,
         throttle.clone(),
-        fleet.as_ref(),
+        fleet.as_deref(),
     );
     let (runner, plugins) = match prepared {
         Ok(prepared) => prepared,
@@ -155,7 +155,9 @@ fn listen(
             if fleet {
                 // Its journal and event topic stay as they are: the control
                 // plane that takes over resumes the run from them.
-                tracing::warn!("the control plane is gone: the run is left to the one that takes over");
+                tracing::warn!(
+                    "the control plane is gone: the run is left to the one that takes over"
+                );
                 std::process::exit(0);
             }
             tracing::warn!("the server is gone: stopping the run");

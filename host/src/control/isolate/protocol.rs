@@ -26,7 +26,7 @@ pub(in crate::control) enum ToRun {
         per_second: Option<u32>,
         /// A fleet's run: in Kafka mode, on its spec's topics.
         #[serde(default)]
-        fleet: Option<FleetRun>,
+        fleet: Option<Box<FleetRun>>,
     },
     Pause,
     Resume,

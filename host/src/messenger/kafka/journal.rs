@@ -61,7 +61,11 @@ impl Entry {
 }
 
 /// `ids` as `published` entries of `connector`, each at most `max_bytes`.
-pub(super) fn published_entries(connector: usize, ids: Vec<String>, max_bytes: usize) -> Vec<Entry> {
+pub(super) fn published_entries(
+    connector: usize,
+    ids: Vec<String>,
+    max_bytes: usize,
+) -> Vec<Entry> {
     let mut entries = Vec::new();
     let mut chunk = Vec::new();
     let mut bytes = 64;
@@ -137,12 +141,16 @@ pub(super) fn replay(
                 }
                 Ok(Entry::Done { connector }) if connector == index => resumed.done = true,
                 Ok(_) => {}
-                Err(e) => tracing::warn!(topic, offset = position, error = %e, "a journal message is not one; skipped"),
+                Err(e) => {
+                    tracing::warn!(topic, offset = position, error = %e, "a journal message is not one; skipped")
+                }
             }
         } else if in_part {
             match events_from(payload) {
                 Ok(events) => resumed.events.extend(events),
-                Err(e) => tracing::warn!(topic, offset = position, error = %e, "a message on the event topic is not events; skipped"),
+                Err(e) => {
+                    tracing::warn!(topic, offset = position, error = %e, "a message on the event topic is not events; skipped")
+                }
             }
         }
     }

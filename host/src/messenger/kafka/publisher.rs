@@ -134,7 +134,9 @@ impl KafkaPublisherMessenger {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
         );
-        for entry in journal::published_entries(self.connector, ids, self.topics.message_limit() / 2) {
+        for entry in
+            journal::published_entries(self.connector, ids, self.topics.message_limit() / 2)
+        {
             produce(
                 &self.producer,
                 &self.event_topic,
@@ -149,7 +151,10 @@ impl KafkaPublisherMessenger {
 
     /// [`journal_published`](Self::journal_published), every [`journal::EVERY`].
     fn journal_if_due(&self) -> Result<(), MessengerError> {
-        let mut last = self.journaled.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut last = self
+            .journaled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if last.elapsed() < journal::EVERY {
             return Ok(());
         }

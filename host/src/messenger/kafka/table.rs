@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::producer::DefaultProducerContext;
+use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::client::Quiet;
@@ -33,7 +33,9 @@ pub type Change = (String, Option<Vec<u8>>);
 
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Table").field("topic", &self.topic).finish_non_exhaustive()
+        f.debug_struct("Table")
+            .field("topic", &self.topic)
+            .finish_non_exhaustive()
     }
 }
 
@@ -43,7 +45,8 @@ impl Table {
     pub fn open(kafka: &KafkaConfig, topic: &str) -> Result<Self, MessengerError> {
         let topics = KafkaTopics::new(kafka.clone(), topic);
         let mut spec = TopicSpec::new(topic, 1);
-        spec.config.insert("cleanup.policy".into(), "compact".into());
+        spec.config
+            .insert("cleanup.policy".into(), "compact".into());
         spec.config
             .insert("max.message.bytes".into(), MAX_VALUE_BYTES.to_string());
         topics.create_topics(&[spec])?;

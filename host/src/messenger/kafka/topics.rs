@@ -416,13 +416,20 @@ impl KafkaTopics {
                 tpl.add_partition(&source, partition.id());
             }
         }
-        let committed = consumer.committed_offsets(tpl, timeout).map_err(transport)?;
+        let committed = consumer
+            .committed_offsets(tpl, timeout)
+            .map_err(transport)?;
         let mut lag = 0_u64;
         for element in committed.elements() {
             let (low, high) = consumer
                 .fetch_watermarks(&source, element.partition(), timeout)
                 .map_err(transport)?;
-            let at = element.offset().to_raw().filter(|o| *o >= 0).unwrap_or(low).max(low);
+            let at = element
+                .offset()
+                .to_raw()
+                .filter(|o| *o >= 0)
+                .unwrap_or(low)
+                .max(low);
             lag += u64::try_from(high - at).unwrap_or(0);
         }
         Ok(lag)

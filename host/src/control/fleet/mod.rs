@@ -8,13 +8,15 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use super::store::{RunRecord, Store};
-use super::{ApiError, StartError};
+use super::store::{RunRecord, Store, now_ms};
+use super::{ApiError, ControlPlane, Principal, StartError};
 use crate::config::Config;
-use crate::fleet::worker::WorkerStatus;
-use crate::fleet::{FleetConfig, PluginRef, Spec};
+use std::sync::Arc;
+pub mod spec;
+
 use crate::messenger::kafka::KafkaTopics;
 use crate::messenger::kafka::table::Table;
+use spec::{FleetConfig, PluginRef, Spec, WorkerStatus};
 
 /// A run as kept on `<name>_runs`: its record and its config.
 #[derive(Debug, Serialize, Deserialize)]
@@ -35,7 +37,9 @@ pub(super) struct Fleet {
 
 impl std::fmt::Debug for Fleet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Fleet").field("name", &self.config.name).finish_non_exhaustive()
+        f.debug_struct("Fleet")
+            .field("name", &self.config.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -70,7 +74,10 @@ impl Fleet {
                 continue;
             };
             store.upsert(&kept.record, &kept.config)?;
-            if matches!(kept.record.status.as_str(), "running" | "paused" | "stopping") {
+            if matches!(
+                kept.record.status.as_str(),
+                "running" | "paused" | "stopping"
+            ) {
                 going.push((kept.record, kept.config));
             }
         }
@@ -80,7 +87,11 @@ impl Fleet {
                 known.insert(id, spec);
             }
         }
-        tracing::info!(runs_going_on = going.len(), specs = known.len(), "took over the fleet's runs");
+        tracing::info!(
+            runs_going_on = going.len(),
+            specs = known.len(),
+            "took over the fleet's runs"
+        );
         Ok(going)
     }
 
@@ -126,7 +137,9 @@ impl Fleet {
                 .map_err(ApiError::internal)?;
         }
         let value = serde_json::to_vec(&spec).map_err(ApiError::internal)?;
-        self.specs.put(&id, Some(&value)).map_err(ApiError::internal)?;
+        self.specs
+            .put(&id, Some(&value))
+            .map_err(ApiError::internal)?;
         tracing::info!(spec = %id, tenant, pipelines = ?spec.pipelines, "spec published to the fleet");
         self.lock().insert(id, spec.clone());
         Ok(spec)
@@ -145,7 +158,11 @@ impl Fleet {
         };
         let result = serde_json::to_vec(&kept)
             .map_err(|e| e.to_string())
-            .and_then(|v| self.runs.put(&record.id, Some(&v)).map_err(|e| e.to_string()));
+            .and_then(|v| {
+                self.runs
+                    .put(&record.id, Some(&v))
+                    .map_err(|e| e.to_string())
+            });
         if let Err(e) = result {
             tracing::error!(run_id = %record.id, error = %e, "cannot keep the run for a standby");
         }
@@ -185,14 +202,21 @@ impl Fleet {
     /// What each fleet worker said it serves last, with each pipeline's
     /// lag (its source records not yet committed by the fleet's workers).
     pub(super) fn workers(&self) -> Result<FleetView, ApiError> {
-        let mut workers: Vec<WorkerStatus> = self
+        let now = now_ms();
+        let mut workers: Vec<WorkerView> = self
             .workers
             .read_all()
             .map_err(ApiError::internal)?
             .values()
-            .filter_map(|v| serde_json::from_slice(v).ok())
+            .filter_map(|v| serde_json::from_slice::<WorkerStatus>(v).ok())
+            .map(|status| WorkerView {
+                // A worker says what it serves every 2 s: one not heard
+                // from for 10 s is gone (killed, or its machine lost).
+                alive: now.saturating_sub(status.time_ms) < 10_000,
+                status,
+            })
             .collect();
-        workers.sort_by(|a, b| a.worker.cmp(&b.worker));
+        workers.sort_by(|a, b| a.status.worker.cmp(&b.status.worker));
         let specs: Vec<Spec> = self.lock().values().cloned().collect();
         let mut pipelines = Vec::new();
         for spec in specs {
@@ -213,7 +237,7 @@ impl Fleet {
 /// `GET /api/fleet`.
 #[derive(Debug, Serialize)]
 pub struct FleetView {
-    pub workers: Vec<WorkerStatus>,
+    pub workers: Vec<WorkerView>,
     pub pipelines: Vec<PipelineView>,
 }
 
@@ -224,4 +248,70 @@ pub struct PipelineView {
     pub pipeline: String,
     /// Source records the fleet's workers have not committed yet.
     pub lag: Option<u64>,
+}
+
+/// A fleet worker as last heard from.
+#[derive(Debug, Serialize)]
+pub struct WorkerView {
+    #[serde(flatten)]
+    pub status: WorkerStatus,
+    /// Heard from in the last 10 s.
+    pub alive: bool,
+}
+
+impl ControlPlane {
+    /// Go on with a run another control plane started and left going on
+    /// (it died): from its journal, under the same id.
+    pub(super) fn take_over_run(self: &Arc<Self>, record: RunRecord, text: &str) {
+        let Some(tenant) = self.operator.tenant(&record.tenant) else {
+            tracing::error!(run_id = %record.id, tenant = %record.tenant, "a run of a tenant the operator's file no longer has: lost");
+            return;
+        };
+        tracing::info!(run_id = %record.id, tenant = %record.tenant, "resuming a run the last control plane left going on");
+        match self.start_as(tenant, record.id.clone(), text, true) {
+            Ok((_, thread)) => self.lock().threads.push(thread),
+            Err(e) => {
+                tracing::error!(run_id = %record.id, error = %e, "cannot resume the run");
+                let id = record.id.clone();
+                let _ = self.store.finish(&RunRecord {
+                    status: "failure".into(),
+                    finished_ms: Some(now_ms()),
+                    error: Some(format!(
+                        "the control plane that took the run over cannot resume it: {e}"
+                    )),
+                    ..record
+                });
+                self.keep(&id);
+            }
+        }
+    }
+
+    /// Keep run `id`'s record where a standby control plane reads it.
+    pub(super) fn keep(&self, id: &str) {
+        let Some(fleet) = &self.fleet else {
+            return;
+        };
+        match (self.store.get(id), self.store.config_of(id)) {
+            (Ok(Some(record)), Ok(Some(config))) => fleet.keep(&record, &config),
+            _ => tracing::warn!(run_id = %id, "cannot read the run back to keep it"),
+        }
+    }
+
+    /// What the fleet's workers serve, and each pipeline's lag: the
+    /// operator's to see.
+    pub fn fleet_view(&self, who: &Principal) -> Result<FleetView, ApiError> {
+        if !matches!(who, Principal::Admin) {
+            return Err(ApiError::OperatorOnly);
+        }
+        self.fleet
+            .as_ref()
+            .ok_or_else(|| ApiError::BadRequest("this server has no fleet".into()))?
+            .workers()
+    }
+
+    /// The plugin a fleet worker asks for with `token`, by its SHA-256.
+    pub fn fleet_plugin(&self, token: &str, sha256: &str) -> Option<PathBuf> {
+        let fleet = self.fleet.as_ref().filter(|f| f.is_fleet_token(token))?;
+        fleet.plugin(&self.operator.server.plugin_dir, sha256)
+    }
 }
