@@ -415,11 +415,19 @@ fn read_until(
             "nothing expected arrived on {topic}"
         );
         if let Some(Ok(message)) = consumer.poll(Duration::from_millis(200))
+            && !is_journal(&message)
             && found(&message)
         {
             return;
         }
     }
+}
+
+/// Whether `message` is the runner's journal, not events (kafka.md).
+fn is_journal(message: &rdkafka::message::BorrowedMessage<'_>) -> bool {
+    message
+        .headers()
+        .is_some_and(|h| h.iter().any(|h| h.key == "weir.journal"))
 }
 
 #[test]
