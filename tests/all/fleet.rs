@@ -60,7 +60,7 @@ token_env = "TOKEN_{tenant}"
 pipelines = ["{tenant}-books"]
 plugins = ["test_connector.wasm", "test_indexer.wasm"]
 dirs = ["{tenant}-out"]
-max_docs_per_second = 250
+max_docs_per_second = 100
 fleet_pairs = 2
 "#
                 )
@@ -259,9 +259,41 @@ fn runs_survive_a_fleet_worker_and_the_leading_control_plane_killed_mid_run() {
             std::thread::sleep(Duration::from_millis(100));
         }
     };
-    wait_indexed("ta", 200);
+    // Published counts, from the API: the kills come while the connectors
+    // still publish (100 a second), however loaded the machine is.
+    let published = |tenant: &str, id: &str| {
+        let (_, run) = request(
+            "GET",
+            &format!("{url}/api/runs/{id}"),
+            Some(token(tenant)),
+            "",
+        );
+        run["counts"]["published"].as_u64().unwrap_or_default()
+    };
+    let wait_published = |at_least: u64| {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while runs
+            .iter()
+            .any(|(tenant, id)| published(tenant, id) < at_least)
+        {
+            assert!(
+                Instant::now() < deadline,
+                "no progress\n{}",
+                fleet.log_text("serve-0")
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    wait_indexed("ta", 100);
+    wait_published(200);
     workers[0].kill_hard();
-    wait_indexed("ta", 500);
+    wait_published(400);
+    for (tenant, id) in &runs {
+        assert!(
+            published(tenant, id) < DOCS,
+            "{tenant}'s connector still publishes"
+        );
+    }
     let (_, view) = request("GET", &format!("{url}/api/fleet"), Some(ADMIN), "");
     println!("fleet before the control plane dies: {view}");
     first.kill_hard();
