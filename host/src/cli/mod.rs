@@ -77,6 +77,16 @@ enum LogFormat {
     Json,
 }
 
+impl LogFormat {
+    /// The `--log-format` value that names it, for the processes a server starts.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Json => "json",
+        }
+    }
+}
+
 /// Send log lines to stderr as `format` says, filtered by `RUST_LOG`. Does
 /// nothing when the process already has a subscriber.
 fn init_logging(format: LogFormat) {
@@ -318,21 +328,11 @@ fn execute(
             Ok(0)
         }
         Command::Serve { config } => {
-            let log_format = match log_format {
-                LogFormat::Text => "text",
-                LogFormat::Json => "json",
-            };
-            commands::control_plane(&config, metrics_addr, log_format)
+            commands::control_plane(&config, metrics_addr, log_format.name())
         }
         Command::ServeRun => Ok(weir::control::isolate::serve_run()),
         Command::FleetPipeline => Ok(weir::fleet::pipeline::serve_pipeline()),
-        Command::Fleet { config } => {
-            let log_format = match log_format {
-                LogFormat::Text => "text",
-                LogFormat::Json => "json",
-            };
-            commands::fleet(&config, metrics_addr, log_format)
-        }
+        Command::Fleet { config } => commands::fleet(&config, metrics_addr, log_format.name()),
         Command::Worker { config, pipeline } => {
             commands::serve(&config, pipeline, Role::Worker, metrics_addr)
         }

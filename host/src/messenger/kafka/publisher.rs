@@ -137,16 +137,21 @@ impl KafkaPublisherMessenger {
         for entry in
             journal::published_entries(self.connector, ids, self.topics.message_limit() / 2)
         {
-            produce(
-                &self.producer,
-                &self.event_topic,
-                "",
-                &entry.payload(),
-                Some(Entry::headers()),
-                Tag::Untracked,
-            )?;
+            self.write(&entry)?;
         }
         Ok(())
+    }
+
+    /// Put `entry` in the run's journal.
+    fn write(&self, entry: &Entry) -> Result<(), MessengerError> {
+        produce(
+            &self.producer,
+            &self.event_topic,
+            "",
+            &entry.payload(),
+            Some(Entry::headers()),
+            Tag::Untracked,
+        )
     }
 
     /// [`journal_published`](Self::journal_published), every [`journal::EVERY`].
@@ -258,17 +263,9 @@ impl PublisherMessenger for KafkaPublisherMessenger {
             .flush(Duration::from_secs(60))
             .map_err(transport)?;
         self.journal_published()?;
-        let entry = Entry::Done {
+        self.write(&Entry::Done {
             connector: self.connector,
-        };
-        produce(
-            &self.producer,
-            &self.event_topic,
-            "",
-            &entry.payload(),
-            Some(Entry::headers()),
-            Tag::Untracked,
-        )?;
+        })?;
         self.producer
             .flush(Duration::from_secs(60))
             .map_err(transport)
