@@ -386,8 +386,26 @@ impl KafkaTopics {
     /// `kafka.topic_partitions`), and its heartbeat topic.
     pub fn ensure_pipeline_topics(&self) -> Result<(), MessengerError> {
         let mut topics = self.pipeline_topics()?;
+        if let Some(events) = self.fixed_event_topic(&topics) {
+            topics.push(events);
+        }
         topics.push(self.heartbeat_topic());
         self.create_topics(&topics)
+    }
+
+    /// A `kafka.event_topic` shared by every run is a pipeline topic: a
+    /// worker or indexer that starts before any runner creates it, since
+    /// producers do not auto-create topics when Weir makes them. Per-run
+    /// event topics are only ever made by their runner.
+    fn fixed_event_topic(&self, pipeline: &[TopicSpec]) -> Option<TopicSpec> {
+        if !self.config.events || pipeline.is_empty() {
+            return None;
+        }
+        let name = self.config.event_topic.as_ref()?;
+        Some(TopicSpec {
+            config: self.config.topic_config.clone(),
+            ..TopicSpec::new(name, 1)
+        })
     }
 
     /// The heartbeat topic: one partition, an hour of history.
