@@ -13,7 +13,10 @@ const KINDS: [(&str, &str); 3] = [
 ];
 
 fn main() {
-    let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // Read when the script runs, not when it is compiled: a build script
+    // compiled for one checkout may be run for another sharing its target.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let plugins = Path::new(&manifest).join("..");
     let mut modules = String::new();
     let mut list = String::from("pub fn bundled() -> Vec<Bundled> {\n    vec![\n");
     for (dir, kind) in KINDS {

@@ -708,6 +708,36 @@ fn chromium() -> PathBuf {
     path
 }
 
+/// What headless Chromium makes of `page` with `extra` arguments (its
+/// stdout: `--dump-dom` gives the page as its script left it).
+pub(crate) fn browser(page: &str, extra: &[&str]) -> String {
+    let profile = tempfile::tempdir().expect("profile dir");
+    let output = std::process::Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=3000",
+            "--window-size=1280,720",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(page)
+        .output()
+        .expect("Chromium runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 #[test]
 fn the_status_page_shows_a_submitted_run_and_its_counts_in_a_real_browser() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -720,34 +750,7 @@ fn the_status_page_shows_a_submitted_run_and_its_counts_in_a_real_browser() {
     let id = run["id"].as_str().expect("run id").to_owned();
     let published = serve.pause_when_published(ACME, &id, 100);
     let page = format!("{}/#token={ACME}", serve.url);
-    let browser = |extra: &[&str]| {
-        let profile = tempfile::tempdir().expect("profile dir");
-        let output = std::process::Command::new(chromium())
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--virtual-time-budget=3000",
-                "--window-size=1280,720",
-            ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .args(extra)
-            .arg(&page)
-            .output()
-            .expect("Chromium runs");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    };
-    let dom = browser(&["--dump-dom"]);
+    let dom = browser(&page, &["--dump-dom"]);
     let row_start = dom
         .find(&format!("data-run-id=\"{id}\""))
         .unwrap_or_else(|| panic!("the run is not on the page:\n{dom}"));
@@ -767,7 +770,7 @@ fn the_status_page_shows_a_submitted_run_and_its_counts_in_a_real_browser() {
         .join("test-artifacts");
     std::fs::create_dir_all(&artifacts).expect("artifacts dir");
     let shot = artifacts.join("status-page.png");
-    browser(&[&format!("--screenshot={}", shot.display())]);
+    browser(&page, &[&format!("--screenshot={}", shot.display())]);
     assert!(
         std::fs::metadata(&shot).is_ok_and(|m| m.len() > 1000),
         "no screenshot"

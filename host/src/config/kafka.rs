@@ -40,6 +40,10 @@ pub struct KafkaConfig {
     /// broker may auto-create them with its default partition count).
     #[serde(default)]
     pub topic_partitions: Option<u32>,
+    /// Replicas of each topic Weir creates. Unset: the broker's
+    /// `default.replication.factor`.
+    #[serde(default)]
+    pub replication_factor: Option<u16>,
     /// Whether workers and indexers send lifecycle events. Default true.
     #[serde(default = "KafkaConfig::default_events")]
     pub events: bool,
@@ -69,6 +73,12 @@ pub struct KafkaConfig {
     /// the runs it sends to its fleet, so that tenants' topics cannot meet.
     #[serde(default)]
     pub topic_prefix: Option<String>,
+    /// Put before the pipeline's name in its connector-state topic instead
+    /// of `topic_prefix`. `weir serve` gives a tenant's fleet runs one that
+    /// outlives their specs, so that incremental sync goes on after a spec
+    /// is retired.
+    #[serde(default)]
+    pub state_prefix: Option<String>,
     /// librdkafka properties for every client (e.g. `security.protocol`, `sasl.*`, `ssl.*`).
     #[serde(default)]
     pub client: BTreeMap<String, String>,
@@ -114,12 +124,14 @@ impl KafkaConfig {
             source_topic: None,
             event_topic: None,
             topic_partitions: None,
+            replication_factor: None,
             events: Self::default_events(),
             topic_config: BTreeMap::new(),
             heartbeat_interval: Self::default_heartbeat_interval(),
             max_deliveries: Self::default_max_deliveries(),
             delete_event_topics: Self::default_events(),
             topic_prefix: None,
+            state_prefix: None,
             client: BTreeMap::new(),
             producer: BTreeMap::new(),
             consumer: BTreeMap::new(),

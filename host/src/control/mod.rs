@@ -172,6 +172,9 @@ impl ControlPlane {
                     for run in plane.lock().runs.values() {
                         run.sample();
                     }
+                    if let Some(fleet) = &plane.fleet {
+                        fleet.retire_idle();
+                    }
                     drop(plane);
                     // Throughput is sampled on a clock, once a second.
                     std::thread::sleep(Duration::from_secs(1));
@@ -238,6 +241,22 @@ impl ControlPlane {
         text: &str,
         resume: bool,
     ) -> Result<(Arc<LiveRun>, std::thread::JoinHandle<()>), ApiError> {
+        let started = self.start_run(tenant, id.clone(), text, resume);
+        if started.is_err()
+            && let Some(fleet) = &self.fleet
+        {
+            fleet.release(&id);
+        }
+        started
+    }
+
+    fn start_run(
+        self: &Arc<Self>,
+        tenant: &TenantPolicy,
+        id: String,
+        text: &str,
+        resume: bool,
+    ) -> Result<(Arc<LiveRun>, std::thread::JoinHandle<()>), ApiError> {
         let (run, body) = match &self.isolation {
             Isolation::Thread => {
                 let throttle = self.throttles.get(&tenant.name).cloned();
@@ -265,12 +284,9 @@ impl ControlPlane {
                         .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
                 let fleet = match &self.fleet {
                     Some(fleet) => {
-                        let spec = match fleet.known_spec(&tenant.name, text) {
-                            Some(spec) if resume => spec,
-                            _ => fleet.spec(&tenant.name, text, &admitted)?,
-                        };
+                        let spec = fleet.spec_for(&id, &tenant.name, text, &admitted)?;
                         Some(Box::new(isolate::FleetRun {
-                            kafka: fleet.config.kafka_for(&spec.prefix),
+                            kafka: fleet.config.kafka_for(&spec),
                             resume,
                         }))
                     }

@@ -48,6 +48,9 @@ impl ControlPlane {
         // has ended, and what is not kept of its tenant's runs is gone.
         let _forget = Forget { plane: self, run };
         let record = body(run);
+        if let Some(fleet) = &self.fleet {
+            fleet.release(&run.id);
+        }
         if self.fleet.is_some()
             && self
                 .shutting_down

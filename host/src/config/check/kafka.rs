@@ -38,6 +38,12 @@ pub(super) fn check(kafka: &KafkaConfig, found: &mut Found) {
             "must be at least 1",
         ));
     }
+    if kafka.replication_factor == Some(0) {
+        found.push(ConfigError::new(
+            "kafka.replication_factor",
+            "must be at least 1 (unset: the broker's default)",
+        ));
+    }
     if kafka.heartbeat_interval.is_zero() {
         found.push(ConfigError::new(
             "kafka.heartbeat_interval",

@@ -2,9 +2,9 @@
 //! publishes for its runs, the runs it keeps on Kafka for a standby, the
 //! plugins fleet workers fetch by hash, and what the fleet serves.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -12,10 +12,13 @@ use super::store::{RunRecord, Store, now_ms};
 use super::{ApiError, ControlPlane, Principal, StartError};
 use crate::config::Config;
 use std::sync::Arc;
+mod known;
+pub(crate) mod letters;
 pub mod spec;
 
 use crate::messenger::kafka::KafkaTopics;
 use crate::messenger::kafka::table::Table;
+use known::Known;
 use spec::{FleetConfig, PluginRef, Spec, WorkerStatus};
 
 /// A run as kept on `<name>_runs`: its record and its config.
@@ -31,9 +34,15 @@ pub(super) struct Fleet {
     specs: Table,
     runs: Table,
     workers: Table,
-    known: Mutex<BTreeMap<String, Spec>>,
+    known: Mutex<Known>,
+    /// Specs retired (tombstoned), with when: their topics are deleted a
+    /// little later, once the workers have stopped serving them.
+    retiring: Mutex<Vec<(Instant, Spec)>>,
     token: Option<String>,
 }
+
+/// How long a retired spec's topics outlive its tombstone.
+const TOPICS_OUTLIVE_SPEC: Duration = Duration::from_secs(10);
 
 impl std::fmt::Debug for Fleet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -59,6 +68,7 @@ impl Fleet {
             runs,
             workers,
             known: Mutex::default(),
+            retiring: Mutex::default(),
             token,
         })
     }
@@ -82,29 +92,42 @@ impl Fleet {
             }
         }
         let mut known = self.lock();
-        for (id, value) in self.specs.read_all().map_err(kafka_error)? {
+        // Idle from now: a run resumed below uses its spec again.
+        let now = Instant::now();
+        for (_, value) in self.specs.read_all().map_err(kafka_error)? {
             if let Ok(spec) = serde_json::from_slice::<Spec>(&value) {
-                known.insert(id, spec);
+                known.insert(spec, now);
             }
         }
         tracing::info!(
             runs_going_on = going.len(),
-            specs = known.len(),
+            specs = known.specs.len(),
             "took over the fleet's runs"
         );
         Ok(going)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Spec>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
         self.known.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The spec of `tenant`'s admitted `config` (`text` as submitted),
-    /// published (with its pipelines' topics made) unless it was already.
-    pub(super) fn spec(&self, tenant: &str, text: &str, config: &Config) -> Result<Spec, ApiError> {
+    /// The spec run `run` of `tenant`'s admitted `config` (`text` as
+    /// submitted) runs on, published (with its pipelines' topics made)
+    /// unless it was already; the run uses it until [`Fleet::release`].
+    /// Under one lock: two runs of one config never publish two specs, and
+    /// a spec is never retired between being found and being used.
+    pub(super) fn spec_for(
+        &self,
+        run: &str,
+        tenant: &str,
+        text: &str,
+        config: &Config,
+    ) -> Result<Spec, ApiError> {
         let id = Spec::id_of(tenant, text);
-        if let Some(spec) = self.lock().get(&id) {
-            return Ok(spec.clone());
+        let mut known = self.lock();
+        if let Some(spec) = known.specs.get(&id).cloned() {
+            known.use_spec(run, &id);
+            return Ok(spec);
         }
         let mut plugins: Vec<PluginRef> = Vec::new();
         for at in config.plugins() {
@@ -132,7 +155,7 @@ impl Fleet {
             prefix: Spec::new_prefix(),
         };
         for pipeline in &spec.pipelines {
-            KafkaTopics::new(self.config.kafka_for(&spec.prefix), pipeline)
+            KafkaTopics::new(self.config.kafka_for(&spec), pipeline)
                 .ensure_pipeline_topics()
                 .map_err(ApiError::internal)?;
         }
@@ -141,13 +164,46 @@ impl Fleet {
             .put(&id, Some(&value))
             .map_err(ApiError::internal)?;
         tracing::info!(spec = %id, tenant, pipelines = ?spec.pipelines, "spec published to the fleet");
-        self.lock().insert(id, spec.clone());
+        known.insert(spec.clone(), Instant::now());
+        known.use_spec(run, &id);
         Ok(spec)
     }
 
-    /// The spec a run of `tenant`'s `text` was sent with, if published.
-    pub(super) fn known_spec(&self, tenant: &str, text: &str) -> Option<Spec> {
-        self.lock().get(&Spec::id_of(tenant, text)).cloned()
+    /// Run `run` has ended (or never started): its spec may go idle.
+    pub(super) fn release(&self, run: &str) {
+        self.lock().release(run, Instant::now());
+    }
+
+    /// Retire the specs no run has used for `fleet.retire_after`: a
+    /// tombstone on `<name>_pipelines` (fleet workers stop serving them),
+    /// then, [`TOPICS_OUTLIVE_SPEC`] later, their pipelines' topics are
+    /// deleted. A run's dead letters were copied to its files as they came.
+    pub(super) fn retire_idle(&self) {
+        let now = Instant::now();
+        let due = self.lock().retire(now, self.config.retire_after);
+        let mut retiring = self.retiring.lock().unwrap_or_else(PoisonError::into_inner);
+        for spec in due {
+            match self.specs.put(&spec.id, None) {
+                Ok(()) => {
+                    tracing::info!(spec = %spec.id, tenant = %spec.tenant, "spec retired: no run used it for fleet.retire_after");
+                    retiring.push((now, spec));
+                }
+                Err(e) => {
+                    tracing::warn!(spec = %spec.id, error = %e, "cannot retire a spec; trying again later");
+                    self.lock().insert(spec, now);
+                }
+            }
+        }
+        let (gone, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut *retiring)
+            .into_iter()
+            .partition(|(at, _)| now.saturating_duration_since(*at) >= TOPICS_OUTLIVE_SPEC);
+        *retiring = wait;
+        drop(retiring);
+        for (_, spec) in gone {
+            for pipeline in &spec.pipelines {
+                KafkaTopics::new(self.config.kafka_for(&spec), pipeline).delete_pipeline_topics();
+            }
+        }
     }
 
     /// Keep `record` (with its `config`) where a standby reads it.
@@ -189,6 +245,7 @@ impl Fleet {
     pub(super) fn plugin(&self, plugin_dir: &Path, sha256: &str) -> Option<PathBuf> {
         let file = self
             .lock()
+            .specs
             .values()
             .flat_map(|s| s.plugins.iter())
             .find(|p| p.sha256 == sha256)
@@ -217,11 +274,11 @@ impl Fleet {
             })
             .collect();
         workers.sort_by(|a, b| a.status.worker.cmp(&b.status.worker));
-        let specs: Vec<Spec> = self.lock().values().cloned().collect();
+        let specs: Vec<Spec> = self.lock().specs.values().cloned().collect();
         let mut pipelines = Vec::new();
         for spec in specs {
             for pipeline in &spec.pipelines {
-                let topics = KafkaTopics::new(self.config.kafka_for(&spec.prefix), pipeline);
+                let topics = KafkaTopics::new(self.config.kafka_for(&spec), pipeline);
                 pipelines.push(PipelineView {
                     spec: spec.id.clone(),
                     tenant: spec.tenant.clone(),

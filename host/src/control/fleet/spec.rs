@@ -35,6 +35,10 @@ pub struct FleetConfig {
     /// session in the control group. Default 6 s.
     #[serde(default = "FleetConfig::default_session", with = "humantime_serde")]
     pub session_timeout: std::time::Duration,
+    /// How long a spec no run uses stays served: then fleet workers stop
+    /// its pipelines and its topics are deleted. Default 10 minutes.
+    #[serde(default = "FleetConfig::default_retire", with = "humantime_serde")]
+    pub retire_after: std::time::Duration,
 }
 
 impl FleetConfig {
@@ -52,6 +56,20 @@ impl FleetConfig {
     }
     fn default_session() -> std::time::Duration {
         std::time::Duration::from_secs(6)
+    }
+    fn default_retire() -> std::time::Duration {
+        std::time::Duration::from_secs(600)
+    }
+
+    /// What `tenant`'s connector-state topics start with: `s<16 hex>_`,
+    /// from the fleet's name and the tenant's, the same for every spec.
+    pub fn state_prefix(&self, tenant: &str) -> String {
+        use sha2::Digest;
+        let mut hash = sha2::Sha256::new();
+        hash.update(self.name.as_bytes());
+        hash.update([0]);
+        hash.update(tenant.as_bytes());
+        format!("s{}_", hex::encode(&hash.finalize()[..8]))
     }
 
     /// Where specs are published.
@@ -98,13 +116,20 @@ impl FleetConfig {
         {
             problems.push("fleet.session_timeout: must be from 1 s to 5 minutes".into());
         }
+        if self.retire_after < std::time::Duration::from_secs(1)
+            || self.retire_after > std::time::Duration::from_secs(30 * 86_400)
+        {
+            problems.push("fleet.retire_after: must be from 1 s to 30 days".into());
+        }
     }
 
-    /// The Kafka settings of a spec's pipelines: topics behind `prefix`,
-    /// made by Weir with the fleet's partitions.
-    pub fn kafka_for(&self, prefix: &str) -> KafkaConfig {
+    /// The Kafka settings of `spec`'s pipelines: topics behind its prefix,
+    /// made by Weir with the fleet's partitions; connector state behind
+    /// its tenant's, which outlives the spec.
+    pub fn kafka_for(&self, spec: &Spec) -> KafkaConfig {
         KafkaConfig {
-            topic_prefix: Some(prefix.to_owned()),
+            topic_prefix: Some(spec.prefix.clone()),
+            state_prefix: Some(self.state_prefix(&spec.tenant)),
             topic_partitions: Some(self.partitions),
             event_topic: None,
             source_topic: None,

@@ -13,6 +13,7 @@ use std::time::Duration;
 use metrics_exporter_prometheus::PrometheusHandle;
 
 use super::protocol::{FromRun, ToRun, line};
+use crate::control::fleet::letters::Letters;
 use crate::control::live::LiveRun;
 use crate::control::store::Counts;
 use crate::control::{ApiError, prepare, supervise};
@@ -91,9 +92,15 @@ pub fn serve_run() -> u8 {
     listen(input, Arc::clone(&live), throttle, fleet.is_some());
     let (done, ended) = mpsc::channel::<()>();
     let reporting = report(&out, &live, metrics.clone(), ended);
+    let letters = fleet
+        .is_some()
+        .then(|| Letters::follow(runner.config(), &live.id));
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         runner.run_validated(&plugins, &live.id)
     }));
+    if let Some(letters) = letters {
+        letters.finish();
+    }
     let record = supervise::ended(&live, outcome);
     drop(done);
     if let Some(reporting) = reporting {

@@ -1,16 +1,23 @@
-//! Reading a pipeline's dead-letter topic back, for `weir replay`.
+//! Reading a pipeline's dead-letter topic back: all of it for `weir
+//! replay`, or one run's letters as they come for `weir serve`'s fleet runs.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Headers;
+use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
+use super::client::Quiet;
 use super::wire::run_id_of;
 use super::{KafkaTopics, transport};
 use crate::core::failure::DeadLetter;
 use crate::messenger::MessengerError;
+
+/// How long a read toward a partition's end may go without a message.
+const STALLED: Duration = Duration::from_secs(60);
+const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Every dead letter on `pipeline`'s fail topic as it is now (up to the
 /// end of each partition when this starts), oldest first per partition,
@@ -20,85 +27,174 @@ pub fn read_fail_topic(
     topics: &KafkaTopics,
     pipeline: &str,
 ) -> Result<(Vec<DeadLetter>, usize), MessengerError> {
-    let topic = topics.fail();
-    let timeout = Duration::from_secs(10);
-    let consumer: BaseConsumer = topics
-        .consumer_config(&format!("weir-replay-{}", std::process::id()))
-        .create()
-        .map_err(transport)?;
-    let metadata = consumer
-        .fetch_metadata(Some(&topic), timeout)
-        .map_err(transport)?;
-    let partitions: Vec<i32> = metadata
-        .topics()
-        .iter()
-        .filter(|t| t.name() == topic && t.error().is_none())
-        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
-        .collect();
-    // Where each partition ends now: letters added later are not read.
-    let mut ends = Vec::new();
-    let mut assignment = TopicPartitionList::new();
-    for &p in &partitions {
-        let (low, high) = consumer
-            .fetch_watermarks(&topic, p, timeout)
-            .map_err(transport)?;
-        if high > low {
-            ends.push((p, high));
-            assignment
-                .add_partition_offset(&topic, p, Offset::Beginning)
-                .map_err(transport)?;
-        }
-    }
-    consumer.assign(&assignment).map_err(transport)?;
+    let reader = Reader::new(topics)?;
+    let mut ends = reader.ends()?;
     let mut letters = Vec::new();
     let mut skipped = 0;
     let mut last_progress = Instant::now();
     while !ends.is_empty() {
-        let Some(message) = consumer.poll(Duration::from_millis(200)) else {
-            if last_progress.elapsed() > Duration::from_secs(60) {
-                return Err(MessengerError::Transport(format!(
-                    "reading {topic} stalled before its end"
-                )));
+        let Some(message) = reader.consumer.poll(Duration::from_millis(200)) else {
+            if last_progress.elapsed() > STALLED {
+                return Err(reader.stalled());
             }
             continue;
         };
         let message = message.map_err(transport)?;
         last_progress = Instant::now();
-        let (partition, offset) = (message.partition(), message.offset());
-        ends.retain(|&(p, end)| p != partition || offset + 1 < end);
-        let header = |name: &str| {
-            message
-                .headers()
-                .and_then(|h| h.iter().find(|h| h.key == name))
-                .and_then(|h| h.value)
-                .map(|v| String::from_utf8_lossy(v).into_owned())
-        };
-        let document = message
-            .payload()
-            .and_then(|p| serde_json::from_slice::<serde_json::Value>(p).ok())
-            .filter(|d| d.get("id").is_some_and(serde_json::Value::is_string));
-        let Some(document) = document else {
-            skipped += 1;
-            continue;
-        };
-        letters.push(DeadLetter {
-            id: document["id"].as_str().unwrap_or_default().to_owned(),
-            run_id: run_id_of(&message),
-            pipeline: pipeline.to_owned(),
-            plugin: header("weir.plugin").unwrap_or_default(),
-            error: header("weir.error").unwrap_or_default(),
-            attempts: header("weir.attempts")
-                .and_then(|a| a.parse().ok())
-                .unwrap_or(1),
-            failed_at: header("weir.time_ms")
-                .and_then(|ms| ms.parse::<u64>().ok())
-                .map(|ms| {
-                    let at = std::time::UNIX_EPOCH + Duration::from_millis(ms);
-                    humantime::format_rfc3339_millis(at).to_string()
-                })
-                .unwrap_or_default(),
-            document,
-        });
+        passed(&mut ends, &message);
+        match letter_of(&message, pipeline) {
+            Some(letter) => letters.push(letter),
+            None => skipped += 1,
+        }
     }
     Ok((letters, skipped))
+}
+
+/// Hand `each` the dead letters of `run_id` on `pipeline`'s fail topic,
+/// from the topic's start and then as they come, until `finished` is set;
+/// then read on to where each partition ends at that moment, and return.
+/// A fleet run's letters are written by fleet workers on other machines:
+/// this is how its control plane keeps them (creating the topic if the run
+/// has not yet).
+pub fn follow_run_letters(
+    topics: &KafkaTopics,
+    pipeline: &str,
+    run_id: &str,
+    finished: &AtomicBool,
+    mut each: impl FnMut(DeadLetter),
+) -> Result<(), MessengerError> {
+    topics.ensure_pipeline_topics()?;
+    let reader = Reader::new(topics)?;
+    let mut ends: Option<Vec<(i32, i64)>> = None;
+    let mut last_progress = Instant::now();
+    loop {
+        if ends.is_none() && finished.load(Ordering::Relaxed) {
+            ends = Some(reader.ends()?);
+            last_progress = Instant::now();
+        }
+        if ends.as_ref().is_some_and(Vec::is_empty) {
+            return Ok(());
+        }
+        let Some(message) = reader.consumer.poll(Duration::from_millis(200)) else {
+            if ends.is_some() && last_progress.elapsed() > STALLED {
+                return Err(reader.stalled());
+            }
+            continue;
+        };
+        let message = message.map_err(transport)?;
+        last_progress = Instant::now();
+        if let Some(ends) = &mut ends {
+            passed(ends, &message);
+        }
+        if run_id_of(&message).as_deref() == Some(run_id)
+            && let Some(letter) = letter_of(&message, pipeline)
+        {
+            each(letter);
+        }
+    }
+}
+
+/// A consumer of the whole fail topic from its start, in no group: it
+/// commits nothing and changes nothing.
+struct Reader {
+    consumer: BaseConsumer<Quiet>,
+    topic: String,
+    partitions: Vec<i32>,
+}
+
+impl Reader {
+    fn new(topics: &KafkaTopics) -> Result<Self, MessengerError> {
+        let topic = topics.fail();
+        let consumer: BaseConsumer<Quiet> = topics
+            .consumer_config(&format!("weir-letters-{}", std::process::id()))
+            .create_with_context(Quiet)
+            .map_err(transport)?;
+        let metadata = consumer
+            .fetch_metadata(Some(&topic), TIMEOUT)
+            .map_err(transport)?;
+        let partitions: Vec<i32> = metadata
+            .topics()
+            .iter()
+            .filter(|t| t.name() == topic && t.error().is_none())
+            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+            .collect();
+        let mut assignment = TopicPartitionList::new();
+        for &p in &partitions {
+            assignment
+                .add_partition_offset(&topic, p, Offset::Beginning)
+                .map_err(transport)?;
+        }
+        consumer.assign(&assignment).map_err(transport)?;
+        Ok(Self {
+            consumer,
+            topic,
+            partitions,
+        })
+    }
+
+    /// Where each partition that has messages ends now: letters added
+    /// later are not waited for.
+    fn ends(&self) -> Result<Vec<(i32, i64)>, MessengerError> {
+        let mut ends = Vec::new();
+        for &p in &self.partitions {
+            let (low, high) = self
+                .consumer
+                .fetch_watermarks(&self.topic, p, TIMEOUT)
+                .map_err(transport)?;
+            if high > low {
+                ends.push((p, high));
+            }
+        }
+        // Partitions already read to their end are done.
+        let positions = self.consumer.position().map_err(transport)?;
+        ends.retain(|&(p, end)| {
+            !matches!(positions.find_partition(&self.topic, p).map(|e| e.offset()),
+                Some(Offset::Offset(at)) if at >= end)
+        });
+        Ok(ends)
+    }
+
+    fn stalled(&self) -> MessengerError {
+        MessengerError::Transport(format!("reading {} stalled before its end", self.topic))
+    }
+}
+
+/// Strike off a partition once `message` is its last before its end.
+fn passed(ends: &mut Vec<(i32, i64)>, message: &BorrowedMessage<'_>) {
+    let (partition, offset) = (message.partition(), message.offset());
+    ends.retain(|&(p, end)| p != partition || offset + 1 < end);
+}
+
+/// The dead letter `message` is, with its headers saying why; none when
+/// its payload is not a document.
+fn letter_of(message: &BorrowedMessage<'_>, pipeline: &str) -> Option<DeadLetter> {
+    let header = |name: &str| {
+        message
+            .headers()
+            .and_then(|h| h.iter().find(|h| h.key == name))
+            .and_then(|h| h.value)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    };
+    let document = message
+        .payload()
+        .and_then(|p| serde_json::from_slice::<serde_json::Value>(p).ok())
+        .filter(|d| d.get("id").is_some_and(serde_json::Value::is_string))?;
+    Some(DeadLetter {
+        id: document["id"].as_str().unwrap_or_default().to_owned(),
+        run_id: run_id_of(message),
+        pipeline: pipeline.to_owned(),
+        plugin: header("weir.plugin").unwrap_or_default(),
+        error: header("weir.error").unwrap_or_default(),
+        attempts: header("weir.attempts")
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(1),
+        failed_at: header("weir.time_ms")
+            .and_then(|ms| ms.parse::<u64>().ok())
+            .map(|ms| {
+                let at = std::time::UNIX_EPOCH + Duration::from_millis(ms);
+                humantime::format_rfc3339_millis(at).to_string()
+            })
+            .unwrap_or_default(),
+        document,
+    })
 }

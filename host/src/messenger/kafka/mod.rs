@@ -53,7 +53,7 @@ mod worker_rebalance;
 
 pub use hybrid::HybridIndexerMessenger;
 pub use indexer::KafkaIndexerMessenger;
-pub use letters::read_fail_topic;
+pub use letters::{follow_run_letters, read_fail_topic};
 pub use liveness::HeartbeatSender;
 pub use publisher::KafkaPublisherMessenger;
 pub use state::KafkaStates;
@@ -154,13 +154,13 @@ impl MessengerFactory for KafkaMessengers {
         true
     }
 
-    /// Delete the run's event topics (unless `kafka.delete_event_topics` is
-    /// off, or events go to one fixed topic). Events that arrive later (a
-    /// redelivered document's) have no reader; their producers log and drop them.
     fn keeps_dead_letters(&self) -> bool {
         true
     }
 
+    /// Delete the run's event topics (unless `kafka.delete_event_topics` is
+    /// off, or events go to one fixed topic). Events that arrive later (a
+    /// redelivered document's) have no reader; their producers log and drop them.
     fn run_ended(&self, run_id: &str) {
         self.connectors
             .store(0, std::sync::atomic::Ordering::Relaxed);

@@ -64,14 +64,20 @@ fn failed(topic: &str, e: impl std::fmt::Display) -> StateError {
     StateError::new(format!("connector state on topic {topic}: {e}"))
 }
 
-fn state_topic(pipeline: &str) -> String {
-    format!("{pipeline}_state")
+/// `<prefix><pipeline>_state`: `kafka.state_prefix`, else `topic_prefix`.
+fn state_topic(config: &KafkaConfig, pipeline: &str) -> String {
+    let prefix = config
+        .state_prefix
+        .as_deref()
+        .or(config.topic_prefix.as_deref())
+        .unwrap_or_default();
+    format!("{prefix}{pipeline}_state")
 }
 
 impl StateStores for KafkaStates {
     fn open(&self, pipeline: &str, connector: &str) -> Result<Box<dyn StateStore>, StateError> {
         let topics = KafkaTopics::new(self.config.clone(), pipeline);
-        let topic = state_topic(topics.base());
+        let topic = state_topic(&self.config, pipeline);
         let mut spec = TopicSpec::new(&topic, 1);
         spec.config
             .insert("cleanup.policy".into(), "compact".into());
@@ -94,10 +100,7 @@ impl StateStores for KafkaStates {
     }
 
     fn describe(&self, pipeline: &str) -> String {
-        format!(
-            "Kafka topic {}",
-            state_topic(KafkaTopics::new(self.config.clone(), pipeline).base())
-        )
+        format!("Kafka topic {}", state_topic(&self.config, pipeline))
     }
 }
 

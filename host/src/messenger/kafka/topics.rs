@@ -270,8 +270,12 @@ impl KafkaTopics {
         if self.config.topic_partitions.is_some() {
             // Weir makes the pipeline's topics itself, so nothing needs the
             // broker to auto-create one; and late events for a run that
-            // ended must not make its deleted event topic again.
-            c.set("allow.auto.create.topics", "false");
+            // ended must not make its deleted event topic again. Nor do
+            // they wait 30 s (librdkafka's default) for a topic that is
+            // not there to appear: one deleted at the end of a run fails
+            // its late events soon, which would otherwise hold a rebalance.
+            c.set("allow.auto.create.topics", "false")
+                .set("topic.metadata.propagation.max.ms", "5000");
         }
         for (k, v) in &self.config.producer {
             c.set(k, v);
@@ -341,11 +345,13 @@ impl KafkaTopics {
             return Ok(());
         }
         let admin = self.admin()?;
+        // -1: the broker's default.replication.factor (Kafka 2.4 and later).
+        let replicas = self.config.replication_factor.map_or(-1, i32::from);
         let new: Vec<NewTopic<'_>> = topics
             .iter()
             .map(|t| {
                 t.config.iter().fold(
-                    NewTopic::new(&t.name, t.partitions, TopicReplication::Fixed(1)),
+                    NewTopic::new(&t.name, t.partitions, TopicReplication::Fixed(replicas)),
                     |new, (k, v)| new.set(k, v),
                 )
             })
@@ -406,6 +412,12 @@ impl KafkaTopics {
             config: self.config.topic_config.clone(),
             ..TopicSpec::new(name, 1)
         })
+    }
+
+    /// Delete the pipeline's source, destination, fail and heartbeat
+    /// topics (a retired fleet spec's); failures are logged.
+    pub fn delete_pipeline_topics(&self) {
+        self.delete_topics(&[self.source(), self.dest(), self.fail(), self.heartbeats()]);
     }
 
     /// The heartbeat topic: one partition, an hour of history.

@@ -191,7 +191,7 @@ pub(super) fn dead_letter(
     source: Option<(&str, i32, i64)>,
     tag: Tag,
 ) -> Result<(), MessengerError> {
-    let headers = dead_letter_headers(failure, source);
+    let headers = dead_letter_headers(failure, source, doc.run_id());
     let body = topics.dead_letter_body(doc);
     produce(
         producer,
@@ -240,6 +240,7 @@ pub(super) fn raw_dead_letter(
     let headers = dead_letter_headers(
         failure,
         Some((topic, message.partition(), message.offset())),
+        header(message, RUN_ID),
     );
     let key = message
         .key()
@@ -271,6 +272,7 @@ pub(super) fn millis_now() -> i64 {
 pub(super) fn dead_letter_headers(
     failure: &Failure,
     source: Option<(&str, i32, i64)>,
+    run_id: Option<&str>,
 ) -> OwnedHeaders {
     let attempts = failure.attempts.to_string();
     let time = millis_now().to_string();
@@ -294,6 +296,13 @@ pub(super) fn dead_letter_headers(
             key: "weir.time_ms",
             value: Some(time.as_bytes()),
         });
+    // The run it failed in: a fleet run's control plane keeps its own.
+    if let Some(run_id) = run_id {
+        headers = headers.insert(Header {
+            key: RUN_ID,
+            value: Some(run_id.as_bytes()),
+        });
+    }
     if let Some((topic, partition, offset)) = source {
         let (partition, offset) = (partition.to_string(), offset.to_string());
         headers = headers
