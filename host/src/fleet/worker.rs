@@ -255,7 +255,7 @@ impl FleetWorker {
             tenant: spec.tenant.clone(),
             config: spec.config.clone(),
             pipeline: pipeline.to_owned(),
-            kafka: self.fleet.kafka_for(&spec),
+            kafka: self.fleet.kafka_for(spec),
             pairs,
         };
         let started = start_child(&self.process, &job);
