@@ -486,6 +486,96 @@ fn runs_survive_a_fleet_worker_and_the_leading_control_plane_killed_mid_run() {
     standby.kill_hard();
 }
 
+#[test]
+fn a_fleet_run_is_paused_resumed_and_stopped_through_the_api() {
+    let fleet = Fleet::new();
+    let mut plane = fleet.control_plane(0);
+    let url = fleet.leading(0, Duration::from_secs(90));
+    let mut worker = fleet.worker(0);
+    let call = |method: &str, path: &str| {
+        request(
+            method,
+            &format!("{url}/api/runs{path}"),
+            Some(token("ta")),
+            "",
+        )
+    };
+    let (status, run) = request(
+        "POST",
+        &format!("{url}/api/runs"),
+        Some(token("ta")),
+        &fleet.run_config("ta"),
+    );
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().expect("id").to_owned();
+    let published = || {
+        call("GET", &format!("/{id}")).1["counts"]["published"]
+            .as_u64()
+            .unwrap_or_default()
+    };
+    let wait_published = |at_least: u64| {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while published() < at_least {
+            assert!(
+                Instant::now() < deadline,
+                "no progress\n{}\n{}",
+                fleet.log_text("serve-0"),
+                fleet.log_text("fleet-0")
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    wait_published(100);
+
+    // Paused, the run's connector publishes nothing (at 100 a second, a
+    // second and a half would be 150 more).
+    let (status, paused) = call("POST", &format!("/{id}/pause"));
+    assert_eq!(
+        (status, paused["status"].as_str()),
+        (200, Some("paused")),
+        "{paused}"
+    );
+    let at_pause = published();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        published() <= at_pause + 1,
+        "publishing went on while paused"
+    );
+    let (status, resumed) = call("POST", &format!("/{id}/resume"));
+    assert_eq!(
+        (status, resumed["status"].as_str()),
+        (200, Some("running")),
+        "{resumed}"
+    );
+    wait_published(at_pause + 100);
+
+    // Stopped, it ends interrupted, before its end, with what it published
+    // accounted for.
+    let (status, stopping) = call("POST", &format!("/{id}/stop"));
+    assert_eq!(status, 200, "{stopping}");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let run = loop {
+        let (_, run) = call("GET", &format!("/{id}"));
+        if !["running", "paused", "stopping"].contains(&run["status"].as_str().unwrap_or_default())
+        {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "the run did not stop: {run}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(run["status"], "interrupted", "{run}");
+    let counts = &run["counts"];
+    let published = counts["published"].as_u64().expect("published");
+    assert!(published < DOCS, "{run}");
+    assert!(
+        counts["indexed"].as_u64().expect("indexed") + counts["failed"].as_u64().expect("failed")
+            <= published,
+        "{run}"
+    );
+    assert!(worker.stop(), "the fleet worker stops cleanly");
+    plane.kill_hard();
+}
+
 /// The tenants' pipeline topics on the broker (not their connector state,
 /// which outlives a spec).
 fn pipeline_topics() -> Vec<String> {

@@ -288,12 +288,15 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--plugins", default="plugins/dist")
     parser.add_argument("--kafka")
+    parser.add_argument("--keep", help="keep the work directory (logs) here")
     args = parser.parse_args()
     weir, plugins = os.path.abspath(args.weir), os.path.abspath(args.plugins)
     kafka, started = kafka_address(args)
     runs, fleets = [], []
     try:
-        with tempfile.TemporaryDirectory() as work:
+        with tempfile.TemporaryDirectory() as temp:
+            work = os.path.abspath(args.keep) if args.keep else temp
+            os.makedirs(work, exist_ok=True)
             fleet = Fleet(weir, work, plugins, kafka)
             roles = Roles(fleet.serve.pid, fleet.fleet.pid)
             try:

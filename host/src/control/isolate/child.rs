@@ -99,7 +99,9 @@ pub fn serve_run() -> u8 {
         runner.run_validated(&plugins, &live.id)
     }));
     if let Some(letters) = letters {
+        tracing::debug!("the run has ended: reading the last of its dead letters");
         letters.finish();
+        tracing::debug!("the run's dead letters are kept");
     }
     let record = supervise::ended(&live, outcome);
     drop(done);

@@ -98,6 +98,10 @@ pub fn follow_run_letters(
 /// commits nothing and changes nothing.
 struct Reader {
     consumer: BaseConsumer<Quiet>,
+    /// Asks where partitions end. Not `consumer`: a broker answers one
+    /// connection's requests in order, so each question would wait behind
+    /// the consumer's fetch (up to `fetch.wait.max.ms`, 500 ms) in flight.
+    watermarks: BaseConsumer<Quiet>,
     topic: String,
     partitions: Vec<i32>,
 }
@@ -105,10 +109,13 @@ struct Reader {
 impl Reader {
     fn new(topics: &KafkaTopics) -> Result<Self, MessengerError> {
         let topic = topics.fail();
-        let consumer: BaseConsumer<Quiet> = topics
-            .consumer_config(&format!("weir-letters-{}", std::process::id()))
-            .create_with_context(Quiet)
-            .map_err(transport)?;
+        let client = || -> Result<BaseConsumer<Quiet>, MessengerError> {
+            topics
+                .consumer_config(&format!("weir-letters-{}", std::process::id()))
+                .create_with_context(Quiet)
+                .map_err(transport)
+        };
+        let (consumer, watermarks) = (client()?, client()?);
         let metadata = consumer
             .fetch_metadata(Some(&topic), TIMEOUT)
             .map_err(transport)?;
@@ -127,6 +134,7 @@ impl Reader {
         consumer.assign(&assignment).map_err(transport)?;
         Ok(Self {
             consumer,
+            watermarks,
             topic,
             partitions,
         })
@@ -138,7 +146,7 @@ impl Reader {
         let mut ends = Vec::new();
         for &p in &self.partitions {
             let (low, high) = self
-                .consumer
+                .watermarks
                 .fetch_watermarks(&self.topic, p, TIMEOUT)
                 .map_err(transport)?;
             if high > low {
