@@ -33,7 +33,6 @@ lives in a temporary directory.
 import argparse
 import json
 import os
-import re
 import signal
 import statistics
 import subprocess
@@ -44,6 +43,8 @@ import time
 import urllib.error
 import urllib.request
 
+from weir_api import call, calm_run, processes
+
 TOKEN, ADMIN, FLEET = "bench-tenant-token-0123", "bench-admin-token-0123", "bench-fleet-token-0123"
 TICK = os.sysconf("SC_CLK_TCK")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -51,23 +52,7 @@ BROKER = os.path.join(HERE, "..", "kafka", "broker.sh")
 
 
 def pipeline(docs, plugins=""):
-    """The run's config; plugin paths under `plugins` (a `weir run`) or
-    named (weir serve finds them in its plugin_dir)."""
-    at = (plugins + "/") if plugins else ""
-    return f"""
-[worker]
-threads = 2
-[[connectors]]
-name = "gen"
-pipeline = "bench"
-plugin = {{ path = "{at}generator_connector.wasm", config = {{ count = {docs}, fields = {{ title = "  a title  " }} }} }}
-[[pipelines]]
-name = "bench"
-stages = [{{ name = "trim", plugin = {{ path = "{at}trim_whitespace.wasm", config = {{ fields = ["title"] }} }} }}]
-[indexer]
-batch_size = 500
-plugin = {{ path = "{at}nop_indexer.wasm" }}
-"""
+    return calm_run(docs, "bench", plugins)
 
 
 def operator(work, plugins, port, kafka, name):
@@ -106,23 +91,6 @@ def cpu_ticks(pid):
         return int(fields[11]) + int(fields[12])  # utime + stime
     except (OSError, IndexError, ValueError):
         return None
-
-
-def processes():
-    """pid -> (parent pid, command line) of every process."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                parent = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, IndexError, ValueError):
-            continue
-        found[int(entry)] = (parent, cmdline)
-    return found
 
 
 class Roles:
@@ -211,17 +179,7 @@ class Fleet:
             return False
 
     def call(self, method, path, token, body=None):
-        request = urllib.request.Request(
-            self.url + path,
-            data=body.encode() if body is not None else None,
-            method=method,
-            headers={"Authorization": f"Bearer {token}"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=30) as answer:
-                return answer.status, json.loads(answer.read())
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
+        return call(self.url, method, path, token, body)
 
     def run(self, text):
         """Submit `text`; (seconds from submission to the end, the run)."""

@@ -36,8 +36,8 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
+
+from weir_api import call, calm_run, processes
 
 CALM, HOSTILE = "calm-token-0123456789", "hostile-token-0123456789"
 
@@ -67,23 +67,6 @@ pipelines = ["hostile"]
 plugins = ["test_connector.wasm", "hostile_stage.wasm", "nop_indexer.wasm"]
 limits = {{ call_timeout = "2s" }}
 {cpus}
-"""
-
-
-def calm_run(docs):
-    return f"""
-[worker]
-threads = 2
-[[connectors]]
-name = "gen"
-pipeline = "calm"
-plugin = {{ path = "generator_connector.wasm", config = {{ count = {docs}, fields = {{ title = "  a title  " }} }} }}
-[[pipelines]]
-name = "calm"
-stages = [{{ name = "trim", plugin = {{ path = "trim_whitespace.wasm", config = {{ fields = ["title"] }} }} }}]
-[indexer]
-batch_size = 500
-plugin = {{ path = "nop_indexer.wasm" }}
 """
 
 
@@ -125,17 +108,7 @@ class Server:
         raise SystemExit("weir serve did not start")
 
     def call(self, method, path, token, body=None):
-        request = urllib.request.Request(
-            self.url + path,
-            data=body.encode() if body is not None else None,
-            method=method,
-            headers={"Authorization": f"Bearer {token}"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=30) as answer:
-                return answer.status, json.loads(answer.read())
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
+        return call(self.url, method, path, token, body)
 
     def submit(self, token, text):
         status, run = self.call("POST", "/api/runs", token, text)
@@ -155,17 +128,8 @@ class Server:
 
     def family(self):
         """The server's pid and its run processes'."""
-        pids = [self.proc.pid]
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open(f"/proc/{entry}/stat") as f:
-                        parent = int(f.read().rsplit(")", 1)[1].split()[1])
-                except (OSError, IndexError, ValueError):
-                    continue
-                if parent == self.proc.pid:
-                    pids.append(int(entry))
-        return pids
+        children = [p for p, (parent, _) in processes().items() if parent == self.proc.pid]
+        return [self.proc.pid] + children
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
