@@ -118,26 +118,22 @@ kafka = {{ bootstrap_servers = {bootstrap:?}, heartbeat_interval = "500ms", cons
     }
 
     fn control_plane(&self, n: usize) -> Proc {
-        let config = self.operator(n).display().to_string();
-        let name = format!("serve-{n}");
-        Proc::start(
-            &name,
-            Path::new(WEIR),
-            &["serve", &config],
-            &Self::envs(),
-            &self.log(&name),
-        )
+        self.start(&format!("serve-{n}"), "serve", n)
     }
 
     fn worker(&self, n: usize) -> Proc {
-        let config = self.operator(0).display().to_string();
-        let name = format!("fleet-{n}");
+        self.start(&format!("fleet-{n}"), "fleet", 0)
+    }
+
+    /// `weir <command>` on operator file `operator`, logging to `name`.
+    fn start(&self, name: &str, command: &str, operator: usize) -> Proc {
+        let config = self.operator(operator).display().to_string();
         Proc::start(
-            &name,
+            name,
             Path::new(WEIR),
-            &["fleet", &config],
+            &[command, &config],
             &Self::envs(),
-            &self.log(&name),
+            &self.log(name),
         )
     }
 
@@ -176,6 +172,20 @@ stages = [{{ name = "hostile", plugin = {{ path = "hostile_stage.wasm" }} }}]
 "#,
             out = out.display().to_string(),
         )
+    }
+
+    /// The topic prefixes of this fleet's specs, as its workers logged the
+    /// topics they serve (other tests' fleets share the broker).
+    fn prefixes(&self) -> BTreeSet<String> {
+        (0..4)
+            .flat_map(|n| {
+                let log = self.log_text(&format!("fleet-{n}"));
+                log.match_indices("topic=w")
+                    .filter_map(|(at, _)| log.get(at + 6..at + 6 + 18))
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     }
 
     /// The distinct ids tenant `tenant`'s indexers recorded, and the lines.
@@ -223,8 +233,6 @@ fn token(tenant: &str) -> &'static str {
 #[test]
 fn runs_survive_a_fleet_worker_and_the_leading_control_plane_killed_mid_run() {
     let fleet = Fleet::new();
-    // Those of earlier tests on this broker are not this test's to retire.
-    let earlier = pipeline_topics();
     let mut first = fleet.control_plane(0);
     let url = fleet.leading(0, Duration::from_secs(90));
     let mut standby = fleet.control_plane(1);
@@ -454,6 +462,9 @@ fn runs_survive_a_fleet_worker_and_the_leading_control_plane_killed_mid_run() {
 
     // Idle for fleet.retire_after, the specs retire: the workers stop
     // serving their pipelines, and their topics are deleted.
+    let prefixes = fleet.prefixes();
+    assert_eq!(prefixes.len(), 2, "one spec per tenant: {prefixes:?}");
+    assert_eq!(pipeline_topics(&prefixes).len(), 8, "4 topics per spec");
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let (_, view) = request("GET", &format!("{url}/api/fleet"), Some(ADMIN), "");
@@ -464,8 +475,7 @@ fn runs_survive_a_fleet_worker_and_the_leading_control_plane_killed_mid_run() {
             .filter(|w| w["alive"] == true)
             .map(|w| w["pipelines"].as_array().map_or(0, Vec::len))
             .sum();
-        let mut topics = pipeline_topics();
-        topics.retain(|t| !earlier.contains(t));
+        let topics = pipeline_topics(&prefixes);
         if view["pipelines"].as_array().is_some_and(Vec::is_empty)
             && served == 0
             && topics.is_empty()
@@ -576,9 +586,9 @@ fn a_fleet_run_is_paused_resumed_and_stopped_through_the_api() {
     plane.kill_hard();
 }
 
-/// The tenants' pipeline topics on the broker (not their connector state,
-/// which outlives a spec).
-fn pipeline_topics() -> Vec<String> {
+/// The pipeline topics on the broker behind `prefixes` (not connector
+/// state, which outlives a spec).
+fn pipeline_topics(prefixes: &BTreeSet<String>) -> Vec<String> {
     use rdkafka::consumer::{BaseConsumer, Consumer};
     let consumer: BaseConsumer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", kafka_bootstrap())
@@ -591,11 +601,7 @@ fn pipeline_topics() -> Vec<String> {
         .topics()
         .iter()
         .map(|t| t.name().to_owned())
-        .filter(|t| {
-            TOKENS
-                .iter()
-                .any(|(tenant, _)| t.contains(&format!("{tenant}-books_")))
-        })
+        .filter(|t| prefixes.iter().any(|p| t.starts_with(p.as_str())))
         .filter(|t| !t.ends_with("_state"))
         .collect()
 }

@@ -199,10 +199,25 @@ impl Fleet {
             .partition(|(at, _)| now.saturating_duration_since(*at) >= TOPICS_OUTLIVE_SPEC);
         *retiring = wait;
         drop(retiring);
-        for (_, spec) in gone {
-            for pipeline in &spec.pipelines {
-                KafkaTopics::new(self.config.kafka_for(&spec), pipeline).delete_pipeline_topics();
-            }
+        if gone.is_empty() {
+            return;
+        }
+        // Deleting waits on the cluster (up to 30 s): not on the caller's
+        // thread, which samples the runs' throughput.
+        let topics: Vec<KafkaTopics> = gone
+            .iter()
+            .flat_map(|(_, spec)| {
+                let kafka = self.config.kafka_for(spec);
+                spec.pipelines
+                    .iter()
+                    .map(move |pipeline| KafkaTopics::new(kafka.clone(), pipeline))
+            })
+            .collect();
+        let deleting = std::thread::Builder::new()
+            .name("weir-retire-topics".into())
+            .spawn(move || topics.iter().for_each(KafkaTopics::delete_pipeline_topics));
+        if let Err(e) = deleting {
+            tracing::warn!(error = %e, "cannot delete retired specs' topics");
         }
     }
 
