@@ -85,6 +85,20 @@ fn report_invalid(path: &Path, errors: &ConfigErrors) -> u8 {
     EXIT_INVALID_CONFIG
 }
 
+/// A local runner for `path` with its plugins validated, or the exit
+/// code of a config that is invalid (already reported) or cannot be set up.
+pub(super) fn prepare_validated_local(
+    path: &Path,
+) -> Result<(Runner, weir::run::LoadedPlugins), u8> {
+    prepare_validated(path, Mode::Local).map_err(|stopped| match stopped {
+        Stopped::Invalid => EXIT_INVALID_CONFIG,
+        Stopped::Error(e) => {
+            eprintln!("error: {e:#}");
+            RunStatus::Failure.exit_code()
+        }
+    })
+}
+
 /// `weir validate`.
 pub(super) fn validate(path: &Path) -> anyhow::Result<u8> {
     stopped(prepare_validated(path, Mode::Local).map(|_| {

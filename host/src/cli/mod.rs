@@ -184,7 +184,14 @@ enum Command {
         /// The pipeline; may be left out when the config has only one.
         pipeline: Option<String>,
     },
-    /// Run one plugin in the sandbox on documents and print what it did.
+    /// Run one plugin in the sandbox on documents and print what it did;
+    /// or, given a run config (.toml), run its pipeline tests.
+    ///
+    /// `weir test run.toml [--cases run.cases.toml]` runs each case of the
+    /// cases file through its pipeline's stages (nothing is indexed) and
+    /// compares what came out with what the case expects: exit 0 when every
+    /// case passes, 1 with each difference when one does not, 2 when the
+    /// config or the cases file is invalid.
     ///
     /// A stage gets each document of --input and prints the documents it
     /// passes on (children first) and its CREATE, DROP and FAIL events; an
@@ -195,8 +202,13 @@ enum Command {
     /// plugin's config is invalid, 4 when the plugin cannot be loaded or
     /// fails fatally.
     Test {
-        /// The plugin component (.wasm); its kind is read from its exports.
+        /// The plugin component (.wasm), its kind read from its exports; or
+        /// a run config (.toml) whose pipeline tests to run.
         plugin: PathBuf,
+        /// Pipeline tests: the cases file (default: beside the config,
+        /// `<name>.cases.toml`).
+        #[arg(long)]
+        cases: Option<PathBuf>,
         /// Documents for a stage or an indexer: one JSON object with an `id` per line.
         #[arg(long)]
         input: Option<PathBuf>,
@@ -303,8 +315,14 @@ fn execute(
     use weir::topology::serving::Role;
     match command {
         Command::Validate { config } => commands::validate(&config),
+        Command::Test { plugin, cases, .. }
+            if cases.is_some() || plugin.extension().is_some_and(|e| e == "toml") =>
+        {
+            plugin_test::test_pipeline(&plugin, cases)
+        }
         Command::Test {
             plugin,
+            cases: _,
             input,
             config,
             expect,

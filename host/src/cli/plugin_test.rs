@@ -1,5 +1,5 @@
 //! `weir test`: one plugin in the sandbox on documents, its transcript
-//! printed or compared with what is expected.
+//! printed or compared with what is expected; or a config's pipeline tests.
 
 use std::path::{Path, PathBuf};
 
@@ -87,4 +87,54 @@ fn plugin_settings(config: &str) -> anyhow::Result<serde_json::Value> {
         return serde_json::to_value(table).context("TOML settings as JSON");
     }
     serde_json::from_str(&text).with_context(|| format!("{config} is not valid JSON"))
+}
+
+/// `weir test <config> [--cases <file>]`: every case of the cases file
+/// through its pipeline; a line per case, the differences of those that fail.
+pub(super) fn test_pipeline(config: &Path, cases: Option<PathBuf>) -> anyhow::Result<u8> {
+    use weir::testing::pipeline::{Cases, cases_beside};
+    let cases_path = cases.unwrap_or_else(|| cases_beside(config));
+    let cases = match Cases::load(&cases_path) {
+        Ok(cases) => cases,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(EXIT_INVALID_CONFIG);
+        }
+    };
+    let (runner, plugins) = match super::commands::prepare_validated_local(config) {
+        Ok(prepared) => prepared,
+        Err(code) => return Ok(code),
+    };
+    let results = match cases.run(&cases_path, &runner, &plugins) {
+        Ok(results) => results,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(EXIT_INVALID_CONFIG);
+        }
+    };
+    let failed = results.iter().filter(|r| r.outcome.is_err()).count();
+    for result in &results {
+        match &result.outcome {
+            Ok(()) => println!("ok      {}", result.name),
+            Err(mismatch) => println!("FAILED  {}\n{}\n", result.name, indent(&mismatch.report)),
+        }
+    }
+    println!(
+        "{}: {} of {} cases passed",
+        cases_path.display(),
+        results.len() - failed,
+        results.len()
+    );
+    Ok(if failed == 0 {
+        0
+    } else {
+        RunStatus::Failure.exit_code()
+    })
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|line| format!("    {line}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

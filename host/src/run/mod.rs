@@ -7,6 +7,7 @@
 //! cannot start, a connector lifecycle error, a fatal plugin error, a
 //! timeout) stop the run, and later connectors do not start.
 
+mod cases;
 mod connector;
 mod dead_letters;
 mod indexer;
@@ -26,6 +27,7 @@ mod worker;
 
 pub use crate::telemetry::{CpuSummary, RunStats, StageSummary, StatsSnapshot};
 use dead_letters::DeadLetterFile;
+pub use cases::Span;
 pub use dead_letters::{DeadLetter, read_dead_letters};
 pub use outcome::{ConnectorResult, RunResult, RunStatus};
 pub use serve::Shutdown;

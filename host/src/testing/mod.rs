@@ -27,6 +27,7 @@
 //!   an indexer's failures add `status` when the backend gave one;
 //! - `{"event": "ERROR", "call": ..., "message": ...}`: a connector call failed.
 
+pub mod pipeline;
 pub mod recording;
 mod state;
 
