@@ -133,15 +133,28 @@ fn run_with_controls(
     })
 }
 
+/// How `weir run` runs.
+pub(super) struct RunOptions<'a> {
+    pub(super) mode: Mode,
+    pub(super) full: bool,
+    pub(super) no_progress: bool,
+    pub(super) resume: Option<&'a str>,
+    pub(super) watch: bool,
+}
+
 /// `weir run`.
 pub(super) fn run(
     path: &Path,
-    mode: Mode,
-    full: bool,
-    no_progress: bool,
-    resume: Option<&str>,
+    options: RunOptions<'_>,
     metrics_addr: Option<&str>,
 ) -> anyhow::Result<u8> {
+    let RunOptions {
+        mode,
+        full,
+        no_progress,
+        resume,
+        watch,
+    } = options;
     let prepared = match resume {
         None => prepare_validated(path, mode),
         Some(_) if mode != Mode::Kafka => {
@@ -162,7 +175,13 @@ pub(super) fn run(
     stopped(prepared.and_then(|(runner, plugins)| {
         let runner = runner.with_full_sync(full);
         run_with_controls(&runner, metrics_addr, no_progress, || {
-            Ok(runner.run_validated(&plugins, &run_id))
+            super::reload::reloading(&runner, path, watch, || {
+                runner.run_validated(&plugins, &run_id)
+            })
+            .map_err(|e| {
+                eprintln!("error: {e:#}");
+                RunStatus::Failure.exit_code()
+            })
         })
     }))
 }
@@ -238,6 +257,7 @@ pub(super) fn serve(
     pipeline: Option<String>,
     role: Role,
     metrics_addr: Option<&str>,
+    watch: bool,
 ) -> anyhow::Result<u8> {
     let (runner, plugins) = match prepare_validated(path, Mode::Kafka) {
         Ok(prepared) => prepared,
@@ -262,7 +282,10 @@ pub(super) fn serve(
         handler.trigger();
     })?;
     on_pause_signals(runner.pauser())?;
-    match serving::serve(&runner, &plugins, &pipeline, role, &shutdown, &health)? {
+    let served = super::reload::reloading(&runner, path, watch, || {
+        serving::serve(&runner, &plugins, &pipeline, role, &shutdown, &health)
+    })??;
+    match served {
         Ok(()) => {
             tracing::info!("stopped");
             Ok(0)

@@ -5,6 +5,7 @@
 
 mod commands;
 mod plugin_test;
+mod reload;
 mod scaffold;
 mod signals;
 mod summary;
@@ -50,7 +51,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
     about = "Moves documents from sources into search engines through sandboxed WebAssembly plugins."
 )]
 #[command(
-    after_help = "Exit codes: 0 success, 1 run failed (or stalled), 2 invalid config or usage, 3 partial success (some documents failed), 130 interrupted.\nSIGINT/SIGTERM: `weir run` stops its connector and waits up to runner.grace_period for documents in flight, then prints its summary; a second signal stops at once. Serving processes finish the document at hand and commit what is complete.\nSIGUSR1 pauses `weir run` (connectors wait to publish, workers stop taking documents, what is in flight finishes, the stall clock stops) and a serving worker; SIGUSR2 resumes.\nLogs go to stderr; set RUST_LOG (e.g. RUST_LOG=weir=debug) to change what is logged."
+    after_help = "Exit codes: 0 success, 1 run failed (or stalled), 2 invalid config or usage, 3 partial success (some documents failed), 130 interrupted.\nSIGINT/SIGTERM: `weir run` stops its connector and waits up to runner.grace_period for documents in flight, then prints its summary; a second signal stops at once. Serving processes finish the document at hand and commit what is complete.\nSIGUSR1 pauses `weir run` (connectors wait to publish, workers stop taking documents, what is in flight finishes, the stall clock stops) and a serving worker; SIGUSR2 resumes.\nSIGHUP reloads the config of `weir run`, `weir worker` and `weir worker-indexer` (pipelines' stages: new documents run on the new stages, those in flight finish on the old; an invalid change is refused with every problem, and the old config goes on).\nLogs go to stderr; set RUST_LOG (e.g. RUST_LOG=weir=debug) to change what is logged."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -134,6 +135,12 @@ enum Command {
         /// its start, so the summary is the whole run's.
         #[arg(long, value_name = "RUN_ID")]
         resume: Option<String>,
+        /// Reload the config when it or a stage plugin changes on disk (as
+        /// SIGHUP does): new documents run on the new stages, those in
+        /// flight finish on the old; a change that is invalid, or that
+        /// touches more than pipelines' stages, is refused and logged.
+        #[arg(long)]
+        watch: bool,
     },
     /// Send the documents of a dead-letter file through their pipelines again,
     /// as a new local run (the same stages and indexer, per the config).
@@ -165,6 +172,9 @@ enum Command {
         config: PathBuf,
         /// The pipeline; may be left out when the config has only one.
         pipeline: Option<String>,
+        /// Reload the config when it or a stage plugin changes (as SIGHUP does).
+        #[arg(long)]
+        watch: bool,
     },
     /// Kafka mode: index documents of a pipeline's destination topic until stopped.
     Indexer {
@@ -183,6 +193,9 @@ enum Command {
         config: PathBuf,
         /// The pipeline; may be left out when the config has only one.
         pipeline: Option<String>,
+        /// Reload the config when it or a stage plugin changes (as SIGHUP does).
+        #[arg(long)]
+        watch: bool,
     },
     /// Run one plugin in the sandbox on documents and print what it did;
     /// or, given a run config (.toml), run its pipeline tests.
@@ -351,27 +364,35 @@ fn execute(
         Command::ServeRun => Ok(weir::control::isolate::serve_run()),
         Command::FleetPipeline => Ok(weir::fleet::pipeline::serve_pipeline()),
         Command::Fleet { config } => commands::fleet(&config, metrics_addr, log_format.name()),
-        Command::Worker { config, pipeline } => {
-            commands::serve(&config, pipeline, Role::Worker, metrics_addr)
-        }
+        Command::Worker {
+            config,
+            pipeline,
+            watch,
+        } => commands::serve(&config, pipeline, Role::Worker, metrics_addr, watch),
         Command::Indexer { config, pipeline } => {
-            commands::serve(&config, pipeline, Role::Indexer, metrics_addr)
+            commands::serve(&config, pipeline, Role::Indexer, metrics_addr, false)
         }
-        Command::WorkerIndexer { config, pipeline } => {
-            commands::serve(&config, pipeline, Role::Pairs, metrics_addr)
-        }
+        Command::WorkerIndexer {
+            config,
+            pipeline,
+            watch,
+        } => commands::serve(&config, pipeline, Role::Pairs, metrics_addr, watch),
         Command::Run {
             config,
             mode,
             full,
             no_progress,
             resume,
+            watch,
         } => commands::run(
             &config,
-            mode.into(),
-            full,
-            no_progress,
-            resume.as_deref(),
+            commands::RunOptions {
+                mode: mode.into(),
+                full,
+                no_progress,
+                resume: resume.as_deref(),
+                watch,
+            },
             metrics_addr,
         ),
         Command::Replay {

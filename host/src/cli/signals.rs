@@ -30,12 +30,21 @@ pub(super) fn on_signal(action: impl Fn() + Send + 'static) -> anyhow::Result<()
     *lock() = Some(Box::new(action));
     INSTALLED
         .get_or_init(|| {
-            ctrlc::set_handler(move || {
-                if let Some(action) = &*lock() {
-                    action();
-                }
-            })
-            .map_err(|e| e.to_string())
+            // SIGINT and SIGTERM only: SIGHUP reloads (see `reload`).
+            use signal_hook::consts::{SIGINT, SIGTERM};
+            let mut signals =
+                signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).map_err(|e| e.to_string())?;
+            std::thread::Builder::new()
+                .name("weir-signals".into())
+                .spawn(move || {
+                    for _ in signals.forever() {
+                        if let Some(action) = &*lock() {
+                            action();
+                        }
+                    }
+                })
+                .map(|_| ())
+                .map_err(|e| e.to_string())
         })
         .clone()
         .map_err(|e| anyhow::anyhow!("cannot install the signal handler: {e}"))

@@ -241,6 +241,11 @@ impl Default for Cancel {
 }
 
 impl Cancel {
+    /// Whether both cancel the same instance's calls.
+    pub fn same(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     pub fn cancel(&self) {
         self.0.send_replace(true);
     }

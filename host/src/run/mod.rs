@@ -14,6 +14,7 @@ mod indexer;
 mod outcome;
 mod pipeline;
 mod publisher;
+mod reload;
 mod replay;
 mod retry;
 mod serve;
@@ -29,6 +30,7 @@ pub use crate::telemetry::{CpuSummary, RunStats, StageSummary, StatsSnapshot};
 use dead_letters::DeadLetterFile;
 pub use cases::Span;
 pub use dead_letters::{DeadLetter, read_dead_letters};
+pub use reload::{ReloadRefused, Reloaded};
 pub use outcome::{ConnectorResult, RunResult, RunStatus};
 pub use serve::Shutdown;
 pub use state::SqliteStates;
@@ -60,6 +62,8 @@ pub struct Runner {
     states: Arc<dyn crate::core::state::StateStores>,
     /// Connectors send everything again (`weir run --full`).
     full_sync: bool,
+    /// The stages reloads handed the workers.
+    reloads: reload::Reloads,
 }
 
 impl std::fmt::Debug for Runner {
@@ -103,6 +107,7 @@ impl Runner {
                 .map(|rate| Arc::new(Throttle::new(rate))),
             states: Arc::new(Arc::<crate::core::state::MemoryStates>::default()),
             full_sync: false,
+            reloads: reload::Reloads::default(),
             config,
         }
     }

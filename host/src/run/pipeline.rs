@@ -118,6 +118,8 @@ impl Runner {
                     retry,
                     dead_letters: dead_letters.cloned(),
                     pause: self.pause.clone(),
+                    reloads: self.reloads.clone(),
+                    generation: super::reload::FIRST_GENERATION,
                 };
                 spawn_in_span(scope, &format!("weir-worker-{i}"), move || worker.run())
             })

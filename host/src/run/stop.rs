@@ -89,6 +89,12 @@ impl Abort {
         calls.cancels.push(cancel);
     }
 
+    /// Stop watching the instance `cancel` belongs to (it was replaced).
+    pub(crate) fn unwatch_calls(&self, cancel: Cancel) {
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        calls.cancels.retain(|c| !c.same(&cancel));
+    }
+
     /// Stop every watched instance's call in progress, and the calls they
     /// make after until each is reset (for its closing `stop` or `close`,
     /// each under its own deadline): a run that must end ends now, not when

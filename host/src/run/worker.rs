@@ -83,6 +83,10 @@ pub(crate) struct Worker {
     pub(crate) dead_letters: Option<Arc<DeadLetterFile>>,
     /// While paused, nothing is polled.
     pub(crate) pause: super::Pause,
+    /// New stages a reload hands the workers, and the generation this
+    /// worker runs.
+    pub(crate) reloads: super::reload::Reloads,
+    pub(crate) generation: u64,
 }
 
 impl Worker {
@@ -90,6 +94,7 @@ impl Worker {
     pub(crate) fn run(mut self) {
         let stats = Arc::clone(&self.stats);
         let _cpu = telemetry::ThreadCpu::count_into(&stats.worker_cpu_nanos);
+        let _counted = self.reloads.worker();
         for stage in &self.stages {
             self.abort.watch_calls(stage.instance.canceller());
         }
@@ -126,6 +131,13 @@ impl Worker {
                 }
             }
             let closed = self.gather(gather, &mut docs).map_err(messenger_error)?;
+            // Between batches, with nothing in hand but what was just
+            // gathered: new stages take these documents.
+            if let Some(set) = self.reloads.newer(self.generation) {
+                self.switch(&set);
+                gather = gathering(&self.stages);
+                gather.size = gather.size.min(self.messenger.max_in_hand()).max(1);
+            }
             if docs.is_empty() {
                 if closed {
                     return Ok(());
@@ -165,6 +177,40 @@ impl Worker {
                 return Ok(());
             }
         }
+    }
+
+    /// Take up the stages of `set` (see [`super::reload`]): new instances,
+    /// when this worker's pipeline changed, the old ones stopped.
+    fn switch(&mut self, set: &super::reload::StageSet) {
+        let generation = set.generation;
+        if set.changed_since(&self.pipeline, self.generation) {
+            match super::pipeline::start_stages(&set.plugins, &set.config, &self.scope) {
+                Ok(mut stages) => {
+                    for slot in &mut stages {
+                        slot.stats = self.stats.stage(&self.pipeline, &slot.name);
+                        self.abort.watch_calls(slot.instance.canceller());
+                    }
+                    for mut old in std::mem::replace(&mut self.stages, stages) {
+                        self.abort.unwatch_calls(old.instance.canceller());
+                        if let Err(e) = old.instance.stop() {
+                            tracing::warn!(stage = %old.name, error = %e, "stage stop failed");
+                        }
+                    }
+                    tracing::info!(generation, "worker switched to the reloaded stages");
+                }
+                Err(error) => {
+                    // Validated, so rare (an instance the machine could not
+                    // hold): this worker goes on as it was, and is not
+                    // counted as switched.
+                    tracing::error!(generation, %error, "the reloaded stages could not start; this worker goes on with the old ones");
+                    self.generation = generation;
+                    return;
+                }
+            }
+        }
+        self.generation = generation;
+        self.scope.stages_generation(generation);
+        self.reloads.switched(set);
     }
 
     /// Poll up to `gather.size` documents into `docs`: the first within

@@ -69,11 +69,38 @@ const HTTP_CONNECTIONS_REFUSED: &str = "weir_http_connections_refused_total";
 /// `weir serve` API requests answered 429 by a rate limit, by who sent them
 /// (a tenant, `operator`, or `unknown` for unknown tokens).
 const API_REQUESTS_LIMITED: &str = "weir_api_requests_limited_total";
+/// Config reloads this process was asked for, by outcome (`applied`,
+/// `unchanged`, `refused`).
+const CONFIG_RELOADS: &str = "weir_config_reloads_total";
+/// The config generation a pipeline's workers in this process run (1 at
+/// start, one more for each applied reload that changed the pipeline).
+const STAGES_GENERATION: &str = "weir_stages_generation";
+/// Documents a shadow stage ran on, by whether its output was the live
+/// stage's (`same`, `differs`, `failed`: the shadow could not run).
+const SHADOW_DOCS: &str = "weir_shadow_documents_total";
+/// Documents a tap sent to its reader, or dropped when the reader was behind.
+const TAP_DOCS: &str = "weir_tap_documents_total";
 
 /// Describe every metric to the recorder (Prometheus' `# HELP` lines).
 pub(crate) fn describe() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
     describe_counter!(DOCS_PUBLISHED, "Documents published by connectors");
+    describe_counter!(
+        CONFIG_RELOADS,
+        "Config reloads asked for, by outcome (applied, unchanged, refused)"
+    );
+    describe_gauge!(
+        STAGES_GENERATION,
+        "The config generation a pipeline's workers in this process run"
+    );
+    describe_counter!(
+        SHADOW_DOCS,
+        "Documents a shadow stage ran on, by whether its output was the live stage's"
+    );
+    describe_counter!(
+        TAP_DOCS,
+        "Documents a tap sent to its reader (sent) or dropped for a slow reader (dropped)"
+    );
     describe_counter!(
         DOCS_PROCESSED,
         "Documents run through a pipeline by a worker"
@@ -185,6 +212,21 @@ impl Scope {
         counter!(DOCS_PUBLISHED, &self.with(&[("connector", connector)]))
     }
 
+    /// This process's workers of the pipeline now run config `generation`.
+    pub(crate) fn stages_generation(&self, generation: u64) {
+        gauge!(STAGES_GENERATION, &self.labels()).set(generation as f64);
+    }
+
+    /// A shadow of `stage` ran on a document: `outcome` is `same`,
+    /// `differs` or `failed`.
+    pub(crate) fn shadowed(&self, stage: &str, outcome: &'static str) {
+        counter!(
+            SHADOW_DOCS,
+            &self.with(&[("stage", stage), ("outcome", outcome)])
+        )
+        .increment(1);
+    }
+
     /// Documents published and not yet settled in this process's run.
     pub(crate) fn pending(&self) -> Gauge {
         gauge!(DOCS_PENDING, &self.labels())
@@ -294,6 +336,16 @@ pub(crate) fn http_refused(plugin: &str, tenant: Option<&str>, reason: &'static 
         "reason" => reason
     )
     .increment(1);
+}
+
+/// A config reload ended: `applied`, `unchanged` or `refused`.
+pub(crate) fn config_reloaded(outcome: &'static str) {
+    counter!(CONFIG_RELOADS, "outcome" => outcome).increment(1);
+}
+
+/// Documents a tap sent (`sent`) or dropped for a slow reader (`dropped`).
+pub(crate) fn tapped(outcome: &'static str, documents: u64) {
+    counter!(TAP_DOCS, "outcome" => outcome).increment(documents);
 }
 
 /// A Kafka consumer's lag on one partition, as librdkafka reports it.

@@ -1,0 +1,116 @@
+//! When a running process reloads its config: on SIGHUP, and with
+//! `--watch` when the config file or a stage plugin changes on disk.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, SystemTime};
+
+use weir::run::Runner;
+
+/// How often `--watch` looks at the files. A change is taken up once the
+/// files have stayed as they are for one look, so a plugin being copied
+/// in is not read half-written.
+const WATCH_EVERY: Duration = Duration::from_millis(500);
+
+/// Run `body` while SIGHUP (and, with `watch`, a change to `path` or a
+/// stage plugin) reloads `runner` from `path`.
+pub(super) fn reloading<T>(
+    runner: &Runner,
+    path: &Path,
+    watch: bool,
+    body: impl FnOnce() -> T,
+) -> anyhow::Result<T> {
+    let hangups = hangups()?;
+    let done = &AtomicBool::new(false);
+    Ok(std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("weir-reload".into())
+            .spawn_scoped(scope, move || {
+                let mut seen = watch.then(|| files(runner, path));
+                let mut settling = false;
+                while !done.load(Ordering::Acquire) {
+                    let asked = match hangups.recv_timeout(WATCH_EVERY) {
+                        Ok(()) => {
+                            tracing::info!(config = %path.display(), "SIGHUP: reloading the config");
+                            true
+                        }
+                        Err(mpsc::RecvTimeoutError::Timeout) => false,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                    };
+                    let changed = seen.as_mut().is_some_and(|seen| {
+                        let now = files(runner, path);
+                        let moved = now != *seen;
+                        *seen = now;
+                        // Changed at the last look and still since: settled.
+                        let settled = settling && !moved;
+                        settling = moved;
+                        settled
+                    });
+                    if changed {
+                        tracing::info!(config = %path.display(), "the config or a stage plugin changed: reloading");
+                    }
+                    if asked || changed {
+                        // Refusals and outcomes are logged by the reload.
+                        let _ = runner.reload_file(path);
+                        if let Some(seen) = seen.as_mut() {
+                            *seen = files(runner, path);
+                        }
+                    }
+                }
+            })
+            .expect("the OS refused to start a thread");
+        let out = body();
+        done.store(true, Ordering::Release);
+        out
+    }))
+}
+
+/// Each watched file with its size and modification time (none when it
+/// cannot be read).
+type Seen = Vec<(PathBuf, Option<(u64, SystemTime)>)>;
+
+fn files(runner: &Runner, path: &Path) -> Seen {
+    std::iter::once(path.to_owned())
+        .chain(runner.stage_files())
+        .map(|file| {
+            let stamp = std::fs::metadata(&file)
+                .ok()
+                .and_then(|m| Some((m.len(), m.modified().ok()?)));
+            (file, stamp)
+        })
+        .collect()
+}
+
+/// SIGHUPs as they arrive, from now on in this process; a process that
+/// runs several commands (tests) gets them in the newest.
+fn hangups() -> anyhow::Result<mpsc::Receiver<()>> {
+    use signal_hook::consts::SIGHUP;
+    type Sender = std::sync::Mutex<Option<mpsc::Sender<()>>>;
+    static SENDER: Sender = std::sync::Mutex::new(None);
+    static INSTALLED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let (tx, rx) = mpsc::channel();
+    *SENDER.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tx);
+    INSTALLED
+        .get_or_init(|| {
+            let mut signals =
+                signal_hook::iterator::Signals::new([SIGHUP]).map_err(|e| e.to_string())?;
+            std::thread::Builder::new()
+                .name("weir-hangups".into())
+                .spawn(move || {
+                    for _ in signals.forever() {
+                        if let Some(tx) = &*SENDER
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        {
+                            let _ = tx.send(());
+                        }
+                    }
+                })
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|e| anyhow::anyhow!("cannot install the SIGHUP handler: {e}"))?;
+    Ok(rx)
+}
