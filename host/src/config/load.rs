@@ -111,6 +111,10 @@ impl Config {
         }
         resolve(&mut self.dead_letters.path);
         resolve(&mut self.state.path);
+        let shadows = self.pipelines.iter_mut().flat_map(|p| &mut p.stages);
+        for report in shadows.filter_map(|s| s.shadow.as_mut()?.report.as_mut()) {
+            resolve(report);
+        }
         for (_, spec) in self.plugins_mut() {
             resolve(&mut spec.path);
             for dir in &mut spec.grants.dirs {

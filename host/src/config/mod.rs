@@ -63,7 +63,7 @@ pub use indexer::IndexerConfig;
 pub use kafka::KafkaConfig;
 pub use load::{ENV_PREFIX, OverrideError};
 pub use metrics::MetricsConfig;
-pub use pipeline::{ConnectorConfig, PipelineConfig, StageBatch, StageConfig};
+pub use pipeline::{ConnectorConfig, PipelineConfig, ShadowConfig, StageBatch, StageConfig};
 pub use plugins::{PluginAt, PluginRole};
 pub use publisher::PublisherConfig;
 pub use runner::RunnerConfig;

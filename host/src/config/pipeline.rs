@@ -49,6 +49,48 @@ pub struct StageConfig {
     /// pass it untouched (counted as skipped in the stage table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<Condition>,
+    /// A new version of this stage run beside it on a sample of documents:
+    /// its output is compared with the live stage's and the differences
+    /// reported; it never reaches the index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<ShadowConfig>,
+}
+
+/// `shadow = { plugin, percent, ids, report }` of a stage.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShadowConfig {
+    /// The new version: its component and settings, as a stage's.
+    pub plugin: PluginSpec,
+    /// The share of documents it runs on, 0 to 100 (default 100 when no
+    /// `ids` are given, else 0). Which documents is decided by a hash of
+    /// their id, the same in every worker and process.
+    #[serde(default)]
+    pub percent: Option<f64>,
+    /// Documents it runs on whatever `percent` says (at most 10,000 ids).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<String>,
+    /// A JSON-lines file each document whose outputs differ is appended
+    /// to, with the differences per field (at most
+    /// [`ShadowConfig::MAX_REPORTED`] documents a process). Without one,
+    /// the first differences are logged and all are counted in metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<std::path::PathBuf>,
+}
+
+impl ShadowConfig {
+    /// Most ids a shadow may name.
+    pub const MAX_IDS: usize = 10_000;
+    /// Most differing documents a process writes to a shadow's report.
+    pub const MAX_REPORTED: u64 = 100_000;
+
+    /// The share of documents sampled, 0 to 1.
+    pub fn share(&self) -> f64 {
+        self.percent
+            .unwrap_or(if self.ids.is_empty() { 100.0 } else { 0.0 })
+            .clamp(0.0, 100.0)
+            / 100.0
+    }
 }
 
 /// `batch = { size, wait }` of a stage: a worker hands a batch stage up to

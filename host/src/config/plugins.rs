@@ -11,6 +11,8 @@ pub enum PluginRole<'a> {
     Connector { name: &'a str, pipeline: &'a str },
     /// Stage `name` of `pipeline`.
     Stage { pipeline: &'a str, name: &'a str },
+    /// The shadow of stage `name` of `pipeline`.
+    Shadow { pipeline: &'a str, name: &'a str },
     /// The top-level `[indexer]` (no pipeline) or `pipeline`'s own.
     Indexer { pipeline: Option<&'a str> },
     /// `[dead_letters]`'s plugin.
@@ -41,13 +43,24 @@ impl Config {
             spec: &c.plugin,
         });
         let pipelines = self.pipelines.iter().flat_map(|p| {
-            let stages = p.stages.iter().map(move |s| PluginAt {
-                location: format!("pipelines.{}.stages.{}", p.name, s.name),
-                role: PluginRole::Stage {
-                    pipeline: &p.name,
-                    name: &s.name,
-                },
-                spec: &s.plugin,
+            let stages = p.stages.iter().flat_map(move |s| {
+                let stage = PluginAt {
+                    location: format!("pipelines.{}.stages.{}", p.name, s.name),
+                    role: PluginRole::Stage {
+                        pipeline: &p.name,
+                        name: &s.name,
+                    },
+                    spec: &s.plugin,
+                };
+                let shadow = s.shadow.iter().map(move |shadow| PluginAt {
+                    location: format!("pipelines.{}.stages.{}.shadow", p.name, s.name),
+                    role: PluginRole::Shadow {
+                        pipeline: &p.name,
+                        name: &s.name,
+                    },
+                    spec: &shadow.plugin,
+                });
+                std::iter::once(stage).chain(shadow)
             });
             let own = p.indexer.iter().map(move |i| PluginAt {
                 location: format!("pipelines.{}.indexer", p.name),
@@ -92,7 +105,10 @@ impl Config {
             let name = name.as_str();
             stages
                 .iter_mut()
-                .map(|s| &mut s.plugin)
+                .flat_map(|s| {
+                    std::iter::once(&mut s.plugin)
+                        .chain(s.shadow.iter_mut().map(|shadow| &mut shadow.plugin))
+                })
                 .chain(indexer.iter_mut().map(|i| &mut i.plugin))
                 .map(move |spec| (Some(name), spec))
         });

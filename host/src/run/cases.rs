@@ -72,9 +72,7 @@ impl Runner {
         }
         .run(docs, &mut outcomes);
         for slot in &mut slots {
-            if let Err(e) = slot.instance.stop() {
-                tracing::warn!(stage = %slot.name, error = %e, "stage stop failed");
-            }
+            slot.stop();
         }
         if let Some(super::stages::Halt::Fatal(reason)) = halt {
             tracing::warn!(%reason, "a stage failed fatally");

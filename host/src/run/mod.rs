@@ -18,6 +18,7 @@ mod reload;
 mod replay;
 mod retry;
 mod serve;
+mod shadow;
 mod stages;
 mod state;
 mod stop;

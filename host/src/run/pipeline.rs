@@ -46,8 +46,14 @@ pub(crate) fn start_stages(
                 })?),
                 None => None,
             };
+            let shadow = plugins
+                .shadows
+                .get(&(pipeline.to_string(), p.name().to_owned()))
+                .map(|s| s.start())
+                .transpose()
+                .map_err(|e| format!("the shadow of stage `{}` could not start: {e}", p.name()))?;
             p.instantiate()
-                .map(|i| StageSlot::new(scope, p.name(), i, batch, when))
+                .map(|i| StageSlot::new(scope, p.name(), i, batch, when).with_shadow(shadow))
                 .map_err(|e| e.to_string())
         })
         .collect::<Result<Vec<_>, _>>()

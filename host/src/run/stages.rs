@@ -23,6 +23,7 @@ use crate::messenger::Failure;
 use crate::plugin::{DocumentOutcome, PluginError, StageInstance, TrapCause};
 use crate::telemetry::meters::{Scope, StageMeters};
 use crate::telemetry::{RunStats, StageStats};
+use super::shadow::Shadow;
 
 /// One stage instance of a worker, with its batch settings and metrics.
 pub(crate) struct StageSlot {
@@ -34,6 +35,10 @@ pub(crate) struct StageSlot {
     /// Its figures for the run summary, shared with its other instances.
     pub(crate) stats: Arc<StageStats>,
     meters: StageMeters,
+    /// A new version run beside it on a sample of documents.
+    pub(crate) shadow: Option<Shadow>,
+    /// The labels of its pipeline's metrics.
+    scope: Scope,
 }
 
 impl StageSlot {
@@ -59,6 +64,33 @@ impl StageSlot {
             instance,
             batch,
             when,
+            shadow: None,
+            scope: scope.clone(),
+        }
+    }
+
+    pub(crate) fn with_shadow(mut self, shadow: Option<Shadow>) -> Self {
+        self.shadow = shadow;
+        self
+    }
+
+    /// What cancels its calls, and its shadow's.
+    pub(crate) fn cancellers(&self) -> Vec<crate::plugin::Cancel> {
+        let shadow = self.shadow.as_ref().map(|s| s.instance.canceller());
+        std::iter::once(self.instance.canceller())
+            .chain(shadow)
+            .collect()
+    }
+
+    /// Stop its instance and its shadow's (each under its own deadline).
+    pub(crate) fn stop(&mut self) {
+        if let Err(e) = self.instance.stop() {
+            tracing::warn!(stage = %self.name, error = %e, "stage stop failed");
+        }
+        if let Some(shadow) = self.shadow.as_mut()
+            && let Err(e) = shadow.instance.stop()
+        {
+            tracing::warn!(stage = %self.name, error = %e, "the shadow's stop failed");
         }
     }
 }
@@ -300,6 +332,16 @@ impl Stages<'_> {
         } else {
             docs.len().max(1)
         };
+        // The documents the shadow runs on, as the live stage gets them.
+        let copies: Option<Vec<Option<Document>>> = stage
+            .shadow
+            .as_ref()
+            .filter(|s| !s.broken)
+            .map(|s| {
+                docs.iter()
+                    .map(|d| s.sample.holds(d.id()).then(|| d.clone()))
+                    .collect()
+            });
         let mut results = Vec::with_capacity(docs.len());
         for chunk in docs.chunks_mut(size) {
             let stage = &mut self.stages[i];
@@ -346,6 +388,17 @@ impl Stages<'_> {
             let restarts = stage.instance.restarts() - restarts_before;
             if restarts > 0 {
                 stage.meters.restarts.increment(restarts);
+            }
+        }
+        if let Some(copies) = copies {
+            let stage = &mut self.stages[i];
+            if let Some(shadow) = stage.shadow.as_mut() {
+                for ((copy, doc), (result, _)) in copies.into_iter().zip(docs.iter()).zip(&results)
+                {
+                    if let Some(copy) = copy.filter(|_| !shadow.broken) {
+                        shadow.compare(&stage.scope, &stage.name, copy, (result, doc));
+                    }
+                }
             }
         }
         let stage = &self.stages[i];

@@ -15,6 +15,8 @@ use crate::plugin::{
 pub struct LoadedPlugins {
     pub(super) connectors: HashMap<String, ConnectorPlugin>,
     pub(super) pipelines: HashMap<String, Vec<StagePlugin>>,
+    /// Stages' shadows, keyed by pipeline and stage.
+    pub(super) shadows: HashMap<(String, String), super::shadow::LoadedShadow>,
     /// Keyed by where the indexer sits in the config (`indexer`, `pipelines.p.indexer`).
     pub(super) indexers: HashMap<String, IndexerPlugin>,
 }
@@ -51,6 +53,7 @@ impl Runner {
             .map(|p| (p.name.clone(), Vec::new()))
             .collect();
         let mut indexers = HashMap::new();
+        let mut shadows = HashMap::new();
         for at in config.plugins().filter(|at| loadable(at.spec)) {
             let location = at.location.as_str();
             // Metrics name the tenant whose pipeline a plugin serves; the
@@ -59,6 +62,7 @@ impl Runner {
             let tenant = match at.role {
                 PluginRole::Connector { pipeline, .. }
                 | PluginRole::Stage { pipeline, .. }
+                | PluginRole::Shadow { pipeline, .. }
                 | PluginRole::Indexer {
                     pipeline: Some(pipeline),
                 } => config.tenant_of(pipeline),
@@ -90,6 +94,27 @@ impl Runner {
                         Err(e) => check(location, Err(e)),
                     }
                 }
+                PluginRole::Shadow { pipeline, name } => {
+                    let label = PluginLabel {
+                        name: location,
+                        tenant,
+                    };
+                    match self.runtime.load_stage(label, at.spec) {
+                        Ok(plugin) => {
+                            check(location, plugin.check_config());
+                            let shadow = config
+                                .pipeline(pipeline)
+                                .and_then(|p| p.stages.iter().find(|s| s.name == name))
+                                .and_then(|s| s.shadow.as_ref())
+                                .expect("a shadow's stage is in its pipeline");
+                            shadows.insert(
+                                (pipeline.to_owned(), name.to_owned()),
+                                super::shadow::LoadedShadow::new(plugin, shadow),
+                            );
+                        }
+                        Err(e) => check(location, Err(e)),
+                    }
+                }
                 PluginRole::DeadLetters if !config.dead_letters.enabled => {}
                 PluginRole::Indexer { .. } | PluginRole::DeadLetters => {
                     let label = PluginLabel {
@@ -110,6 +135,7 @@ impl Runner {
             Ok(LoadedPlugins {
                 connectors,
                 pipelines,
+                shadows,
                 indexers,
             })
         } else {

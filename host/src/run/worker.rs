@@ -96,16 +96,18 @@ impl Worker {
         let _cpu = telemetry::ThreadCpu::count_into(&stats.worker_cpu_nanos);
         let _counted = self.reloads.worker();
         for stage in &self.stages {
-            self.abort.watch_calls(stage.instance.canceller());
+            for cancel in stage.cancellers() {
+                self.abort.watch_calls(cancel);
+            }
         }
         let result = self.work();
         for stage in &mut self.stages {
             // A stopped run cancelled its calls; `stop` still runs, under
             // its own deadline.
-            stage.instance.canceller().reset();
-            if let Err(e) = stage.instance.stop() {
-                tracing::warn!(stage = %stage.name, error = %e, "stage stop failed");
+            for cancel in stage.cancellers() {
+                cancel.reset();
             }
+            stage.stop();
         }
         if let Err(reason) = result {
             tracing::error!(pipeline = %self.pipeline, %reason, "worker stopped the run");
@@ -188,13 +190,15 @@ impl Worker {
                 Ok(mut stages) => {
                     for slot in &mut stages {
                         slot.stats = self.stats.stage(&self.pipeline, &slot.name);
-                        self.abort.watch_calls(slot.instance.canceller());
+                        for cancel in slot.cancellers() {
+                            self.abort.watch_calls(cancel);
+                        }
                     }
                     for mut old in std::mem::replace(&mut self.stages, stages) {
-                        self.abort.unwatch_calls(old.instance.canceller());
-                        if let Err(e) = old.instance.stop() {
-                            tracing::warn!(stage = %old.name, error = %e, "stage stop failed");
+                        for cancel in old.cancellers() {
+                            self.abort.unwatch_calls(cancel);
                         }
+                        old.stop();
                     }
                     tracing::info!(generation, "worker switched to the reloaded stages");
                 }

@@ -387,6 +387,36 @@ pub fn compare(expected: &[Value], actual: &[Value]) -> Result<(), Mismatch> {
 /// Report where `a` differs from `e`: by key inside objects present in
 /// both, whole values elsewhere.
 fn differences(path: &str, e: &Value, a: &Value, report: &mut String) {
+    let show = |v: Option<&Value>| v.map_or_else(|| "nothing".to_owned(), Value::to_string);
+    for (at, ev, av) in field_differences(path, e, a) {
+        let at = if at.is_empty() { "line".to_owned() } else { at };
+        report.push_str(&format!(
+            "  {at}: expected {}, actual {}\n",
+            show(ev),
+            show(av)
+        ));
+    }
+}
+
+/// Where `a` differs from `e`, by field path (`title`, `meta.lang`; empty
+/// for the whole value): inside objects present in both, key by key; whole
+/// values elsewhere. `None` is a field one side does not have.
+pub(crate) fn field_differences<'v>(
+    path: &str,
+    e: &'v Value,
+    a: &'v Value,
+) -> Vec<(String, Option<&'v Value>, Option<&'v Value>)> {
+    let mut out = Vec::new();
+    collect_differences(path, e, a, &mut out);
+    out
+}
+
+fn collect_differences<'v>(
+    path: &str,
+    e: &'v Value,
+    a: &'v Value,
+    out: &mut Vec<(String, Option<&'v Value>, Option<&'v Value>)>,
+) {
     if let (Value::Object(eo), Value::Object(ao)) = (e, a) {
         let keys = eo.keys().chain(ao.keys().filter(|k| !eo.contains_key(*k)));
         for key in keys {
@@ -397,18 +427,15 @@ fn differences(path: &str, e: &Value, a: &Value, report: &mut String) {
             };
             match (eo.get(key), ao.get(key)) {
                 (Some(ev), Some(av)) if crate::core::document::same_json(ev, av) => {}
-                (Some(ev), Some(av)) => differences(&at, ev, av, report),
-                (ev, av) => report.push_str(&format!(
-                    "  {at}: expected {}, actual {}\n",
-                    ev.map_or_else(|| "nothing".to_owned(), Value::to_string),
-                    av.map_or_else(|| "nothing".to_owned(), Value::to_string)
-                )),
+                (Some(ev), Some(av)) => collect_differences(&at, ev, av, out),
+                (ev, av) => out.push((at, ev, av)),
             }
         }
         return;
     }
-    let at = if path.is_empty() { "line" } else { path };
-    report.push_str(&format!("  {at}: expected {e}, actual {a}\n"));
+    if !crate::core::document::same_json(e, a) {
+        out.push((path.to_owned(), Some(e), Some(a)));
+    }
 }
 
 /// Why a JSON-lines file could not be read.

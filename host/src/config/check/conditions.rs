@@ -1,5 +1,6 @@
 //! Stage conditions (`when`): each compiles, within its bounds, and every
-//! problem is reported at its place in the condition.
+//! problem is reported at its place in the condition; and which documents
+//! a stage's shadow runs on.
 
 use super::Found;
 use crate::config::{Config, ConfigError};
@@ -7,6 +8,27 @@ use crate::config::{Config, ConfigError};
 pub(super) fn check(config: &Config, found: &mut Found) {
     for pipeline in &config.pipelines {
         for stage in &pipeline.stages {
+            if let Some(shadow) = &stage.shadow {
+                let at = format!("pipelines.{}.stages.{}.shadow", pipeline.name, stage.name);
+                if let Some(percent) = shadow.percent
+                    && !(0.0..=100.0).contains(&percent)
+                {
+                    found.push(ConfigError::new(
+                        format!("{at}.percent"),
+                        format!("{percent} is not a share from 0 to 100"),
+                    ));
+                }
+                if shadow.ids.len() > crate::config::ShadowConfig::MAX_IDS {
+                    found.push(ConfigError::new(
+                        format!("{at}.ids"),
+                        format!(
+                            "{} ids: at most {}",
+                            shadow.ids.len(),
+                            crate::config::ShadowConfig::MAX_IDS
+                        ),
+                    ));
+                }
+            }
             let Some(when) = &stage.when else { continue };
             if let Err(problems) = when.compile() {
                 let at = format!("pipelines.{}.stages.{}.when", pipeline.name, stage.name);

@@ -1,0 +1,257 @@
+//! Shadow stages: a new version of a stage run beside the live one on a
+//! sample of documents. The shadow gets a copy of each sampled document as
+//! the live stage got it; what it makes of it is compared with what the
+//! live stage made (the document field by field, its children, a drop or
+//! a failure) and thrown away. Differences are counted in metrics
+//! (`weir_shadow_documents_total`), written to the shadow's report file or
+//! logged; nothing of the shadow reaches the index, and a shadow that
+//! fails, traps or stops fails nothing but its own comparison.
+
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::{Value, json};
+
+use crate::config::ShadowConfig;
+use crate::core::document::Document;
+use crate::plugin::{DocumentOutcome, StageInstance};
+use crate::telemetry::meters::Scope;
+
+/// How many differing documents a shadow without a report file logs.
+const LOGGED: u64 = 20;
+
+/// Which documents a shadow runs on.
+#[derive(Debug)]
+pub(crate) struct Sample {
+    /// Documents whose id hashes below this, of `u64::MAX`.
+    below: u64,
+    ids: HashSet<String>,
+}
+
+impl Sample {
+    pub(crate) fn new(config: &ShadowConfig) -> Self {
+        let share = config.share();
+        Self {
+            below: if share >= 1.0 {
+                u64::MAX
+            } else {
+                (share * u64::MAX as f64) as u64
+            },
+            ids: config.ids.iter().cloned().collect(),
+        }
+    }
+
+    /// Whether `id` is sampled: the same answer in every process (a hash
+    /// with fixed keys).
+    pub(crate) fn holds(&self, id: &str) -> bool {
+        if self.below == u64::MAX || self.ids.contains(id) {
+            return true;
+        }
+        if self.below == 0 {
+            return false;
+        }
+        // SipHash with fixed keys: stable across workers and processes.
+        #[allow(deprecated)]
+        let mut hasher = std::hash::SipHasher::new_with_keys(0x5745_4952, 0x5348_4144);
+        id.hash(&mut hasher);
+        hasher.finish() < self.below
+    }
+}
+
+/// Where a shadow's differences go, shared by every worker of a process.
+#[derive(Debug)]
+pub(crate) struct ShadowReport {
+    path: Option<std::path::PathBuf>,
+    file: Mutex<Option<std::fs::File>>,
+    compared: AtomicU64,
+    differing: AtomicU64,
+}
+
+impl ShadowReport {
+    pub(crate) fn new(config: &ShadowConfig) -> Self {
+        Self {
+            path: config.report.clone(),
+            file: Mutex::new(None),
+            compared: AtomicU64::new(0),
+            differing: AtomicU64::new(0),
+        }
+    }
+
+    /// Record one document whose outputs differ (`line` says how).
+    fn differs(&self, stage: &str, line: &Value) {
+        let n = self.differing.fetch_add(1, Ordering::Relaxed) + 1;
+        let Some(path) = &self.path else {
+            if n <= LOGGED {
+                tracing::warn!(stage, differences = %line, "the shadow's output differs from the live stage's");
+            } else if n == LOGGED + 1 {
+                tracing::warn!(stage, "the shadow differs on more documents: counted in weir_shadow_documents_total, not logged (give it a `report` file)");
+            }
+            return;
+        };
+        if n > ShadowConfig::MAX_REPORTED {
+            if n == ShadowConfig::MAX_REPORTED + 1 {
+                tracing::warn!(stage, path = %path.display(), "the shadow's report is full: later differences are counted only");
+            }
+            return;
+        }
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        if file.is_none() {
+            match std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+            {
+                Ok(opened) => *file = Some(opened),
+                Err(e) => {
+                    tracing::warn!(stage, path = %path.display(), error = %e, "cannot open the shadow's report");
+                    return;
+                }
+            }
+        }
+        if let Some(f) = file.as_mut()
+            && let Err(e) = writeln!(f, "{line}")
+        {
+            tracing::warn!(stage, path = %path.display(), error = %e, "cannot write the shadow's report");
+        }
+    }
+}
+
+/// A shadow's figures, said once its last worker is done with it.
+impl Drop for LoadedShadow {
+    fn drop(&mut self) {
+        let compared = self.report.compared.load(Ordering::Relaxed);
+        if compared > 0 {
+            let differing = self.report.differing.load(Ordering::Relaxed);
+            let report = self.report.path.as_ref().map(|p| p.display().to_string());
+            tracing::info!(
+                shadow = %self.plugin.name(),
+                compared,
+                differing,
+                report = report.as_deref().unwrap_or("(logged)"),
+                "shadow stage: documents compared with the live stage"
+            );
+        }
+    }
+}
+
+/// A stage's shadow in one worker.
+pub(crate) struct Shadow {
+    pub(crate) instance: StageInstance,
+    pub(crate) sample: Arc<Sample>,
+    pub(crate) report: Arc<ShadowReport>,
+    /// It stopped working (a fatal error): it runs no more in this worker.
+    pub(crate) broken: bool,
+}
+
+impl Shadow {
+    /// Run the shadow on `before` (the document as the live stage got it)
+    /// and compare with the live stage's `live` outcome and document.
+    pub(crate) fn compare(
+        &mut self,
+        scope: &Scope,
+        stage: &str,
+        mut before: Document,
+        live: (&DocumentOutcome, &Document),
+    ) {
+        let outcome = self.instance.process(&mut before);
+        if let Err(e) = &outcome
+            && !e.is_document_error()
+        {
+            tracing::warn!(stage, error = %e, "the shadow stopped working: it runs no more in this worker");
+            self.broken = true;
+        }
+        let live = output(live.0, live.1);
+        let shadow = output(&outcome, &before);
+        let differences = crate::testing::field_differences("", &live, &shadow);
+        self.report.compared.fetch_add(1, Ordering::Relaxed);
+        if differences.is_empty() {
+            scope.shadowed(stage, "same");
+            return;
+        }
+        scope.shadowed(stage, if outcome.is_err() { "failed" } else { "differs" });
+        let fields: Vec<Value> = differences
+            .into_iter()
+            .map(|(field, l, s)| {
+                // A side without the field leaves its key out.
+                let mut difference = json!({ "field": field });
+                if let Some(l) = l {
+                    difference["live"] = l.clone();
+                }
+                if let Some(s) = s {
+                    difference["shadow"] = s.clone();
+                }
+                difference
+            })
+            .collect();
+        let line = json!({
+            "pipeline": scope.pipeline().as_ref(),
+            "stage": stage,
+            "id": before.id(),
+            "differences": fields,
+        });
+        self.report.differs(stage, &line);
+    }
+}
+
+/// What a stage made of a document, as one JSON value to compare: the
+/// document (or that it was dropped), its children, or its failure.
+fn output(outcome: &DocumentOutcome, doc: &Document) -> Value {
+    match outcome {
+        Ok(children) => {
+            let mut out = json!({ "document": if doc.is_dropped() { json!("dropped") } else { doc.to_json() } });
+            if !children.is_empty() {
+                out["children"] = Value::Object(
+                    children
+                        .iter()
+                        .map(|c| (c.id().to_owned(), c.to_json()))
+                        .collect(),
+                );
+            }
+            out
+        }
+        Err(e) => json!({ "failed": failure_text(e) }),
+    }
+}
+
+/// A failure as both versions would give it: the plugin's own message, or
+/// what stopped it (not the error's text, which names the plugin).
+fn failure_text(error: &crate::plugin::PluginError) -> String {
+    use crate::plugin::PluginError;
+    match error {
+        PluginError::Document { message, .. } => message.clone(),
+        PluginError::Trap { cause, .. } => cause.to_string(),
+        other => other.kind().to_owned(),
+    }
+}
+
+/// A stage's shadow as validation loaded it: the plugin, and what every
+/// worker's instance of it shares.
+#[derive(Debug)]
+pub(crate) struct LoadedShadow {
+    pub(crate) plugin: crate::plugin::StagePlugin,
+    sample: Arc<Sample>,
+    report: Arc<ShadowReport>,
+}
+
+impl LoadedShadow {
+    pub(crate) fn new(plugin: crate::plugin::StagePlugin, config: &ShadowConfig) -> Self {
+        Self {
+            plugin,
+            sample: Arc::new(Sample::new(config)),
+            report: Arc::new(ShadowReport::new(config)),
+        }
+    }
+
+    /// An instance for one worker.
+    pub(crate) fn start(&self) -> Result<Shadow, crate::plugin::PluginError> {
+        Ok(Shadow {
+            instance: self.plugin.instantiate()?,
+            sample: Arc::clone(&self.sample),
+            report: Arc::clone(&self.report),
+            broken: false,
+        })
+    }
+}
