@@ -115,6 +115,7 @@ fn run_with_controls(
     run: impl FnOnce() -> Result<weir::run::RunResult, u8>,
 ) -> Result<u8, Stopped> {
     let health = Health::default();
+    topology::allow_taps(runner.config().metrics.tap);
     let _ops = topology::ops_server(
         metrics_addr.or(runner.config().metrics.addr.as_deref()),
         &health,
@@ -265,6 +266,7 @@ pub(super) fn serve(
     };
     let pipeline = serving::pipeline_to_serve(runner.config(), pipeline)?;
     let health = Health::default();
+    topology::allow_taps(runner.config().metrics.tap);
     let _ops = topology::ops_server(
         metrics_addr.or(runner.config().metrics.addr.as_deref()),
         &health,

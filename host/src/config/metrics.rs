@@ -10,4 +10,9 @@ pub struct MetricsConfig {
     /// health endpoints on; none by default. `--metrics-addr` wins.
     #[serde(default)]
     pub addr: Option<String>,
+    /// Let `weir tap` (`GET /tap` on that address) copy live documents
+    /// out of this process. Off by default: anyone who reaches the address
+    /// could read documents.
+    #[serde(default)]
+    pub tap: bool,
 }

@@ -61,6 +61,7 @@ pub fn routes(plane: Arc<ControlPlane>) -> Router {
         .route("/api/runs/{id}", get(one))
         .route("/api/runs/{id}/{action}", post(control))
         .route("/api/runs/{id}/dead-letters", get(dead_letters))
+        .route("/api/runs/{id}/tap", get(tap))
         .route("/api/fleet", get(fleet))
         .route("/api/fleet/plugins/{sha256}", get(fleet_plugin))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_CONFIG_BYTES))
@@ -296,6 +297,18 @@ async fn control(
         _ => Err(ApiError::NoSuchAction(action)),
     }
     .map(Json)
+}
+
+/// `GET /api/runs/{id}/tap?pipeline=&stage=&limit=&percent=&seconds=`:
+/// the run's live documents as JSON lines (see `weir tap`).
+async fn tap(
+    State(plane): State<Plane>,
+    Path(id): Path<String>,
+    who: Principal,
+    asked: Result<Query<crate::telemetry::tap::TapQuery>, QueryRejection>,
+) -> Result<axum::response::Response, ApiError> {
+    let asked = query(asked)?;
+    plane.tap(&who, &id, &asked)
 }
 
 async fn dead_letters(

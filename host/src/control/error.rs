@@ -53,6 +53,9 @@ pub enum ApiError {
     /// A query or a body that cannot be read as what it must be (400).
     #[error("{0}")]
     BadRequest(String),
+    /// As many taps as the server holds are open (429).
+    #[error("{max} taps are open on this server, its most at once: try again later")]
+    TooManyTaps { max: usize },
     /// A run submitted while the server stops (503).
     #[error("weir serve is shutting down")]
     ShuttingDown,
@@ -120,9 +123,10 @@ impl ApiError {
             | Self::NoSuchTenant
             | Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
-            Self::TooManyRuns { .. } | Self::RateLimited { .. } | Self::TooManyGuesses { .. } => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
+            Self::TooManyRuns { .. }
+            | Self::RateLimited { .. }
+            | Self::TooManyGuesses { .. }
+            | Self::TooManyTaps { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::SlowBody(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Invalid(_) | Self::BadRequest(_) => StatusCode::BAD_REQUEST,

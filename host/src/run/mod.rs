@@ -34,6 +34,7 @@ pub use dead_letters::{DeadLetter, read_dead_letters};
 pub use reload::{ReloadRefused, Reloaded};
 pub use outcome::{ConnectorResult, RunResult, RunStatus};
 pub use serve::Shutdown;
+pub(crate) use shadow::id_hash;
 pub use state::SqliteStates;
 pub use stop::{Interrupt, Pause, StopReason};
 pub use throttle::Throttle;

@@ -53,12 +53,17 @@ impl Sample {
         if self.below == 0 {
             return false;
         }
-        // SipHash with fixed keys: stable across workers and processes.
-        #[allow(deprecated)]
-        let mut hasher = std::hash::SipHasher::new_with_keys(0x5745_4952, 0x5348_4144);
-        id.hash(&mut hasher);
-        hasher.finish() < self.below
+        id_hash(id) < self.below
     }
+}
+
+/// A hash of a document id that is the same in every worker and process
+/// (SipHash with fixed keys): what samples documents by id.
+pub(crate) fn id_hash(id: &str) -> u64 {
+    #[allow(deprecated)]
+    let mut hasher = std::hash::SipHasher::new_with_keys(0x5745_4952, 0x5348_4144);
+    id.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// Where a shadow's differences go, shared by every worker of a process.

@@ -292,6 +292,14 @@ impl Stages<'_> {
                     }
                 }
             }
+            if crate::telemetry::tap::any() {
+                let stage = &self.stages[i];
+                for &n in &next {
+                    if let Some(doc) = nodes[n].doc.as_ref().filter(|d| !d.is_dropped()) {
+                        crate::telemetry::tap::offer(stage.scope.pipeline(), Some(&stage.name), doc);
+                    }
+                }
+            }
             active = next;
             if let Some(reason) = &fatal {
                 if i + 1 == self.stages.len() {

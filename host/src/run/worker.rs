@@ -287,7 +287,12 @@ impl Worker {
     fn send(&mut self, outcome: Outcome) -> Result<(), MessengerError> {
         match outcome {
             Outcome::Created(event) => self.messenger.send_event(event),
-            Outcome::Index(doc) => self.messenger.send_for_indexing(doc),
+            Outcome::Index(doc) => {
+                if crate::telemetry::tap::any() {
+                    crate::telemetry::tap::offer(&self.pipeline, None, &doc);
+                }
+                self.messenger.send_for_indexing(doc)
+            }
             Outcome::Dropped(doc) => {
                 RunStats::add(&self.stats.dropped, 1);
                 self.meters.dropped.increment(1);

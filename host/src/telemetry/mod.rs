@@ -11,6 +11,7 @@ pub(crate) mod events;
 pub mod export;
 pub mod merge;
 pub(crate) mod meters;
+pub mod tap;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};

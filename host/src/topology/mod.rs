@@ -125,11 +125,18 @@ pub fn runtime_for(config: &Config) -> Result<PluginRuntime, SetupError> {
     .map_err(|e| SetupError::Failed(format!("cannot start the plugin runtime: {e:#}")))
 }
 
-/// The operations routes of a process: `/metrics`, and `/healthz` and
-/// `/readyz` answering as `health` says.
+/// The operations routes of a process: `/metrics`, `/healthz` and
+/// `/readyz` answering as `health` says, and `/tap` (where the config
+/// allows taps).
 pub fn ops_routes(health: &Health) -> Result<axum::Router, SetupError> {
     let handle = crate::telemetry::export::recorder().map_err(SetupError::failed)?;
-    Ok(crate::telemetry::export::routes(handle, health.clone()))
+    Ok(crate::telemetry::export::routes(handle, health.clone())
+        .merge(crate::telemetry::tap::routes()))
+}
+
+/// Let this process's ops server open taps (`[metrics] tap`).
+pub fn allow_taps(allowed: bool) {
+    crate::telemetry::tap::allow(allowed);
 }
 
 /// The operations server of a process ([`ops_routes`]) on `addr`; `None`

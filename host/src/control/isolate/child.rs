@@ -89,7 +89,7 @@ pub fn serve_run() -> u8 {
         None,
     ));
     out.send(&FromRun::Started);
-    listen(input, Arc::clone(&live), throttle, fleet.is_some());
+    listen(input, Arc::clone(&live), throttle, fleet.is_some(), out.clone());
     let (done, ended) = mpsc::channel::<()>();
     let reporting = report(&out, &live, metrics.clone(), ended);
     let letters = fleet
@@ -140,12 +140,14 @@ fn listen(
     live: Arc<LiveRun>,
     throttle: Option<Arc<Throttle>>,
     fleet: bool,
+    out: Reporter,
 ) {
     let listening = Arc::clone(&live);
     let spawned = std::thread::Builder::new()
         .name("weir-serve-run-control".into())
         .spawn(move || {
             let live = listening;
+            let mut taps = std::collections::HashMap::new();
             for line in input.lines().map_while(Result::ok) {
                 match serde_json::from_str::<ToRun>(&line) {
                     Ok(ToRun::Pause) => live.pause(),
@@ -155,6 +157,31 @@ fn listen(
                         if let Some(throttle) = &throttle {
                             throttle.set_rate(per_second);
                         }
+                    }
+                    Ok(ToRun::Tap {
+                        tap,
+                        pipeline,
+                        stage,
+                        limit,
+                        percent,
+                    }) => {
+                        let filter = crate::telemetry::tap::TapFilter {
+                            pipeline,
+                            stage,
+                            run_id: Some(live.id.clone()),
+                            limit,
+                            percent,
+                        };
+                        match crate::telemetry::tap::open(filter) {
+                            Some((rx, guard)) => {
+                                taps.insert(tap, guard);
+                                forward_tap(tap, rx, limit, out.clone());
+                            }
+                            None => out.send(&FromRun::TapEnded { tap }),
+                        }
+                    }
+                    Ok(ToRun::Untap { tap }) => {
+                        taps.remove(&tap);
                     }
                     Ok(ToRun::Start { .. }) | Err(_) => {
                         tracing::warn!("the server sent what is not a control; ignored");
@@ -175,6 +202,29 @@ fn listen(
     if let Err(e) = spawned {
         tracing::error!(error = %e, "cannot listen to the server: stopping the run");
         live.stop();
+    }
+}
+
+/// Send what tap `tap` takes to the server, up to `limit` documents.
+fn forward_tap(
+    tap: u64,
+    mut rx: tokio::sync::mpsc::Receiver<serde_json::Value>,
+    limit: usize,
+    out: Reporter,
+) {
+    let spawned = std::thread::Builder::new()
+        .name("weir-serve-run-tap".into())
+        .spawn(move || {
+            for _ in 0..limit {
+                let Some(line) = rx.blocking_recv() else {
+                    break;
+                };
+                out.send(&FromRun::Tapped { tap, line });
+            }
+            out.send(&FromRun::TapEnded { tap });
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start a tap");
     }
 }
 

@@ -94,6 +94,26 @@ pub(in crate::control) struct Remote {
     ended: Arc<(Mutex<bool>, std::sync::Condvar)>,
     /// How long a stopped run may take to end before its process is killed.
     stop_grace: Duration,
+    /// Its open taps, by number: where what each takes goes.
+    taps: Mutex<std::collections::HashMap<u64, tokio::sync::mpsc::Sender<serde_json::Value>>>,
+    next_tap: std::sync::atomic::AtomicU64,
+}
+
+/// A tap open in a run's process; dropping it closes it there.
+pub(in crate::control) struct RemoteTap {
+    remote: Arc<Remote>,
+    tap: u64,
+}
+
+impl Drop for RemoteTap {
+    fn drop(&mut self) {
+        self.remote
+            .taps
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.tap);
+        self.remote.send(&ToRun::Untap { tap: self.tap });
+    }
 }
 
 impl Remote {
@@ -133,12 +153,19 @@ impl Remote {
             pidfd,
             ended: Arc::default(),
             stop_grace: stop_grace.saturating_add(STOP_SLACK),
+            taps: Mutex::default(),
+            next_tap: std::sync::atomic::AtomicU64::new(1),
         });
         remote.send(start);
         loop {
             match remote.next() {
                 Some(FromRun::Started) => return Ok(remote),
-                Some(FromRun::Counts(_) | FromRun::Metrics { .. }) => {}
+                Some(
+                    FromRun::Counts(_)
+                    | FromRun::Metrics { .. }
+                    | FromRun::Tapped { .. }
+                    | FromRun::TapEnded { .. },
+                ) => {}
                 Some(FromRun::Refused {
                     forbidden: true,
                     problems,
@@ -178,6 +205,34 @@ impl Remote {
         }
     }
 
+    /// Open a tap in the run's process: what it takes arrives on the
+    /// receiver until the process says it has its limit.
+    pub(in crate::control) fn tap(
+        self: &Arc<Self>,
+        filter: crate::telemetry::tap::TapFilter,
+    ) -> (tokio::sync::mpsc::Receiver<serde_json::Value>, RemoteTap) {
+        let tap = self.next_tap.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        self.taps
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(tap, tx);
+        self.send(&ToRun::Tap {
+            tap,
+            pipeline: filter.pipeline,
+            stage: filter.stage,
+            limit: filter.limit,
+            percent: filter.percent,
+        });
+        (
+            rx,
+            RemoteTap {
+                remote: Arc::clone(self),
+                tap,
+            },
+        )
+    }
+
     /// The process's next message; `None` once its output ends.
     fn next(&self) -> Option<FromRun> {
         let mut stdout = self.stdout.lock().unwrap_or_else(PoisonError::into_inner);
@@ -206,6 +261,19 @@ impl Remote {
                 }
                 FromRun::Metrics { text } => {
                     *self.metrics.lock().unwrap_or_else(PoisonError::into_inner) = text;
+                }
+                FromRun::Tapped { tap, line } => {
+                    let taps = self.taps.lock().unwrap_or_else(PoisonError::into_inner);
+                    // A reader that is behind misses documents.
+                    if let Some(tx) = taps.get(&tap) {
+                        let _ = tx.try_send(line);
+                    }
+                }
+                FromRun::TapEnded { tap } => {
+                    self.taps
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(&tap);
                 }
                 FromRun::Finished(record) => finished = Some(*record),
                 _ => {}

@@ -35,6 +35,19 @@ pub(in crate::control) enum ToRun {
     Rate {
         per_second: u32,
     },
+    /// Open tap `tap` on the run's documents (answered with `Tapped` lines
+    /// and a `TapEnded`).
+    Tap {
+        tap: u64,
+        pipeline: String,
+        stage: Option<String>,
+        limit: usize,
+        percent: f64,
+    },
+    /// Close tap `tap`: its reader went away.
+    Untap {
+        tap: u64,
+    },
 }
 
 /// How a fleet's run runs: its connectors in the run's process, publishing
@@ -62,6 +75,15 @@ pub(in crate::control) enum FromRun {
     Counts(Counts),
     /// Its metrics (Prometheus text), once a second and last of all.
     Metrics { text: String },
+    /// A document tap `tap` took.
+    Tapped {
+        tap: u64,
+        line: serde_json::Value,
+    },
+    /// Tap `tap` took its limit: nothing more comes of it.
+    TapEnded {
+        tap: u64,
+    },
     /// How it ended: the last line.
     Finished(Box<RunRecord>),
 }

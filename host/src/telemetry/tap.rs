@@ -1,0 +1,357 @@
+//! Taps: live documents as they leave a stage, copied to a reader
+//! (`weir tap`, `GET /tap` on the ops server, a tenant's run in `weir
+//! serve`). A tap is bounded every way: it takes at most its `limit`
+//! documents, a sample of them (`percent`, by id), each cut to
+//! [`MAX_DOCUMENT_BYTES`], and a reader that falls behind misses documents
+//! rather than slowing the pipeline: workers never wait for a tap. With no
+//! tap open, a worker's cost is one atomic load per stage call.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+
+use serde_json::{Value, json};
+
+use crate::core::document::Document;
+
+/// Most documents one tap takes.
+pub const MAX_LIMIT: usize = 10_000;
+/// Documents a tap holds for a reader that is behind; more are dropped.
+const BUFFER: usize = 64;
+/// A document bigger than this (as JSON) is sent as its id and size only.
+pub const MAX_DOCUMENT_BYTES: usize = 64 * 1024;
+/// Taps open at once in a process; more are refused.
+pub const MAX_TAPS: usize = 16;
+
+/// What a tap takes.
+#[derive(Debug, Clone)]
+pub struct TapFilter {
+    pub pipeline: String,
+    /// Documents leaving this stage; none: leaving the pipeline (to the indexer).
+    pub stage: Option<String>,
+    /// Only documents of this run.
+    pub run_id: Option<String>,
+    pub limit: usize,
+    /// The share of documents taken, 0 to 100, by a hash of their id.
+    pub percent: f64,
+}
+
+struct Tap {
+    filter: TapFilter,
+    below: u64,
+    tx: tokio::sync::mpsc::Sender<Value>,
+    taken: AtomicUsize,
+}
+
+#[derive(Default)]
+struct Taps {
+    open: AtomicUsize,
+    taps: Mutex<Vec<Arc<Tap>>>,
+}
+
+static TAPS: LazyLock<Taps> = LazyLock::new(Taps::default);
+static ALLOWED: AtomicBool = AtomicBool::new(false);
+
+/// Let this process's ops server open taps (`[metrics] tap = true`).
+pub fn allow(allowed: bool) {
+    ALLOWED.store(allowed, Ordering::Release);
+}
+
+/// Whether this process's ops server may open taps.
+pub fn allowed() -> bool {
+    ALLOWED.load(Ordering::Acquire)
+}
+
+/// Whether any tap is open: the one check workers make.
+#[inline]
+pub(crate) fn any() -> bool {
+    TAPS.open.load(Ordering::Relaxed) > 0
+}
+
+/// An open tap: documents arrive on its receiver until it has its limit;
+/// dropping it closes the tap.
+pub struct TapGuard(Arc<Tap>);
+
+impl Drop for TapGuard {
+    fn drop(&mut self) {
+        let mut taps = TAPS.taps.lock().unwrap_or_else(PoisonError::into_inner);
+        taps.retain(|t| !Arc::ptr_eq(t, &self.0));
+        TAPS.open.store(taps.len(), Ordering::Relaxed);
+    }
+}
+
+/// Open a tap; `None` when [`MAX_TAPS`] are open already.
+pub fn open(mut filter: TapFilter) -> Option<(tokio::sync::mpsc::Receiver<Value>, TapGuard)> {
+    filter.limit = filter.limit.clamp(1, MAX_LIMIT);
+    let share = filter.percent.clamp(0.0, 100.0) / 100.0;
+    let below = if share >= 1.0 {
+        u64::MAX
+    } else {
+        (share * u64::MAX as f64) as u64
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(BUFFER);
+    let tap = Arc::new(Tap {
+        filter,
+        below,
+        tx,
+        taken: AtomicUsize::new(0),
+    });
+    let mut taps = TAPS.taps.lock().unwrap_or_else(PoisonError::into_inner);
+    if taps.len() >= MAX_TAPS {
+        return None;
+    }
+    taps.push(Arc::clone(&tap));
+    TAPS.open.store(taps.len(), Ordering::Relaxed);
+    Some((rx, TapGuard(tap)))
+}
+
+/// `doc` left `stage` of `pipeline` (none: the pipeline): copy it to the
+/// taps that take it. Call only when [`any`] says a tap is open.
+pub(crate) fn offer(pipeline: &str, stage: Option<&str>, doc: &Document) {
+    let taps: Vec<Arc<Tap>> = TAPS
+        .taps
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter(|t| {
+            t.filter.pipeline == pipeline
+                && t.filter.stage.as_deref() == stage
+                && (t.filter.run_id.is_none() || t.filter.run_id.as_deref() == doc.run_id())
+        })
+        .cloned()
+        .collect();
+    for tap in taps {
+        if tap.below != u64::MAX && crate::run::id_hash(doc.id()) >= tap.below {
+            continue;
+        }
+        if tap.taken.load(Ordering::Relaxed) >= tap.filter.limit {
+            continue;
+        }
+        match tap.tx.try_reserve() {
+            Ok(permit) => {
+                if tap.taken.fetch_add(1, Ordering::Relaxed) < tap.filter.limit {
+                    permit.send(line(pipeline, stage, doc));
+                    crate::telemetry::meters::tapped("sent", 1);
+                }
+            }
+            Err(_) => crate::telemetry::meters::tapped("dropped", 1),
+        }
+    }
+}
+
+/// One tapped document as its line: where it was, and the document (or
+/// its id and size when it is too big to send).
+fn line(pipeline: &str, stage: Option<&str>, doc: &Document) -> Value {
+    let bytes = doc.approx_json_bytes();
+    let document = if bytes > MAX_DOCUMENT_BYTES {
+        json!({ "id": doc.id(), "truncated": true, "bytes": bytes })
+    } else {
+        doc.to_json()
+    };
+    json!({
+        "pipeline": pipeline,
+        "stage": stage,
+        "run_id": doc.run_id(),
+        "document": document,
+    })
+}
+
+/// The longest a tap stays open, and how long by default.
+pub const MAX_SECONDS: u64 = 3600;
+const DEFAULT_SECONDS: u64 = 60;
+/// Documents a tap takes when it does not say.
+const DEFAULT_LIMIT: usize = 10;
+
+/// `GET /tap` on an ops server: `pipeline`, `stage`, `run_id`, `limit`,
+/// `percent`, `seconds`.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TapQuery {
+    pub pipeline: String,
+    #[serde(default)]
+    pub stage: Option<String>,
+    #[serde(default)]
+    pub run_id: Option<String>,
+    #[serde(default)]
+    pub limit: Option<usize>,
+    #[serde(default)]
+    pub percent: Option<f64>,
+    #[serde(default)]
+    pub seconds: Option<u64>,
+}
+
+impl TapQuery {
+    /// What the tap takes; a problem with the query as its message.
+    pub fn filter(&self) -> Result<TapFilter, String> {
+        let percent = self.percent.unwrap_or(100.0);
+        if !(0.0..=100.0).contains(&percent) {
+            return Err(format!("percent {percent} is not from 0 to 100"));
+        }
+        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(format!("limit {limit} is not from 1 to {MAX_LIMIT}"));
+        }
+        Ok(TapFilter {
+            pipeline: self.pipeline.clone(),
+            stage: self.stage.clone(),
+            run_id: self.run_id.clone(),
+            limit,
+            percent,
+        })
+    }
+
+    /// How long the tap stays open.
+    pub fn duration(&self) -> Result<std::time::Duration, String> {
+        let seconds = self.seconds.unwrap_or(DEFAULT_SECONDS);
+        if !(1..=MAX_SECONDS).contains(&seconds) {
+            return Err(format!("seconds {seconds} is not from 1 to {MAX_SECONDS}"));
+        }
+        Ok(std::time::Duration::from_secs(seconds))
+    }
+}
+
+/// The ops server's `/tap`, answering as [`allowed`] says.
+pub fn routes() -> axum::Router {
+    use axum::extract::Query;
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    axum::Router::new().route(
+        "/tap",
+        axum::routing::get(|query: Result<Query<TapQuery>, axum::extract::rejection::QueryRejection>| async move {
+            if !allowed() {
+                return (
+                    StatusCode::FORBIDDEN,
+                    "this process does not allow taps: set `tap = true` in its config's [metrics]\n",
+                )
+                    .into_response();
+            }
+            let query = match query {
+                Ok(Query(query)) => query,
+                Err(e) => return (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
+            };
+            match (query.filter(), query.duration()) {
+                (Ok(filter), Ok(duration)) => match open(filter.clone()) {
+                    Some((rx, guard)) => stream(rx, guard, filter.limit, duration),
+                    None => (
+                        StatusCode::TOO_MANY_REQUESTS,
+                        format!("{MAX_TAPS} taps are open: try again later\n"),
+                    )
+                        .into_response(),
+                },
+                (Err(e), _) | (_, Err(e)) => (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
+            }
+        }),
+    )
+}
+
+/// Documents from `rx` as JSON lines, as they come, until `limit` of them,
+/// `duration` or the reader going away (which closes the tap: `hold` is
+/// dropped with the answer).
+pub fn stream<H: Send + Unpin + 'static>(
+    rx: tokio::sync::mpsc::Receiver<Value>,
+    hold: H,
+    limit: usize,
+    duration: std::time::Duration,
+) -> axum::response::Response {
+    let body = TapBody {
+        rx,
+        _hold: hold,
+        left: limit,
+        until: Box::pin(tokio::time::sleep(duration)),
+    };
+    axum::response::Response::builder()
+        .header(axum::http::header::CONTENT_TYPE, "application/x-ndjson")
+        .body(axum::body::Body::new(body))
+        .expect("a valid response")
+}
+
+struct TapBody<H> {
+    rx: tokio::sync::mpsc::Receiver<Value>,
+    _hold: H,
+    left: usize,
+    until: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<H: Unpin> hyper::body::Body for TapBody<H> {
+    type Data = axum::body::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        use std::task::Poll;
+        if self.left == 0 || self.until.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(line)) => {
+                self.left -= 1;
+                let text = format!("{line}\n");
+                Poll::Ready(Some(Ok(hyper::body::Frame::data(text.into()))))
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(limit: usize) -> TapFilter {
+        TapFilter {
+            pipeline: "tap-test".into(),
+            stage: Some("s".into()),
+            run_id: None,
+            limit,
+            percent: 100.0,
+        }
+    }
+
+    #[test]
+    fn a_tap_takes_its_limit_and_no_more_and_closes_when_dropped() {
+        let (mut rx, guard) = open(filter(3)).expect("a tap");
+        assert!(any());
+        for i in 0..10 {
+            offer("tap-test", Some("s"), &Document::new(format!("d{i}")));
+            offer("tap-test", Some("other"), &Document::new(format!("o{i}")));
+        }
+        let mut got = Vec::new();
+        while let Ok(line) = rx.try_recv() {
+            got.push(line["document"]["id"].as_str().unwrap().to_owned());
+        }
+        assert_eq!(got, ["d0", "d1", "d2"]);
+        drop(guard);
+        let taps = TAPS.taps.lock().unwrap();
+        assert!(!taps.iter().any(|t| t.filter.pipeline == "tap-test"));
+    }
+
+    #[test]
+    fn a_slow_reader_misses_documents_and_never_blocks() {
+        let (mut rx, _guard) = open(TapFilter {
+            pipeline: "tap-slow".into(),
+            ..filter(MAX_LIMIT)
+        })
+        .expect("a tap");
+        for i in 0..(BUFFER * 3) {
+            offer("tap-slow", Some("s"), &Document::new(format!("d{i}")));
+        }
+        let mut n = 0;
+        while rx.try_recv().is_ok() {
+            n += 1;
+        }
+        assert_eq!(n, BUFFER);
+    }
+
+    #[test]
+    fn a_big_document_is_sent_as_its_id_and_size() {
+        let mut doc = Document::new("big");
+        doc.set("text", "x".repeat(MAX_DOCUMENT_BYTES + 10).into())
+            .unwrap();
+        let line = line("p", None, &doc);
+        assert_eq!(line["document"]["truncated"], true);
+        assert_eq!(line["document"]["id"], "big");
+    }
+}
