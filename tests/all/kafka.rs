@@ -846,3 +846,74 @@ fn a_document_too_large_for_kafka_fails_alone() {
         std::fs::read_to_string(log("worker")).unwrap_or_default()
     );
 }
+
+#[test]
+fn kafka_workers_reload_their_stages_mid_run_keeping_per_id_order() {
+    const IDS: u64 = 1500;
+    let mut cluster = Cluster::new("reload", IDS, 2, 0);
+    for i in 0..2 {
+        let worker = cluster.process(&format!("worker-{i}"), &["worker", "--watch"], &[]);
+        put(&mut cluster.workers, i, worker);
+    }
+    cluster.start_indexer(0);
+    let mut run = cluster.start_run();
+    cluster.wait_until_indexed(&mut run, 600);
+    // Mid-run, every worker of the pipeline takes up the change (a second
+    // mapping) between two batches.
+    let text = std::fs::read_to_string(&cluster.config).expect("config");
+    let changed = text.replace(
+        r#"mappings = [{ source = "n", target = "m" }]"#,
+        r#"mappings = [{ source = "n", target = "m" }, { source = "n", target = "tag" }]"#,
+    );
+    assert_ne!(text, changed);
+    std::fs::write(&cluster.config, changed).expect("config");
+    for i in 0..2 {
+        let log = cluster.dir.path().join(format!("worker-{i}.log"));
+        assert!(
+            cluster.workers[i].wait_for_log(&log, "config reloaded", 1, Duration::from_secs(60)),
+            "worker {i} did not reload:\n{}",
+            cluster.log(&format!("worker-{i}"))
+        );
+        assert!(
+            cluster
+                .log(&format!("worker-{i}"))
+                .contains("workers=2 switched=2"),
+            "{}",
+            cluster.log(&format!("worker-{i}"))
+        );
+    }
+    let status = run.child.wait().expect("run");
+    assert_eq!(status.code(), Some(0), "{}", cluster.log("run"));
+    let first = cluster.indexed_lines();
+    // A run after the switch runs on the new stages only.
+    let mut again = cluster.process("run-2", &["run", "--mode", "kafka", "--no-progress"], &[]);
+    cluster.finish(&mut again, IDS, "reload");
+    // Per id, in the order indexed: once a version ran on the new stages,
+    // every later one did too.
+    let mut records: Vec<(u64, String, bool)> = Vec::new();
+    for file in cluster.output_files() {
+        for line in std::fs::read_to_string(&file).expect("output").lines() {
+            let Ok(doc) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let id = doc["id"].as_str().expect("id").to_owned();
+            let at = doc["at_ns"].as_u64().expect("time");
+            records.push((at, id, doc["tag"] == doc["n"]));
+        }
+    }
+    records.sort_by_key(|r| r.0);
+    let mut last: HashMap<String, bool> = HashMap::new();
+    for (_, id, new) in &records {
+        let before = last.insert(id.clone(), *new);
+        assert!(
+            !(before == Some(true) && !new),
+            "{id}: a later version ran on the old stages"
+        );
+    }
+    let new = records.iter().filter(|r| r.2).count();
+    assert!(
+        new >= records.len() - first,
+        "{new} of the {} documents after the switch ran on the new stages",
+        records.len() - first
+    );
+}

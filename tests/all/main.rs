@@ -9,6 +9,7 @@ mod batch;
 mod blocking_io;
 mod bundled_batch;
 mod cache;
+mod changes;
 mod cli;
 mod conditions;
 mod conformance;

@@ -90,7 +90,9 @@ fn hangups() -> anyhow::Result<mpsc::Receiver<()>> {
     static SENDER: Sender = std::sync::Mutex::new(None);
     static INSTALLED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     let (tx, rx) = mpsc::channel();
-    *SENDER.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tx);
+    *SENDER
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tx);
     INSTALLED
         .get_or_init(|| {
             let mut signals =

@@ -32,8 +32,8 @@ pub(super) fn on_signal(action: impl Fn() + Send + 'static) -> anyhow::Result<()
         .get_or_init(|| {
             // SIGINT and SIGTERM only: SIGHUP reloads (see `reload`).
             use signal_hook::consts::{SIGINT, SIGTERM};
-            let mut signals =
-                signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).map_err(|e| e.to_string())?;
+            let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+                .map_err(|e| e.to_string())?;
             std::thread::Builder::new()
                 .name("weir-signals".into())
                 .spawn(move || {

@@ -482,9 +482,8 @@ impl ControlPlane {
                 tap::stream(rx, (held, slot), limit, duration)
             }
             None => {
-                let (rx, guard) = tap::open(filter).ok_or(ApiError::TooManyTaps {
-                    max: tap::MAX_TAPS,
-                })?;
+                let (rx, guard) =
+                    tap::open(filter).ok_or(ApiError::TooManyTaps { max: tap::MAX_TAPS })?;
                 tap::stream(rx, (guard, slot), limit, duration)
             }
         })

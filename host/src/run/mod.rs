@@ -28,11 +28,11 @@ mod watch;
 mod worker;
 
 pub use crate::telemetry::{CpuSummary, RunStats, StageSummary, StatsSnapshot};
-use dead_letters::DeadLetterFile;
 pub use cases::Span;
+use dead_letters::DeadLetterFile;
 pub use dead_letters::{DeadLetter, read_dead_letters};
-pub use reload::{ReloadRefused, Reloaded};
 pub use outcome::{ConnectorResult, RunResult, RunStatus};
+pub use reload::{ReloadRefused, Reloaded};
 pub use serve::Shutdown;
 pub(crate) use shadow::id_hash;
 pub use state::SqliteStates;

@@ -39,7 +39,9 @@ pub(crate) struct StageSet {
 impl StageSet {
     /// Whether `pipeline`'s stages changed since `generation`.
     pub(crate) fn changed_since(&self, pipeline: &str, generation: u64) -> bool {
-        self.changed_at.get(pipeline).is_some_and(|&at| at > generation)
+        self.changed_at
+            .get(pipeline)
+            .is_some_and(|&at| at > generation)
     }
 }
 
@@ -142,7 +144,10 @@ impl Reloads {
             let workers = self.0.workers.load(Ordering::Acquire);
             let switched = set.switched.load(Ordering::Acquire);
             let left = deadline.saturating_duration_since(Instant::now());
-            if switched >= workers || left.is_zero() || self.0.generation.load(Ordering::Acquire) != set.generation {
+            if switched >= workers
+                || left.is_zero()
+                || self.0.generation.load(Ordering::Acquire) != set.generation
+            {
                 return (workers, switched.min(workers));
             }
             held = self
@@ -265,7 +270,10 @@ impl Runner {
         if pipelines.is_empty() {
             return Ok(Reloaded::Unchanged);
         }
-        let generation = current.as_ref().map_or(FIRST_GENERATION, |set| set.generation) + 1;
+        let generation = current
+            .as_ref()
+            .map_or(FIRST_GENERATION, |set| set.generation)
+            + 1;
         let changed_at = digests
             .keys()
             .map(|p| {
@@ -294,7 +302,10 @@ impl Runner {
             .current
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&set));
-        self.reloads.0.generation.store(generation, Ordering::Release);
+        self.reloads
+            .0
+            .generation
+            .store(generation, Ordering::Release);
         let (workers, switched) = self.reloads.await_switch(&set, SWITCH_WAIT);
         Ok(Reloaded::Applied {
             generation,
@@ -309,7 +320,12 @@ impl Runner {
 /// sections to name when refusing.
 fn needs_restart(old: &Config, new: &Config) -> Vec<String> {
     let mut changed = Vec::new();
-    let names = |c: &Config| c.pipelines.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
+    let names = |c: &Config| {
+        c.pipelines
+            .iter()
+            .map(|p| p.name.clone())
+            .collect::<Vec<_>>()
+    };
     if names(old) != names(new) {
         changed.push("the pipelines (added, removed or renamed)".to_owned());
     }
@@ -388,7 +404,11 @@ mod tests {
         assert_eq!(needs_restart(&old, &moved), ["[[connectors]]"]);
         let more = format!("{base}\n[worker]\nthreads = 7\n");
         assert_eq!(needs_restart(&old, &config(&more)), ["[worker]"]);
-        let renamed = config(&base.replace("name = \"p\"", "name = \"q\"").replace("pipeline = \"p\"", "pipeline = \"q\""));
+        let renamed = config(
+            &base
+                .replace("name = \"p\"", "name = \"q\"")
+                .replace("pipeline = \"p\"", "pipeline = \"q\""),
+        );
         let why = needs_restart(&old, &renamed);
         assert!(why.iter().any(|w| w.contains("pipelines")), "{why:?}");
     }

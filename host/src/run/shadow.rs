@@ -92,7 +92,10 @@ impl ShadowReport {
             if n <= LOGGED {
                 tracing::warn!(stage, differences = %line, "the shadow's output differs from the live stage's");
             } else if n == LOGGED + 1 {
-                tracing::warn!(stage, "the shadow differs on more documents: counted in weir_shadow_documents_total, not logged (give it a `report` file)");
+                tracing::warn!(
+                    stage,
+                    "the shadow differs on more documents: counted in weir_shadow_documents_total, not logged (give it a `report` file)"
+                );
             }
             return;
         };
@@ -176,7 +179,14 @@ impl Shadow {
             scope.shadowed(stage, "same");
             return;
         }
-        scope.shadowed(stage, if outcome.is_err() { "failed" } else { "differs" });
+        scope.shadowed(
+            stage,
+            if outcome.is_err() {
+                "failed"
+            } else {
+                "differs"
+            },
+        );
         let fields: Vec<Value> = differences
             .into_iter()
             .map(|(field, l, s)| {

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use super::publisher::Abort;
 use super::retry::{self, Backoff};
+use super::shadow::Shadow;
 use crate::config::{StageBatch, WorkerConfig};
 use crate::core::condition::When;
 use crate::core::document::Document;
@@ -23,7 +24,6 @@ use crate::messenger::Failure;
 use crate::plugin::{DocumentOutcome, PluginError, StageInstance, TrapCause};
 use crate::telemetry::meters::{Scope, StageMeters};
 use crate::telemetry::{RunStats, StageStats};
-use super::shadow::Shadow;
 
 /// One stage instance of a worker, with its batch settings and metrics.
 pub(crate) struct StageSlot {
@@ -296,7 +296,11 @@ impl Stages<'_> {
                 let stage = &self.stages[i];
                 for &n in &next {
                     if let Some(doc) = nodes[n].doc.as_ref().filter(|d| !d.is_dropped()) {
-                        crate::telemetry::tap::offer(stage.scope.pipeline(), Some(&stage.name), doc);
+                        crate::telemetry::tap::offer(
+                            stage.scope.pipeline(),
+                            Some(&stage.name),
+                            doc,
+                        );
                     }
                 }
             }
@@ -341,11 +345,8 @@ impl Stages<'_> {
             docs.len().max(1)
         };
         // The documents the shadow runs on, as the live stage gets them.
-        let copies: Option<Vec<Option<Document>>> = stage
-            .shadow
-            .as_ref()
-            .filter(|s| !s.broken)
-            .map(|s| {
+        let copies: Option<Vec<Option<Document>>> =
+            stage.shadow.as_ref().filter(|s| !s.broken).map(|s| {
                 docs.iter()
                     .map(|d| s.sample.holds(d.id()).then(|| d.clone()))
                     .collect()

@@ -355,7 +355,9 @@ pub fn compare(expected: &[Value], actual: &[Value]) -> Result<(), Mismatch> {
         if differing <= SHOWN {
             report.push_str(&format!("line {}:\n", line + 1));
             match (e, a) {
-                (Some(e), Some(a)) => differences("", e, a, &mut report),
+                // Lines of one kind (a document, or the same event) differ
+                // field by field; lines of different kinds are shown whole.
+                (Some(e), Some(a)) if same_kind(e, a) => differences("", e, a, &mut report),
                 _ => {
                     let show = |v: Option<&Value>| {
                         v.map_or_else(|| "(no line)".to_owned(), Value::to_string)
@@ -382,6 +384,12 @@ pub fn compare(expected: &[Value], actual: &[Value]) -> Result<(), Mismatch> {
         actual.len()
     ));
     Err(Mismatch { report })
+}
+
+/// Whether two transcript lines are of one kind: both documents, or both
+/// the same event.
+fn same_kind(e: &Value, a: &Value) -> bool {
+    e.get("document").is_some() == a.get("document").is_some() && e.get("event") == a.get("event")
 }
 
 /// Report where `a` differs from `e`: by key inside objects present in

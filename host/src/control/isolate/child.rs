@@ -89,7 +89,13 @@ pub fn serve_run() -> u8 {
         None,
     ));
     out.send(&FromRun::Started);
-    listen(input, Arc::clone(&live), throttle, fleet.is_some(), out.clone());
+    listen(
+        input,
+        Arc::clone(&live),
+        throttle,
+        fleet.is_some(),
+        out.clone(),
+    );
     let (done, ended) = mpsc::channel::<()>();
     let reporting = report(&out, &live, metrics.clone(), ended);
     let letters = fleet

@@ -76,14 +76,9 @@ pub(in crate::control) enum FromRun {
     /// Its metrics (Prometheus text), once a second and last of all.
     Metrics { text: String },
     /// A document tap `tap` took.
-    Tapped {
-        tap: u64,
-        line: serde_json::Value,
-    },
+    Tapped { tap: u64, line: serde_json::Value },
     /// Tap `tap` took its limit: nothing more comes of it.
-    TapEnded {
-        tap: u64,
-    },
+    TapEnded { tap: u64 },
     /// How it ended: the last line.
     Finished(Box<RunRecord>),
 }

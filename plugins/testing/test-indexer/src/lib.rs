@@ -7,7 +7,8 @@
 //! `batch_failures` (the first that many `index-batch` calls fail as a whole)
 //! with `batch_status` (default 503) or `connection_failed`; `record` (a file
 //! to append a JSON line to for each document indexed: `batch` number, `id`,
-//! `version` and `m` fields when present, and `at_ns`, the wall-clock time).
+//! `version`, `n`, `m` and `tag` fields when present, and `at_ns`, the
+//! wall-clock time).
 
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -70,7 +71,7 @@ impl Indexer for TestIndexer {
 
     fn batch_format(&self) -> BatchFormat {
         BatchFormat {
-            fields: Some(vec!["version".into(), "m".into(), "n".into()]),
+            fields: Some(vec!["version".into(), "m".into(), "n".into(), "tag".into()]),
             omit: vec!["run_id".into()],
             ..weir_plugin::whole_json()
         }
@@ -85,7 +86,7 @@ impl Indexer for TestIndexer {
                 .and_then(|j| weir_plugin::serde_json::from_str(j).ok())
                 .unwrap_or(Json::Null);
             let field = |name: &str| shaped.get(name).cloned().unwrap_or(Json::Null);
-            let fields = json!({ "id": entry.id, "version": field("version"), "m": field("m"), "n": field("n") });
+            let fields = json!({ "id": entry.id, "version": field("version"), "m": field("m"), "n": field("n"), "tag": field("tag") });
             (index, entry.id, fields.to_string())
         });
         self.sends += 1;
