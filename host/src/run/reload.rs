@@ -334,7 +334,8 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<String> {
             changed.push(format!("pipelines.{}.indexer", n.name));
         }
     }
-    let sections: [(&str, fn(&Config, &Config) -> bool); 10] = [
+    type Same = fn(&Config, &Config) -> bool;
+    let sections: [(&str, Same); 10] = [
         ("[runner]", |a, b| a.runner == b.runner),
         ("[publisher]", |a, b| a.publisher == b.publisher),
         ("[worker]", |a, b| a.worker == b.worker),

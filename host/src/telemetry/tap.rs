@@ -320,11 +320,11 @@ mod tests {
         }
         let mut got = Vec::new();
         while let Ok(line) = rx.try_recv() {
-            got.push(line["document"]["id"].as_str().unwrap().to_owned());
+            got.push(line["document"]["id"].as_str().expect("an id").to_owned());
         }
         assert_eq!(got, ["d0", "d1", "d2"]);
         drop(guard);
-        let taps = TAPS.taps.lock().unwrap();
+        let taps = TAPS.taps.lock().expect("the taps");
         assert!(!taps.iter().any(|t| t.filter.pipeline == "tap-test"));
     }
 
@@ -349,7 +349,7 @@ mod tests {
     fn a_big_document_is_sent_as_its_id_and_size() {
         let mut doc = Document::new("big");
         doc.set("text", "x".repeat(MAX_DOCUMENT_BYTES + 10).into())
-            .unwrap();
+            .expect("a field");
         let line = line("p", None, &doc);
         assert_eq!(line["document"]["truncated"], true);
         assert_eq!(line["document"]["id"], "big");
