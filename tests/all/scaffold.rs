@@ -1,6 +1,6 @@
 //! `weir new`, as a plugin author uses it: for every kind and language, the
 //! generated project builds with its one command and passes `weir test` as
-//! generated (`./build.sh test`).
+//! generated (`./build.sh test`); a stage's pipeline cases pass too.
 
 use std::path::Path;
 use std::process::Command;
@@ -42,6 +42,14 @@ fn round_trip(kind: &str, lang: &str) {
         "{kind} in {lang}: weir test did not compare: {}",
         String::from_utf8_lossy(&built.stderr)
     );
+    if kind == "stage" {
+        // The stage in a pipeline, through the cases beside it.
+        assert!(
+            String::from_utf8_lossy(&built.stdout).contains("2 of 2 cases passed"),
+            "{kind} in {lang}: the pipeline cases did not pass: {}",
+            String::from_utf8_lossy(&built.stdout)
+        );
+    }
     assert!(dir.join("demo-plugin.wasm").exists());
 }
 

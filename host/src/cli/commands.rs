@@ -174,6 +174,10 @@ pub(super) fn run(
     };
     let run_id = resume.map_or_else(new_run_id, str::to_owned);
     stopped(prepared.and_then(|(runner, plugins)| {
+        if let Some(error) = runner.config().needs_a_source() {
+            report_invalid(path, &weir::config::ConfigErrors::one(error));
+            return Err(Stopped::Invalid);
+        }
         let runner = runner.with_full_sync(full);
         run_with_controls(&runner, metrics_addr, no_progress, || {
             super::reload::reloading(&runner, path, watch, || {
@@ -304,6 +308,7 @@ pub(super) fn control_plane(
     path: &Path,
     metrics_addr: Option<&str>,
     log_format: &str,
+    watch: bool,
 ) -> anyhow::Result<u8> {
     use weir::control::isolate::{Isolation, RunProcess};
     use weir::control::operator::RunIsolation;
@@ -333,7 +338,14 @@ pub(super) fn control_plane(
     })?;
     health.ready();
     tracing::info!(addr = %server.addr(), "weir serve: status page on http://{}/ and the API under /api", server.addr());
-    let _ = stopped.recv();
+    super::reload::on_change(
+        "every live run's plugins",
+        || plane.plugin_files(),
+        || plane.reload_all(),
+        watch,
+        || stopped.recv(),
+    )?
+    .ok();
     health.stopping();
     tracing::info!("stopping: the runs going on are stopped");
     plane.shut_down();

@@ -260,10 +260,15 @@ enum Command {
     /// list them with live counts, pause, resume and stop them, and read
     /// their summaries and dead letters; a status page at `/`; `/metrics`,
     /// `/healthz` and `/readyz`. Runs until SIGINT/SIGTERM, which stops the
-    /// runs going on (they end `interrupted`).
+    /// runs going on (they end `interrupted`). SIGHUP reloads every live
+    /// run with its own config, so that plugins changed in `plugin_dir` are
+    /// taken up (a tenant reloads its run with a new config through the API).
     Serve {
         /// The operator's config (TOML): `[server]` and `[[tenants]]`.
         config: PathBuf,
+        /// Also reload the live runs when a file in `plugin_dir` changes.
+        #[arg(long)]
+        watch: bool,
     },
     /// One run of `weir serve`, in a process of its own: started by
     /// `weir serve`, which sends it the run on stdin.
@@ -414,8 +419,8 @@ fn execute(
             );
             Ok(0)
         }
-        Command::Serve { config } => {
-            commands::control_plane(&config, metrics_addr, log_format.name())
+        Command::Serve { config, watch } => {
+            commands::control_plane(&config, metrics_addr, log_format.name(), watch)
         }
         Command::ServeRun => Ok(weir::control::isolate::serve_run()),
         Command::FleetPipeline => Ok(weir::fleet::pipeline::serve_pipeline()),

@@ -21,25 +21,47 @@ pub(super) fn reloading<T>(
     watch: bool,
     body: impl FnOnce() -> T,
 ) -> anyhow::Result<T> {
+    let files = || {
+        std::iter::once(path.to_owned())
+            .chain(runner.stage_files())
+            .collect()
+    };
+    let reload = || {
+        // Refusals and outcomes are logged by the reload.
+        let _ = runner.reload_file(path);
+    };
+    on_change(&path.display().to_string(), files, reload, watch, body)
+}
+
+/// Run `body` while SIGHUP (and, with `watch`, a settled change to one of
+/// `files()`) calls `reload`; `what` names what is reloaded, in the log.
+pub(super) fn on_change<T>(
+    what: &str,
+    files: impl Fn() -> Vec<PathBuf> + Sync,
+    reload: impl Fn() + Sync,
+    watch: bool,
+    body: impl FnOnce() -> T,
+) -> anyhow::Result<T> {
     let hangups = hangups()?;
     let done = &AtomicBool::new(false);
+    let stamps = || stamps(files());
     Ok(std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("weir-reload".into())
-            .spawn_scoped(scope, move || {
-                let mut seen = watch.then(|| files(runner, path));
+            .spawn_scoped(scope, || {
+                let mut seen = watch.then(stamps);
                 let mut settling = false;
                 while !done.load(Ordering::Acquire) {
                     let asked = match hangups.recv_timeout(WATCH_EVERY) {
                         Ok(()) => {
-                            tracing::info!(config = %path.display(), "SIGHUP: reloading the config");
+                            tracing::info!(config = %what, "SIGHUP: reloading");
                             true
                         }
                         Err(mpsc::RecvTimeoutError::Timeout) => false,
                         Err(mpsc::RecvTimeoutError::Disconnected) => return,
                     };
                     let changed = seen.as_mut().is_some_and(|seen| {
-                        let now = files(runner, path);
+                        let now = stamps();
                         let moved = now != *seen;
                         *seen = now;
                         // Changed at the last look and still since: settled.
@@ -48,13 +70,12 @@ pub(super) fn reloading<T>(
                         settled
                     });
                     if changed {
-                        tracing::info!(config = %path.display(), "the config or a stage plugin changed: reloading");
+                        tracing::info!(config = %what, "a watched file changed: reloading");
                     }
                     if asked || changed {
-                        // Refusals and outcomes are logged by the reload.
-                        let _ = runner.reload_file(path);
+                        reload();
                         if let Some(seen) = seen.as_mut() {
-                            *seen = files(runner, path);
+                            *seen = stamps();
                         }
                     }
                 }
@@ -70,9 +91,9 @@ pub(super) fn reloading<T>(
 /// cannot be read).
 type Seen = Vec<(PathBuf, Option<(u64, SystemTime)>)>;
 
-fn files(runner: &Runner, path: &Path) -> Seen {
-    std::iter::once(path.to_owned())
-        .chain(runner.stage_files())
+fn stamps(files: Vec<PathBuf>) -> Seen {
+    files
+        .into_iter()
         .map(|file| {
             let stamp = std::fs::metadata(&file)
                 .ok()

@@ -14,7 +14,8 @@ mod templates;
 
 use rust::{RUST_CONNECTOR, RUST_INDEXER, RUST_SDK, RUST_STAGE};
 use templates::{
-    JS_CONNECTOR, JS_INDEXER, JS_STAGE, PYTHON_CONNECTOR, PYTHON_INDEXER, PYTHON_STAGE,
+    JS_CONNECTOR, JS_INDEXER, JS_STAGE, PIPELINE, PIPELINE_CASES, PYTHON_CONNECTOR, PYTHON_INDEXER,
+    PYTHON_STAGE,
 };
 
 /// The plugin kinds.
@@ -235,9 +236,13 @@ fn template(kind: Kind, lang: Lang, name: &str) -> Vec<(String, String)> {
         Lang::Python | Lang::Js => "",
     };
     let (config, input, expected, test_args) = test_case(kind);
-    let test = format!(
+    let mut test = format!(
         "\"${{WEIR:-weir}}\" test \"{name}.wasm\" --config test/config.json{test_args} --expect test/expected.jsonl"
     );
+    if kind == Kind::Stage {
+        // The stage in a pipeline, with the cases beside it.
+        test.push_str("\n    \"${WEIR:-weir}\" test test/pipeline.toml");
+    }
     let mut files = vec![
         (source_path.to_owned(), source.replace("{{name}}", name)),
         (
@@ -251,7 +256,12 @@ fn template(kind: Kind, lang: Lang, name: &str) -> Vec<(String, String)> {
         (
             "README.md".to_owned(),
             format!(
-                "# {name}\n\nA Weir {world} in {lang}.\n\n```sh\n./build.sh        # builds {name}.wasm\n./build.sh test   # builds, then runs it with `weir test` against test/expected.jsonl\n```\n\n`wit/` is the plugin contract and `.weir/` the {lang} SDK, copied from the Weir that made\nthis project; the plugin author's guide in Weir's repository explains both.\n",
+                "# {name}\n\nA Weir {world} in {lang}.\n\n```sh\n./build.sh        # builds {name}.wasm\n./build.sh test   # builds, then runs it with `weir test` against test/expected.jsonl{pipeline}\n```\n\n`wit/` is the plugin contract and `.weir/` the {lang} SDK, copied from the Weir that made\nthis project; the plugin author's guide in Weir's repository explains both.\n",
+                pipeline = if kind == Kind::Stage {
+                    "\n                  # and the cases of test/pipeline.cases.toml through test/pipeline.toml"
+                } else {
+                    ""
+                },
                 lang = match lang {
                     Lang::Rust => "Rust",
                     Lang::Python => "Python",
@@ -262,6 +272,16 @@ fn template(kind: Kind, lang: Lang, name: &str) -> Vec<(String, String)> {
     ];
     if !input.is_empty() {
         files.push(("test/input.jsonl".to_owned(), input.to_owned()));
+    }
+    if kind == Kind::Stage {
+        files.push((
+            "test/pipeline.toml".to_owned(),
+            PIPELINE.replace("{{name}}", name),
+        ));
+        files.push((
+            "test/pipeline.cases.toml".to_owned(),
+            PIPELINE_CASES.to_owned(),
+        ));
     }
     if lang == Lang::Rust {
         files.push((

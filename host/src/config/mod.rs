@@ -152,6 +152,17 @@ impl Config {
 
     /// Every indexer table with where it sits: `indexer` first, then each
     /// pipeline's own (`pipelines.<name>.indexer`).
+    /// Why this config cannot be run, when it has no connectors (a config
+    /// of pipelines only, for `weir test`).
+    pub fn needs_a_source(&self) -> Option<ConfigError> {
+        self.connectors.is_empty().then(|| {
+            ConfigError::new(
+                "connectors",
+                "at least one connector is needed to run: a config of pipelines only (no connectors, no indexer) is for `weir test <config>`",
+            )
+        })
+    }
+
     pub fn indexers(&self) -> impl Iterator<Item = (String, &IndexerConfig)> {
         self.indexer
             .iter()

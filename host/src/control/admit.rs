@@ -94,9 +94,15 @@ pub fn admit(
     for (_, spec) in config.plugins_mut() {
         spec.limits = spec.limits.or(&tenant.limits);
     }
-    Problems(config.check())
-        .or_ok(())
-        .map_err(Refusal::Invalid)?;
+    Problems(
+        config
+            .check()
+            .into_iter()
+            .chain(config.needs_a_source())
+            .collect(),
+    )
+    .or_ok(())
+    .map_err(Refusal::Invalid)?;
     let pipelines: Vec<String> = config.pipelines.iter().map(|p| p.name.clone()).collect();
     let mut digests = std::collections::HashMap::new();
     for (_, spec) in config.plugins_mut() {

@@ -6,6 +6,8 @@
 //! | `GET /api/runs?limit=&before=` | a page of the caller's runs, newest first, with live counts |
 //! | `GET /api/runs/{id}` | one run: counts, status, throughput, summary |
 //! | `POST /api/runs/{id}/pause`, `/resume`, `/stop` | control a live run |
+//! | `PUT /api/runs/{id}/config` | reload a live run with a new config (the body): only its stages may change |
+//! | `POST /api/runs/{id}/reload` | reload a live run with its own config: its changed plugins are taken up |
 //! | `GET /api/runs/{id}/dead-letters?offset=&limit=` | a page of the run's failed documents |
 //! | `GET /api/fleet` | the fleet's workers, what they serve, each pipeline's lag (the operator's) |
 //! | `GET /api/fleet/plugins/{sha256}` | a plugin a spec names, for fleet workers (the fleet's token) |
@@ -62,6 +64,7 @@ pub fn routes(plane: Arc<ControlPlane>) -> Router {
         .route("/api/runs/{id}/{action}", post(control))
         .route("/api/runs/{id}/dead-letters", get(dead_letters))
         .route("/api/runs/{id}/tap", get(tap))
+        .route("/api/runs/{id}/config", axum::routing::put(reconfigure))
         .route("/api/fleet", get(fleet))
         .route("/api/fleet/plugins/{sha256}", get(fleet_plugin))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_CONFIG_BYTES))
@@ -284,19 +287,44 @@ async fn one(
     plane.get(&who, &id).map(Json)
 }
 
-/// `POST /api/runs/{id}/pause`, `/resume` or `/stop`.
+/// `POST /api/runs/{id}/pause`, `/resume`, `/stop` or `/reload`.
 async fn control(
     State(plane): State<Plane>,
     Path((id, action)): Path<(String, String)>,
     who: Principal,
-) -> Result<Json<RunView>, ApiError> {
+) -> Result<Response, ApiError> {
     match action.as_str() {
         "pause" => plane.pause(&who, &id),
         "resume" => plane.resume(&who, &id),
         "stop" => plane.stop(&who, &id),
+        "reload" => return reload(plane, who, id, None).await,
         _ => Err(ApiError::NoSuchAction(action)),
     }
-    .map(Json)
+    .map(|view| Json(view).into_response())
+}
+
+/// `PUT /api/runs/{id}/config`: reload the run with the config sent.
+async fn reconfigure(
+    State(plane): State<Plane>,
+    Path(id): Path<String>,
+    who: Principal,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let config = read_config(body, plane.operator.server.body_read_timeout).await?;
+    reload(plane, who, id, Some(config)).await
+}
+
+/// Reload run `id` (loading plugins, waiting for workers: a blocking thread's work).
+async fn reload(
+    plane: Plane,
+    who: Principal,
+    id: String,
+    config: Option<String>,
+) -> Result<Response, ApiError> {
+    let view = tokio::task::spawn_blocking(move || plane.reload(&who, &id, config.as_deref()))
+        .await
+        .map_err(ApiError::internal)??;
+    Ok(Json(view).into_response())
 }
 
 /// `GET /api/runs/{id}/tap?pipeline=&stage=&limit=&percent=&seconds=`:

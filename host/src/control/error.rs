@@ -87,6 +87,12 @@ pub enum ApiError {
     /// Control of a run that has ended, with how it ended (409).
     #[error("the run has ended ({0})")]
     Ended(String),
+    /// A reload changes what a running run cannot take up (409).
+    #[error(
+        "the new config changes {}, which a running run cannot take up (only pipelines' stages reload): submit it as a new run; the old config goes on",
+        .0.join(", ")
+    )]
+    NeedsRestart(Vec<String>),
     /// The store failed (500).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -131,7 +137,7 @@ impl ApiError {
             Self::SlowBody(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Invalid(_) | Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::NoSuchRun | Self::NoSuchAction(_) => StatusCode::NOT_FOUND,
-            Self::Ended(_) => StatusCode::CONFLICT,
+            Self::Ended(_) | Self::NeedsRestart(_) => StatusCode::CONFLICT,
             Self::Store(_) | Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -150,7 +156,9 @@ impl ApiError {
     /// Each problem of a refused config; none for other answers.
     pub fn problems(&self) -> &[String] {
         match self {
-            Self::Invalid(problems) | Self::Forbidden { problems, .. } => problems,
+            Self::Invalid(problems)
+            | Self::Forbidden { problems, .. }
+            | Self::NeedsRestart(problems) => problems,
             _ => &[],
         }
     }

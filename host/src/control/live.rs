@@ -26,6 +26,8 @@ pub(super) struct LiveRun {
     pub(super) interrupt: Interrupt,
     /// The run's own process, when it runs in one: controls go there too.
     pub(super) remote: Option<Arc<Remote>>,
+    /// Its runner, when it runs on this process's threads: to reload.
+    pub(super) local: Option<super::reload::LocalReload>,
     stopping: AtomicBool,
     /// (milliseconds since the epoch, documents indexed) once a second.
     samples: Mutex<VecDeque<(u64, u64)>>,
@@ -39,6 +41,7 @@ impl LiveRun {
         pause: Pause,
         interrupt: Interrupt,
         remote: Option<Arc<Remote>>,
+        local: Option<super::reload::LocalReload>,
     ) -> Self {
         Self {
             id,
@@ -48,6 +51,7 @@ impl LiveRun {
             pause,
             interrupt,
             remote,
+            local,
             stopping: AtomicBool::new(false),
             samples: Mutex::default(),
         }

@@ -27,6 +27,7 @@ mod letters;
 mod live;
 pub mod operator;
 mod rate;
+mod reload;
 pub(crate) mod store;
 mod supervise;
 #[cfg(test)]
@@ -55,6 +56,7 @@ pub use api::{routes, server_routes};
 pub use auth::Principal;
 pub use error::ApiError;
 pub use letters::{LetterPage, Oversized};
+pub use reload::ReloadView;
 pub use view::{RunPage, RunView};
 
 /// Why the control plane could not start.
@@ -98,6 +100,9 @@ pub struct ControlPlane {
     /// Taps open on runs, bounded by [`MAX_TAPS`].
     taps: Arc<std::sync::atomic::AtomicUsize>,
 }
+
+/// Plugin files `weir serve --watch` looks at, at most.
+const WATCHED_PLUGINS: usize = 10_000;
 
 /// Taps open at once on a control plane's runs.
 const MAX_TAPS: usize = 16;
@@ -276,6 +281,7 @@ impl ControlPlane {
             Isolation::Thread => {
                 let throttle = self.throttles.get(&tenant.name).cloned();
                 let (runner, plugins) = prepare(&self.operator, tenant, &id, text, throttle, None)?;
+                let runner = Arc::new(runner);
                 let run = Arc::new(LiveRun::new(
                     id.clone(),
                     tenant.name.clone(),
@@ -283,6 +289,7 @@ impl ControlPlane {
                     runner.pauser(),
                     runner.interrupter(),
                     None,
+                    Some(reload::LocalReload(Arc::clone(&runner))),
                 ));
                 let body: RunBody = Box::new(move |live: &LiveRun| {
                     let result = catch_unwind(AssertUnwindSafe(|| {
@@ -325,6 +332,7 @@ impl ControlPlane {
                     Pause::default(),
                     Interrupt::default(),
                     Some(Arc::clone(&remote)),
+                    None,
                 ));
                 let plane = Arc::clone(self);
                 let body: RunBody = Box::new(move |live: &LiveRun| {
@@ -487,6 +495,78 @@ impl ControlPlane {
                 tap::stream(rx, (guard, slot), limit, duration)
             }
         })
+    }
+
+    /// Reload run `id` of `who` with `text` (its new config), or with its
+    /// own config again for `None` (so that its changed plugins are taken
+    /// up): admitted as a submitted config is; only pipelines' stages may
+    /// change. A new config that is taken up is kept as the run's.
+    pub fn reload(
+        &self,
+        who: &Principal,
+        id: &str,
+        text: Option<&str>,
+    ) -> Result<ReloadView, ApiError> {
+        let run = self.live_run(who, id)?;
+        if self.fleet.is_some() {
+            return Err(ApiError::BadRequest(
+                "a fleet's runs are processed by its workers: they reload on SIGHUP or with --watch".into(),
+            ));
+        }
+        let tenant = self
+            .operator
+            .tenant(&run.tenant)
+            .ok_or(ApiError::NoSuchTenant)?;
+        let kept;
+        let text = match text {
+            Some(text) => text,
+            None => {
+                kept = self.store.config_of(id)?.ok_or(ApiError::NoSuchRun)?;
+                &kept
+            }
+        };
+        let outcome = match (&run.local, &run.remote) {
+            (Some(local), _) => reload::reload(&local.0, &self.operator, tenant, id, text),
+            (None, Some(remote)) => remote.reload(text, &tenant.name),
+            (None, None) => Err(ApiError::internal("the run has nothing to reload")),
+        };
+        match &outcome {
+            Ok(view) => {
+                if matches!(view, ReloadView::Applied { .. }) {
+                    self.store.set_config(id, text)?;
+                }
+                tracing::info!(run_id = %id, tenant = %run.tenant, outcome = ?view, "run reloaded");
+            }
+            Err(e) => {
+                tracing::warn!(run_id = %id, tenant = %run.tenant, error = %e, "run reload refused: its stages go on")
+            }
+        }
+        outcome
+    }
+
+    /// Reload every live run with its own config (SIGHUP, `--watch`):
+    /// those whose stage plugins changed take the new ones up.
+    pub fn reload_all(&self) {
+        let ids: Vec<String> = self.lock().runs.keys().cloned().collect();
+        for id in ids {
+            // Each outcome is logged; a run that ended meanwhile is skipped.
+            let _ = self.reload(&Principal::Admin, &id, None);
+        }
+    }
+
+    /// The files of the plugin directory, which `weir serve --watch` watches
+    /// (at most [`WATCHED_PLUGINS`]).
+    pub fn plugin_files(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(&self.operator.server.plugin_dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|entry| entry.path())
+                    .filter(|path| path.is_file())
+                    .take(WATCHED_PLUGINS)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Pause run `id`: connectors wait to publish, workers take nothing new.

@@ -142,6 +142,15 @@ impl Store {
             .optional()?)
     }
 
+    /// Keep `config` as run `id`'s: a reload took it up.
+    pub fn set_config(&self, id: &str, config: &str) -> Result<(), StoreError> {
+        self.db().execute(
+            "UPDATE runs SET config = ?2 WHERE id = ?1",
+            params![id, config],
+        )?;
+        Ok(())
+    }
+
     /// Record how a run ended.
     pub fn finish(&self, run: &RunRecord) -> Result<(), StoreError> {
         self.db().execute(

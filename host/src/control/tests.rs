@@ -312,6 +312,7 @@ fn a_run_that_panics_is_recorded_as_failed_and_gives_its_tenants_slot_back() {
         Default::default(),
         Default::default(),
         None,
+        None,
     ));
     {
         let _starting = plane.reserve(&acme).expect("a place in the quota");

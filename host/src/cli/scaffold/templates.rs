@@ -123,3 +123,35 @@ export default class Lines extends weir.Indexer {
   }
 }
 "#;
+
+/// A stage project's pipeline: the stage alone, for `weir test`.
+pub(super) const PIPELINE: &str = r#"# A pipeline of this stage, for `weir test test/pipeline.toml`, which runs the
+# cases of pipeline.cases.toml through it. With no connectors and no indexer it is a
+# config of pipelines only: add the stages your pipelines run beside this one to test
+# them together.
+
+[[pipelines]]
+name = "main"
+stages = [
+  { name = "{{name}}", plugin = { path = "../{{name}}.wasm", config = { field = "title" } } },
+]
+"#;
+
+/// A stage project's pipeline cases.
+pub(super) const PIPELINE_CASES: &str = r#"# Cases of pipeline.toml: each sends `input` through a pipeline's stages (from
+# `before`, the first by default, to `after`, the last by default) and compares what
+# came out with `expect`: {document = ...}, {event = "CREATE", id, parent},
+# {event = "DROP", id}, {event = "FAIL", id, stage, message}.
+
+[[cases]]
+name = "the title is upper-cased"
+pipeline = "main"
+input = [{ id = "1", title = "hello" }]
+expect = [{ document = { id = "1", title = "HELLO" } }]
+
+[[cases]]
+name = "a document without a title goes through as it came"
+pipeline = "main"
+input = [{ id = "2", body = "text" }]
+expect = [{ document = { id = "2", body = "text" } }]
+"#;

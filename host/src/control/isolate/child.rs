@@ -15,8 +15,9 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use super::protocol::{FromRun, ToRun, line};
 use crate::control::fleet::letters::Letters;
 use crate::control::live::LiveRun;
+use crate::control::reload::{self, ReloadFailure};
 use crate::control::store::Counts;
-use crate::control::{ApiError, prepare, supervise};
+use crate::control::{ApiError, ReloadView, prepare, supervise};
 use crate::run::Throttle;
 
 /// How often the process reports its counts; its metrics go with counts
@@ -74,18 +75,20 @@ pub fn serve_run() -> u8 {
         fleet.as_deref(),
     );
     let (runner, plugins) = match prepared {
-        Ok(prepared) => prepared,
+        Ok((runner, plugins)) => (Arc::new(runner), plugins),
         Err(e) => {
             out.send(&refusal(e));
             return 0;
         }
     };
+    let reloading = Arc::clone(&runner);
     let live = Arc::new(LiveRun::new(
-        run_id,
-        tenant,
+        run_id.clone(),
+        tenant.clone(),
         runner.stats(),
         runner.pauser(),
         runner.interrupter(),
+        None,
         None,
     ));
     out.send(&FromRun::Started);
@@ -95,6 +98,12 @@ pub fn serve_run() -> u8 {
         throttle,
         fleet.is_some(),
         out.clone(),
+        Arc::new(move |config: &str| {
+            let Some(policy) = operator.tenant(&tenant) else {
+                return Err(ApiError::NoSuchTenant);
+            };
+            reload::reload(&reloading, &operator, policy, &run_id, config)
+        }),
     );
     let (done, ended) = mpsc::channel::<()>();
     let reporting = report(&out, &live, metrics.clone(), ended);
@@ -147,6 +156,7 @@ fn listen(
     throttle: Option<Arc<Throttle>>,
     fleet: bool,
     out: Reporter,
+    reload: Arc<dyn Fn(&str) -> Result<ReloadView, ApiError> + Send + Sync>,
 ) {
     let listening = Arc::clone(&live);
     let spawned = std::thread::Builder::new()
@@ -188,6 +198,30 @@ fn listen(
                     }
                     Ok(ToRun::Untap { tap }) => {
                         taps.remove(&tap);
+                    }
+                    Ok(ToRun::Reload {
+                        reload: asked,
+                        config,
+                    }) => {
+                        // Off this thread: a reload waits for the workers,
+                        // and stop must still be heard meanwhile.
+                        let answer = out.clone();
+                        let reload = Arc::clone(&reload);
+                        let spawned = std::thread::Builder::new()
+                            .name("weir-serve-run-reload".into())
+                            .spawn(move || {
+                                let outcome = reload(&config).map_err(ReloadFailure::of);
+                                answer.send(&FromRun::Reloaded {
+                                    reload: asked,
+                                    outcome,
+                                });
+                            });
+                        if let Err(e) = spawned {
+                            out.send(&FromRun::Reloaded {
+                                reload: asked,
+                                outcome: Err(ReloadFailure::Failed(e.to_string())),
+                            });
+                        }
                     }
                     Ok(ToRun::Start { .. }) | Err(_) => {
                         tracing::warn!("the server sent what is not a control; ignored");

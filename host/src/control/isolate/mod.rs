@@ -96,8 +96,13 @@ pub(in crate::control) struct Remote {
     stop_grace: Duration,
     /// Its open taps, by number: where what each takes goes.
     taps: Mutex<std::collections::HashMap<u64, tokio::sync::mpsc::Sender<serde_json::Value>>>,
-    next_tap: std::sync::atomic::AtomicU64,
+    /// The number of its next tap or reload.
+    next_number: std::sync::atomic::AtomicU64,
+    /// Reloads asked of it and not yet answered, by number.
+    reloads: Mutex<std::collections::HashMap<u64, std::sync::mpsc::Sender<ReloadAnswer>>>,
 }
+
+type ReloadAnswer = Result<crate::control::ReloadView, crate::control::reload::ReloadFailure>;
 
 /// A tap open in a run's process; dropping it closes it there.
 pub(in crate::control) struct RemoteTap {
@@ -154,7 +159,8 @@ impl Remote {
             ended: Arc::default(),
             stop_grace: stop_grace.saturating_add(STOP_SLACK),
             taps: Mutex::default(),
-            next_tap: std::sync::atomic::AtomicU64::new(1),
+            next_number: std::sync::atomic::AtomicU64::new(1),
+            reloads: Mutex::default(),
         });
         remote.send(start);
         loop {
@@ -164,7 +170,8 @@ impl Remote {
                     FromRun::Counts(_)
                     | FromRun::Metrics { .. }
                     | FromRun::Tapped { .. }
-                    | FromRun::TapEnded { .. },
+                    | FromRun::TapEnded { .. }
+                    | FromRun::Reloaded { .. },
                 ) => {}
                 Some(FromRun::Refused {
                     forbidden: true,
@@ -211,7 +218,7 @@ impl Remote {
         self: &Arc<Self>,
         filter: crate::telemetry::tap::TapFilter,
     ) -> (tokio::sync::mpsc::Receiver<serde_json::Value>, RemoteTap) {
-        let tap = self.next_tap.fetch_add(1, Ordering::Relaxed);
+        let tap = self.next_number.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         self.taps
             .lock()
@@ -231,6 +238,40 @@ impl Remote {
                 tap,
             },
         )
+    }
+
+    /// Reload the run in its process with `config` (of `tenant`), waiting
+    /// for its answer (see [`crate::control::reload`]).
+    pub(in crate::control) fn reload(
+        &self,
+        config: &str,
+        tenant: &str,
+    ) -> Result<crate::control::ReloadView, ApiError> {
+        let reload = self.next_number.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.reloads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(reload, tx);
+        self.send(&ToRun::Reload {
+            reload,
+            config: config.to_owned(),
+        });
+        let answer = rx.recv_timeout(crate::control::reload::ANSWER_WITHIN);
+        self.reloads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&reload);
+        match answer {
+            Ok(outcome) => outcome.map_err(|failure| failure.into_error(tenant)),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(ApiError::Internal(
+                "the run's process did not answer the reload in time: it may still take it up"
+                    .into(),
+            )),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                Err(ApiError::Ended("the run's process ended".into()))
+            }
+        }
     }
 
     /// The process's next message; `None` once its output ends.
@@ -274,6 +315,16 @@ impl Remote {
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .remove(&tap);
+                }
+                FromRun::Reloaded { reload, outcome } => {
+                    let asked = self
+                        .reloads
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(&reload);
+                    if let Some(asked) = asked {
+                        let _ = asked.send(outcome);
+                    }
                 }
                 FromRun::Finished(record) => finished = Some(*record),
                 _ => {}

@@ -48,6 +48,11 @@ pub(in crate::control) enum ToRun {
     Untap {
         tap: u64,
     },
+    /// Reload the run with `config` (answered with `Reloaded`).
+    Reload {
+        reload: u64,
+        config: String,
+    },
 }
 
 /// How a fleet's run runs: its connectors in the run's process, publishing
@@ -79,6 +84,11 @@ pub(in crate::control) enum FromRun {
     Tapped { tap: u64, line: serde_json::Value },
     /// Tap `tap` took its limit: nothing more comes of it.
     TapEnded { tap: u64 },
+    /// How reload `reload` came out.
+    Reloaded {
+        reload: u64,
+        outcome: Result<crate::control::ReloadView, crate::control::reload::ReloadFailure>,
+    },
     /// How it ended: the last line.
     Finished(Box<RunRecord>),
 }
