@@ -44,11 +44,12 @@ pub(super) fn on_change<T>(
 ) -> anyhow::Result<T> {
     let hangups = hangups()?;
     let done = &AtomicBool::new(false);
-    let stamps = || stamps(files());
+    let stamps = &|| stamps(files());
+    let reload = &reload;
     Ok(std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("weir-reload".into())
-            .spawn_scoped(scope, || {
+            .spawn_scoped(scope, move || {
                 let mut seen = watch.then(stamps);
                 let mut settling = false;
                 while !done.load(Ordering::Acquire) {

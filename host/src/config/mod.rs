@@ -85,7 +85,9 @@ pub struct Config {
     /// The workers that run pipelines.
     #[serde(default)]
     pub worker: WorkerConfig,
-    /// Connectors, run one after the other in this order.
+    /// Connectors, run one after the other in this order (none in a
+    /// config of pipelines only, for `weir test`).
+    #[serde(default)]
     pub connectors: Vec<ConnectorConfig>,
     /// Pipelines of stages, named by connectors.
     #[serde(default)]

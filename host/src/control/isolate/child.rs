@@ -149,6 +149,9 @@ fn refusal(error: ApiError) -> FromRun {
     }
 }
 
+/// How the run's process reloads its run with a config.
+type Reload = Arc<dyn Fn(&str) -> Result<ReloadView, ApiError> + Send + Sync>;
+
 /// Take the server's controls from `input` until it closes; then stop.
 fn listen(
     input: impl BufRead + Send + 'static,
@@ -156,7 +159,7 @@ fn listen(
     throttle: Option<Arc<Throttle>>,
     fleet: bool,
     out: Reporter,
-    reload: Arc<dyn Fn(&str) -> Result<ReloadView, ApiError> + Send + Sync>,
+    reload: Reload,
 ) {
     let listening = Arc::clone(&live);
     let spawned = std::thread::Builder::new()
