@@ -93,6 +93,9 @@ pub enum ApiError {
         .0.join(", ")
     )]
     NeedsRestart(Vec<String>),
+    /// A reload of the run is under way (409).
+    #[error("a reload of this run is under way: ask again when it has answered")]
+    Reloading,
     /// The store failed (500).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -137,7 +140,7 @@ impl ApiError {
             Self::SlowBody(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Invalid(_) | Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::NoSuchRun | Self::NoSuchAction(_) => StatusCode::NOT_FOUND,
-            Self::Ended(_) | Self::NeedsRestart(_) => StatusCode::CONFLICT,
+            Self::Ended(_) | Self::NeedsRestart(_) | Self::Reloading => StatusCode::CONFLICT,
             Self::Store(_) | Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -28,6 +28,8 @@ pub(super) struct LiveRun {
     pub(super) remote: Option<Arc<Remote>>,
     /// Its runner, when it runs on this process's threads: to reload.
     pub(super) local: Option<super::reload::LocalReload>,
+    /// Set while a reload of it is under way: one at a time.
+    pub(super) reloading: AtomicBool,
     stopping: AtomicBool,
     /// (milliseconds since the epoch, documents indexed) once a second.
     samples: Mutex<VecDeque<(u64, u64)>>,
@@ -52,6 +54,7 @@ impl LiveRun {
             interrupt,
             remote,
             local,
+            reloading: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             samples: Mutex::default(),
         }

@@ -101,6 +101,15 @@ pub struct ControlPlane {
     taps: Arc<std::sync::atomic::AtomicUsize>,
 }
 
+/// Clears its flag when dropped, however its holder ends.
+struct Cleared<'a>(&'a AtomicBool);
+
+impl Drop for Cleared<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
 /// Plugin files `weir serve --watch` looks at, at most.
 const WATCHED_PLUGINS: usize = 10_000;
 
@@ -525,6 +534,11 @@ impl ControlPlane {
                 &kept
             }
         };
+        // One reload of a run at a time: each loads and checks plugins.
+        if run.reloading.swap(true, Ordering::AcqRel) {
+            return Err(ApiError::Reloading);
+        }
+        let _done = Cleared(&run.reloading);
         let outcome = match (&run.local, &run.remote) {
             (Some(local), _) => reload::reload(&local.0, &self.operator, tenant, id, text),
             (None, Some(remote)) => remote.reload(text, &tenant.name),
