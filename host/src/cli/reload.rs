@@ -74,6 +74,9 @@ pub(super) fn on_change<T>(
                         tracing::info!(config = %what, "a watched file changed: reloading");
                     }
                     if asked || changed {
+                        // SIGHUPs sent until now are answered by this reload;
+                        // one sent while it runs brings another.
+                        while hangups.try_recv().is_ok() {}
                         reload();
                         if let Some(seen) = seen.as_mut() {
                             *seen = stamps();

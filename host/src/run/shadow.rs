@@ -155,24 +155,57 @@ pub(crate) struct Shadow {
 }
 
 impl Shadow {
-    /// Run the shadow on `before` (the document as the live stage got it)
-    /// and compare with the live stage's `live` outcome and document.
-    pub(crate) fn compare(
+    /// Run the shadow on `sampled` (documents as the live stage got them,
+    /// in calls of up to `size`, as the live stage is called) and compare
+    /// each with the live stage's outcome and document in `live`.
+    pub(crate) fn compare_all<'a>(
         &mut self,
         scope: &Scope,
         stage: &str,
-        mut before: Document,
+        size: usize,
+        mut sampled: Vec<Document>,
+        live: impl Iterator<Item = (&'a DocumentOutcome, &'a Document)>,
+    ) {
+        let mut outcomes = Vec::with_capacity(sampled.len());
+        for chunk in sampled.chunks_mut(size.max(1)) {
+            if self.broken {
+                break;
+            }
+            match self.instance.process_batch(chunk) {
+                Ok(each) => outcomes.extend(each),
+                // The call failed as a whole: each by itself, as the live
+                // stage's documents go.
+                Err(_) => outcomes.extend(chunk.iter_mut().map(|doc| self.instance.process(doc))),
+            }
+            if let Some(Err(e)) = outcomes
+                .iter()
+                .find(|o| o.as_ref().is_err_and(|e| !e.is_document_error()))
+            {
+                tracing::warn!(stage, error = %e, "the shadow stopped working: it runs no more in this worker");
+                self.broken = true;
+            }
+        }
+        for ((before, outcome), live) in sampled.iter().zip(&outcomes).zip(live) {
+            self.judge(scope, stage, before, outcome, live);
+        }
+    }
+
+    /// Compare the shadow's `outcome` on `before` with the live stage's.
+    fn judge(
+        &self,
+        scope: &Scope,
+        stage: &str,
+        before: &Document,
+        outcome: &DocumentOutcome,
         live: (&DocumentOutcome, &Document),
     ) {
-        let outcome = self.instance.process(&mut before);
-        if let Err(e) = &outcome
-            && !e.is_document_error()
-        {
-            tracing::warn!(stage, error = %e, "the shadow stopped working: it runs no more in this worker");
-            self.broken = true;
+        if same_quickly(outcome, before, live) {
+            self.report.compared.fetch_add(1, Ordering::Relaxed);
+            scope.shadowed(stage, "same");
+            return;
         }
         let live = output(live.0, live.1);
-        let shadow = output(&outcome, &before);
+        let shadow = output(outcome, before);
         let differences = crate::testing::field_differences("", &live, &shadow);
         self.report.compared.fetch_add(1, Ordering::Relaxed);
         if differences.is_empty() {
@@ -209,6 +242,19 @@ impl Shadow {
         });
         self.report.differs(stage, &line);
     }
+}
+
+/// Whether both versions made the same document of it and nothing else
+/// (the common case), without turning either into JSON.
+fn same_quickly(
+    outcome: &DocumentOutcome,
+    doc: &Document,
+    live: (&DocumentOutcome, &Document),
+) -> bool {
+    matches!((outcome, live.0), (Ok(a), Ok(b)) if a.is_empty() && b.is_empty())
+        && doc.id() == live.1.id()
+        && doc.is_dropped() == live.1.is_dropped()
+        && doc.fields() == live.1.fields()
 }
 
 /// What a stage made of a document, as one JSON value to compare: the
@@ -268,5 +314,54 @@ impl LoadedShadow {
             report: Arc::clone(&self.report),
             broken: false,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::PluginError;
+
+    fn doc(title: &str) -> Document {
+        let mut doc = Document::new("d-1");
+        doc.set("title", json!(title)).expect("set");
+        doc
+    }
+
+    /// The quick comparison says `same` only where the full one finds no
+    /// difference.
+    #[test]
+    fn the_quick_comparison_agrees_with_the_full_one() {
+        let failed = || -> DocumentOutcome {
+            Err(PluginError::Document {
+                plugin: "p".into(),
+                message: "no".into(),
+                transient: false,
+            })
+        };
+        let mut dropped = doc("a");
+        dropped.set_dropped(true);
+        let cases: Vec<(DocumentOutcome, Document, DocumentOutcome, Document)> = vec![
+            (Ok(vec![]), doc("a"), Ok(vec![]), doc("a")),
+            (Ok(vec![]), doc("a"), Ok(vec![]), doc("b")),
+            (Ok(vec![]), doc("a"), Ok(vec![]), dropped),
+            (Ok(vec![doc("c")]), doc("a"), Ok(vec![]), doc("a")),
+            (failed(), doc("a"), Ok(vec![]), doc("a")),
+            (failed(), doc("a"), failed(), doc("a")),
+            (Ok(vec![]), Document::new("d-1"), Ok(vec![]), doc("a")),
+        ];
+        for (i, (outcome, shadow, live_outcome, live)) in cases.iter().enumerate() {
+            let full = crate::testing::field_differences(
+                "",
+                &output(live_outcome, live),
+                &output(outcome, shadow),
+            )
+            .is_empty();
+            let quick = same_quickly(outcome, shadow, (live_outcome, live));
+            assert!(!quick || full, "case {i}: quick says same, full differs");
+            if i == 0 {
+                assert!(quick, "equal documents are same quickly");
+            }
+        }
     }
 }

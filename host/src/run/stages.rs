@@ -402,12 +402,14 @@ impl Stages<'_> {
         if let Some(copies) = copies {
             let stage = &mut self.stages[i];
             if let Some(shadow) = stage.shadow.as_mut() {
-                for ((copy, doc), (result, _)) in copies.into_iter().zip(docs.iter()).zip(&results)
-                {
-                    if let Some(copy) = copy.filter(|_| !shadow.broken) {
-                        shadow.compare(&stage.scope, &stage.name, copy, (result, doc));
-                    }
-                }
+                let held: Vec<bool> = copies.iter().map(Option::is_some).collect();
+                let sampled: Vec<Document> = copies.into_iter().flatten().collect();
+                let live = held
+                    .iter()
+                    .zip(docs.iter().zip(&results))
+                    .filter(|(held, _)| **held)
+                    .map(|(_, (doc, (result, _)))| (result, doc));
+                shadow.compare_all(&stage.scope, &stage.name, size, sampled, live);
             }
         }
         let stage = &self.stages[i];
