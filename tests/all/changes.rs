@@ -28,19 +28,11 @@ fn weir(args: &[&str]) -> (u8, String) {
     (code.expect("weir exits with a code"), text)
 }
 
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
-}
-
-/// An example config with its plugin paths pointed at the built plugins
-/// and its directories at the example's, in `dir`.
-fn example_in(example: &Path, dir: &Path) -> PathBuf {
+/// The text of `example` with its plugin paths pointed at the built
+/// plugins, its input at the example's data and its output at `out`.
+pub(crate) fn example_text(example: &Path, out: &Path) -> String {
     let examples = example.parent().expect("a directory");
-    let text = std::fs::read_to_string(example)
+    std::fs::read_to_string(example)
         .expect("the example")
         .replace(
             "\"../plugins/dist/",
@@ -52,8 +44,22 @@ fn example_in(example: &Path, dir: &Path) -> PathBuf {
         )
         .replace(
             "host = \"out\"",
-            &format!("host = {:?}", dir.display().to_string()),
-        );
+            &format!("host = {:?}", out.display().to_string()),
+        )
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// An example config with its plugin paths pointed at the built plugins
+/// and its directories at the example's, in `dir`.
+fn example_in(example: &Path, dir: &Path) -> PathBuf {
+    let text = example_text(example, dir);
     let path = dir.join(example.file_name().expect("a file"));
     std::fs::write(&path, text).expect("write the config");
     path

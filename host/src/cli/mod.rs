@@ -298,31 +298,7 @@ enum Command {
     /// --percent of them by id, for at most --seconds; a reader that falls
     /// behind misses documents and never slows the pipeline. Documents
     /// over 64 KiB come as their id and size.
-    Tap {
-        /// The process's ops server, or `weir serve`'s address (HOST:PORT or a URL).
-        addr: String,
-        /// The pipeline.
-        #[arg(long)]
-        pipeline: String,
-        /// Documents leaving this stage; without it, leaving the pipeline for the indexer.
-        #[arg(long)]
-        stage: Option<String>,
-        /// Most documents (1 to 10,000).
-        #[arg(long, default_value_t = 10)]
-        limit: usize,
-        /// The share of documents taken, by a hash of their id (0 to 100).
-        #[arg(long, default_value_t = 100.0)]
-        percent: f64,
-        /// How long the tap stays open (1 to 3600).
-        #[arg(long, default_value_t = 60)]
-        seconds: u64,
-        /// A run of `weir serve`: tap it through the API.
-        #[arg(long, value_name = "RUN_ID")]
-        run: Option<String>,
-        /// The `weir serve` token.
-        #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
-        token: Option<String>,
-    },
+    Tap(tap::TapArgs),
     /// Check a config and every plugin's settings without running anything.
     Validate {
         /// The run configuration (TOML).
@@ -341,7 +317,7 @@ impl Command {
                 | Self::Test { .. }
                 | Self::New { .. }
                 | Self::Validate { .. }
-                | Self::Tap { .. }
+                | Self::Tap(_)
         )
     }
 }
@@ -370,25 +346,7 @@ fn execute(
     use weir::topology::serving::Role;
     match command {
         Command::Validate { config } => commands::validate(&config),
-        Command::Tap {
-            addr,
-            pipeline,
-            stage,
-            limit,
-            percent,
-            seconds,
-            run,
-            token,
-        } => tap::tap(tap::TapArgs {
-            addr,
-            pipeline,
-            stage,
-            limit,
-            percent,
-            seconds,
-            run,
-            token,
-        }),
+        Command::Tap(args) => tap::tap(args),
         Command::Test { plugin, cases, .. }
             if cases.is_some() || plugin.extension().is_some_and(|e| e == "toml") =>
         {

@@ -3,17 +3,31 @@
 use std::io::{BufRead, Write};
 
 /// What `weir tap` asks for.
+#[derive(Debug, clap::Args)]
 pub(super) struct TapArgs {
-    pub(super) addr: String,
-    pub(super) pipeline: String,
-    pub(super) stage: Option<String>,
-    pub(super) limit: usize,
-    pub(super) percent: f64,
-    pub(super) seconds: u64,
-    /// A run of `weir serve` (its API), instead of a process's ops server.
-    pub(super) run: Option<String>,
-    /// The `weir serve` token, from the environment.
-    pub(super) token: Option<String>,
+    /// The process's ops server, or `weir serve`'s address (HOST:PORT or a URL).
+    addr: String,
+    /// The pipeline.
+    #[arg(long)]
+    pipeline: String,
+    /// Documents leaving this stage; without it, leaving the pipeline for the indexer.
+    #[arg(long)]
+    stage: Option<String>,
+    /// Most documents (1 to 10,000).
+    #[arg(long, default_value_t = 10)]
+    limit: usize,
+    /// The share of documents taken, by a hash of their id (0 to 100).
+    #[arg(long, default_value_t = 100.0)]
+    percent: f64,
+    /// How long the tap stays open (1 to 3600).
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
+    /// A run of `weir serve`: tap it through the API.
+    #[arg(long, value_name = "RUN_ID")]
+    run: Option<String>,
+    /// The `weir serve` token.
+    #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
+    token: Option<String>,
 }
 
 /// Print each tapped document as it comes; exit 0 when the tap ends (its

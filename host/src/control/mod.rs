@@ -43,7 +43,7 @@ use std::time::Duration;
 use crate::config::Config;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::run::{Interrupt, Pause, Runner, Throttle};
+use crate::run::{Interrupt, Pause, Reloaded, Runner, Throttle};
 use crate::telemetry::merge::{Merged, Take};
 use auth::Tokens;
 use isolate::Isolation;
@@ -56,7 +56,6 @@ pub use api::{routes, server_routes};
 pub use auth::Principal;
 pub use error::ApiError;
 pub use letters::{LetterPage, Oversized};
-pub use reload::ReloadView;
 pub use view::{RunPage, RunView};
 
 /// Why the control plane could not start.
@@ -515,7 +514,7 @@ impl ControlPlane {
         who: &Principal,
         id: &str,
         text: Option<&str>,
-    ) -> Result<ReloadView, ApiError> {
+    ) -> Result<Reloaded, ApiError> {
         let run = self.live_run(who, id)?;
         if self.fleet.is_some() {
             return Err(ApiError::BadRequest(
@@ -546,7 +545,7 @@ impl ControlPlane {
         };
         match &outcome {
             Ok(view) => {
-                if matches!(view, ReloadView::Applied { .. }) {
+                if matches!(view, Reloaded::Applied { .. }) {
                     self.store.set_config(id, text)?;
                 }
                 tracing::info!(run_id = %id, tenant = %run.tenant, outcome = ?view, "run reloaded");

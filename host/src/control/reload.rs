@@ -17,41 +17,6 @@ use crate::run::{ReloadRefused, Reloaded, Runner};
 /// reload waits up to 30 s for workers to switch, validation comes first.
 pub(super) const ANSWER_WITHIN: Duration = Duration::from_secs(120);
 
-/// What a reload of a run came to, as the API answers it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum ReloadView {
-    /// Nothing the run's workers run changed.
-    Unchanged,
-    /// The run's stages are at `generation`: `pipelines` changed, and
-    /// `switched` of its `workers` had taken it up when it answered.
-    Applied {
-        generation: u64,
-        pipelines: Vec<String>,
-        workers: usize,
-        switched: usize,
-    },
-}
-
-impl From<Reloaded> for ReloadView {
-    fn from(reloaded: Reloaded) -> Self {
-        match reloaded {
-            Reloaded::Unchanged => Self::Unchanged,
-            Reloaded::Applied {
-                generation,
-                pipelines,
-                workers,
-                switched,
-            } => Self::Applied {
-                generation,
-                pipelines,
-                workers,
-                switched,
-            },
-        }
-    }
-}
-
 /// Why a run's process did not reload, as it tells the server.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -93,13 +58,13 @@ pub(super) fn reload(
     tenant: &TenantPolicy,
     id: &str,
     text: &str,
-) -> Result<ReloadView, ApiError> {
+) -> Result<Reloaded, ApiError> {
     let dead_letters = run_dir(operator, id).join("dead-letters.jsonl");
     let mut config = admit::admit(text, tenant, operator, &dead_letters)
         .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
     config.runner.cache_dir = operator.server.cache_dir.clone();
     match runner.reload(config) {
-        Ok(reloaded) => Ok(reloaded.into()),
+        Ok(reloaded) => Ok(reloaded),
         Err(ReloadRefused::Invalid(errors)) => Err(ApiError::Invalid(
             errors.0.iter().map(ToString::to_string).collect(),
         )),

@@ -45,8 +45,9 @@ impl StageSet {
     }
 }
 
-/// What a reload came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a reload came to (as `weir serve`'s API answers it, too).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Reloaded {
     /// Nothing the workers run changed.
     Unchanged,

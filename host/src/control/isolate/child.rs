@@ -17,7 +17,8 @@ use crate::control::fleet::letters::Letters;
 use crate::control::live::LiveRun;
 use crate::control::reload::{self, ReloadFailure};
 use crate::control::store::Counts;
-use crate::control::{ApiError, ReloadView, prepare, supervise};
+use crate::control::{ApiError, prepare, supervise};
+use crate::run::Reloaded;
 use crate::run::Throttle;
 
 /// How often the process reports its counts; its metrics go with counts
@@ -150,7 +151,7 @@ fn refusal(error: ApiError) -> FromRun {
 }
 
 /// How the run's process reloads its run with a config.
-type Reload = Arc<dyn Fn(&str) -> Result<ReloadView, ApiError> + Send + Sync>;
+type Reload = Arc<dyn Fn(&str) -> Result<Reloaded, ApiError> + Send + Sync>;
 
 /// Take the server's controls from `input` until it closes; then stop.
 fn listen(

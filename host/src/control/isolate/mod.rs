@@ -102,7 +102,7 @@ pub(in crate::control) struct Remote {
     reloads: Mutex<std::collections::HashMap<u64, std::sync::mpsc::Sender<ReloadAnswer>>>,
 }
 
-type ReloadAnswer = Result<crate::control::ReloadView, crate::control::reload::ReloadFailure>;
+type ReloadAnswer = Result<crate::run::Reloaded, crate::control::reload::ReloadFailure>;
 
 /// A tap open in a run's process; dropping it closes it there.
 pub(in crate::control) struct RemoteTap {
@@ -246,7 +246,7 @@ impl Remote {
         &self,
         config: &str,
         tenant: &str,
-    ) -> Result<crate::control::ReloadView, ApiError> {
+    ) -> Result<crate::run::Reloaded, ApiError> {
         let reload = self.next_number.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = std::sync::mpsc::channel();
         self.reloads

@@ -87,7 +87,7 @@ pub(in crate::control) enum FromRun {
     /// How reload `reload` came out.
     Reloaded {
         reload: u64,
-        outcome: Result<crate::control::ReloadView, crate::control::reload::ReloadFailure>,
+        outcome: Result<crate::run::Reloaded, crate::control::reload::ReloadFailure>,
     },
     /// How it ended: the last line.
     Finished(Box<RunRecord>),
