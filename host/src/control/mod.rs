@@ -28,8 +28,10 @@ mod live;
 pub mod operator;
 mod rate;
 mod reload;
+mod start;
 pub(crate) mod store;
 mod supervise;
+mod taps;
 #[cfg(test)]
 mod tests;
 mod view;
@@ -40,15 +42,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::config::Config;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::run::{Interrupt, Pause, Reloaded, Runner, Throttle};
+use crate::run::{Interrupt, Pause, Throttle};
 use crate::telemetry::merge::{Merged, Take};
 use auth::Tokens;
 use isolate::Isolation;
 use live::{Live, LiveRun};
 use operator::{OperatorConfig, TenantPolicy};
+use start::{prepare, run_dir};
 use store::{Cursor, RunRecord, Store, StoreError, now_ms};
 use supervise::RunBody;
 
@@ -98,30 +100,6 @@ pub struct ControlPlane {
     fleet: Option<fleet::Fleet>,
     /// Taps open on runs, bounded by [`MAX_TAPS`].
     taps: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-/// Clears its flag when dropped, however its holder ends.
-struct Cleared<'a>(&'a AtomicBool);
-
-impl Drop for Cleared<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
-    }
-}
-
-/// Plugin files `weir serve --watch` looks at, at most.
-const WATCHED_PLUGINS: usize = 10_000;
-
-/// Taps open at once on a control plane's runs.
-const MAX_TAPS: usize = 16;
-
-/// One of a control plane's open taps, counted while it lives.
-struct TapSlot(Arc<std::sync::atomic::AtomicUsize>);
-
-impl Drop for TapSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
 }
 
 impl ControlPlane {
@@ -467,121 +445,6 @@ impl ControlPlane {
             .ok_or(ApiError::Ended(run.record.status))
     }
 
-    /// Tap run `id`'s documents for `who` (its tenant or the operator) as
-    /// `query` says: a stream of JSON lines, of this run only whatever the
-    /// query names.
-    pub fn tap(
-        &self,
-        who: &Principal,
-        id: &str,
-        query: &crate::telemetry::tap::TapQuery,
-    ) -> Result<axum::response::Response, ApiError> {
-        use crate::telemetry::tap;
-        let run = self.live_run(who, id)?;
-        if self.fleet.is_some() {
-            return Err(ApiError::BadRequest(
-                "a fleet's runs are processed by its workers: tap a fleet worker's pipeline process instead".into(),
-            ));
-        }
-        let mut filter = query.filter().map_err(ApiError::BadRequest)?;
-        let duration = query.duration().map_err(ApiError::BadRequest)?;
-        filter.run_id = Some(id.to_owned());
-        let limit = filter.limit;
-        if self.taps.fetch_add(1, Ordering::AcqRel) >= MAX_TAPS {
-            self.taps.fetch_sub(1, Ordering::AcqRel);
-            return Err(ApiError::TooManyTaps { max: MAX_TAPS });
-        }
-        let slot = TapSlot(Arc::clone(&self.taps));
-        Ok(match &run.remote {
-            Some(remote) => {
-                let (rx, held) = remote.tap(filter);
-                tap::stream(rx, (held, slot), limit, duration)
-            }
-            None => {
-                let (rx, guard) =
-                    tap::open(filter).ok_or(ApiError::TooManyTaps { max: tap::MAX_TAPS })?;
-                tap::stream(rx, (guard, slot), limit, duration)
-            }
-        })
-    }
-
-    /// Reload run `id` of `who` with `text` (its new config), or with its
-    /// own config again for `None` (so that its changed plugins are taken
-    /// up): admitted as a submitted config is; only pipelines' stages may
-    /// change. A new config that is taken up is kept as the run's.
-    pub fn reload(
-        &self,
-        who: &Principal,
-        id: &str,
-        text: Option<&str>,
-    ) -> Result<Reloaded, ApiError> {
-        let run = self.live_run(who, id)?;
-        if self.fleet.is_some() {
-            return Err(ApiError::BadRequest(
-                "a fleet's runs are processed by its workers: they reload on SIGHUP or with --watch".into(),
-            ));
-        }
-        let tenant = self
-            .operator
-            .tenant(&run.tenant)
-            .ok_or(ApiError::NoSuchTenant)?;
-        let kept;
-        let text = match text {
-            Some(text) => text,
-            None => {
-                kept = self.store.config_of(id)?.ok_or(ApiError::NoSuchRun)?;
-                &kept
-            }
-        };
-        // One reload of a run at a time: each loads and checks plugins.
-        if run.reloading.swap(true, Ordering::AcqRel) {
-            return Err(ApiError::Reloading);
-        }
-        let _done = Cleared(&run.reloading);
-        let outcome = match (&run.local, &run.remote) {
-            (Some(local), _) => reload::reload(&local.0, &self.operator, tenant, id, text),
-            (None, Some(remote)) => remote.reload(text, &tenant.name),
-            (None, None) => Err(ApiError::internal("the run has nothing to reload")),
-        };
-        match &outcome {
-            Ok(view) => {
-                if matches!(view, Reloaded::Applied { .. }) {
-                    self.store.set_config(id, text)?;
-                }
-                tracing::info!(run_id = %id, tenant = %run.tenant, outcome = ?view, "run reloaded");
-            }
-            Err(e) => {
-                tracing::warn!(run_id = %id, tenant = %run.tenant, error = %e, "run reload refused: its stages go on")
-            }
-        }
-        outcome
-    }
-
-    /// Reload every live run with its own config (SIGHUP, `--watch`):
-    /// those whose stage plugins changed take the new ones up.
-    pub fn reload_all(&self) {
-        let ids: Vec<String> = self.lock().runs.keys().cloned().collect();
-        for id in ids {
-            // Each outcome is logged; a run that ended meanwhile is skipped.
-            let _ = self.reload(&Principal::Admin, &id, None);
-        }
-    }
-
-    /// The files of the plugin directory, which `weir serve --watch` watches
-    /// (at most [`WATCHED_PLUGINS`]).
-    pub fn plugin_files(&self) -> Vec<PathBuf> {
-        std::fs::read_dir(&self.operator.server.plugin_dir)
-            .map(|entries| {
-                entries
-                    .filter_map(Result::ok)
-                    .map(|entry| entry.path())
-                    .filter(|path| path.is_file())
-                    .take(WATCHED_PLUGINS)
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
     /// Pause run `id`: connectors wait to publish, workers take nothing new.
     pub fn pause(&self, who: &Principal, id: &str) -> Result<RunView, ApiError> {
         let run = self.live_run(who, id)?;
@@ -686,52 +549,4 @@ impl ControlPlane {
             let _ = thread.join();
         }
     }
-}
-
-/// Where run `id`'s files are kept (its dead letters).
-fn run_dir(operator: &OperatorConfig, id: &str) -> PathBuf {
-    operator.server.data_dir.join("runs").join(id)
-}
-
-/// Run `text` of `tenant`, admitted and validated, ready to run as `id`,
-/// under `throttle` when the tenant has a rate: the same steps in this
-/// process and in a run's own.
-fn prepare(
-    operator: &OperatorConfig,
-    tenant: &TenantPolicy,
-    id: &str,
-    text: &str,
-    throttle: Option<Arc<Throttle>>,
-    fleet: Option<&isolate::FleetRun>,
-) -> Result<(Runner, crate::run::LoadedPlugins), ApiError> {
-    let dead_letters = run_dir(operator, id).join("dead-letters.jsonl");
-    let mut config = admit::admit(text, tenant, operator, &dead_letters)
-        .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
-    config.runner.cache_dir = operator.server.cache_dir.clone();
-    let mut runner = match fleet {
-        None => local_runner(config)?,
-        Some(fleet) => {
-            // The run's connectors here; the fleet's workers do the rest.
-            config.kafka = Some(fleet.kafka.clone());
-            let runner = if fleet.resume {
-                crate::topology::resuming_runner(config)
-            } else {
-                crate::topology::runner(config, crate::topology::Mode::Kafka)
-            };
-            runner.map_err(ApiError::internal)?
-        }
-    };
-    if let Some(throttle) = throttle {
-        runner = runner.with_throttle(throttle);
-    }
-    let plugins = runner
-        .validate()
-        .map_err(|errors| ApiError::Invalid(errors.0.iter().map(ToString::to_string).collect()))?;
-    Ok((runner, plugins))
-}
-
-/// The runner of an admitted `config`: a local run, as `weir run` makes it.
-/// The only place the control plane wires a [`Runner`].
-fn local_runner(config: Config) -> Result<Runner, ApiError> {
-    crate::topology::runner(config, crate::topology::Mode::Local).map_err(ApiError::internal)
 }

@@ -4,13 +4,15 @@
 //! config is admitted as a submitted one is, then handed to the run's
 //! [`Runner::reload`]: only pipelines' stages change while a run goes on.
 
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::operator::{OperatorConfig, TenantPolicy};
-use super::{ApiError, admit, run_dir};
+use super::{ApiError, ControlPlane, Principal};
 use crate::run::{ReloadRefused, Reloaded, Runner};
 
 /// How long the server waits for a run's process to answer a reload: the
@@ -59,11 +61,7 @@ pub(super) fn reload(
     id: &str,
     text: &str,
 ) -> Result<Reloaded, ApiError> {
-    let dead_letters = run_dir(operator, id).join("dead-letters.jsonl");
-    let mut config = admit::admit(text, tenant, operator, &dead_letters)
-        .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
-    config.runner.cache_dir = operator.server.cache_dir.clone();
-    match runner.reload(config) {
+    match runner.reload(super::start::admitted(operator, tenant, id, text)?) {
         Ok(reloaded) => Ok(reloaded),
         Err(ReloadRefused::Invalid(errors)) => Err(ApiError::Invalid(
             errors.0.iter().map(ToString::to_string).collect(),
@@ -80,5 +78,96 @@ pub(super) struct LocalReload(pub(super) Arc<Runner>);
 impl std::fmt::Debug for LocalReload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("LocalReload")
+    }
+}
+
+/// Plugin files `weir serve --watch` looks at, at most.
+const WATCHED_PLUGINS: usize = 10_000;
+
+/// Clears its flag when dropped, however its holder ends.
+struct Cleared<'a>(&'a AtomicBool);
+
+impl Drop for Cleared<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+impl ControlPlane {
+    /// Reload run `id` of `who` with `text` (its new config), or with its
+    /// own config again for `None` (so that its changed plugins are taken
+    /// up): admitted as a submitted config is; only pipelines' stages may
+    /// change. A new config that is taken up is kept as the run's.
+    pub fn reload(
+        &self,
+        who: &Principal,
+        id: &str,
+        text: Option<&str>,
+    ) -> Result<Reloaded, ApiError> {
+        let run = self.live_run(who, id)?;
+        if self.fleet.is_some() {
+            return Err(ApiError::BadRequest(
+                "a fleet's runs are processed by its workers: they reload on SIGHUP or with --watch".into(),
+            ));
+        }
+        let tenant = self
+            .operator
+            .tenant(&run.tenant)
+            .ok_or(ApiError::NoSuchTenant)?;
+        let kept;
+        let text = match text {
+            Some(text) => text,
+            None => {
+                kept = self.store.config_of(id)?.ok_or(ApiError::NoSuchRun)?;
+                &kept
+            }
+        };
+        // One reload of a run at a time: each loads and checks plugins.
+        if run.reloading.swap(true, Ordering::AcqRel) {
+            return Err(ApiError::Reloading);
+        }
+        let _done = Cleared(&run.reloading);
+        let outcome = match (&run.local, &run.remote) {
+            (Some(local), _) => reload(&local.0, &self.operator, tenant, id, text),
+            (None, Some(remote)) => remote.reload(text, &tenant.name),
+            (None, None) => Err(ApiError::internal("the run has nothing to reload")),
+        };
+        match &outcome {
+            Ok(view) => {
+                if matches!(view, Reloaded::Applied { .. }) {
+                    self.store.set_config(id, text)?;
+                }
+                tracing::info!(run_id = %id, tenant = %run.tenant, outcome = ?view, "run reloaded");
+            }
+            Err(e) => {
+                tracing::warn!(run_id = %id, tenant = %run.tenant, error = %e, "run reload refused: its stages go on")
+            }
+        }
+        outcome
+    }
+
+    /// Reload every live run with its own config (SIGHUP, `--watch`):
+    /// those whose stage plugins changed take the new ones up.
+    pub fn reload_all(&self) {
+        let ids: Vec<String> = self.lock().runs.keys().cloned().collect();
+        for id in ids {
+            // Each outcome is logged; a run that ended meanwhile is skipped.
+            let _ = self.reload(&Principal::Admin, &id, None);
+        }
+    }
+
+    /// The files of the plugin directory, which `weir serve --watch` watches
+    /// (at most [`WATCHED_PLUGINS`]).
+    pub fn plugin_files(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(&self.operator.server.plugin_dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|entry| entry.path())
+                    .filter(|path| path.is_file())
+                    .take(WATCHED_PLUGINS)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }

@@ -12,6 +12,7 @@ pub mod event;
 pub mod failure;
 pub mod limit;
 pub mod problem;
+pub mod sample;
 pub mod state;
 pub mod text;
 pub mod time;

@@ -34,7 +34,6 @@ pub use dead_letters::{DeadLetter, read_dead_letters};
 pub use outcome::{ConnectorResult, RunResult, RunStatus};
 pub use reload::{ReloadRefused, Reloaded};
 pub use serve::Shutdown;
-pub(crate) use shadow::id_hash;
 pub use state::SqliteStates;
 pub use stop::{Interrupt, Pause, StopReason};
 pub use throttle::Throttle;

@@ -8,7 +8,6 @@
 //! fails, traps or stops fails nothing but its own comparison.
 
 use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::config::ShadowConfig;
 use crate::core::document::Document;
+use crate::core::sample::id_hash;
 use crate::plugin::{DocumentOutcome, StageInstance};
 use crate::telemetry::meters::Scope;
 
@@ -55,15 +55,6 @@ impl Sample {
         }
         id_hash(id) < self.below
     }
-}
-
-/// A hash of a document id that is the same in every worker and process
-/// (SipHash with fixed keys): what samples documents by id.
-pub(crate) fn id_hash(id: &str) -> u64 {
-    #[allow(deprecated)]
-    let mut hasher = std::hash::SipHasher::new_with_keys(0x5745_4952, 0x5348_4144);
-    id.hash(&mut hasher);
-    hasher.finish()
 }
 
 /// Where a shadow's differences go, shared by every worker of a process.

@@ -121,7 +121,7 @@ pub(crate) fn offer(pipeline: &str, stage: Option<&str>, doc: &Document) {
         .cloned()
         .collect();
     for tap in taps {
-        if tap.below != u64::MAX && crate::run::id_hash(doc.id()) >= tap.below {
+        if tap.below != u64::MAX && crate::core::sample::id_hash(doc.id()) >= tap.below {
             continue;
         }
         if tap.taken.load(Ordering::Relaxed) >= tap.filter.limit {
