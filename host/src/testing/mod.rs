@@ -462,6 +462,25 @@ pub enum ReadError {
     },
 }
 
+/// Largest file of documents or expected lines `weir test` reads.
+pub const MAX_INPUT_BYTES: u64 = 1 << 30;
+
+/// The text of `path`, refused past `max` bytes without reading more than
+/// that (a file that never ends, such as a device, included).
+pub(crate) fn read_at_most(path: &Path, max: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(max + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > max {
+        return Err(std::io::Error::other(format!(
+            "larger than {max} bytes: split it"
+        )));
+    }
+    Ok(text)
+}
+
 /// The JSON values of a JSON-lines file (blank lines skipped).
 pub fn read_jsonl(path: &Path) -> Result<Vec<Value>, ReadError> {
     parse_lines(path, |line| {
@@ -481,7 +500,7 @@ fn parse_lines<T>(
     path: &Path,
     parse: impl Fn(&str) -> Result<T, String>,
 ) -> Result<Vec<T>, ReadError> {
-    let text = std::fs::read_to_string(path).map_err(|error| ReadError::Io {
+    let text = read_at_most(path, MAX_INPUT_BYTES).map_err(|error| ReadError::Io {
         path: path.to_owned(),
         error,
     })?;

@@ -35,6 +35,9 @@ use crate::run::{LoadedPlugins, Runner, Span};
 /// whole into memory.
 pub const MAX_CASES: usize = 10_000;
 pub const MAX_CASE_DOCUMENTS: usize = 100_000;
+/// Largest cases file (its `input_file`s and `expect_file`s are bounded
+/// as `weir test`'s inputs are).
+pub const MAX_CASES_BYTES: u64 = 64 << 20;
 
 /// A cases file.
 #[derive(Debug, Clone, Deserialize)]
@@ -93,10 +96,11 @@ pub struct CaseResult {
 impl Cases {
     /// Read and check the cases in `path`.
     pub fn load(path: &Path) -> Result<Self, CasesError> {
-        let text = std::fs::read_to_string(path).map_err(|error| CasesError::Read {
-            path: path.to_owned(),
-            error,
-        })?;
+        let text =
+            super::read_at_most(path, MAX_CASES_BYTES).map_err(|error| CasesError::Read {
+                path: path.to_owned(),
+                error,
+            })?;
         let invalid = |why: String| CasesError::Invalid {
             path: path.to_owned(),
             why,
@@ -201,4 +205,31 @@ pub fn cases_beside(config: &Path) -> PathBuf {
         .file_stem()
         .map_or_else(|| "pipeline".into(), |s| s.to_string_lossy().into_owned());
     config.with_file_name(format!("{stem}.cases.toml"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_past_their_bound_are_refused_without_reading_them_whole() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let small = dir.path().join("small.jsonl");
+        std::fs::write(&small, "{\"id\": \"1\"}\n").expect("write");
+        assert_eq!(
+            super::super::read_at_most(&small, 64).expect("read").len(),
+            12
+        );
+        let error = super::super::read_at_most(&small, 4).expect_err("over the bound");
+        assert!(error.to_string().contains("larger than 4 bytes"), "{error}");
+        // A file that never ends.
+        let error = super::super::read_at_most(Path::new("/dev/zero"), 1 << 20)
+            .expect_err("an endless file is refused");
+        assert!(error.to_string().contains("larger than"), "{error}");
+        // A cases file that is not one says why.
+        let cases = dir.path().join("x.cases.toml");
+        std::fs::write(&cases, "[[cases]]\nname = 1\n").expect("write");
+        let error = Cases::load(&cases).expect_err("invalid");
+        assert!(error.to_string().contains("x.cases.toml"), "{error}");
+    }
 }
