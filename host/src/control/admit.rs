@@ -207,11 +207,30 @@ fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorCo
             ),
         );
     }
+    // A report file is written by the host: a tenant reads its shadows'
+    // differences in its metrics and the run's log instead.
+    for p in &config.pipelines {
+        for s in &p.stages {
+            if s.shadow
+                .as_ref()
+                .is_some_and(|shadow| shadow.report.is_some())
+            {
+                out.at(
+                    format!("pipelines.{}.stages.{}.shadow.report", p.name, s.name),
+                    "a shadow's report file is the operator's: leave it out (differences are counted in metrics and logged)",
+                );
+            }
+        }
+    }
     // Saturating: the counts are the tenant's numbers, as large as it likes.
+    // A stage with a shadow is two instances per worker thread.
     let instances = config
         .pipelines
         .iter()
-        .map(|p| p.stages.len().saturating_mul(config.worker.threads))
+        .map(|p| {
+            let shadows = p.stages.iter().filter(|s| s.shadow.is_some()).count();
+            (p.stages.len() + shadows).saturating_mul(config.worker.threads)
+        })
         .chain(config.indexers().map(|(_, i)| i.instances))
         .fold(config.connectors.len(), usize::saturating_add);
     if instances > MAX_INSTANCES {

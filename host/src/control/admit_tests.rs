@@ -369,3 +369,49 @@ fn a_tenant_cannot_choose_where_its_state_is_kept() {
         config.state.path
     );
 }
+
+#[test]
+fn a_tenants_shadow_may_not_name_a_report_file_and_counts_as_instances() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let with_shadow = |shadow: &str, threads: usize| {
+        run("a", "").replace(
+            "[[pipelines]]\n        name = \"a\"",
+            &format!(
+                "[worker]\nthreads = {threads}\n[[pipelines]]\nname = \"a\"\nstages = [{{ name = \"s\", plugin = {{ path = \"p.wasm\" }}, shadow = {{ plugin = {{ path = \"p.wasm\" }}{shadow} }} }}]"
+            ),
+        )
+    };
+    let text = with_shadow(", report = \"/etc/weir-owned.jsonl\"", 1);
+    assert!(text.contains("shadow"), "{text}");
+    let reasons = forbidden(&text, dir.path());
+    assert!(
+        reasons.iter().any(|r| r.contains("stages.s.shadow.report")),
+        "{reasons:?}"
+    );
+    // Eight stages on 16 threads are 128 instances; with a shadow each,
+    // 256, and with the connector and indexer past the 256 a run may have.
+    let stages: Vec<String> = (0..8)
+        .map(|i| format!("{{ name = \"s{i}\", plugin = {{ path = \"p.wasm\" }}, shadow = {{ plugin = {{ path = \"p.wasm\" }} }} }}"))
+        .collect();
+    let text = run("a", "").replace(
+        "[[pipelines]]\n        name = \"a\"",
+        &format!(
+            "[worker]\nthreads = 16\n[[pipelines]]\nname = \"a\"\nstages = [{}]",
+            stages.join(", ")
+        ),
+    );
+    let reasons = forbidden(&text, dir.path());
+    assert!(
+        reasons.iter().any(|r| r.contains("plugin instances")),
+        "{reasons:?}"
+    );
+    let operator = operator(dir.path());
+    let acme = operator.tenant("acme").expect("acme");
+    admit(
+        &with_shadow("", 16),
+        acme,
+        &operator,
+        &dir.path().join("dl.jsonl"),
+    )
+    .expect("a stage and its shadow on 16 threads are admitted");
+}
