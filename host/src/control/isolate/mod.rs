@@ -330,7 +330,12 @@ impl Remote {
                 _ => {}
             }
         }
-        // Its output is closed: the process is ending, or has ended.
+        // Its output is closed: the process is ending, or has ended. A
+        // reload still waiting for its answer hears so now.
+        self.reloads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         let why = self.death();
         match finished {
             Some(record) => RunRecord {
