@@ -37,6 +37,7 @@ mod search;
 mod serve_limits;
 mod solr_sync;
 mod sql;
+mod sql_capability;
 mod stages;
 mod sync;
 mod tenants;

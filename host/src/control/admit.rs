@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{Config, PluginAt, TenantConfig};
 use crate::core::problem::{Problem, Problems};
-use crate::plugin::{HttpAllow, OpenedDir, file_sha256, relative_below};
+use crate::plugin::{HttpAllow, OpenedDir, SqlTarget, file_sha256, relative_below};
 
 use super::operator::{OperatorConfig, TenantPolicy};
 
@@ -130,32 +130,23 @@ pub fn admit(
     Ok(config)
 }
 
-/// Whether every server a `grants.sql` connection URL names is one
+/// Whether every server a `grants.sql` connection URL leads to is one
 /// `tenant` may reach (`sql` of its policy); the reason when not. The URL
-/// itself (its password) is never in the reason.
-fn sql_reachable(url: &str, tenant: &TenantPolicy) -> Result<(), String> {
-    let config: tokio_postgres::Config = url
-        .parse()
-        .map_err(|_| "is not a PostgreSQL connection URL".to_owned())?;
-    let ports = config.get_ports();
+/// is read as the connection reads it ([`SqlTarget`]): what is checked here
+/// is what the plugin's host dials. The URL itself (its password) is never
+/// in the reason.
+pub(crate) fn sql_reachable(url: &str, tenant: &TenantPolicy) -> Result<(), String> {
+    let target = SqlTarget::parse(url).map_err(|e| e.to_string())?;
     let allowed: Vec<HttpAllow> = tenant
         .sql
         .iter()
         .filter_map(|entry| HttpAllow::parse(entry).ok())
         .collect();
-    let hosts = config.get_hosts();
-    if hosts.is_empty() {
-        return Err("names no host (a socket of the server's own is not a tenant's)".into());
-    }
-    for (i, host) in hosts.iter().enumerate() {
-        let tokio_postgres::config::Host::Tcp(host) = host else {
-            return Err("names a Unix socket: a tenant's database is reached over TCP".into());
-        };
-        let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
-        let wanted = HttpAllow::parse(&format!("{host}:{port}")).map_err(|e| e.to_string())?;
+    for server in target.servers() {
+        let wanted = HttpAllow::parse(&server.to_string()).map_err(|e| e.to_string())?;
         if !allowed.iter().any(|a| a.covers(&wanted)) {
             return Err(format!(
-                "`{host}:{port}` is not a database server tenant `{}` may reach",
+                "`{server}` is not a database server tenant `{}` may reach",
                 tenant.name
             ));
         }

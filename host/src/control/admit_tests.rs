@@ -322,9 +322,9 @@ fn sql_grants_must_name_servers_the_tenant_may_reach() {
         &dir.path().join("dl.jsonl"),
     )
     .expect("admitted");
-    let beyond = r#", grants = { sql = { a = "postgres://u:secret@db.acme.internal:5433/x", b = "host=/var/run/postgresql user=u", c = "postgres://u:secret@10.31.0.1/x", d = "not a url ==" } }"#;
+    let beyond = r#", grants = { sql = { a = "postgres://u:secret@db.acme.internal:5433/x", b = "host=/var/run/postgresql user=u", c = "postgres://u:secret@10.31.0.1/x", d = "not a url ==", e = "postgres://u:secret@db.acme.internal/x?hostaddr=127.0.0.1", f = "host=db.acme.internal user=u options='-c role=admin'" } }"#;
     let reasons = forbidden(&run("a", beyond), dir.path());
-    assert_eq!(reasons.len(), 4, "{reasons:?}");
+    assert_eq!(reasons.len(), 6, "{reasons:?}");
     for (key, expected) in [
         (
             "grants.sql.a",
@@ -333,6 +333,8 @@ fn sql_grants_must_name_servers_the_tenant_may_reach() {
         ("grants.sql.b", "Unix socket"),
         ("grants.sql.c", "`10.31.0.1:5432` is not"),
         ("grants.sql.d", "not a PostgreSQL connection URL"),
+        ("grants.sql.e", "hostaddr"),
+        ("grants.sql.f", "options"),
     ] {
         assert!(
             reasons

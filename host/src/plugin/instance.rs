@@ -31,6 +31,9 @@ pub(crate) struct Loaded {
     pub(crate) tenant: Option<Arc<str>>,
     pub(crate) spec: PluginSpec,
     component: Component,
+    /// The SHA-256 of the bytes the component was compiled from: what
+    /// every instance of it runs, whatever the file holds now.
+    pub(crate) sha256: [u8; 32],
     pub(super) http_allow: Arc<[HttpAllow]>,
     /// `grants.sql`: the databases the plugin may query, by name.
     pub(super) sql_grants: Arc<std::collections::BTreeMap<String, String>>,
@@ -68,7 +71,7 @@ impl Loaded {
                     })?,
                 );
         }
-        let component = runtime
+        let (component, sha256) = runtime
             .cache
             .load(&runtime.engine, &spec.path, spec.sha256.as_deref())
             .map_err(|e| PluginError::Load {
@@ -84,6 +87,7 @@ impl Loaded {
             config_json: spec.config.to_string(),
             spec,
             component,
+            sha256,
             http_allow: http_allow.into(),
             sql_grants,
         })
@@ -142,12 +146,31 @@ impl Loaded {
         }));
         store.data_mut().http_policy.deadline = None;
         store.data_mut().interrupt_at = None;
+        self.end_queries(store, cancel);
         match outcome {
             Ok(Some(Ok(r))) => Ok(r),
             Ok(Some(Err(error))) => Err(self.classify(error, store, timeout)),
             Ok(None) if cancel.is_cancelled() => Err(TrapCause::Cancelled),
             Ok(None) => Err(TrapCause::Deadline(timeout)),
             Err(panic) => Err(TrapCause::HostPanic(crate::core::text::panic_text(&*panic))),
+        }
+    }
+
+    /// A database query lasts no longer than the call that opened it: its
+    /// transaction is rolled back as the call returns, or its connection
+    /// dropped when that cannot be done in time.
+    fn end_queries(&self, store: &mut Store<PluginState>, cancel: &super::Cancel) {
+        let sql = &mut store.data_mut().sql;
+        if !sql.has_open() {
+            return;
+        }
+        let until = crate::core::time::deadline_after(super::host::END_QUERIES_WAIT);
+        if self
+            .runtime
+            .block_on_until(until, cancel, sql.end_queries())
+            .is_none()
+        {
+            sql.drop_open();
         }
     }
 }
@@ -306,6 +329,17 @@ pub(crate) enum Lending {
     ByPosition,
 }
 
+/// The handles a call lending `count` documents as `lending` says may have
+/// on them at once.
+pub(crate) fn lent_handles(lending: Lending, count: usize) -> usize {
+    match lending {
+        Lending::Borrowed | Lending::Owned => count,
+        Lending::ByPosition => count
+            .saturating_mul(super::host::MAX_HANDLES_PER_DOCUMENT as usize)
+            .saturating_add(1),
+    }
+}
+
 /// A live instance: a store and the bindings instantiated in it.
 pub(crate) struct Live<W: World> {
     pub(crate) store: Store<PluginState>,
@@ -430,6 +464,17 @@ impl<W: World> Instance<W> {
         state
             .docs
             .set_max_capacity(state.budget.documents_capacity() + docs.len());
+        // And room in the engine for every handle on them the contract
+        // allows (a batch lent by position: up to
+        // `MAX_HANDLES_PER_DOCUMENT` on each document, and the batch's
+        // own), so the host's own bounds, which name themselves, are what
+        // stop a plugin that asks for more, never wasmtime's store-wide cap.
+        let handles = state
+            .budget
+            .component_handles()
+            .saturating_add(lent_handles(lending, docs.len()));
+        live.store.set_max_component_handles(handles);
+        let state = live.store.data_mut();
         let mut lent = Vec::with_capacity(docs.len());
         for doc in docs.iter_mut() {
             doc.set_limits(state.budget.doc_limits);

@@ -45,7 +45,7 @@ pub use contract::ContractError;
 pub use contract::{SUPPORTED as SUPPORTED_CONTRACTS, supported_list as supported_contracts};
 pub use error::{KindError, PluginError, RuntimeError, TrapCause};
 pub use grant::{OpenedDir, relative_below};
-pub(crate) use host::HttpAllow;
+pub(crate) use host::{HttpAllow, SqlTarget};
 pub use host::{ConnectorState, PublishSink};
 pub use kinds::{ConnectorInstance, ConnectorPlugin, IndexerInstance, IndexerPlugin};
 pub use spec::{DirGrant, Grants, InstancePolicy, Limits, PluginSpec};
@@ -361,7 +361,7 @@ impl PluginRuntime {
     /// Which kind of plugin the component in `path` is (`stage`,
     /// `connector` or `indexer`), from the contract interface it exports.
     pub fn plugin_kind(&self, path: &Path) -> Result<&'static str, KindError> {
-        let component = self.inner.cache.load(&self.inner.engine, path, None)?;
+        let (component, _) = self.inner.cache.load(&self.inner.engine, path, None)?;
         contract::kind_of(&component, &self.inner.engine).ok_or_else(|| KindError::NotAPlugin {
             path: path.to_owned(),
             supported: contract::supported_list(),

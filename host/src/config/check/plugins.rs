@@ -1,10 +1,11 @@
 //! Each plugin's table: a component file that exists, granted directories
 //! that exist at absolute guest paths, limits that can work, a well-formed
-//! digest, and fresh instances for stages only.
+//! digest, `grants.sql` URLs that lead to TCP servers only, and fresh
+//! instances for stages only.
 
 use super::Found;
 use crate::config::{Config, ConfigError, PluginAt, PluginRole};
-use crate::plugin::InstancePolicy;
+use crate::plugin::{InstancePolicy, SqlTarget};
 
 /// Connectors and indexers keep state across documents (a crawl, a batch
 /// being built): only stages may start afresh for each one.
@@ -30,6 +31,20 @@ pub(super) fn check_files_and_limits(config: &Config, found: &mut Found) {
         check_files(&at, found);
         check_limits(&at, found);
         check_digest(&at, found);
+        check_sql(&at, found);
+    }
+}
+
+/// Each `grants.sql` URL leads to TCP servers only, by its hosts alone (the
+/// host refuses the rest when it connects; here it is said before a run).
+fn check_sql(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Found) {
+    for (name, url) in &spec.grants.sql {
+        if let Err(e) = SqlTarget::parse(url) {
+            found.push(ConfigError::new(
+                format!("{location}.plugin.grants.sql.{name}"),
+                e.to_string(),
+            ));
+        }
     }
 }
 

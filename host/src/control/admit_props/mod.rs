@@ -28,6 +28,7 @@ use proptest::test_runner::{Config as Cases, TestCaseError, TestRunner};
 use generate::{Shape, config};
 
 mod generate;
+mod sql;
 
 use super::admit::{MAX_INSTANCES, MAX_QUEUE_MIB, MAX_THREADS, Refusal, admit};
 use super::operator::{OperatorConfig, TenantPolicy};

@@ -36,12 +36,12 @@ use crate::core::document::Document;
 
 pub(crate) use http::{HttpAllow, HttpPolicy, add_http_to_linker};
 pub use lending::LentBatch;
-pub(crate) use lent::Lent;
+pub(crate) use lent::{Lent, MAX_HANDLES_PER_DOCUMENT};
 pub(crate) use log::LogLimiter;
 pub(crate) use output::GuestOutput;
 pub use publisher::{PublishSink, Publisher};
 pub use sql::SqlRows;
-pub(crate) use sql::SqlSession;
+pub(crate) use sql::{END_QUERIES_WAIT, SqlSession, SqlTarget};
 pub use sync::ConnectorState;
 
 /// A plugin's handle on a document.

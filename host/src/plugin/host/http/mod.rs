@@ -29,8 +29,7 @@ use wasmtime_wasi_http::{
     Error, RequestOptions, WasiBody, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
 };
 
-use allow::Host;
-pub(crate) use allow::HttpAllow;
+pub(crate) use allow::{Host, HttpAllow};
 pub(crate) use handler::add_to_linker as add_http_to_linker;
 use resolve::{Resolve, SystemResolver};
 use rule::{Plan, Refusal};
