@@ -190,6 +190,88 @@ pub fn decode_text(
     (text.into_owned(), encoding.name())
 }
 
+/// Binary formats told by their first bytes: a file that starts so is not
+/// text, whatever its name says.
+const MAGIC: [(&[u8], &str); 16] = [
+    (b"\x7fELF", "an ELF executable"),
+    (b"\0asm", "a WebAssembly module"),
+    (b"%PDF-", "a PDF"),
+    (b"PK\x03\x04", "a zip archive"),
+    (b"PK\x05\x06", "a zip archive"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an OLE2 compound file (legacy Office)"),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"GIF87a", "a GIF image"),
+    (b"GIF89a", "a GIF image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"\x1f\x8b", "gzip data"),
+    (b"\xfd7zXZ\0", "xz data"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"\xca\xfe\xba\xbe", "a Java class or Mach-O binary"),
+    (b"\xcf\xfa\xed\xfe", "a Mach-O binary"),
+    (b"SQLite format 3\0", "an SQLite database"),
+];
+
+/// Most control characters in 1,000 of a text's characters: past it, the
+/// content is binary.
+const MAX_CONTROLS_PER_1000: usize = 100;
+
+/// Why `bytes` are not text, if they are not; else their text and
+/// character set as [`decode_text`] reads them. The rule, in order:
+///
+/// 1. bytes that start as a known binary format (an ELF executable, a
+///    PDF, a zip archive, an image, compressed data, ...) are that format;
+/// 2. without a UTF-16 byte-order mark, a NUL byte anywhere is binary (no
+///    text in UTF-8 or a legacy character set holds one);
+/// 3. decoded, more than 1 in 10 characters being control characters
+///    (C0 but tab, line feed, form feed and carriage return; DEL; C1) or
+///    U+FFFD (bytes the character set cannot map) is binary;
+/// 4. bytes that are not UTF-8 (read in a legacy character set) of which
+///    fewer than 1 in 100 is ASCII (letters, digits, punctuation, spaces
+///    and line ends, which every language's text has) are binary: 256 KiB
+///    of 0xFF would otherwise read as 262,144 "ے" in windows-1256.
+///
+/// Linear in the bytes; the error says which rule refused them.
+pub fn text_of(
+    bytes: &[u8],
+    content_type: Option<&str>,
+    declared: Option<&str>,
+) -> Result<(String, &'static str), String> {
+    if let Some((_, format)) = MAGIC.iter().find(|(magic, _)| bytes.starts_with(magic)) {
+        return Err(format!("is binary, not text: it starts as {format}"));
+    }
+    let bom = Encoding::for_bom(bytes).map(|(encoding, _)| encoding);
+    let wide = bom.is_some_and(|e| e != encoding_rs::UTF_8);
+    if !wide && let Some(at) = bytes.iter().position(|&b| b == 0) {
+        return Err(format!("is binary, not text: a NUL byte at byte {at}"));
+    }
+    let (text, charset) = decode_text(bytes, content_type, declared);
+    let (mut chars, mut controls) = (0usize, 0usize);
+    for ch in text.chars() {
+        chars += 1;
+        let control = matches!(ch, '\u{0}'..='\u{8}' | '\u{b}' | '\u{e}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{fffd}');
+        controls += usize::from(control);
+    }
+    if controls > 0 && controls * 1000 > chars * MAX_CONTROLS_PER_1000 {
+        return Err(format!(
+            "is binary, not text: {controls} of its {chars} characters are control characters or unreadable bytes"
+        ));
+    }
+    let legacy = bom.is_none() && charset != "UTF-8";
+    if legacy && bytes.len() >= 64 {
+        let ascii = bytes
+            .iter()
+            .filter(|&&b| b.is_ascii_graphic() || matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+            .count();
+        if ascii * 100 < bytes.len() {
+            return Err(format!(
+                "is binary, not text: not UTF-8, and only {ascii} of its {} bytes are ASCII (read as {charset}, it would be no language's text)",
+                bytes.len()
+            ));
+        }
+    }
+    Ok((text, charset))
+}
+
 /// At most `max_bytes + 1` bytes of `file` (one more than allowed shows it
 /// is too large), in as few reads as its size allows: each file operation
 /// of a plugin is a hop to the host's I/O threads, so one read sized by the
@@ -224,7 +306,27 @@ fn read_file(file: std::fs::File, max_bytes: usize) -> std::io::Result<Vec<u8>> 
 
 #[cfg(test)]
 mod tests {
-    use super::read_file;
+    use super::{read_file, text_of};
+
+    #[test]
+    fn binary_content_is_refused_with_the_rule_that_caught_it() {
+        let refused = |bytes: &[u8]| text_of(bytes, None, None).expect_err("binary");
+        assert!(refused(&[0xFF; 256 << 10]).contains("only 0 of its 262144 bytes are ASCII"));
+        assert!(refused(b"\x7fELF\x02\x01\x01\0\0").contains("an ELF executable"));
+        assert!(refused(b"<html>\0</html>").contains("a NUL byte at byte 6"));
+        let controls: Vec<u8> = (1..32u8).cycle().take(4096).collect();
+        assert!(refused(&controls).contains("control characters"));
+        // Text in every shape reads: UTF-8, a legacy set, UTF-16 with its
+        // mark, ANSI colours in a log, a short legacy string.
+        let ok = |bytes: &[u8]| text_of(bytes, None, None).expect("text").1;
+        assert_eq!(ok("Grüße, 世界\tok\r\n".as_bytes()), "UTF-8");
+        assert_eq!(ok(&b"Caf\xe9 cr\xe8me br\xfbl\xe9e, na\xefve fa\xe7ade. ".repeat(20)), "windows-1252");
+        let mut utf16 = vec![0xFF, 0xFE];
+        utf16.extend("wide text".encode_utf16().flat_map(u16::to_le_bytes));
+        assert_eq!(ok(&utf16), "UTF-16LE");
+        assert_eq!(ok(&b"\x1b[31merror\x1b[0m: disk full on /var\n".repeat(50)), "UTF-8");
+        assert_eq!(ok(b"caf\xe9"), "windows-1252");
+    }
 
     #[test]
     fn a_file_is_read_whole_or_cut_one_byte_past_its_limit() {

@@ -169,6 +169,38 @@ fn cut(text: &str, range: Range<usize>, max: usize, limit: usize, out: &mut Vec<
     }
 }
 
+/// Character offsets of byte positions in a text, asked in increasing
+/// order: each character is counted once over all the chunks, not once per
+/// chunk from the start of the text (which made 100,000 sentences cost
+/// their square).
+pub struct CharOffsets<'a> {
+    text: &'a str,
+    byte: usize,
+    chars: usize,
+}
+
+impl<'a> CharOffsets<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            byte: 0,
+            chars: 0,
+        }
+    }
+
+    /// The character offset of byte `at` (a character boundary); a position
+    /// before the last one asked is counted afresh from the start.
+    pub fn at(&mut self, at: usize) -> usize {
+        if at < self.byte {
+            self.byte = 0;
+            self.chars = 0;
+        }
+        self.chars += self.text[self.byte..at].chars().count();
+        self.byte = at;
+        self.chars
+    }
+}
+
 pub struct ChunkText(Config);
 
 impl BatchStage for ChunkText {
@@ -206,36 +238,45 @@ impl BatchStage for ChunkText {
     }
 }
 
+/// Every chunk of `texts` as `c` says, in order, each with its text; more
+/// than `max_chunks` is an error. Linear in the texts' length (times the
+/// chunks' overlap).
+pub fn chunk_texts(c: &Config, texts: &[String]) -> Result<Vec<(String, Chunk)>, String> {
+    let max_chunks = c.max_chunks.unwrap_or(MAX_CHUNKS);
+    let mut found: Vec<(String, Chunk)> = Vec::new();
+    for text in texts {
+        let mut offsets = CharOffsets::new(text);
+        for bytes in chunks(text, c.by, c.size(), c.overlap, c.max_chars, max_chunks) {
+            let piece = &text[bytes.clone()];
+            if c.skip_blank && piece.trim().is_empty() {
+                continue;
+            }
+            if found.len() == max_chunks {
+                return Err(format!(
+                    "`{}` makes more than {max_chunks} chunks (max_chunks)",
+                    c.source
+                ));
+            }
+            let offset = offsets.at(bytes.start);
+            let length = piece.chars().count();
+            found.push((
+                piece.to_owned(),
+                Chunk {
+                    bytes,
+                    offset,
+                    length,
+                },
+            ));
+        }
+    }
+    Ok(found)
+}
+
 impl ChunkText {
     fn chunk(&self, doc: &Document) -> Result<Vec<Document>, PluginError> {
         let c = &self.0;
         let texts = doc.get_strings(&c.source);
-        let max_chunks = c.max_chunks.unwrap_or(MAX_CHUNKS);
-        let mut found: Vec<(String, Chunk)> = Vec::new();
-        for text in &texts {
-            for bytes in chunks(text, c.by, c.size(), c.overlap, c.max_chars, max_chunks) {
-                let piece = &text[bytes.clone()];
-                if c.skip_blank && piece.trim().is_empty() {
-                    continue;
-                }
-                if found.len() == max_chunks {
-                    return Err(PluginError::Document(format!(
-                        "`{}` makes more than {max_chunks} chunks (max_chunks)",
-                        c.source
-                    )));
-                }
-                let offset = text[..bytes.start].chars().count();
-                let length = piece.chars().count();
-                found.push((
-                    piece.to_owned(),
-                    Chunk {
-                        bytes,
-                        offset,
-                        length,
-                    },
-                ));
-            }
-        }
+        let found = chunk_texts(c, &texts).map_err(PluginError::Document)?;
         if c.output == Output::Field {
             let values: Vec<Json> = found.into_iter().map(|(t, _)| Json::String(t)).collect();
             let change = FieldChange::set_json(c.target.as_str(), Json::Array(values).to_string());

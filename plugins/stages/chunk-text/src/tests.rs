@@ -79,3 +79,52 @@ fn a_huge_text_stops_one_past_the_limit() {
         101
     );
 }
+
+fn config(json: &str) -> Config {
+    weir_plugin::serde_json::from_str(json).expect("config")
+}
+
+#[test]
+fn offsets_are_characters_from_the_start_of_each_value() {
+    let c = config(r#"{"source": "t", "by": "sentences", "size": 2, "overlap": 1}"#);
+    let texts = vec!["Ünï. Zwei zwei. Drei!".to_owned(), "Ça. Va.".to_owned()];
+    let found = chunk_texts(&c, &texts).expect("chunks");
+    let got: Vec<(&str, usize, usize)> = found
+        .iter()
+        .map(|(t, c)| (t.as_str(), c.offset, c.length))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("Ünï. Zwei zwei.", 0, 15),
+            ("Zwei zwei. Drei!", 5, 16),
+            ("Ça. Va.", 0, 7)
+        ]
+    );
+}
+
+/// Chunking is linear in the text: 4x the sentences take about 4x the time
+/// (it took 16x and more when each chunk's offset was counted from the
+/// start of the text: 105,000 sentences took 11.5 s in the guest). The
+/// bound is generous (8x), the sizes large enough for a square to show
+/// (~40x at these sizes) and each time the best of three, so a loaded
+/// machine does not fail it.
+#[test]
+fn chunking_is_linear_in_the_text() {
+    let c = config(r#"{"source": "t", "by": "sentences", "size": 5, "overlap": 1}"#);
+    let time = |n: usize| {
+        let texts = vec!["Größe zählt nicht. ".repeat(n)];
+        (0..3)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let found = chunk_texts(&c, &texts).expect("chunks");
+                assert_eq!(found.len(), n.div_ceil(4) - usize::from(n % 4 == 1));
+                start.elapsed()
+            })
+            .min()
+            .expect("three runs")
+    };
+    let (small, large) = (time(25_000), time(100_000));
+    let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
+    assert!(ratio < 8.0, "4x the text took {ratio:.1}x the time ({small:?} -> {large:?})");
+}

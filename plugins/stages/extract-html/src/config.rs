@@ -9,9 +9,12 @@ use weir_plugin::content::From;
 /// Content comes `from` the first value of `source`; a document without it
 /// is left as it is. Bytes are read in their character set (a byte-order
 /// mark, valid UTF-8, the server's `charset`, the page's `<meta charset>`,
-/// else a guess). HTML parsing never fails, as in a browser: a page that is
-/// not HTML still gives its text. A file or URL that cannot be read, and
-/// content past `max_mib`, fail the document.
+/// else a guess). HTML parsing never fails on malformed markup, as in a
+/// browser: a page that is not HTML still gives its text. A file or URL that
+/// cannot be read, and content past `max_mib`, fail the document; so does
+/// binary content (see `extract-text`), a page whose elements nest deeper
+/// than `max_depth` (parsing stops there: the parser's work grows with the
+/// square of the depth) and one with a tag of more than 1,024 attributes.
 ///
 /// The text (always written, empty for a page without any) is what a
 /// reader sees: block elements (`p`, `div`, `li`, headings, `br`, table
@@ -33,6 +36,11 @@ pub struct Config {
     /// Largest content read, in MiB (1 to 1024); larger fails the document.
     #[serde(default = "Config::max_mib")]
     pub max_mib: u64,
+    /// Deepest nesting of elements a page may have (1 to 4,096), counting
+    /// `html` and `body`; deeper fails the document. Browsers nest at most
+    /// 512 deep.
+    #[serde(default = "Config::max_depth")]
+    pub max_depth: usize,
     /// The field that gets the page's text.
     #[serde(default = "Config::text")]
     pub text_field: String,
@@ -69,6 +77,9 @@ pub struct Config {
 impl Config {
     fn max_mib() -> u64 {
         20
+    }
+    fn max_depth() -> usize {
+        512
     }
     fn text() -> String {
         "text".into()

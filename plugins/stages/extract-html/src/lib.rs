@@ -4,6 +4,7 @@
 //! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
 mod config;
+mod parse;
 
 use std::collections::HashSet;
 
@@ -58,6 +59,10 @@ const BLOCKS: [&str; 33] = [
     "title",
 ];
 
+/// Largest `max_depth`: the text is walked without recursion, but
+/// selectors match up the ancestors of each element.
+const MAX_DEPTH: usize = 4096;
+
 fn selector(css: &str) -> Result<Selector, String> {
     Selector::parse(css).map_err(|e| format!("`{css}` is not a CSS selector: {e}"))
 }
@@ -76,6 +81,9 @@ impl BatchStage for ExtractHtml {
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
         let mut issues = content::check_max_mib(config.max_mib);
+        if !(1..=MAX_DEPTH).contains(&config.max_depth) {
+            issues.push(issue("max_depth", format!("must be 1 to {MAX_DEPTH}")));
+        }
         for (i, css) in config.remove.iter().enumerate() {
             if let Err(e) = selector(css) {
                 issues.push(issue(format!("remove[{i}]"), e));
@@ -120,13 +128,19 @@ impl ExtractHtml {
         let Some(content) = content::read(doc, c.from, &c.source, max)? else {
             return Ok(());
         };
+        let what = content
+            .location
+            .clone()
+            .unwrap_or_else(|| format!("`{}`", c.source));
+        let fail = |e: String| PluginError::Document(format!("{what} {e}"));
         let declared = declared_charset(&content.bytes);
-        let (html, charset) = content::decode_text(
+        let (html, charset) = content::text_of(
             &content.bytes,
             content.content_type.as_deref(),
             declared.as_deref(),
-        );
-        let page = Html::parse_document(&html);
+        )
+        .map_err(fail)?;
+        let page = parse::parse(&html, c.max_depth).map_err(fail)?;
         let mut changes = vec![FieldChange::set_string(
             c.text_field.as_str(),
             self.text(&page),

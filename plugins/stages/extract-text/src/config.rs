@@ -17,6 +17,15 @@ use weir_plugin::content::From;
 /// file or URL that cannot be read, and content past `max_mib`, fail the
 /// document (a server that cannot be reached, or answers 429 or 5xx,
 /// transiently).
+///
+/// Binary content fails the document as not text, naming the rule that
+/// caught it (`extract-html` and `extract-xml` apply the same rule): bytes
+/// that start as a known binary format (an executable, a PDF, a zip
+/// archive, an image, compressed data); a NUL byte, without a UTF-16
+/// byte-order mark; more than 1 in 10 characters being control characters
+/// (but tab, line feed, form feed and carriage return) or bytes the
+/// character set cannot map; or bytes that are not UTF-8 of which fewer
+/// than 1 in 100 is ASCII (256 KiB of 0xFF is no language's text).
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

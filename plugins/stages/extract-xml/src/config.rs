@@ -21,9 +21,11 @@ use weir_plugin::content::From;
 /// parser's byte position, as does a file or URL that cannot be read and
 /// content past `max_mib`. DTDs are not read: a reference to an entity
 /// beyond XML's five fails the document, and so does a `<!DOCTYPE>` without
-/// an XML declaration before it. The parser recurses, so a document nested
-/// tens of thousands deep overflows the guest's stack: a trap that fails
-/// that document alone.
+/// an XML declaration before it. Before it is parsed, a document's shape
+/// is checked in one pass: one that nests elements deeper than `max_depth`,
+/// or has an element with more than 1,024 attributes, fails with that
+/// reason (the parser's work would grow with their square). Binary content
+/// (see `extract-text`) fails as not text.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -36,6 +38,10 @@ pub struct Config {
     /// Largest content read, in MiB (1 to 1024); larger fails the document.
     #[serde(default = "Config::max_mib")]
     pub max_mib: u64,
+    /// Deepest nesting of elements a document may have (1 to 4,096); deeper
+    /// fails the document before it is parsed.
+    #[serde(default = "Config::max_depth")]
+    pub max_depth: usize,
     /// The XPaths and the fields they write, in order (at least one, unless
     /// `text_field` is set).
     #[serde(default)]
@@ -54,6 +60,9 @@ pub struct Config {
 impl Config {
     fn max_mib() -> u64 {
         20
+    }
+    fn max_depth() -> usize {
+        256
     }
 }
 

@@ -3,6 +3,7 @@
 //! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
 mod config;
+mod shape;
 
 use config::Config;
 use sxd_document::parser;
@@ -13,6 +14,10 @@ use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, doc_error, issue,
     per_document,
 };
+
+/// Largest `max_depth`: the parser and XPath's string values recurse, and
+/// 4,096 levels fit the guest's stack with room to spare.
+const MAX_DEPTH: usize = 4096;
 
 fn compile(expression: &str) -> Result<XPath, String> {
     Factory::new()
@@ -68,6 +73,9 @@ impl BatchStage for ExtractXml {
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
         let mut issues = content::check_max_mib(config.max_mib);
+        if !(1..=MAX_DEPTH).contains(&config.max_depth) {
+            issues.push(issue("max_depth", format!("must be 1 to {MAX_DEPTH}")));
+        }
         if config.xpaths.is_empty() && config.text_field.is_none() {
             issues.push(issue(
                 "xpaths",
@@ -127,8 +135,11 @@ impl ExtractXml {
             .location
             .clone()
             .unwrap_or_else(|| format!("`{}`", c.source));
-        let (xml, _) = content::decode_text(&content.bytes, content.content_type.as_deref(), None);
-        let package = parser::parse(xml.trim_start_matches('\u{feff}'))
+        let (xml, _) = content::text_of(&content.bytes, content.content_type.as_deref(), None)
+            .map_err(|e| PluginError::Document(format!("{what} {e}")))?;
+        let xml = xml.trim_start_matches('\u{feff}');
+        shape::check(xml, c.max_depth).map_err(|e| PluginError::Document(format!("{what} {e}")))?;
+        let package = parser::parse(xml)
             .map_err(|e| PluginError::Document(format!("{what} is not well-formed XML: {e:?}")))?;
         let document = package.as_document();
         let mut context = Context::new();
