@@ -313,6 +313,62 @@ fn a_local_run_reloads_its_config_and_a_plugin_mid_run_and_refuses_bad_changes()
     }
 }
 
+/// The first reload of a run, with nothing but a plugin replaced on disk,
+/// compares with the plugins the workers were started on (digested when
+/// they were loaded), not with the files as they are now, which are the
+/// new ones already.
+#[test]
+fn a_plugin_replaced_on_disk_is_taken_up_by_the_first_reload() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path();
+    std::fs::create_dir_all(path.join("out")).expect("out");
+    std::fs::copy(plugin("copy-fields"), path.join("move.wasm")).expect("stage");
+    let config = path.join("run.toml");
+    let count = 4000;
+    std::fs::write(&config, slow_run(path, count, 400, "v1", "")).expect("config");
+    let log = path.join("run.log");
+    let mut run = Proc::start(
+        "run",
+        Path::new(WEIR),
+        &["run", "--no-progress", config.to_str().expect("utf-8")],
+        &[],
+        &log,
+    );
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        run.wait_for_log(&log, "run started", 1, Duration::from_secs(60)),
+        "{}",
+        read_log()
+    );
+    let replaced = path.join("move.wasm.new");
+    std::fs::copy(plugin("rename-fields"), &replaced).expect("stage");
+    std::fs::rename(&replaced, path.join("move.wasm")).expect("swap the stage");
+    // One SIGHUP, the run's first reload.
+    hang_up(&run);
+    assert!(
+        run.wait_for_log(&log, "generation=2", 1, Duration::from_secs(60)),
+        "the first reload did not take up the plugin:\n{}",
+        read_log()
+    );
+    assert!(
+        !read_log().contains("nothing the workers run changed"),
+        "{}",
+        read_log()
+    );
+    let status = run.child.wait().expect("the run ends");
+    assert_eq!(status.code(), Some(0), "{}", read_log());
+    let docs = lines(&path.join("out/docs.jsonl"));
+    assert_eq!(docs.len(), count as usize, "every document indexed once");
+    // Copied (`n` and `m`) before the reload, renamed (`m` only) after.
+    let renamed = docs.iter().filter(|d| d.get("n").is_none()).count();
+    assert!(renamed > 0, "no document ran on the new plugin");
+    assert!(
+        docs.iter()
+            .all(|d| d["m"].is_u64() && d.get("n").is_none_or(|n| *n == d["m"])),
+        "a document of neither version"
+    );
+}
+
 #[test]
 fn a_shadow_stage_reports_where_it_differs_and_never_reaches_the_index() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -143,3 +143,35 @@ fn a_handle_kept_past_the_call_costs_the_instance_not_the_documents() {
     assert_eq!(field(&next[0], "batch_size"), json!(1));
     assert_eq!(field(&docs[0], "position"), json!(0));
 }
+
+/// Every handle the contract allows (16 on each document of the largest
+/// batch, 4,096 documents) is one the engine gives: a batch that holds them
+/// all at once succeeds, and one more on a document is refused by the
+/// host's own bound, named, before wasmtime's store-wide handle cap.
+#[test]
+fn every_handle_the_contract_allows_on_a_lent_batch_is_given() {
+    let mut probe = probe();
+    let size = weir::config::StageBatch::MAX_SIZE;
+    let mut docs = batch(&vec!["hold"; size]);
+    let outcomes = probe
+        .process_batch(&mut docs)
+        .expect("16 handles on each of 4,096 documents fit");
+    assert_eq!(outcomes.len(), size);
+    assert!(outcomes.iter().all(Result::is_ok), "{:?}", outcomes.first());
+    assert_eq!(probe.restarts(), 0);
+
+    let mut acts = vec!["hold"; size];
+    acts[size - 1] = "hold-more";
+    let mut docs = batch(&acts);
+    let error = match probe.process_batch(&mut docs) {
+        Err(e) => e.to_string(),
+        Ok(outcomes) => outcomes
+            .iter()
+            .find_map(|o| o.as_ref().err().map(ToString::to_string))
+            .expect("the 17th handle is refused"),
+    };
+    assert!(
+        error.contains("more than 16 handles") && !error.contains("store handle limit"),
+        "{error}"
+    );
+}

@@ -6,6 +6,20 @@
 //! and decides what may be committed (see `run/state.rs`); a store only
 //! loads a scope and writes committed changes, atomically per call.
 
+/// What the host spends holding one key of a connector's state beyond the
+/// bytes of its key and value: the two `String`s in a node of the ordered
+/// map (a node of 11 is about half full when keys come in order), the
+/// rounding of each of their allocations, and the node's share of the
+/// tree. `limits.max_state_mib` counts it, so a state of many tiny keys is
+/// bounded by what it costs, not by its text (measured in
+/// `tests/all/limits.rs`).
+pub const VIEW_ENTRY_BYTES: usize = 128;
+
+/// What the host spends holding one change not yet committed beyond its
+/// key and value: the change in its queue (which may hold twice its
+/// length), its allocations, and its row in a commit's slice.
+pub const CHANGE_ENTRY_BYTES: usize = 128;
+
 /// Why state could not be loaded or kept.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

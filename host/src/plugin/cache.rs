@@ -79,16 +79,19 @@ impl ComponentCache {
         }
     }
 
-    /// The component in `path`, compiled for `engine`; refused unless its
-    /// SHA-256 is `pinned` (hex), when given.
+    /// The component in `path`, compiled for `engine`, and the SHA-256 of
+    /// the bytes it was compiled from (read once: what runs is what the
+    /// digest names, whatever the file holds later); refused unless that
+    /// digest is `pinned` (hex), when given.
     pub(crate) fn load(
         &self,
         engine: &Engine,
         path: &Path,
         pinned: Option<&str>,
-    ) -> Result<Component, CacheError> {
+    ) -> Result<(Component, [u8; 32]), CacheError> {
         let bytes = std::fs::read(path)?;
-        let digest = hex::encode(Sha256::digest(&bytes));
+        let sha256: [u8; 32] = Sha256::digest(&bytes).into();
+        let digest = hex::encode(sha256);
         if let Some(pinned) = pinned
             && !pinned.eq_ignore_ascii_case(&digest)
         {
@@ -99,14 +102,14 @@ impl ComponentCache {
         }
         let key = cache_key(engine, &digest);
         if let Some(component) = self.lock().get(&key) {
-            return Ok(component.clone());
+            return Ok((component.clone(), sha256));
         }
         let component = match &self.disk {
             Some(disk) => disk.load_or_compile(engine, &bytes, &key)?,
             None => Component::new(engine, &bytes)?,
         };
         self.lock().insert(key, component.clone());
-        Ok(component)
+        Ok((component, sha256))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Component>> {

@@ -71,6 +71,12 @@ impl StagePlugin {
         &self.loaded().name
     }
 
+    /// The SHA-256 of the component every instance of it runs (the bytes
+    /// read when it was loaded).
+    pub fn sha256(&self) -> [u8; 32] {
+        self.loaded().sha256
+    }
+
     /// Whether the stage takes batches (it exports `stage-batch-api`).
     pub fn is_batch(&self) -> bool {
         matches!(self.shape, Shape::Batch(_))

@@ -108,6 +108,7 @@ impl Runner {
             indexers.push((started, messenger));
         }
         // Then every worker's stages: a stage that cannot start stops the run.
+        self.reloads.starting(plugins);
         let mut workers = Vec::with_capacity(worker_messengers.len());
         for messenger in worker_messengers {
             workers.push((

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::{LoadedPlugins, Runner};
-use crate::config::{Config, ConfigError, ConfigErrors};
+use crate::config::{Config, ConfigErrors};
 
 /// The stages workers run: a config, its plugins loaded, and what each
 /// pipeline's stages are (a digest of their settings and components).
@@ -91,6 +91,9 @@ struct ReloadState {
     switched: Condvar,
     /// One reload at a time.
     reloading: Mutex<()>,
+    /// The stage digests of the plugins the run's workers started with
+    /// (generation [`FIRST_GENERATION`]).
+    started: Mutex<Option<HashMap<String, [u8; 32]>>>,
 }
 
 impl Reloads {
@@ -122,6 +125,24 @@ impl Reloads {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         self.0.switched.notify_all();
+    }
+
+    /// Workers start on `plugins` (the first generation): a reload
+    /// compares with what they run.
+    pub(crate) fn starting(&self, plugins: &LoadedPlugins) {
+        *self
+            .0
+            .started
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(plugins.digests.clone());
+    }
+
+    fn started(&self) -> Option<HashMap<String, [u8; 32]>> {
+        self.0
+            .started
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn current(&self) -> Option<Arc<StageSet>> {
@@ -231,8 +252,8 @@ impl Runner {
         }
     }
 
-    /// The files a reload reads: the config's stage plugins, as the newest
-    /// config says.
+    /// The files a reload reads: the config's stage plugins and their
+    /// shadows', as the newest config says.
     pub fn stage_files(&self) -> Vec<std::path::PathBuf> {
         let current = self.reloads.current();
         let config = current.as_ref().map_or(&self.config, |set| &set.config);
@@ -240,7 +261,10 @@ impl Runner {
             .pipelines
             .iter()
             .flat_map(|p| &p.stages)
-            .map(|s| s.plugin.path.clone())
+            .flat_map(|s| {
+                std::iter::once(s.plugin.path.clone())
+                    .chain(s.shadow.as_ref().map(|shadow| shadow.plugin.path.clone()))
+            })
             .collect()
     }
 
@@ -257,10 +281,14 @@ impl Runner {
             Arc::clone(&self.messengers),
         );
         let plugins = candidate.validate().map_err(ReloadRefused::Invalid)?;
-        let digests = stage_digests(&config).map_err(ReloadRefused::Invalid)?;
+        let digests = plugins.digests.clone();
+        // What the workers run: the newest generation, or the plugins the
+        // run started with (digested when they were loaded; never the
+        // files as they are now, which may be the new ones already). No
+        // worker started yet: every pipeline is taken as changed.
         let old_digests = match &current {
             Some(set) => set.digests.clone(),
-            None => stage_digests(&self.config).map_err(ReloadRefused::Invalid)?,
+            None => self.reloads.started().unwrap_or_default(),
         };
         let mut pipelines: Vec<String> = digests
             .iter()
@@ -356,25 +384,31 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<String> {
     changed
 }
 
-/// Each pipeline's stages as a digest: their settings and every byte of
-/// their components, so a rebuilt plugin at the same path is a change.
-fn stage_digests(config: &Config) -> Result<HashMap<String, [u8; 32]>, ConfigErrors> {
+/// Each pipeline's stages as a digest: their settings and the digest of
+/// every component `plugins` loaded for them (stages and their shadows),
+/// so a rebuilt plugin at the same path is a change. The components are
+/// those loaded (the bytes they were compiled from), never the files as
+/// they are now: the digests say what the workers of `plugins` run.
+pub(super) fn stage_digests(config: &Config, plugins: &LoadedPlugins) -> HashMap<String, [u8; 32]> {
     let mut digests = HashMap::new();
     for pipeline in &config.pipelines {
+        let loaded = plugins
+            .pipelines
+            .get(&pipeline.name)
+            .map_or(&[][..], Vec::as_slice);
         let mut hash = Sha256::new();
         for stage in &pipeline.stages {
             hash.update(serde_json::to_vec(stage).unwrap_or_default());
-            let bytes = std::fs::read(&stage.plugin.path).map_err(|e| {
-                ConfigErrors::one(ConfigError::new(
-                    format!("pipelines.{}.stages.{}.plugin", pipeline.name, stage.name),
-                    format!("cannot read {}: {e}", stage.plugin.path.display()),
-                ))
-            })?;
-            hash.update(Sha256::digest(&bytes));
+            let component = loaded.iter().find(|p| p.name() == stage.name);
+            hash.update(component.map_or([0; 32], |p| p.sha256()));
+            let shadow = plugins
+                .shadows
+                .get(&(pipeline.name.clone(), stage.name.clone()));
+            hash.update(shadow.map_or([0; 32], |s| s.plugin.sha256()));
         }
         digests.insert(pipeline.name.clone(), hash.finalize().into());
     }
-    Ok(digests)
+    digests
 }
 
 #[cfg(test)]

@@ -43,6 +43,7 @@ impl Runner {
         messengers: Vec<Box<dyn WorkerMessenger>>,
         shutdown: &Shutdown,
     ) -> Result<(), String> {
+        self.reloads.starting(plugins);
         let mut workers = Vec::with_capacity(messengers.len());
         for messenger in messengers {
             workers.push((
@@ -116,6 +117,7 @@ impl Runner {
         shutdown: &Shutdown,
     ) -> Result<(), String> {
         let count = pairs.len();
+        self.reloads.starting(plugins);
         let mut workers = Vec::with_capacity(count);
         let mut indexers = Vec::with_capacity(count);
         // Each pair's indexer is an instance of its own (a file indexer

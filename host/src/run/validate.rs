@@ -19,6 +19,9 @@ pub struct LoadedPlugins {
     pub(super) shadows: HashMap<(String, String), super::shadow::LoadedShadow>,
     /// Keyed by where the indexer sits in the config (`indexer`, `pipelines.p.indexer`).
     pub(super) indexers: HashMap<String, IndexerPlugin>,
+    /// Each pipeline's stages as a digest of their settings and of the
+    /// components loaded here (see `reload.rs`).
+    pub(super) digests: HashMap<String, [u8; 32]>,
 }
 
 impl Runner {
@@ -132,12 +135,15 @@ impl Runner {
             }
         }
         if errors.is_empty() {
-            Ok(LoadedPlugins {
+            let mut loaded = LoadedPlugins {
                 connectors,
                 pipelines,
                 shadows,
                 indexers,
-            })
+                digests: HashMap::new(),
+            };
+            loaded.digests = super::reload::stage_digests(config, &loaded);
+            Ok(loaded)
         } else {
             Err(ConfigErrors(errors))
         }

@@ -115,21 +115,40 @@ fn string_end(bytes: &[u8], mut i: usize) -> usize {
 pub fn same_number(a: &str, b: &str) -> bool {
     match (decimal_parts(a), decimal_parts(b)) {
         (Some(x), Some(y)) => x == y,
-        // An exponent beyond i64: equal only as the same text.
-        _ => a == b,
+        // An exponent beyond i128 (a number no engine holds): the same
+        // when written the same but for the exponent's spelling
+        // (`1E+0099...` is `1e99...`).
+        _ => a == b || spelled_alike(a, b),
     }
+}
+
+/// Whether `a` and `b` differ only in how their exponent is spelled: `e`
+/// or `E`, a `+`, leading zeros.
+fn spelled_alike(a: &str, b: &str) -> bool {
+    fn normal(text: &str) -> Option<(&str, bool, &str)> {
+        let at = text.find(['e', 'E'])?;
+        let exponent = &text[at + 1..];
+        let (negative, digits) = match exponent.as_bytes().first() {
+            Some(b'-') => (true, &exponent[1..]),
+            Some(b'+') => (false, &exponent[1..]),
+            _ => (false, exponent),
+        };
+        let digits = digits.trim_start_matches('0');
+        Some((&text[..at], negative && !digits.is_empty(), digits))
+    }
+    normal(a).is_some_and(|x| Some(x) == normal(b))
 }
 
 /// A number's sign, significant digits (no leading or trailing zeros) and
 /// the power of ten of its first digit; zero is `(false, "", 0)`. `None`
-/// when the exponent does not fit an i64.
+/// when the exponent does not fit an i128 (39 digits and more).
 fn decimal_parts(text: &str) -> Option<(bool, String, i128)> {
     let (negative, rest) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, text),
     };
     let (mantissa, exponent) = match rest.find(['e', 'E']) {
-        Some(at) => (&rest[..at], i128::from(rest[at + 1..].parse::<i64>().ok()?)),
+        Some(at) => (&rest[..at], rest[at + 1..].parse::<i128>().ok()?),
         None => (rest, 0),
     };
     let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
@@ -139,7 +158,7 @@ fn decimal_parts(text: &str) -> Option<(bool, String, i128)> {
     if significant.is_empty() {
         return Some((false, String::new(), 0));
     }
-    let position = exponent + whole.len() as i128 - leading as i128;
+    let position = exponent.checked_add(whole.len() as i128 - leading as i128)?;
     Some((negative, significant.to_owned(), position))
 }
 
@@ -178,6 +197,12 @@ mod tests {
             "0.1e-7",
             "123456789012345678901234567890",
             "-123456789012345678901234567890.0000000000000000001e-99999",
+            // Exponents past i64, and past i128: kept as given, never
+            // rewritten as serde_json spells them (`1e+99...`).
+            "1e99999999999999999999",
+            "-2.5E-99999999999999999999",
+            "1e999999999999999999999999999999999999999999",
+            "7E+0999999999999999999999999999999999999999999",
         ] {
             let number = number_as_written(text).expect("a number");
             assert_eq!(number.as_str(), text);
@@ -190,6 +215,13 @@ mod tests {
             number_as_written(" 1E5").map(|n| n.as_str().to_owned()),
             Some("1e+5".into())
         );
+    }
+
+    #[test]
+    fn huge_exponents_in_json_text_are_written_back_as_given() {
+        let text = r#"{"a":1e99999999999999999999,"b":[-2E+0999999999999999999999999999999999999999999,3e5]}"#;
+        let value = crate::core::document::parse_value_within(text, 1 << 20).expect("parses");
+        assert_eq!(serde_json::to_string(&value).expect("write"), text);
     }
 
     #[test]
@@ -218,6 +250,22 @@ mod tests {
         assert!(!same_number("0.1", "0.1000000000000000055"));
         assert!(!same_number("-1", "1"));
         assert!(!same_number("1e99999999999999999999", "1"));
+        assert!(same_number(
+            "1e99999999999999999999",
+            "1e+99999999999999999999"
+        ));
+        assert!(same_number(
+            "10e99999999999999999999",
+            "1E100000000000000000000"
+        ));
+        assert!(!same_number(
+            "1e99999999999999999999",
+            "1e99999999999999999998"
+        ));
+        let huge = "9".repeat(50);
+        assert!(same_number(&format!("1e{huge}"), &format!("1E+{huge}")));
+        assert!(!same_number(&format!("1e{huge}"), &format!("1e-{huge}")));
+        assert!(!same_number(&format!("1e{huge}"), &format!("2e{huge}")));
         assert!(!same_number(
             "1e9223372036854775807",
             "10e9223372036854775807"

@@ -127,6 +127,7 @@ thread_local! {
 /// Whole-document JSON text as a document, checked against `limits`;
 /// nothing larger than they allow is built on the way.
 pub(super) fn parse_document_within(text: &str, limits: DocLimits) -> Result<Document, FieldError> {
+    refuse_long_text(text, limits.max_bytes)?;
     let budget = document_budget(limits).reading(text);
     let visitor = DocumentVisitor {
         limits,

@@ -30,9 +30,11 @@ pub(crate) fn from_wit(value: Value, max_bytes: usize) -> Result<Json, document:
             .map(Json::Number)
             .ok_or_else(|| document::FieldError::WrongType(format!("{f} is not a JSON number")))?,
         Value::Text(s) => Json::String(s),
+        // Refused before it is read: its text alone is over the document's
+        // limit, whatever it denotes.
         Value::Number(text) if text.len() > max_bytes => {
             return Err(document::FieldError::TooLarge(format!(
-                "a number of {} digits is larger than a document may be ({max_bytes} bytes)",
+                "a number of {} characters is larger than a document may be ({max_bytes} bytes, limits.max_document_mib)",
                 text.len()
             )));
         }
@@ -137,6 +139,7 @@ mod tests {
             "1E5",
             "-0",
             "0.1e-7",
+            "1e99999999999999999999",
         ] {
             let kept = from_wit(Value::Number(written.into()), 1 << 20).expect("kept");
             assert_eq!(kept.to_string(), written, "kept as written");
@@ -148,5 +151,13 @@ mod tests {
             );
         }
         assert!(from_wit(Value::Float(f64::NAN), 1 << 20).is_err());
+        // Longer than a document may be: refused before it is read, naming
+        // the limit.
+        let digits = "9".repeat((1 << 20) + 1);
+        let e = from_wit(Value::Number(digits), 1 << 20).expect_err("too long");
+        assert!(
+            matches!(&e, crate::core::document::FieldError::TooLarge(m) if m.contains("limits.max_document_mib")),
+            "{e:?}"
+        );
     }
 }

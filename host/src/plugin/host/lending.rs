@@ -9,6 +9,7 @@
 use wasmtime::component::Resource;
 
 use super::{Handle, PluginState, Wasm};
+use crate::core::limit::Limit;
 use crate::plugin::bindings::FieldError;
 use crate::plugin::bindings::batch_stage::weir::plugin::fields::Host as _;
 use crate::plugin::bindings::lent_stage::weir::plugin::lending::{Host, HostBatch};
@@ -57,8 +58,12 @@ impl HostBatch for PluginState {
 
     fn document(&mut self, _: Resource<LentBatch>, at: u32) -> Wasm<Handle> {
         let at = usize::try_from(at).unwrap_or(usize::MAX);
+        let size = self.lent.order().len();
         match self.lent.hand(at) {
             Ok(rep) => Ok(Resource::new_own(rep)),
+            // A limit of the contract, named as the host's own (the engine
+            // has room for every handle it allows: see `lent_handles`).
+            Err(why) if at < size => Err(self.budget.refuse(Limit::Handles, why)),
             Err(why) => Err(wasmtime::format_err!("{why}")),
         }
     }

@@ -19,11 +19,23 @@ mod tests;
 pub use sqlite::SqliteStates;
 
 use super::publisher::Accounting;
-use crate::core::state::{StateChange, StateError, StateStore};
+use crate::core::state::{
+    CHANGE_ENTRY_BYTES, StateChange, StateError, StateStore, VIEW_ENTRY_BYTES,
+};
 use crate::plugin::ConnectorState;
 
 /// How often a run commits what its documents allow.
 const COMMIT_EVERY: Duration = Duration::from_millis(500);
+
+/// Most changes handed to the store in one commit: a run with many ready
+/// changes commits them in slices, so the copy a commit makes stays small
+/// whatever the state holds.
+const COMMIT_SLICE: usize = 4096;
+
+/// The bytes the host holds for a key of the view.
+fn view_entry(key: &str, value: &str) -> usize {
+    key.len() + value.len() + VIEW_ENTRY_BYTES
+}
 
 /// One change not yet committed.
 #[derive(Debug)]
@@ -34,19 +46,28 @@ struct Change {
 }
 
 impl Change {
+    /// The bytes the host holds for it.
     fn bytes(&self) -> usize {
-        self.key.len() + self.value.as_ref().map_or(0, String::len)
+        change_entry(&self.key, self.value.as_deref())
     }
+}
+
+/// The bytes the host holds for a change of `key` to `value`.
+fn change_entry(key: &str, value: Option<&str>) -> usize {
+    key.len() + value.map_or(0, str::len) + CHANGE_ENTRY_BYTES
 }
 
 #[derive(Debug, Default)]
 struct Held {
     /// What `get` sees.
     view: BTreeMap<String, String>,
-    /// Bytes of the view's keys and values.
+    /// Bytes of the view's keys and values, as `size` answers.
+    view_text: usize,
+    /// Bytes the host holds for the view (its text and each entry's cost).
     view_bytes: usize,
     /// Changes not yet committed, in the order made.
     changes: VecDeque<Change>,
+    /// Bytes the host holds for them.
     changes_bytes: usize,
 }
 
@@ -55,7 +76,8 @@ pub(crate) struct Ledger {
     held: Mutex<Held>,
     store: Mutex<Box<dyn StateStore>>,
     accounting: Arc<Accounting>,
-    /// Bytes the view and the uncommitted changes may hold together.
+    /// Bytes the view and the uncommitted changes may hold together, as
+    /// the host spends them (see [`VIEW_ENTRY_BYTES`] and [`CHANGE_ENTRY_BYTES`]).
     limit: usize,
     full: bool,
     /// When the last commit ran.
@@ -69,10 +91,6 @@ impl std::fmt::Debug for Ledger {
     }
 }
 
-fn entry_bytes(key: &str, value: &str) -> usize {
-    key.len() + value.len()
-}
-
 impl Ledger {
     /// The state `store` keeps, for a connector whose documents
     /// `accounting` counts, within `limit` bytes.
@@ -84,7 +102,8 @@ impl Ledger {
     ) -> Result<Self, StateError> {
         let mut held = Held::default();
         for (key, value) in store.load()? {
-            held.view_bytes += entry_bytes(&key, &value);
+            held.view_text += key.len() + value.len();
+            held.view_bytes += view_entry(&key, &value);
             held.view.insert(key, value);
         }
         Ok(Self {
@@ -128,34 +147,45 @@ impl Ledger {
         if due { self.commit() } else { Ok(()) }
     }
 
-    /// Commit every change whose documents are all done. On an error the
-    /// changes stay, to be tried again.
+    /// Commit every change whose documents are all done, in order, a
+    /// slice of at most [`COMMIT_SLICE`] at a time (each slice atomic, so a
+    /// crash keeps a prefix of them). On an error the changes not committed
+    /// stay, to be tried again.
     pub(crate) fn commit(&self) -> Result<(), StateError> {
         let watermark = self.accounting.watermark();
-        let ready: Vec<StateChange> = {
-            let held = self.held();
-            held.changes
-                .iter()
-                .take_while(|c| c.position <= watermark)
-                .map(|c| (c.key.clone(), c.value.clone()))
-                .collect()
-        };
-        if ready.is_empty() {
-            return Ok(());
-        }
-        self.store
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .commit(&ready)?;
-        let mut held = self.held();
-        for _ in 0..ready.len() {
-            if let Some(change) = held.changes.pop_front() {
-                held.changes_bytes -= change.bytes();
+        loop {
+            let ready: Vec<StateChange> = {
+                let held = self.held();
+                held.changes
+                    .iter()
+                    .take_while(|c| c.position <= watermark)
+                    .take(COMMIT_SLICE)
+                    .map(|c| (c.key.clone(), c.value.clone()))
+                    .collect()
+            };
+            if ready.is_empty() {
+                return Ok(());
+            }
+            self.store
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .commit(&ready)?;
+            let mut held = self.held();
+            for _ in 0..ready.len() {
+                if let Some(change) = held.changes.pop_front() {
+                    held.changes_bytes -= change.bytes();
+                }
+            }
+            if held.changes.len() * 4 < held.changes.capacity() {
+                held.changes.shrink_to_fit();
+            }
+            drop(held);
+            self.committed
+                .fetch_add(ready.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            if ready.len() < COMMIT_SLICE {
+                return Ok(());
             }
         }
-        self.committed
-            .fetch_add(ready.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        Ok(())
     }
 }
 
@@ -177,14 +207,17 @@ impl ConnectorState for Ledger {
 
     fn size(&self) -> (u64, u64) {
         let held = self.held();
-        (held.view.len() as u64, held.view_bytes as u64)
+        (held.view.len() as u64, held.view_text as u64)
     }
 
     fn change(&self, key: &str, value: Option<&str>) -> Result<(), String> {
         let position = self.accounting.position();
         let mut held = self.held();
-        let old = held.view.get(key).map_or(0, |v| entry_bytes(key, v));
-        let new = value.map_or(0, |v| entry_bytes(key, v));
+        let old = held.view.get(key);
+        let old_text = old.map_or(0, |v| key.len() + v.len());
+        let old_bytes = old.map_or(0, |v| view_entry(key, v));
+        let new_text = value.map_or(0, |v| key.len() + v.len());
+        let new_bytes = value.map_or(0, |v| view_entry(key, v));
         // A change made at the same position as the last one of its key
         // replaces it: they would be committed together.
         let last = held
@@ -193,13 +226,18 @@ impl ConnectorState for Ledger {
             .filter(|c| c.position == position && c.key == key);
         let replaces = last.is_some();
         let replaced_bytes = last.map_or(0, Change::bytes);
-        let change_bytes = key.len() + value.map_or(0, str::len);
-        let view_bytes = held.view_bytes - old + new;
+        let change_bytes = change_entry(key, value);
+        let view_bytes = held.view_bytes - old_bytes + new_bytes;
         let changes_bytes = held.changes_bytes - replaced_bytes + change_bytes;
-        if view_bytes + changes_bytes > self.limit {
+        let total = view_bytes + changes_bytes;
+        // Checked before anything is taken in. A change that does not grow
+        // what is held (a removal, a shorter value) is let through even
+        // over the limit (state loaded from an earlier run with a larger
+        // one): it is how a connector gets back under it.
+        if total > self.limit && total > held.view_bytes + held.changes_bytes {
             return Err(format!(
-                "the connector's state would hold {} bytes (its keys and values, {view_bytes}, and the changes not yet committed, {changes_bytes}), over limits.max_state_mib = {}",
-                view_bytes + changes_bytes,
+                "the connector's state would hold {total} bytes in the host ({} keys: their keys and values and {VIEW_ENTRY_BYTES} bytes a key, {view_bytes}; the changes not yet committed, {CHANGE_ENTRY_BYTES} bytes each beside their text, {changes_bytes}), over limits.max_state_mib = {}",
+                held.view.len() + usize::from(old.is_none() && value.is_some()),
                 self.limit >> 20
             ));
         }
@@ -207,6 +245,7 @@ impl ConnectorState for Ledger {
             Some(value) => held.view.insert(key.to_owned(), value.to_owned()),
             None => held.view.remove(key),
         };
+        held.view_text = held.view_text - old_text + new_text;
         held.view_bytes = view_bytes;
         held.changes_bytes = changes_bytes;
         let change = Change {

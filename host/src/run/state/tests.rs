@@ -125,20 +125,61 @@ fn removes_and_repeated_changes_are_committed_in_order() {
 
 #[test]
 fn state_past_its_limit_is_refused_and_nothing_changes() {
+    use crate::core::state::{CHANGE_ENTRY_BYTES, VIEW_ENTRY_BYTES};
     let states = Arc::new(MemoryStates::default());
     let accounting = Arc::new(Accounting::new(RUN));
     let store = states.open("p", "c").expect("store");
-    let state = Ledger::load(store, Arc::clone(&accounting), 100, false).expect("loaded");
+    // Room for two keys and their changes, with 100 bytes of text.
+    let limit = 2 * (VIEW_ENTRY_BYTES + CHANGE_ENTRY_BYTES) + 100;
+    let state = Ledger::load(store, Arc::clone(&accounting), limit, false).expect("loaded");
     state.change("a", Some(&"x".repeat(40))).expect("within");
     let error = state
         .change("b", Some(&"y".repeat(10)))
-        .expect_err("over 100 bytes with the uncommitted changes");
+        .expect_err("over the limit with the uncommitted changes");
     assert!(error.contains("limits.max_state_mib"), "{error}");
     assert_eq!(state.get("b"), None);
-    assert_eq!(state.size(), (1, 41));
+    assert_eq!(state.size(), (1, 41), "size counts keys and values only");
     // Committed, a's change no longer counts twice: b fits.
     state.commit().expect("commit");
     state.change("b", Some(&"y".repeat(10))).expect("fits now");
+}
+
+/// The bound counts what the host holds for each key, not the bytes of its
+/// text: a connector of many tiny keys is stopped at as many as the bytes
+/// the host spends on them allow (4M keys of 8 bytes counted 32 MB of text
+/// and took the host to 723 MB).
+#[test]
+fn many_tiny_keys_count_what_the_host_spends_on_each() {
+    use crate::core::state::{CHANGE_ENTRY_BYTES, VIEW_ENTRY_BYTES};
+    let states = Arc::new(MemoryStates::default());
+    let accounting = Arc::new(Accounting::new(RUN));
+    let store = states.open("p", "c").expect("store");
+    let limit = 4 << 20;
+    let state = Ledger::load(store, Arc::clone(&accounting), limit, false).expect("loaded");
+    let mut kept = 0usize;
+    let error = loop {
+        match state.change(&format!("k{kept:07}"), Some("")) {
+            Ok(()) => kept += 1,
+            Err(e) => break e,
+        }
+        assert!(kept <= limit / 8, "counted as text only");
+    };
+    let per_key = 8 + VIEW_ENTRY_BYTES + 8 + CHANGE_ENTRY_BYTES;
+    assert_eq!(kept, limit / per_key, "{error}");
+    assert!(
+        error.contains("limits.max_state_mib") && error.contains("bytes a key"),
+        "{error}"
+    );
+    // Removing a key at the limit is let through: it holds no more, and
+    // gives bytes back once committed.
+    state.change("k0000000", None).expect("a removal");
+    // Committed in slices, every one of them.
+    state.commit().expect("commit");
+    assert_eq!(state.committed(), kept as u64 + 1);
+    assert!(kept > super::COMMIT_SLICE, "{kept}");
+    state
+        .change("another", Some(""))
+        .expect("room again once committed");
 }
 
 #[test]

@@ -13,6 +13,9 @@
 //! - `keep`: that handle is kept past the call;
 //! - `refused`: its changes also set the reserved `id`, so its update fails;
 //!   it answers that failure as its outcome;
+//! - `hold`: asks for 16 handles on it (as many as one may hold at
+//!   once), held until the end of the call;
+//! - `hold-more`: asks for 17 (the call traps at the 17th);
 //! - `past`: asks for the document after the last (the call traps);
 //! - `beyond`: the answer lists the position after the last;
 //! - `twice`: the answer lists the document twice;
@@ -100,6 +103,8 @@ impl Guest for Probe {
         }
         let refused = batch.update(&format!("[{}]", changes.join(",")));
         let mut answer = Vec::new();
+        // Handles asked for by `hold` and `hold-more`, all live at once.
+        let mut held = Vec::new();
         for (at, act) in acts.iter().enumerate() {
             let at = at as u32;
             let id = &ids[at as usize];
@@ -125,6 +130,8 @@ impl Guest for Probe {
                         Outcome::Failed(PluginError::Document(format!("refused: {error:?}"))),
                     ));
                 }
+                "hold" => held.extend((0..16).map(|_| batch.document(at))),
+                "hold-more" => held.extend((0..17).map(|_| batch.document(at))),
                 "past" => drop(batch.document(size)),
                 "beyond" => answer.push((size, Outcome::Done(Vec::new()))),
                 "twice" => {
@@ -135,6 +142,7 @@ impl Guest for Probe {
                 _ => {}
             }
         }
+        drop(held);
         Ok(answer)
     }
 }

@@ -216,3 +216,25 @@ fn json_is_parsed_within_its_budget() {
         Err(FieldError::TooLarge(_))
     ));
 }
+
+#[test]
+fn a_number_longer_than_a_document_may_be_is_refused_naming_the_limit() {
+    let limits = DocLimits {
+        max_bytes: 1 << 20,
+        max_depth: 64,
+    };
+    // Its text within the bound on text read at all, and past it.
+    for digits in [(1 << 20) + 10, 20 << 20] {
+        let text = format!(r#"{{"id":"n","n":{}}}"#, "7".repeat(digits));
+        let e = Document::from_json_str_within(&text, limits).expect_err("too large");
+        assert!(
+            matches!(&e, FieldError::TooLarge(m) if m.contains("limits.max_document_mib")),
+            "{digits}: {e:?}"
+        );
+        let e = crate::core::document::parse_value_within(&text, 1 << 20).expect_err("too large");
+        assert!(
+            matches!(&e, FieldError::TooLarge(m) if m.contains("limits.max_document_mib")),
+            "{digits}: {e:?}"
+        );
+    }
+}
