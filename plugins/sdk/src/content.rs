@@ -198,7 +198,10 @@ const MAGIC: [(&[u8], &str); 16] = [
     (b"%PDF-", "a PDF"),
     (b"PK\x03\x04", "a zip archive"),
     (b"PK\x05\x06", "a zip archive"),
-    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an OLE2 compound file (legacy Office)"),
+    (
+        b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1",
+        "an OLE2 compound file (legacy Office)",
+    ),
     (b"\x89PNG\r\n\x1a\n", "a PNG image"),
     (b"GIF87a", "a GIF image"),
     (b"GIF89a", "a GIF image"),
@@ -320,11 +323,17 @@ mod tests {
         // mark, ANSI colours in a log, a short legacy string.
         let ok = |bytes: &[u8]| text_of(bytes, None, None).expect("text").1;
         assert_eq!(ok("Grüße, 世界\tok\r\n".as_bytes()), "UTF-8");
-        assert_eq!(ok(&b"Caf\xe9 cr\xe8me br\xfbl\xe9e, na\xefve fa\xe7ade. ".repeat(20)), "windows-1252");
+        assert_eq!(
+            ok(&b"Caf\xe9 cr\xe8me br\xfbl\xe9e, na\xefve fa\xe7ade. ".repeat(20)),
+            "windows-1252"
+        );
         let mut utf16 = vec![0xFF, 0xFE];
         utf16.extend("wide text".encode_utf16().flat_map(u16::to_le_bytes));
         assert_eq!(ok(&utf16), "UTF-16LE");
-        assert_eq!(ok(&b"\x1b[31merror\x1b[0m: disk full on /var\n".repeat(50)), "UTF-8");
+        assert_eq!(
+            ok(&b"\x1b[31merror\x1b[0m: disk full on /var\n".repeat(50)),
+            "UTF-8"
+        );
         assert_eq!(ok(b"caf\xe9"), "windows-1252");
     }
 

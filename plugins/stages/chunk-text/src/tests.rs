@@ -126,5 +126,8 @@ fn chunking_is_linear_in_the_text() {
     };
     let (small, large) = (time(25_000), time(100_000));
     let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
-    assert!(ratio < 8.0, "4x the text took {ratio:.1}x the time ({small:?} -> {large:?})");
+    assert!(
+        ratio < 8.0,
+        "4x the text took {ratio:.1}x the time ({small:?} -> {large:?})"
+    );
 }

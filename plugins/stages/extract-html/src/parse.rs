@@ -68,7 +68,14 @@ fn too_deep(max_depth: usize) -> String {
 /// skips them. One pass: linear in the page.
 fn attributes(html: &str) -> Result<(), String> {
     const RAW: [&[u8]; 9] = [
-        b"script", b"style", b"textarea", b"title", b"xmp", b"iframe", b"noembed", b"noframes",
+        b"script",
+        b"style",
+        b"textarea",
+        b"title",
+        b"xmp",
+        b"iframe",
+        b"noembed",
+        b"noframes",
         b"noscript",
     ];
     let b = html.as_bytes();
@@ -276,7 +283,8 @@ impl TreeSink for Limited {
         self.inner.reparent_children(node, new_parent)
     }
     fn is_mathml_annotation_xml_integration_point(&self, handle: &NodeId) -> bool {
-        self.inner.is_mathml_annotation_xml_integration_point(handle)
+        self.inner
+            .is_mathml_annotation_xml_integration_point(handle)
     }
     fn set_current_line(&self, line_number: u64) {
         self.inner.set_current_line(line_number)
@@ -289,10 +297,20 @@ mod tests {
 
     #[test]
     fn deep_pages_fail_at_the_limit_and_shallow_ones_parse() {
-        let deep = |n: usize| format!("<html><body>{}deep{}</body></html>", "<div>".repeat(n), "</div>".repeat(n));
+        let deep = |n: usize| {
+            format!(
+                "<html><body>{}deep{}</body></html>",
+                "<div>".repeat(n),
+                "</div>".repeat(n)
+            )
+        };
         // html, body and the divs: n + 2 deep.
         assert!(parse(&deep(100), 102).is_ok());
-        assert!(parse(&deep(101), 102).unwrap_err().contains("max_depth (102)"));
+        assert!(
+            parse(&deep(101), 102)
+                .unwrap_err()
+                .contains("max_depth (102)")
+        );
         // Unclosed formatting tags the parser reopens after each block.
         let reopened: String = (0..2000).map(|i| format!("<b id={i}>x<p>")).collect();
         assert!(parse(&reopened, 512).is_err());
@@ -305,10 +323,16 @@ mod tests {
     fn tags_with_too_many_attributes_are_refused_but_not_script_text() {
         let attributes: String = (0..=3 * MAX_ATTRIBUTES).map(|i| format!(" a{i}")).collect();
         let page = format!("<p{attributes}>x</p>");
-        assert!(parse(&page, 512).unwrap_err().contains("more than 1024 attributes"));
+        assert!(
+            parse(&page, 512)
+                .unwrap_err()
+                .contains("more than 1024 attributes")
+        );
         let script = format!("<script>if (a<b{attributes}) {{}}</script><p>x</p>");
         assert!(parse(&script, 512).is_ok());
-        let fine: String = (0..MAX_ATTRIBUTES).map(|i| format!(" a{i}=\"v w\"")).collect();
+        let fine: String = (0..MAX_ATTRIBUTES)
+            .map(|i| format!(" a{i}=\"v w\""))
+            .collect();
         assert!(parse(&format!("<p{fine}>x</p>"), 512).is_ok());
     }
 }

@@ -9,20 +9,28 @@ use weir_plugin::content::From;
 /// Content comes `from` the first value of `source`; a document without it
 /// is left as it is. What a file is is told by its parts, not its name.
 /// `text_field` gets a document's paragraphs, a line each (tabs and line
-/// breaks kept); a deck's slides, in order; or a workbook's sheets, each
-/// headed by its name, a row a line with its cells tab-separated (empty
-/// cells are left out, not kept as empty columns; numbers and dates as
-/// stored, formulas as their last value). Slides and sheets are a blank
-/// line apart, and each is also a value of `parts_field` (not written for a
-/// `.docx`). `format_field` gets `docx`, `pptx` or `xlsx`, and the
+/// breaks kept), as a reader sees them on the page: its headers, the body
+/// (text boxes included, once), footnotes, endnotes and footers (a header
+/// or footer repeated by sections once), then its comments when `comments`
+/// asks; a deck's slides, in the deck's order, each followed by its
+/// speaker notes (`notes`) and comments (`comments`); or a workbook's
+/// sheets, in the workbook's order, each headed by its name, a row a line
+/// with its cells tab-separated (empty cells are left out, not kept as
+/// empty columns; numbers and dates as stored, formulas as their last
+/// value; a phonetic guide left out), then its cell comments (`comments`).
+/// Slides and sheets are a blank line apart, and each is also a value of
+/// `parts_field` (not written for a `.docx`). `format_field` gets `docx`, `pptx` or `xlsx`, and the
 /// `docProps/core.xml` part gives `title`, `author`, `created` and
 /// `modified` (each field's name after `meta_prefix`; those it lacks are
 /// not written).
 ///
-/// Hostile files fail only their document: one past `max_mib`, one that
-/// unzips past `max_unzipped_mib` (a zip bomb: reading stops there), one
-/// listing more than 100,000 entries, one that is not a zip archive or has
-/// no Word, PowerPoint or Excel part, and one whose XML is malformed. XML is
+/// Hostile files fail only their document, with the cause named: one past
+/// `max_mib`, one that unzips past `max_unzipped_mib` (a zip bomb: reading
+/// stops there), one listing more than 100,000 entries, an encrypted one (a
+/// password-protected Office file, or a zip entry encrypted with a password
+/// or AES), a legacy binary `.doc`, `.xls` or `.ppt`, one that is not a zip
+/// archive or has no Word, PowerPoint or Excel part, and one whose XML is
+/// malformed. XML is
 /// read as a stream (no recursion, however deep), and entities beyond XML's
 /// five are not expanded. A file or URL that cannot be read fails its
 /// document too.
@@ -44,6 +52,13 @@ pub struct Config {
     /// plugin's `limits.memory_mib`: a part is held whole while it is read.
     #[serde(default = "Config::max_unzipped_mib")]
     pub max_unzipped_mib: u64,
+    /// Whether a slide's speaker notes follow its text.
+    #[serde(default = "Config::yes")]
+    pub notes: bool,
+    /// Whether comments are read: a document's after its text, a slide's
+    /// and a sheet's after theirs.
+    #[serde(default)]
+    pub comments: bool,
     /// The field that gets the text.
     #[serde(default = "Config::text")]
     pub text_field: String,
@@ -65,6 +80,9 @@ impl Config {
     }
     fn max_mib() -> u64 {
         50
+    }
+    fn yes() -> bool {
+        true
     }
     fn max_unzipped_mib() -> u64 {
         64

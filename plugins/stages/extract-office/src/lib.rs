@@ -3,22 +3,18 @@
 //!
 //! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
+mod archive;
 mod config;
+mod xml;
 
-use std::io::{Cursor, Read};
-
+use archive::Archive;
 use config::Config;
-use quick_xml::Reader;
-use quick_xml::events::Event;
 use weir_plugin::content::{self, From};
 use weir_plugin::serde_json::{Value as Json, json};
 use weir_plugin::{
     BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, doc_error, issue,
     per_document,
 };
-
-/// Most entries an archive may list.
-const MAX_ENTRIES: usize = 100_000;
 
 /// What a file holds.
 struct Extracted {
@@ -27,136 +23,11 @@ struct Extracted {
     meta: Vec<(&'static str, String)>,
 }
 
-/// An archive read within a budget of unzipped bytes.
-struct Archive {
-    zip: zip::ZipArchive<Cursor<Vec<u8>>>,
-    left: u64,
-}
-
-impl Archive {
-    fn open(bytes: Vec<u8>, max_unzipped: u64) -> Result<Self, String> {
-        let zip = zip::ZipArchive::new(Cursor::new(bytes))
-            .map_err(|e| format!("is not an Office Open XML file (not a zip archive: {e})"))?;
-        if zip.len() > MAX_ENTRIES {
-            return Err(format!(
-                "lists {} entries, more than {MAX_ENTRIES}",
-                zip.len()
-            ));
-        }
-        Ok(Self {
-            zip,
-            left: max_unzipped,
-        })
-    }
-
-    fn names(&self) -> Vec<String> {
-        self.zip.file_names().map(str::to_owned).collect()
-    }
-
-    /// The entry `name` unzipped, or none when absent; past the budget, an
-    /// error (the entry's declared size is not trusted: reading stops).
-    fn read(&mut self, name: &str) -> Result<Option<String>, String> {
-        let entry = match self.zip.by_name(name) {
-            Ok(entry) => entry,
-            Err(zip::result::ZipError::FileNotFound) => return Ok(None),
-            Err(e) => return Err(format!("cannot read `{name}`: {e}")),
-        };
-        // Sized by what the entry declares, when within the budget, so that
-        // an honest entry is read without growing the buffer; a lying one
-        // is cut at the budget.
-        let hint = entry.size().min(self.left);
-        let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
-        entry
-            .take(self.left + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| format!("cannot unzip `{name}`: {e}"))?;
-        if bytes.len() as u64 > self.left {
-            return Err("unzips to more than max_unzipped_mib (a zip bomb?)".into());
-        }
-        self.left -= bytes.len() as u64;
-        String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|_| format!("`{name}` is not UTF-8 XML"))
-    }
-}
-
-/// The text of an XML part: the content of `text` elements (`w:t`,
-/// `a:t`, ...), a tab for each `tab`, a line for each `break` and the end
-/// of each `line` element.
-fn xml_text(xml: &str, text: &[u8], tab: &[u8], lines: &[&[u8]]) -> Result<String, String> {
-    let mut reader = Reader::from_str(xml);
-    let mut out = String::new();
-    let mut inside = 0usize;
-    loop {
-        match reader.read_event() {
-            Ok(Event::Start(e)) if e.name().as_ref() == text => inside += 1,
-            Ok(Event::End(e)) if e.name().as_ref() == text => inside = inside.saturating_sub(1),
-            Ok(Event::End(e)) if lines.contains(&e.name().as_ref()) => out.push('\n'),
-            Ok(Event::Empty(e)) if e.name().as_ref() == tab => out.push('\t'),
-            Ok(Event::Empty(e))
-                if lines.contains(&e.name().as_ref()) || e.name().as_ref() == b"w:br" =>
-            {
-                out.push('\n')
-            }
-            Ok(Event::Text(t)) if inside > 0 => {
-                out.push_str(&t.unescape().map_err(|e| format!("malformed XML: {e}"))?)
-            }
-            Ok(Event::CData(t)) if inside > 0 => out.push_str(&String::from_utf8_lossy(&t)),
-            Ok(Event::Eof) => break,
-            Err(e) => {
-                return Err(format!(
-                    "malformed XML at byte {}: {e}",
-                    reader.error_position()
-                ));
-            }
-            _ => {}
-        }
-    }
-    Ok(tidy(&out))
-}
-
-/// Lines trimmed, blank ones dropped.
-fn tidy(text: &str) -> String {
-    text.lines()
-        .map(str::trim_end)
-        .filter(|l| !l.trim().is_empty())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The values of `docProps/core.xml` worth keeping.
-fn core_meta(xml: &str) -> Vec<(&'static str, String)> {
-    let wanted: [(&[u8], &'static str); 4] = [
-        (b"dc:title", "title"),
-        (b"dc:creator", "author"),
-        (b"dcterms:created", "created"),
-        (b"dcterms:modified", "modified"),
-    ];
-    let mut reader = Reader::from_str(xml);
-    let mut current = None;
-    let mut out = Vec::new();
-    loop {
-        match reader.read_event() {
-            Ok(Event::Start(e)) => {
-                current = wanted
-                    .iter()
-                    .find(|(n, _)| *n == e.name().as_ref())
-                    .map(|(_, k)| *k)
-            }
-            Ok(Event::Text(t)) => {
-                if let (Some(key), Ok(text)) = (current, t.unescape()) {
-                    let text = text.trim().to_owned();
-                    if !text.is_empty() {
-                        out.push((key, text));
-                    }
-                }
-            }
-            Ok(Event::End(_)) => current = None,
-            Ok(Event::Eof) | Err(_) => break,
-            _ => {}
-        }
-    }
-    out
+/// What is read besides the main text.
+#[derive(Clone, Copy)]
+struct Asked {
+    notes: bool,
+    comments: bool,
 }
 
 /// The parts named `prefix<n>.xml`, in the order of `n`.
@@ -172,27 +43,142 @@ fn numbered(names: &[String], prefix: &str) -> Vec<String> {
     found.into_iter().map(|(_, n)| n).collect()
 }
 
-fn extract(bytes: Vec<u8>, max_unzipped: u64) -> Result<Extracted, String> {
+/// The relationships of `part` (`word/document.xml` ->
+/// `word/_rels/document.xml.rels`), none when it has none.
+fn relationships_of(
+    archive: &mut Archive,
+    part: &str,
+) -> Result<Vec<(String, String, String)>, String> {
+    let (folder, file) = part.rsplit_once('/').unwrap_or(("", part));
+    let rels = format!("{folder}/_rels/{file}.rels");
+    Ok(archive
+        .read(rels.trim_start_matches('/'))?
+        .map(|x| xml::relationships(&x, folder))
+        .unwrap_or_default())
+}
+
+/// The text of each part `rels` lists of `kind`, in target order; parts
+/// read twice (a header shared by sections) and empty ones once or not at
+/// all.
+fn related_text(
+    archive: &mut Archive,
+    rels: &[(String, String, String)],
+    kind: &str,
+    markup: &xml::Markup,
+) -> Result<Vec<String>, String> {
+    let mut targets: Vec<&String> = rels
+        .iter()
+        .filter(|(k, _, _)| k == kind)
+        .map(|(_, _, t)| t)
+        .collect();
+    targets.sort_by_key(|t| (t.len(), t.as_str()));
+    targets.dedup();
+    let mut out: Vec<String> = Vec::new();
+    for target in targets {
+        if let Some(x) = archive.read(target)? {
+            let text = xml::text(&x, markup)?;
+            if !text.is_empty() && !out.contains(&text) {
+                out.push(text);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A Word file's text as a reader sees it on the page: its headers, the
+/// body, footnotes, endnotes and footers, then comments when asked.
+fn word(archive: &mut Archive, body: &str, asked: Asked) -> Result<String, String> {
+    let rels = relationships_of(archive, "word/document.xml")?;
+    let mut text = related_text(archive, &rels, "header", &xml::WORD)?;
+    text.push(xml::text(body, &xml::WORD)?);
+    for kind in ["footnotes", "endnotes", "footer"] {
+        text.extend(related_text(archive, &rels, kind, &xml::WORD)?);
+    }
+    if asked.comments {
+        text.extend(related_text(archive, &rels, "comments", &xml::WORD)?);
+    }
+    Ok(text
+        .into_iter()
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n"))
+}
+
+/// The parts `main`'s relationships list as `ids` say, in their order; the
+/// parts named `<prefix><n>.xml` in the order of `n` when there are none.
+fn in_order(
+    archive: &mut Archive,
+    names: &[String],
+    main: &str,
+    element: &[u8],
+    prefix: &str,
+) -> Result<Vec<(String, Option<String>)>, String> {
+    let listed = archive
+        .read(main)?
+        .map(|x| xml::ordered_ids(&x, element))
+        .unwrap_or_default();
+    let rels = relationships_of(archive, main)?;
+    let ordered: Vec<(String, Option<String>)> = listed
+        .into_iter()
+        .filter_map(|(id, name)| {
+            let (_, _, target) = rels.iter().find(|(_, i, _)| *i == id)?;
+            names.contains(target).then(|| (target.clone(), name))
+        })
+        .collect();
+    if !ordered.is_empty() {
+        return Ok(ordered);
+    }
+    Ok(numbered(names, prefix)
+        .into_iter()
+        .map(|n| (n, None))
+        .collect())
+}
+
+fn extract(bytes: Vec<u8>, max_unzipped: u64, asked: Asked) -> Result<Extracted, String> {
     let mut archive = Archive::open(bytes, max_unzipped)?;
     let names = archive.names();
     let meta = archive
         .read("docProps/core.xml")?
-        .map(|x| core_meta(&x))
+        .map(|x| xml::core_meta(&x))
         .unwrap_or_default();
-    if let Some(xml) = archive.read("word/document.xml")? {
-        let text = xml_text(&xml, b"w:t", b"w:tab", &[b"w:p"])?;
+    if let Some(body) = archive.read("word/document.xml")? {
         return Ok(Extracted {
             format: "docx",
-            parts: vec![text],
+            parts: vec![word(&mut archive, &body, asked)?],
             meta,
         });
     }
-    let slides = numbered(&names, "ppt/slides/slide");
+    let slides = in_order(
+        &mut archive,
+        &names,
+        "ppt/presentation.xml",
+        b"p:sldId",
+        "ppt/slides/slide",
+    )?;
     if !slides.is_empty() {
         let mut parts = Vec::new();
-        for slide in slides {
+        for (slide, _) in slides {
             let xml = archive.read(&slide)?.unwrap_or_default();
-            parts.push(xml_text(&xml, b"a:t", b"a:tab", &[b"a:p"])?);
+            let mut text = vec![xml::text(&xml, &xml::SLIDE)?];
+            let rels = relationships_of(&mut archive, &slide)?;
+            if asked.notes {
+                text.extend(related_text(
+                    &mut archive,
+                    &rels,
+                    "notesSlide",
+                    &xml::NOTES,
+                )?);
+            }
+            if asked.comments {
+                text.extend(related_text(
+                    &mut archive,
+                    &rels,
+                    "comments",
+                    &xml::SLIDE_COMMENTS,
+                )?);
+            }
+            text.retain(|t| !t.is_empty());
+            parts.push(text.join("\n"));
         }
         return Ok(Extracted {
             format: "pptx",
@@ -200,24 +186,34 @@ fn extract(bytes: Vec<u8>, max_unzipped: u64) -> Result<Extracted, String> {
             meta,
         });
     }
-    if let Some(workbook) = archive.read("xl/workbook.xml")? {
+    if archive.read("xl/workbook.xml")?.is_some() {
         let shared = match archive.read("xl/sharedStrings.xml")? {
-            Some(xml) => shared_strings(&xml)?,
+            Some(xml) => xml::shared_strings(&xml)?,
             None => Vec::new(),
         };
-        let sheet_names = sheet_names(&workbook);
+        let sheets = in_order(
+            &mut archive,
+            &names,
+            "xl/workbook.xml",
+            b"sheet",
+            "xl/worksheets/sheet",
+        )?;
         let mut parts = Vec::new();
-        for (i, sheet) in numbered(&names, "xl/worksheets/sheet")
-            .into_iter()
-            .enumerate()
-        {
+        for (i, (sheet, name)) in sheets.into_iter().enumerate() {
             let xml = archive.read(&sheet)?.unwrap_or_default();
-            let rows = sheet_rows(&xml, &shared)?;
-            let name = sheet_names
-                .get(i)
-                .cloned()
-                .unwrap_or_else(|| format!("Sheet{}", i + 1));
-            parts.push(format!("{name}\n{rows}").trim_end().to_owned());
+            let mut text = vec![xml::sheet_rows(&xml, &shared)?];
+            if asked.comments {
+                let rels = relationships_of(&mut archive, &sheet)?;
+                text.extend(related_text(
+                    &mut archive,
+                    &rels,
+                    "comments",
+                    &xml::SHEET_COMMENTS,
+                )?);
+            }
+            text.retain(|t| !t.is_empty());
+            let name = name.unwrap_or_else(|| format!("Sheet{}", i + 1));
+            parts.push(format!("{name}\n{}", text.join("\n")).trim_end().to_owned());
         }
         return Ok(Extracted {
             format: "xlsx",
@@ -226,98 +222,6 @@ fn extract(bytes: Vec<u8>, max_unzipped: u64) -> Result<Extracted, String> {
         });
     }
     Err("is a zip archive with no Word, PowerPoint or Excel part".into())
-}
-
-/// An `.xlsx`'s shared strings, in order (each `si`, its runs joined).
-fn shared_strings(xml: &str) -> Result<Vec<String>, String> {
-    let mut reader = Reader::from_str(xml);
-    let mut out = Vec::new();
-    let mut current: Option<String> = None;
-    let mut in_t = false;
-    loop {
-        match reader.read_event() {
-            Ok(Event::Start(e)) if e.name().as_ref() == b"si" => current = Some(String::new()),
-            Ok(Event::End(e)) if e.name().as_ref() == b"si" => out.extend(current.take()),
-            Ok(Event::Start(e)) if e.name().as_ref() == b"t" => in_t = true,
-            Ok(Event::End(e)) if e.name().as_ref() == b"t" => in_t = false,
-            Ok(Event::Text(t)) if in_t => {
-                if let Some(s) = &mut current {
-                    s.push_str(&t.unescape().map_err(|e| format!("malformed XML: {e}"))?);
-                }
-            }
-            Ok(Event::Eof) => break,
-            Err(e) => return Err(format!("malformed shared strings: {e}")),
-            _ => {}
-        }
-    }
-    Ok(out)
-}
-
-/// The sheet names of `xl/workbook.xml`, in order.
-fn sheet_names(xml: &str) -> Vec<String> {
-    let mut reader = Reader::from_str(xml);
-    let mut out = Vec::new();
-    loop {
-        match reader.read_event() {
-            Ok(Event::Empty(e)) | Ok(Event::Start(e)) if e.name().as_ref() == b"sheet" => {
-                if let Some(Ok(name)) = e
-                    .try_get_attribute("name")
-                    .ok()
-                    .flatten()
-                    .map(|a| a.unescape_value().map(|v| v.into_owned()))
-                {
-                    out.push(name);
-                }
-            }
-            Ok(Event::Eof) | Err(_) => break,
-            _ => {}
-        }
-    }
-    out
-}
-
-/// A sheet's rows, cells tab-separated: shared strings looked up, inline
-/// strings and numbers as written.
-fn sheet_rows(xml: &str, shared: &[String]) -> Result<String, String> {
-    let mut reader = Reader::from_str(xml);
-    let mut rows = Vec::new();
-    let mut row: Vec<String> = Vec::new();
-    let mut shared_cell = false;
-    let mut in_value = false;
-    loop {
-        match reader.read_event() {
-            Ok(Event::Start(e)) if e.name().as_ref() == b"c" => {
-                shared_cell = e
-                    .try_get_attribute("t")
-                    .ok()
-                    .flatten()
-                    .is_some_and(|a| a.value.as_ref() == b"s");
-            }
-            Ok(Event::Start(e)) if matches!(e.name().as_ref(), b"v" | b"t") => in_value = true,
-            Ok(Event::End(e)) if matches!(e.name().as_ref(), b"v" | b"t") => in_value = false,
-            Ok(Event::Text(t)) if in_value => {
-                let text = t.unescape().map_err(|e| format!("malformed XML: {e}"))?;
-                let cell = if shared_cell {
-                    text.trim()
-                        .parse::<usize>()
-                        .ok()
-                        .and_then(|i| shared.get(i))
-                        .cloned()
-                        .unwrap_or_default()
-                } else {
-                    text.into_owned()
-                };
-                row.push(cell);
-            }
-            Ok(Event::End(e)) if e.name().as_ref() == b"row" && !row.is_empty() => {
-                rows.push(std::mem::take(&mut row).join("\t"));
-            }
-            Ok(Event::Eof) => break,
-            Err(e) => return Err(format!("malformed sheet: {e}")),
-            _ => {}
-        }
-    }
-    Ok(rows.join("\n"))
 }
 
 struct ExtractOffice(Config);
@@ -362,7 +266,11 @@ impl ExtractOffice {
             .location
             .clone()
             .unwrap_or_else(|| format!("`{}`", c.source));
-        let found = extract(content.bytes, c.max_unzipped_mib << 20)
+        let asked = Asked {
+            notes: c.notes,
+            comments: c.comments,
+        };
+        let found = extract(content.bytes, c.max_unzipped_mib << 20, asked)
             .map_err(|e| PluginError::Document(format!("{what} {e}")))?;
         let mut changes = vec![
             FieldChange::set_string(c.text_field.as_str(), found.parts.join("\n\n")),
@@ -386,3 +294,6 @@ impl ExtractOffice {
 }
 
 weir_plugin::export_batch_stage!(ExtractOffice);
+
+#[cfg(test)]
+mod tests;

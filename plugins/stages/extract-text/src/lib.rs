@@ -99,14 +99,16 @@ impl ExtractText {
         let Some(content) = content::read(doc, c.from, &c.source, max)? else {
             return Ok(());
         };
-        let (raw, charset) = content::text_of(&content.bytes, content.content_type.as_deref(), None)
-            .map_err(|e| {
-                let what = content
-                    .location
-                    .clone()
-                    .unwrap_or_else(|| format!("`{}`", c.source));
-                PluginError::Document(format!("{what} {e}"))
-            })?;
+        let (raw, charset) =
+            content::text_of(&content.bytes, content.content_type.as_deref(), None).map_err(
+                |e| {
+                    let what = content
+                        .location
+                        .clone()
+                        .unwrap_or_else(|| format!("`{}`", c.source));
+                    PluginError::Document(format!("{what} {e}"))
+                },
+            )?;
         let markdown = match c.format {
             Format::Markdown => true,
             Format::Text => false,

@@ -52,7 +52,10 @@ pub fn check(xml: &str, max_depth: usize) -> Result<(), String> {
 }
 
 fn find_byte(b: &[u8], from: usize, byte: u8) -> Option<usize> {
-    b.get(from..)?.iter().position(|&c| c == byte).map(|p| from + p)
+    b.get(from..)?
+        .iter()
+        .position(|&c| c == byte)
+        .map(|p| from + p)
 }
 
 /// Just past the first `end` at or after `from` (the end of the text when
@@ -132,14 +135,26 @@ mod tests {
     fn too_many_attributes_are_refused() {
         let attributes: String = (0..=MAX_ATTRIBUTES).map(|i| format!(" a{i}='='")).collect();
         let xml = format!("<r{attributes}/>");
-        assert!(check(&xml, 10).unwrap_err().contains("more than 1024 attributes"));
+        assert!(
+            check(&xml, 10)
+                .unwrap_err()
+                .contains("more than 1024 attributes")
+        );
         let fewer: String = (0..MAX_ATTRIBUTES).map(|i| format!(" a{i}='x'")).collect();
         assert_eq!(check(&format!("<r{fewer}/>"), 10), Ok(()));
     }
 
     #[test]
     fn unterminated_constructs_end_the_scan() {
-        for xml in ["<a", "<!-- x", "<![CDATA[ x", "<? x", "<!DOCTYPE [ x", "<a b='", "</a"] {
+        for xml in [
+            "<a",
+            "<!-- x",
+            "<![CDATA[ x",
+            "<? x",
+            "<!DOCTYPE [ x",
+            "<a b='",
+            "</a",
+        ] {
             assert_eq!(check(xml, 5), Ok(()), "{xml}");
         }
     }
