@@ -324,18 +324,25 @@ pub(super) fn control_plane(
         }),
     };
     let limits = operator.server.http_limits();
+    // From the start: a standby stopped while it waits to lead exits cleanly.
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    on_signal(move || {
+        let _ = stop.send(());
+    })?;
     let _leading = match &operator.fleet {
-        Some(fleet) => Some(lead(fleet, &addr)?),
+        Some(fleet) => match lead(fleet, &addr, &stopped)? {
+            Some(leading) => Some(leading),
+            None => {
+                tracing::info!("stopped while standing by");
+                return Ok(0);
+            }
+        },
         None => None,
     };
     let plane = weir::control::ControlPlane::new(operator, isolation)?;
     let health = Health::default();
     let routes = weir::control::server_routes(Arc::clone(&plane), &health)?;
     let server = weir::http::HttpServer::start_with(&addr, routes, limits)?;
-    let (stop, stopped) = std::sync::mpsc::channel::<()>();
-    on_signal(move || {
-        let _ = stop.send(());
-    })?;
     health.ready();
     tracing::info!(addr = %server.addr(), "weir serve: status page on http://{}/ and the API under /api", server.addr());
     super::reload::on_change(
@@ -357,10 +364,12 @@ pub(super) fn control_plane(
 /// control group owning its partition), answering `/healthz` (and `/readyz`
 /// not ready) on `addr` meanwhile; then keep the membership alive. Losing
 /// it later ends the process (a supervisor starts it again as a standby).
+/// `None` when `stopped` says to stop first.
 fn lead(
     fleet: &weir::fleet::FleetConfig,
     addr: &str,
-) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    stopped: &std::sync::mpsc::Receiver<()>,
+) -> anyhow::Result<Option<std::thread::JoinHandle<()>>> {
     use std::sync::atomic::Ordering;
     use weir::messenger::kafka::table::Leadership;
     let (leadership, leads) = Leadership::join(
@@ -377,17 +386,23 @@ fn lead(
         server
     };
     while !leads.load(Ordering::SeqCst) {
+        if stopped.try_recv().is_ok() {
+            leadership.resign();
+            return Ok(None);
+        }
         leadership.poll(Duration::from_millis(100));
     }
     drop(standby);
     tracing::info!("this control plane leads the fleet now");
-    Ok(std::thread::Builder::new()
-        .name("weir-leadership".into())
-        .spawn(move || {
-            loop {
-                leadership.poll(Duration::from_millis(100));
-            }
-        })?)
+    Ok(Some(
+        std::thread::Builder::new()
+            .name("weir-leadership".into())
+            .spawn(move || {
+                loop {
+                    leadership.poll(Duration::from_millis(100));
+                }
+            })?,
+    ))
 }
 
 /// `weir fleet`: a fleet worker until SIGINT or SIGTERM.

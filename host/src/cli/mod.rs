@@ -96,9 +96,13 @@ fn init_logging(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,wasmtime=warn,cranelift=warn"));
+    // A line that cannot be written (stderr a closed pipe: a run process
+    // whose server is gone) is dropped: the default reports it with
+    // `eprintln!`, which panics the thread that logged.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .log_internal_errors(false);
     let _ = match format {
         LogFormat::Text => builder
             .with_ansi(std::io::stderr().is_terminal())

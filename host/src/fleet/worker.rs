@@ -374,7 +374,7 @@ fn absolute(path: &Path) -> PathBuf {
 
 /// Start `job`'s process and send it the job.
 fn start_child(process: &RunProcess, job: &Job) -> std::io::Result<Child> {
-    let mut child = spawn_bounded(process, "fleet-pipeline", true)?;
+    let mut child = spawn_bounded(process, "fleet-pipeline", Some(libc::SIGKILL))?;
     if let Some(stderr) = child.stderr.take() {
         // Its log is this worker's log.
         std::thread::spawn(move || {

@@ -87,6 +87,26 @@ pub struct Seen {
     pub received: std::time::Instant,
 }
 
+/// Who serves a pipeline, as its runner can tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Servers {
+    /// Not known: workers and indexers run in the runner's own process
+    /// (their liveness is the runner's).
+    Unknown,
+    /// The runner cannot reach the cluster the processes announce
+    /// themselves through: their silence says nothing about them, and time
+    /// spent so is no time stalled.
+    Unreachable,
+    /// The runner has reached the cluster without a break since `since`
+    /// (a round trip through it came back): silence is counted from then
+    /// at the earliest. `seen` holds the latest heartbeat of each process
+    /// heard recently.
+    Heard {
+        since: std::time::Instant,
+        seen: Vec<Seen>,
+    },
+}
+
 /// What a publisher (the runner side of a connector) needs.
 pub trait PublisherMessenger: Send + Sync {
     /// Hand `doc` to the workers. Blocks while the queue is full, up to `timeout`;
@@ -98,13 +118,10 @@ pub trait PublisherMessenger: Send + Sync {
     ) -> Result<Option<Document>, MessengerError>;
     /// The next lifecycle event, waiting up to `timeout`.
     fn poll_event(&self, timeout: Duration) -> Result<Polled<Event>, MessengerError>;
-    /// The latest heartbeat of each process that served the pipeline
-    /// recently, where workers and indexers are other processes; `None`
-    /// when that is not known: they run in this one (their liveness is the
-    /// runner's own), or the cluster is unreachable (their silence then
-    /// says nothing about them).
-    fn servers(&self) -> Option<Vec<Seen>> {
-        None
+    /// Who serves the pipeline, as far as the runner can tell (see
+    /// [`Servers`]).
+    fn servers(&self) -> Servers {
+        Servers::Unknown
     }
     /// What an earlier runner of this run did for this connector before it
     /// stopped, when the run is being resumed (Kafka mode keeps a journal):

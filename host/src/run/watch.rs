@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::publisher::Accounting;
 use crate::config::RunnerConfig;
-use crate::messenger::{PublisherMessenger, Seen};
+use crate::messenger::{PublisherMessenger, Seen, Servers};
 use crate::plugin::Cancel;
 use crate::telemetry::{self, RunStats, StatsSnapshot};
 
@@ -25,8 +25,9 @@ pub(super) struct Watch<'a> {
     /// Since when nobody serves part of the pipeline (Kafka mode).
     unserved_since: Option<Instant>,
     last_server_check: Option<Instant>,
-    /// The processes that served the pipeline recently (Kafka mode).
-    servers: Option<Vec<Seen>>,
+    /// The processes that served the pipeline recently, and since when
+    /// the runner reaches the cluster they come through (Kafka mode).
+    servers: Servers,
     /// Documents they had processed and indexed, all told, at the last look.
     served: u64,
     interrupted_at: Option<Instant>,
@@ -44,7 +45,7 @@ impl<'a> Watch<'a> {
             last_progress: now,
             unserved_since: None,
             last_server_check: None,
-            servers: None,
+            servers: Servers::Unknown,
             served: 0,
             interrupted_at: None,
             last_log: (now, stats.snapshot()),
@@ -95,7 +96,10 @@ impl<'a> Watch<'a> {
 
     /// Why the run has stalled, if it has: documents pending and none
     /// finishing for `runner.stall_timeout`, or (Kafka mode) no live worker
-    /// or indexer for `runner.liveness_timeout`.
+    /// or indexer for `runner.liveness_timeout`. In Kafka mode both count
+    /// only time the runner could reach the cluster: while it cannot,
+    /// nobody's silence means anything, and once it can again both windows
+    /// start afresh.
     pub(super) fn stalled(
         &mut self,
         publisher: &dyn PublisherMessenger,
@@ -108,20 +112,28 @@ impl<'a> Watch<'a> {
         {
             self.last_server_check = Some(now);
             self.servers = publisher.servers();
-            // Busy processes (on this run's documents or an earlier run's
-            // still queued ahead of them) are progress too.
-            let served: u64 = self
-                .servers
-                .iter()
-                .flatten()
-                .map(|s| s.heartbeat.processed + s.heartbeat.indexed)
-                .sum();
-            if served > self.served {
-                self.last_progress = now;
+            if let Servers::Heard { since, seen } = &self.servers {
+                // Busy processes (on this run's documents or an earlier
+                // run's still queued ahead of them) are progress too.
+                let served: u64 = seen
+                    .iter()
+                    .map(|s| s.heartbeat.processed + s.heartbeat.indexed)
+                    .sum();
+                if served > self.served {
+                    self.last_progress = now;
+                }
+                self.served = served;
+                // Back from an outage: the stall window starts again.
+                self.last_progress = self.last_progress.max(*since);
             }
-            self.served = served;
         }
         if accounting.pending() == 0 {
+            self.last_progress = now;
+            self.unserved_since = None;
+            return None;
+        }
+        if self.servers == Servers::Unreachable {
+            // Time away from the cluster is no time stalled.
             self.last_progress = now;
             self.unserved_since = None;
             return None;
@@ -133,15 +145,16 @@ impl<'a> Watch<'a> {
                 accounting,
             ));
         }
-        if self.servers.is_none() {
-            // Not known (or the cluster is unreachable): nobody is blamed.
+        let Servers::Heard { since: reached, .. } = self.servers else {
+            // Not known (local mode): nobody is blamed.
             self.unserved_since = None;
             return None;
-        }
+        };
         let (missing, silent) = self.unserved()?;
         // Silent since the last heartbeat of a process of the missing part,
-        // or, when none was ever heard, since the part was first found missing.
-        let since = *self.unserved_since.get_or_insert(now);
+        // or, when none was ever heard, since the part was first found
+        // missing; never since before the runner reached the cluster.
+        let since = (*self.unserved_since.get_or_insert(now)).max(reached);
         let silent = silent.unwrap_or(now - since);
         let liveness = self.config.liveness_timeout;
         (silent >= liveness).then(|| {
@@ -158,13 +171,21 @@ impl<'a> Watch<'a> {
 
     /// What part of the pipeline has no live process, where processes
     /// announce themselves, and how long the last process of that part has
-    /// been silent (stopped, or heard from last that long ago; `None` when
-    /// no such process was ever heard from); `None` when every part is
-    /// served (or in local mode).
+    /// been silent (stopped, or heard from last that long ago, counted from
+    /// when the runner reached the cluster at the earliest; `None` when no
+    /// such process was ever heard from); `None` when every part is served
+    /// (or in local mode).
     fn unserved(&mut self) -> Option<(&'static str, Option<Duration>)> {
-        let servers = self.servers.as_ref()?;
-        let live =
-            |s: &&Seen| s.heartbeat.serving && s.received.elapsed() <= self.config.liveness_timeout;
+        let Servers::Heard {
+            since,
+            seen: servers,
+        } = &self.servers
+        else {
+            return None;
+        };
+        // How long `s` has been silent while the runner could have heard it.
+        let silence = |s: &Seen| s.received.max(*since).elapsed();
+        let live = |s: &&Seen| s.heartbeat.serving && silence(s) <= self.config.liveness_timeout;
         let processes = servers
             .iter()
             .filter(live)
@@ -182,17 +203,13 @@ impl<'a> Watch<'a> {
             (true, false) => ("indexer", |s| s.heartbeat.role.indexes()),
             (false, false) => ("worker or indexer", |_| true),
         };
-        let silent = servers
-            .iter()
-            .filter(|s| of_role(s))
-            .map(|s| s.received.elapsed())
-            .min();
+        let silent = servers.iter().filter(|s| of_role(s)).map(silence).min();
         Some((missing, silent))
     }
 
     fn stall_report(&self, why: &str, accounting: &Accounting) -> String {
         let mut report = format!("{why}{}", pending_suffix(accounting));
-        if let Some(servers) = &self.servers {
+        if let Servers::Heard { seen: servers, .. } = &self.servers {
             if servers.is_empty() {
                 report.push_str("; no worker or indexer has announced itself for this pipeline");
             } else {
@@ -252,4 +269,120 @@ pub(super) fn pending_suffix(accounting: &Accounting) -> String {
         if all == 1 { "" } else { "s" },
         ids.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::document::Document;
+    use crate::core::event::Event;
+    use crate::messenger::{Heartbeat, MessengerError, Polled, ServerRole};
+
+    /// A publisher whose view of the cluster the test sets.
+    struct Cluster(std::sync::Mutex<Servers>);
+
+    impl PublisherMessenger for Cluster {
+        fn send_for_processing(
+            &self,
+            _: Document,
+            _: Duration,
+        ) -> Result<Option<Document>, MessengerError> {
+            Ok(None)
+        }
+        fn poll_event(&self, _: Duration) -> Result<Polled<Event>, MessengerError> {
+            Ok(Polled::Idle)
+        }
+        fn servers(&self) -> Servers {
+            self.0.lock().expect("lock").clone()
+        }
+    }
+
+    fn worker(ago: Duration) -> Seen {
+        Seen {
+            heartbeat: Heartbeat {
+                process: "w:1:1".into(),
+                role: ServerRole::WorkerIndexer,
+                serving: true,
+                time_ms: 0,
+                processed: 7,
+                indexed: 7,
+            },
+            received: Instant::now() - ago,
+        }
+    }
+
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    /// A watch with one document pending, its windows 30 s and 2 min, and
+    /// the last progress (and its last look at the cluster) long ago.
+    fn pending_watch<'a>(config: &'a RunnerConfig, stats: &'a RunStats) -> (Watch<'a>, Accounting) {
+        let accounting = Accounting::new("run");
+        accounting.published("doc-1");
+        let mut watch = Watch::new(config, "books", stats);
+        watch.last_progress = Instant::now() - 10 * MINUTE;
+        (watch, accounting)
+    }
+
+    fn config() -> RunnerConfig {
+        RunnerConfig {
+            liveness_timeout: Duration::from_secs(30),
+            stall_timeout: 2 * MINUTE,
+            ..RunnerConfig::default()
+        }
+    }
+
+    #[test]
+    fn nothing_is_stalled_while_the_cluster_is_out_of_reach() {
+        let (config, stats) = (config(), RunStats::default());
+        let (mut watch, accounting) = pending_watch(&config, &stats);
+        let cluster = Cluster(std::sync::Mutex::new(Servers::Unreachable));
+        assert_eq!(watch.stalled(&cluster, &accounting), None);
+        // Back: silent for minutes, but only reachable for a moment.
+        *cluster.0.lock().expect("lock") = Servers::Heard {
+            since: Instant::now(),
+            seen: vec![worker(5 * MINUTE)],
+        };
+        watch.last_server_check = None;
+        assert_eq!(watch.stalled(&cluster, &accounting), None);
+    }
+
+    #[test]
+    fn silence_counts_from_when_the_cluster_was_reached() {
+        let (config, stats) = (config(), RunStats::default());
+        let (mut watch, accounting) = pending_watch(&config, &stats);
+        watch.served = 14;
+        let cluster = Cluster(std::sync::Mutex::new(Servers::Heard {
+            since: Instant::now() - MINUTE,
+            seen: vec![worker(5 * MINUTE)],
+        }));
+        // Reached a minute ago; the worker silent since before: a minute.
+        let stalled = watch.stalled(&cluster, &accounting).expect("stalled");
+        assert!(
+            stalled.contains("no live worker or indexer") && stalled.contains("for 60s"),
+            "{stalled}"
+        );
+    }
+
+    #[test]
+    fn the_stall_window_starts_again_when_the_cluster_is_back() {
+        let (config, stats) = (config(), RunStats::default());
+        let (mut watch, accounting) = pending_watch(&config, &stats);
+        watch.served = 14;
+        // Every part served, nothing finished for 10 min, but the cluster
+        // was reached 10 s ago: not stalled.
+        let cluster = Cluster(std::sync::Mutex::new(Servers::Heard {
+            since: Instant::now() - Duration::from_secs(10),
+            seen: vec![worker(Duration::ZERO)],
+        }));
+        assert_eq!(watch.stalled(&cluster, &accounting), None);
+        // Reached for 3 min, nothing finished: stalled.
+        let (mut watch, accounting) = pending_watch(&config, &stats);
+        watch.served = 14;
+        *cluster.0.lock().expect("lock") = Servers::Heard {
+            since: Instant::now() - 3 * MINUTE,
+            seen: vec![worker(Duration::ZERO)],
+        };
+        let stalled = watch.stalled(&cluster, &accounting).expect("stalled");
+        assert!(stalled.contains("no document finished"), "{stalled}");
+    }
 }

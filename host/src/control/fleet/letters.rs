@@ -7,6 +7,11 @@
 //! writes it: so `/api/runs/{id}/dead-letters` pages through them alike,
 //! while the run goes on. A control plane that takes a run over rebuilds
 //! the file from the topics.
+//!
+//! Each letter is kept once: a follower that loses the cluster reads on
+//! from where it was (see [`follow_run_letters`]), and a document that
+//! failed twice alike (redelivered at least once, or published again by
+//! a resumed run) is one letter, as the run's summary counts it once.
 
 use std::fs::File;
 use std::io::{BufWriter, ErrorKind, Write};
@@ -42,15 +47,23 @@ impl Letters {
             tracing::warn!(path = %path.display(), error = %e, "cannot clear the run's dead letters");
         }
         let file = Arc::new(LetterFile::new(path));
+        let kept = Arc::new(Mutex::new(std::collections::HashSet::new()));
         for pipeline in &config.pipelines {
             let topics = KafkaTopics::new(kafka.clone(), &pipeline.name);
             let (name, run_id) = (pipeline.name.clone(), run_id.to_owned());
             let (finished, file) = (Arc::clone(&finished), Arc::clone(&file));
+            let kept = Arc::clone(&kept);
             let spawned = std::thread::Builder::new()
                 .name(format!("weir-letters-{name}"))
                 .spawn(move || {
                     let followed = follow_run_letters(&topics, &name, &run_id, &finished, |l| {
-                        file.append(&l);
+                        let first = kept
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(sameness(&l));
+                        if first {
+                            file.append(&l);
+                        }
                     });
                     if let Err(e) = followed {
                         tracing::error!(pipeline = %name, error = %e,
@@ -73,6 +86,15 @@ impl Letters {
             let _ = thread.join();
         }
     }
+}
+
+/// What makes two letters one: the same document (id, pipeline and
+/// content) failed again.
+fn sameness(letter: &DeadLetter) -> (String, String, u64) {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    letter.document.to_string().hash(&mut hasher);
+    (letter.id.clone(), letter.pipeline.clone(), hasher.finish())
 }
 
 /// The run's `dead-letters.jsonl`, made when the first letter comes.

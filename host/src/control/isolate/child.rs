@@ -2,7 +2,15 @@
 //! its run from stdin ([`ToRun::Start`]), admits and validates it, says so,
 //! runs it while it takes pause, resume, stop and rate changes from stdin
 //! and reports its counts a few times a second, and says how it ended.
-//! When its stdin closes (the server is gone) it stops its run.
+//!
+//! It ends when its control plane is gone, whatever its log does: when its
+//! stdin closes, and when the kernel sends it SIGTERM as the plane's
+//! process ends (`PR_SET_PDEATHSIG`, set as it starts). A fleet's run ends
+//! at once (the plane that takes over resumes it from its journal); any
+//! other run is stopped as `POST .../stop` stops it, and the process ends
+//! after the run's grace period and [`ORPHAN_SLACK`] whether or not it
+//! did. Nothing on that path can panic: a log line written to a closed
+//! pipe is dropped (and logging is the last thing it does).
 
 use std::io::{BufRead, BufReader, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -29,14 +37,20 @@ const METRICS_EVERY: u32 = 10;
 /// Exit code when what the server sent is not a run.
 const EXIT_USAGE: u8 = 2;
 
+/// How much longer than its grace period a run whose control plane is gone
+/// may take to stop before its process ends anyway.
+const ORPHAN_SLACK: Duration = Duration::from_secs(5);
+
 /// Run the run the server sends on stdin; the exit code.
 pub fn serve_run() -> u8 {
+    let orphan = Arc::new(Orphan::default());
+    orphan.on_sigterm();
     let mut input = BufReader::new(std::io::stdin());
     let mut first = String::new();
     let start = match input.read_line(&mut first) {
         Ok(_) => serde_json::from_str::<ToRun>(&first),
         Err(e) => {
-            eprintln!("error: cannot read the run from stdin: {e}");
+            say(&format!("error: cannot read the run from stdin: {e}"));
             return EXIT_USAGE;
         }
     };
@@ -49,7 +63,7 @@ pub fn serve_run() -> u8 {
         fleet,
     }) = start
     else {
-        eprintln!("error: `weir serve-run` is started by `weir serve`, which sends it a run");
+        say("error: `weir serve-run` is started by `weir serve`, which sends it a run");
         return EXIT_USAGE;
     };
     let out = Reporter::default();
@@ -92,12 +106,15 @@ pub fn serve_run() -> u8 {
         None,
         None,
     ));
+    if fleet.is_none() {
+        orphan.runs(Arc::clone(&live), runner.config().runner.grace_period);
+    }
     out.send(&FromRun::Started);
     listen(
         input,
         Arc::clone(&live),
         throttle,
-        fleet.is_some(),
+        Arc::clone(&orphan),
         out.clone(),
         Arc::new(move |config: &str| {
             let Some(policy) = operator.tenant(&tenant) else {
@@ -153,12 +170,13 @@ fn refusal(error: ApiError) -> FromRun {
 /// How the run's process reloads its run with a config.
 type Reload = Arc<dyn Fn(&str) -> Result<Reloaded, ApiError> + Send + Sync>;
 
-/// Take the server's controls from `input` until it closes; then stop.
+/// Take the server's controls from `input` until it closes; then the
+/// control plane is gone.
 fn listen(
     input: impl BufRead + Send + 'static,
     live: Arc<LiveRun>,
     throttle: Option<Arc<Throttle>>,
-    fleet: bool,
+    orphan: Arc<Orphan>,
     out: Reporter,
     reload: Reload,
 ) {
@@ -232,21 +250,92 @@ fn listen(
                     }
                 }
             }
-            if fleet {
-                // Its journal and event topic stay as they are: the control
-                // plane that takes over resumes the run from them.
-                tracing::warn!(
-                    "the control plane is gone: the run is left to the one that takes over"
-                );
-                std::process::exit(0);
-            }
-            tracing::warn!("the server is gone: stopping the run");
-            live.stop();
+            orphan.plane_gone();
         });
     if let Err(e) = spawned {
         tracing::error!(error = %e, "cannot listen to the server: stopping the run");
         live.stop();
     }
+}
+
+/// What the process does once its control plane is gone: before its run
+/// started, and for a fleet's run, it ends at once (a fleet's journal and
+/// event topic stay as they are: the plane that takes over resumes the run
+/// from them); any other run is stopped, and the process ends after the
+/// run's grace period and [`ORPHAN_SLACK`] if it has not ended by then.
+#[derive(Default)]
+struct Orphan {
+    /// The run to stop, with its grace period: none for a fleet's run.
+    run: Mutex<Option<(Arc<LiveRun>, Duration)>>,
+    gone: std::sync::atomic::AtomicBool,
+}
+
+impl Orphan {
+    /// From now on the plane's going stops `live` first.
+    fn runs(&self, live: Arc<LiveRun>, grace: Duration) {
+        *self.run.lock().unwrap_or_else(PoisonError::into_inner) = Some((live, grace));
+    }
+
+    /// SIGTERM (sent by the kernel when the plane's process ends, or by an
+    /// operator) means the plane is gone.
+    fn on_sigterm(self: &Arc<Self>) {
+        let orphan = Arc::clone(self);
+        let watching = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM])
+            .and_then(|mut signals| {
+                std::thread::Builder::new()
+                    .name("weir-serve-run-signals".into())
+                    .spawn(move || {
+                        if signals.forever().next().is_some() {
+                            orphan.plane_gone();
+                        }
+                    })
+            });
+        if let Err(e) = watching {
+            // SIGTERM then ends the process as it does by default.
+            tracing::warn!(error = %e, "cannot watch for SIGTERM");
+        }
+    }
+
+    /// The control plane is gone (the first call acts; it returns only if
+    /// another call is acting).
+    fn plane_gone(&self) {
+        use std::sync::atomic::Ordering;
+        if self.gone.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let run = self
+            .run
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let Some((live, grace)) = run else {
+            log_quietly("the control plane is gone: this run is left to the one that takes over");
+            end_now(0);
+        };
+        live.stop();
+        log_quietly("the server is gone: the run is stopped");
+        // This thread has nothing else to do: it is the deadline.
+        std::thread::sleep(grace.saturating_add(ORPHAN_SLACK));
+        log_quietly("the run did not stop within its grace period: its process ends");
+        end_now(1);
+    }
+}
+
+/// Log `message` as a warning; a logger that fails (or panics) is ignored.
+fn log_quietly(message: &'static str) {
+    let _ = catch_unwind(|| tracing::warn!("{message}"));
+}
+
+/// Write `line` to stderr, ignoring a closed pipe (`eprintln!` would panic).
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// End the process now: no destructor, no handler, nothing that can wait
+/// on a cluster or a pipe that is gone.
+fn end_now(code: i32) -> ! {
+    // SAFETY: _exit has no preconditions; it ends the process at once.
+    unsafe { libc::_exit(code) }
 }
 
 /// Send what tap `tap` takes to the server, up to `limit` documents.

@@ -420,20 +420,21 @@ impl Remote {
 
 /// The run's process: this binary's `serve-run`, with its own session,
 /// its writable memory bounded, no core file, and none of the server's
-/// environment but [`KEPT_VARIABLES`].
+/// environment but [`KEPT_VARIABLES`]. SIGTERM tells it when this process
+/// ends, however it ends (see [`child`]).
 fn spawn(process: &RunProcess) -> std::io::Result<Child> {
-    spawn_bounded(process, "serve-run", false)
+    spawn_bounded(process, "serve-run", Some(libc::SIGTERM))
 }
 
 /// Start `process`'s hidden `command` bounded as a run's process is: its
 /// own session, no core files, its writable memory, none of this process's
-/// environment but [`KEPT_VARIABLES`]; stdin, stdout and stderr piped. With
-/// `dies_with_parent` it is killed when the thread that started it ends
-/// (its parent dying included).
+/// environment but [`KEPT_VARIABLES`]; stdin, stdout and stderr piped.
+/// With `death_signal` the kernel sends it that signal when this process
+/// ends, however it ends (`kill -9` included).
 pub(crate) fn spawn_bounded(
     process: &RunProcess,
     subcommand: &str,
-    dies_with_parent: bool,
+    death_signal: Option<libc::c_int>,
 ) -> std::io::Result<Child> {
     let mut command = Command::new(&process.program);
     command
@@ -447,15 +448,24 @@ pub(crate) fn spawn_bounded(
     let data_bytes = process.memory_mib.map(|mib| {
         libc::rlim_t::try_from(mib.saturating_mul(1 << 20)).unwrap_or(libc::RLIM_INFINITY)
     });
-    // SAFETY: between fork and exec the closure calls only setsid and
-    // setrlimit, which are async-signal-safe, and allocates nothing.
+    let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
+    // SAFETY: between fork and exec the closure calls only setsid, prctl,
+    // getppid and setrlimit, which are async-signal-safe, and allocates
+    // nothing.
     unsafe {
         command.pre_exec(move || {
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            if dies_with_parent && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
+            if let Some(signal) = death_signal {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, signal) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent ended before the signal was asked for: none
+                // would come.
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
             }
             let limits = [
                 Some((libc::RLIMIT_CORE, 0)),
@@ -473,7 +483,38 @@ pub(crate) fn spawn_bounded(
             Ok(())
         });
     }
-    command.spawn()
+    if death_signal.is_some() {
+        spawn_from_a_lasting_thread(command)
+    } else {
+        command.spawn()
+    }
+}
+
+/// Spawn `command` from a thread that lives as long as this process. The
+/// kernel sends a child its `PR_SET_PDEATHSIG` signal when the *thread*
+/// that forked it ends, not its process: forked from a request's thread or
+/// a run's, which end any time, the child would be signalled then.
+fn spawn_from_a_lasting_thread(command: Command) -> std::io::Result<Child> {
+    type Job = (Command, std::sync::mpsc::Sender<std::io::Result<Child>>);
+    static SPAWNER: std::sync::OnceLock<std::sync::mpsc::Sender<Job>> = std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (jobs, received) = std::sync::mpsc::channel::<Job>();
+        // Its receiver never disconnects (the sender is static): the thread
+        // waits for jobs until the process ends. Should it not start, every
+        // spawn says so below.
+        let _ = std::thread::Builder::new()
+            .name("weir-spawner".into())
+            .spawn(move || {
+                for (mut command, answer) in received {
+                    let _ = answer.send(command.spawn());
+                }
+            });
+        jobs
+    });
+    let gone = || std::io::Error::other("the thread that starts processes is gone");
+    let (answer, answered) = std::sync::mpsc::channel();
+    spawner.send((command, answer)).map_err(|_| gone())?;
+    answered.recv().map_err(|_| gone())?
 }
 
 /// A pidfd for process `pid`, a child of this one not yet waited for.
@@ -511,7 +552,9 @@ fn pass_on_log(stderr: std::process::ChildStderr, last: Arc<Mutex<VecDeque<Strin
         .name("weir-run-log".into())
         .spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("{line}");
+                // Not `eprintln!`, which panics when this process's stderr
+                // is closed: the run's log would then block on a full pipe.
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
                 let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
                 if last.len() == LAST_WORDS {
                     last.pop_front();

@@ -33,11 +33,6 @@ pub(super) fn cluster_up() {
     }
 }
 
-/// Whether this process cannot reach the cluster now.
-pub(super) fn cluster_is_down() -> bool {
-    DOWN.load(Ordering::Relaxed)
-}
-
 /// A client could not reach the cluster.
 pub(super) fn cluster_down(error: &dyn std::fmt::Display) {
     let mut outage = OUTAGE.lock().unwrap_or_else(PoisonError::into_inner);

@@ -72,6 +72,11 @@ pub(super) struct Tracker {
     pub(super) failure: Option<String>,
     /// Messages produced and not yet acknowledged (or refused).
     pub(super) in_flight: u64,
+    /// A runner's journal entries not yet acknowledged, by number, with
+    /// their payloads; and those refused, to send again (a journal entry
+    /// lost would make a resumed run miscount).
+    pub(super) journal: BTreeMap<u64, Vec<u8>>,
+    pub(super) journal_again: BTreeMap<u64, Vec<u8>>,
 }
 
 impl Tracker {
@@ -81,7 +86,7 @@ impl Tracker {
         match tag {
             Tag::Record(origin) => self.hold(origin),
             Tag::Batch(batch) => *self.batches.entry(batch).or_default() += 1,
-            Tag::Untracked | Tag::Published => {}
+            Tag::Untracked | Tag::Published | Tag::Journal(_) => {}
         }
     }
 
@@ -101,7 +106,14 @@ impl Tracker {
                     }
                 }
             }
-            Tag::Untracked | Tag::Published => {}
+            Tag::Untracked | Tag::Published | Tag::Journal(_) => {}
+        }
+    }
+
+    /// Journal entry `number` was refused: it goes again.
+    pub(super) fn journal_refused(&mut self, number: u64) {
+        if let Some(payload) = self.journal.remove(&number) {
+            self.journal_again.insert(number, payload);
         }
     }
 
@@ -236,6 +248,18 @@ impl Shared {
         })
     }
 
+    /// Wait until every journal entry produced so far is acknowledged;
+    /// false on timeout or when one was refused (it waits to go again).
+    pub(super) fn wait_journal_settled(&self, timeout: Duration) -> bool {
+        self.wait_until(timeout, |t| {
+            if !t.journal_again.is_empty() {
+                Some(false)
+            } else {
+                t.journal.is_empty().then_some(true)
+            }
+        })
+    }
+
     /// Wait until none of `batches` holds records any more (their messages
     /// are acknowledged); false on timeout or after a delivery failure.
     pub(super) fn wait_released(&self, batches: &[u64], timeout: Duration) -> bool {
@@ -298,6 +322,9 @@ pub(super) enum Tag {
     /// A runner's document: once acknowledged its id goes to the run's
     /// journal ([`Shared::published`]).
     Published,
+    /// A runner's journal entry, by number ([`Tracker::journal`]): refused,
+    /// it is sent again, and the run goes on.
+    Journal(u64),
 }
 
 /// Producer callbacks: record acknowledgements against what waits for them.
@@ -332,7 +359,18 @@ impl ProducerContext for Deliveries {
                 .push(String::from_utf8_lossy(key).into_owned());
         }
         let mut tracker = self.0.lock();
-        if let Err((e, message)) = result {
+        if let Tag::Journal(number) = sent.tag {
+            match result {
+                Ok(_) => {
+                    tracker.journal.remove(&number);
+                }
+                Err((e, message)) => {
+                    tracing::warn!(topic = message.topic(), error = %e,
+                        "a journal entry was not delivered; it is sent again");
+                    tracker.journal_refused(number);
+                }
+            }
+        } else if let Err((e, message)) = result {
             if sent.events && e.rdkafka_error_code().is_some_and(topic_gone) {
                 tracing::info!(
                     topic = message.topic(),
@@ -469,6 +507,28 @@ mod tests {
         track.pending.get_mut(&13).expect("tracked").processed = true;
         track.finish_if_complete(13);
         assert_eq!(track.committable(), Some(14));
+    }
+
+    #[test]
+    fn a_refused_journal_entry_waits_to_go_again() {
+        let mut tracker = Tracker::default();
+        for number in [4, 5] {
+            tracker.sent(Tag::Journal(number));
+            tracker.journal.insert(number, vec![b'0' + number as u8]);
+        }
+        tracker.journal_refused(4);
+        tracker.settled(Tag::Journal(4));
+        assert_eq!(
+            tracker.journal_again.keys().copied().collect::<Vec<_>>(),
+            [4]
+        );
+        assert!(tracker.failure.is_none(), "the run goes on");
+        tracker.journal.remove(&5);
+        tracker.settled(Tag::Journal(5));
+        assert_eq!(tracker.in_flight, 0);
+        // Refused again once gone: nothing to send.
+        tracker.journal_refused(5);
+        assert_eq!(tracker.journal_again.len(), 1);
     }
 
     #[test]

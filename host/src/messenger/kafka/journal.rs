@@ -10,7 +10,15 @@
 //! - `published`, the ids of its documents the source topic acknowledged,
 //!   every [`EVERY`] while it publishes: an id journaled is in Kafka, and
 //!   will be processed whether or not this runner lives;
-//! - `done`, once its last document is acknowledged and journaled.
+//! - `done`, once its last document is acknowledged and every `published`
+//!   entry before it is too.
+//!
+//! Journal writes are at least once: an entry the broker refused (an
+//! outage outlasting the producer's patience, a partition briefly without
+//! a leader) is sent again, never dropped, and `done` waits for all of
+//! them. An entry sent again may be on the topic twice: each `published`
+//! entry carries a name of its own (`batch`), and a replay counts each
+//! name once.
 //!
 //! A resumed connector counts what the journal says was published as
 //! published, applies the events of its part of the topic, and, unless it
@@ -42,9 +50,20 @@ pub(super) const EVERY: Duration = Duration::from_millis(200);
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(super) enum Entry {
-    Start { connector: usize },
-    Published { connector: usize, ids: Vec<String> },
-    Done { connector: usize },
+    Start {
+        connector: usize,
+    },
+    Published {
+        connector: usize,
+        ids: Vec<String>,
+        /// Unique to this entry (its writer and number): the same entry
+        /// read twice counts once. Absent in journals of older runners.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        batch: Option<String>,
+    },
+    Done {
+        connector: usize,
+    },
 }
 
 impl Entry {
@@ -60,7 +79,8 @@ impl Entry {
     }
 }
 
-/// `ids` as `published` entries of `connector`, each at most `max_bytes`.
+/// `ids` as `published` entries of `connector`, each at most `max_bytes`
+/// (their `batch` names left for the writer to give).
 pub(super) fn published_entries(
     connector: usize,
     ids: Vec<String>,
@@ -76,6 +96,7 @@ pub(super) fn published_entries(
             entries.push(Entry::Published {
                 connector,
                 ids: std::mem::take(&mut chunk),
+                batch: None,
             });
             bytes = 64;
         }
@@ -86,6 +107,7 @@ pub(super) fn published_entries(
         entries.push(Entry::Published {
             connector,
             ids: chunk,
+            batch: None,
         });
     }
     entries
@@ -110,6 +132,8 @@ pub(super) fn replay(
 ) -> Result<Option<Resumed>, MessengerError> {
     let mut started = false;
     let mut resumed = Resumed::default();
+    // Entries sent more than once (at least once) count once.
+    let mut batches = std::collections::HashSet::new();
     // Events of the connector's part of the topic: from its `start` to the
     // next connector's.
     let mut in_part = false;
@@ -136,8 +160,14 @@ pub(super) fn replay(
                     in_part = connector == index;
                     started |= in_part;
                 }
-                Ok(Entry::Published { connector, ids }) if connector == index => {
-                    resumed.published.extend(ids);
+                Ok(Entry::Published {
+                    connector,
+                    ids,
+                    batch,
+                }) if connector == index => {
+                    if batch.is_none_or(|b| batches.insert(b)) {
+                        resumed.published.extend(ids);
+                    }
                 }
                 Ok(Entry::Done { connector }) if connector == index => resumed.done = true,
                 Ok(_) => {}
@@ -169,12 +199,32 @@ mod tests {
             Entry::Published {
                 connector: 1,
                 ids: vec!["a".into(), "\"b\"".into()],
+                batch: Some("w:1".into()),
+            },
+            Entry::Published {
+                connector: 1,
+                ids: vec!["a".into()],
+                batch: None,
             },
             Entry::Done { connector: 2 },
         ] {
             let back: Entry = serde_json::from_slice(&entry.payload()).expect("reads back");
             assert_eq!(back, entry);
         }
+    }
+
+    #[test]
+    fn an_older_runners_entries_read_back_without_a_batch_name() {
+        let old: Entry =
+            serde_json::from_slice(br#"{"published":{"connector":0,"ids":["a"]}}"#).expect("reads");
+        assert_eq!(
+            old,
+            Entry::Published {
+                connector: 0,
+                ids: vec!["a".into()],
+                batch: None
+            }
+        );
     }
 
     #[test]
@@ -185,7 +235,10 @@ mod tests {
         let mut back = Vec::new();
         for entry in entries {
             assert!(entry.payload().len() <= 4096, "{}", entry.payload().len());
-            let Entry::Published { connector: 3, ids } = entry else {
+            let Entry::Published {
+                connector: 3, ids, ..
+            } = entry
+            else {
                 panic!("{entry:?}");
             };
             back.extend(ids);

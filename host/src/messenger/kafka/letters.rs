@@ -1,6 +1,7 @@
 //! Reading a pipeline's dead-letter topic back: all of it for `weir
 //! replay`, or one run's letters as they come for `weir serve`'s fleet runs.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -9,7 +10,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-use super::client::Quiet;
+use super::client::{Quiet, polled};
 use super::wire::run_id_of;
 use super::{KafkaTopics, transport};
 use crate::core::failure::DeadLetter;
@@ -56,6 +57,12 @@ pub fn read_fail_topic(
 /// A fleet run's letters are written by fleet workers on other machines:
 /// this is how its control plane keeps them (creating the topic if the run
 /// has not yet).
+///
+/// An outage does not end it: transient errors are waited out, and when
+/// the reader itself fails (the cluster gone, a partition without a
+/// leader) it starts again, with a growing pause, from where it was, so
+/// each letter is handed over once. Once `finished` is set it tries for
+/// [`STALLED`] more at most, then says why it could not read to the end.
 pub fn follow_run_letters(
     topics: &KafkaTopics,
     pipeline: &str,
@@ -63,8 +70,46 @@ pub fn follow_run_letters(
     finished: &AtomicBool,
     mut each: impl FnMut(DeadLetter),
 ) -> Result<(), MessengerError> {
+    // Per partition, the next offset to read: where a new reader starts.
+    let mut next: BTreeMap<i32, i64> = BTreeMap::new();
+    let mut pause = Duration::from_millis(100);
+    let mut give_up_at: Option<Instant> = None;
+    loop {
+        let followed = follow_from(topics, pipeline, run_id, finished, &mut next, &mut each);
+        let Err(e) = followed else {
+            return Ok(());
+        };
+        if finished.load(Ordering::Relaxed) {
+            let give_up = *give_up_at.get_or_insert_with(|| Instant::now() + STALLED);
+            if Instant::now() >= give_up {
+                return Err(e);
+            }
+        }
+        tracing::warn!(pipeline, error = %e, retry_in = ?pause,
+            "reading the run's dead letters failed; reading on from where it was");
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// [`follow_run_letters`] with one reader, from `next` (kept up to date).
+fn follow_from(
+    topics: &KafkaTopics,
+    pipeline: &str,
+    run_id: &str,
+    finished: &AtomicBool,
+    next: &mut BTreeMap<i32, i64>,
+    each: &mut impl FnMut(DeadLetter),
+) -> Result<(), MessengerError> {
     topics.ensure_pipeline_topics()?;
-    let reader = Reader::new(topics)?;
+    let reader = Reader::from(topics, next)?;
+    if reader.partitions.is_empty() {
+        // Made a moment ago, or the cluster answered without it.
+        return Err(transport(format!(
+            "{} has no partitions known yet",
+            reader.topic
+        )));
+    }
     let mut ends: Option<Vec<(i32, i64)>> = None;
     let mut last_progress = Instant::now();
     loop {
@@ -81,8 +126,13 @@ pub fn follow_run_letters(
             }
             continue;
         };
-        let message = message.map_err(transport)?;
+        // An outage is waited out (and logged once); a fatal error ends
+        // this reader.
+        let Some(message) = polled(message)? else {
+            continue;
+        };
         last_progress = Instant::now();
+        next.insert(message.partition(), message.offset() + 1);
         if let Some(ends) = &mut ends {
             passed(ends, &message);
         }
@@ -108,6 +158,12 @@ struct Reader {
 
 impl Reader {
     fn new(topics: &KafkaTopics) -> Result<Self, MessengerError> {
+        Self::from(topics, &BTreeMap::new())
+    }
+
+    /// A reader of every partition from its start, or from `next` where it
+    /// names the partition.
+    fn from(topics: &KafkaTopics, next: &BTreeMap<i32, i64>) -> Result<Self, MessengerError> {
         let topic = topics.fail();
         let client = || -> Result<BaseConsumer<Quiet>, MessengerError> {
             topics
@@ -127,8 +183,11 @@ impl Reader {
             .collect();
         let mut assignment = TopicPartitionList::new();
         for &p in &partitions {
+            let offset = next
+                .get(&p)
+                .map_or(Offset::Beginning, |&o| Offset::Offset(o));
             assignment
-                .add_partition_offset(&topic, p, Offset::Beginning)
+                .add_partition_offset(&topic, p, offset)
                 .map_err(transport)?;
         }
         consumer.assign(&assignment).map_err(transport)?;

@@ -10,7 +10,7 @@ use rdkafka::message::Message;
 use rdkafka::producer::{Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-use super::client::{Quiet, cluster_is_down, cluster_up, poll_error};
+use super::client::{Quiet, poll_error};
 use super::delivery::{Deliveries, Shared, Tag, produce, shared_producer};
 use super::journal::{self, Entry};
 use super::liveness::HeartbeatReader;
@@ -19,7 +19,7 @@ use super::wire::{dead_letter, document_headers, events_from, too_large};
 use super::{KafkaTopics, settled, transport};
 use crate::core::document::Document;
 use crate::core::event::Event;
-use crate::messenger::{MessengerError, Polled, PublisherMessenger, Resumed, Seen};
+use crate::messenger::{MessengerError, Polled, PublisherMessenger, Resumed, Servers};
 
 /// The runner's messenger in Kafka mode: produces to the source topic and
 /// reads the run's event topic.
@@ -39,7 +39,17 @@ pub struct KafkaPublisherMessenger {
     resumed: Mutex<Option<Resumed>>,
     /// When acknowledged ids were last journaled.
     journaled: Mutex<std::time::Instant>,
+    /// Names this runner's journal entries: `<pid>:<ms>:<random>`.
+    writer: String,
+    /// The next journal entry's number. Held while entries are produced,
+    /// so that they reach the topic in the order they were made.
+    journal_numbers: Mutex<u64>,
 }
+
+/// How long the journal may take to be acknowledged (its `start`, or
+/// everything before `done` and `done` itself), entries refused meanwhile
+/// sent again.
+const JOURNAL_WITHIN: Duration = Duration::from_secs(60);
 
 impl std::fmt::Debug for KafkaPublisherMessenger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -95,22 +105,8 @@ impl KafkaPublisherMessenger {
         } else {
             None
         };
-        if resumed.is_none() {
-            // Before any of its documents, so every event about them is
-            // after it; waited for, so a runner that dies now leaves no
-            // event before it.
-            let entry = Entry::Start { connector };
-            produce(
-                &producer,
-                &event_topic,
-                run_id,
-                &entry.payload(),
-                Some(Entry::headers()),
-                Tag::Untracked,
-            )?;
-            producer.flush(Duration::from_secs(30)).map_err(transport)?;
-        }
-        Ok(Self {
+        let start = resumed.is_none();
+        let messenger = Self {
             topics: topics.clone(),
             source: topics.source(),
             producer,
@@ -122,11 +118,35 @@ impl KafkaPublisherMessenger {
             connector,
             resumed: Mutex::new(resumed),
             journaled: Mutex::new(std::time::Instant::now()),
-        })
+            writer: format!(
+                "{}:{}:{:08x}",
+                std::process::id(),
+                super::wire::millis_now(),
+                fastrand::u32(..)
+            ),
+            journal_numbers: Mutex::new(0),
+        };
+        if start {
+            // Before any of its documents, so every event about them is
+            // after it; waited for, so a runner that dies now leaves no
+            // event before it.
+            messenger.write(Entry::Start { connector });
+            messenger.settle_journal(std::time::Instant::now() + JOURNAL_WITHIN)?;
+        }
+        Ok(messenger)
     }
 
-    /// Journal the ids the source topic has acknowledged since last time.
-    fn journal_published(&self) -> Result<(), MessengerError> {
+    /// Journal the ids the source topic has acknowledged since last time,
+    /// after the entries the broker refused (sent again as they were).
+    fn journal_published(&self) {
+        let mut numbers = self
+            .journal_numbers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let again = std::mem::take(&mut self.shared.lock().journal_again);
+        for (number, payload) in again {
+            self.send_journal(number, payload);
+        }
         let ids = std::mem::take(
             &mut *self
                 .shared
@@ -134,38 +154,76 @@ impl KafkaPublisherMessenger {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
         );
-        for entry in
+        for mut entry in
             journal::published_entries(self.connector, ids, self.topics.message_limit() / 2)
         {
-            self.write(&entry)?;
+            let number = *numbers;
+            *numbers += 1;
+            if let Entry::Published { batch, .. } = &mut entry {
+                *batch = Some(format!("{}:{number}", self.writer));
+            }
+            self.send_journal(number, entry.payload());
         }
-        Ok(())
     }
 
-    /// Put `entry` in the run's journal.
-    fn write(&self, entry: &Entry) -> Result<(), MessengerError> {
-        produce(
+    /// Put `entry` in the run's journal, after what is there so far.
+    fn write(&self, entry: Entry) {
+        let mut numbers = self
+            .journal_numbers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let number = *numbers;
+        *numbers += 1;
+        self.send_journal(number, entry.payload());
+    }
+
+    /// Produce journal entry `number`, kept until acknowledged: refused
+    /// (now or by the broker later), it waits to be sent again.
+    fn send_journal(&self, number: u64, payload: Vec<u8>) {
+        self.shared.lock().journal.insert(number, payload.clone());
+        let sent = produce(
             &self.producer,
             &self.event_topic,
             "",
-            &entry.payload(),
+            &payload,
             Some(Entry::headers()),
-            Tag::Untracked,
-        )
+            Tag::Journal(number),
+        );
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, "a journal entry could not be sent yet; it is sent again");
+            self.shared.lock().journal_refused(number);
+        }
+    }
+
+    /// Wait until every journal entry made so far is acknowledged, sending
+    /// refused ones again, until `deadline`.
+    fn settle_journal(&self, deadline: std::time::Instant) -> Result<(), MessengerError> {
+        loop {
+            self.journal_published();
+            if self.shared.wait_journal_settled(Duration::from_millis(500)) {
+                return Ok(());
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(transport(format!(
+                    "the run's journal on {} was not acknowledged within {JOURNAL_WITHIN:?}",
+                    self.event_topic
+                )));
+            }
+        }
     }
 
     /// [`journal_published`](Self::journal_published), every [`journal::EVERY`].
-    fn journal_if_due(&self) -> Result<(), MessengerError> {
+    fn journal_if_due(&self) {
         let mut last = self
             .journaled
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if last.elapsed() < journal::EVERY {
-            return Ok(());
+            return;
         }
         *last = std::time::Instant::now();
         drop(last);
-        self.journal_published()
+        self.journal_published();
     }
 
     /// Fail a document too large for the source topic: dead-letter its id
@@ -210,7 +268,7 @@ impl PublisherMessenger for KafkaPublisherMessenger {
         if let Some(failure) = &self.shared.lock().failure {
             return Err(transport(failure));
         }
-        self.journal_if_due()?;
+        self.journal_if_due();
         let mut received = self.received.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(event) = received.pop_front() {
             return Ok(Polled::Item(event));
@@ -234,20 +292,8 @@ impl PublisherMessenger for KafkaPublisherMessenger {
         }
     }
 
-    fn servers(&self) -> Option<Vec<Seen>> {
-        if cluster_is_down() {
-            // The runner may produce nothing for a long while: ask the
-            // cluster itself whether it is back.
-            if self
-                .events
-                .fetch_metadata(Some(&self.event_topic), Duration::from_millis(500))
-                .is_ok()
-            {
-                cluster_up();
-            }
-            return None;
-        }
-        Some(self.heartbeats.servers())
+    fn servers(&self) -> Servers {
+        self.heartbeats.servers()
     }
 
     fn resumed(&self) -> Option<Resumed> {
@@ -258,24 +304,25 @@ impl PublisherMessenger for KafkaPublisherMessenger {
     }
 
     fn publishing_done(&self) -> Result<(), MessengerError> {
-        // Every document acknowledged, and journaled, before `done`.
+        // Every document acknowledged, and its journal entry too, before
+        // `done`: a resumed run that reads `done` runs the connector no
+        // more, so an id missing from the journal would be miscounted.
         self.producer
             .flush(Duration::from_secs(60))
             .map_err(transport)?;
-        self.journal_published()?;
-        self.write(&Entry::Done {
+        let deadline = std::time::Instant::now() + JOURNAL_WITHIN;
+        self.settle_journal(deadline)?;
+        self.write(Entry::Done {
             connector: self.connector,
-        })?;
-        self.producer
-            .flush(Duration::from_secs(60))
-            .map_err(transport)
+        });
+        self.settle_journal(deadline)
     }
 }
 
 impl Drop for KafkaPublisherMessenger {
     fn drop(&mut self) {
         let _ = self.producer.flush(Duration::from_secs(30));
-        let _ = self.journal_published();
+        self.journal_published();
         let _ = self.producer.flush(Duration::from_secs(30));
     }
 }

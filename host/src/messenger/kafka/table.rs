@@ -172,11 +172,14 @@ impl Reader {
 #[allow(missing_debug_implementations)]
 pub struct Leadership {
     consumer: BaseConsumer<Leading>,
+    resigned: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Rebalance callbacks: ownership won and lost.
 struct Leading {
     leads: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Leaving on purpose: losing the partition then is no reason to exit.
+    resigned: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 super::client::quiet_client_context!(Leading);
@@ -189,7 +192,8 @@ impl ConsumerContext for Leading {
             Rebalance::Assign(_) => {}
             Rebalance::Revoke(tpl) if tpl.count() == 0 => {}
             Rebalance::Revoke(_) | Rebalance::Error(_) => {
-                if self.leads.swap(false, Ordering::SeqCst) {
+                if self.leads.swap(false, Ordering::SeqCst) && !self.resigned.load(Ordering::SeqCst)
+                {
                     // Another process may lead now: acting on as leader
                     // would make two. Stop at once; a supervisor starts
                     // this one again, as a standby.
@@ -213,6 +217,7 @@ impl Leadership {
         let topics = KafkaTopics::new(kafka.clone(), topic);
         topics.create_topics(&[TopicSpec::new(topic, 1)])?;
         let leads = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let resigned = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let consumer: BaseConsumer<Leading> = topics
             .consumer_config(group)
             .set("session.timeout.ms", session.as_millis().to_string())
@@ -225,10 +230,19 @@ impl Leadership {
             )
             .create_with_context(Leading {
                 leads: std::sync::Arc::clone(&leads),
+                resigned: std::sync::Arc::clone(&resigned),
             })
             .map_err(transport)?;
         consumer.subscribe(&[topic]).map_err(transport)?;
-        Ok((Self { consumer }, leads))
+        Ok((Self { consumer, resigned }, leads))
+    }
+
+    /// Leave the group on purpose (a standby stopped): a partition given
+    /// and taken back as it leaves does not end the process.
+    pub fn resign(self) {
+        self.resigned
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        // The consumer leaves the group as it is dropped, here.
     }
 
     /// Keep the membership alive: poll, for `timeout`.
