@@ -18,10 +18,19 @@ use weir_plugin::content::From;
 /// A PDF encrypted with an empty user password (most "protected" ones) is
 /// read; one that needs a password fails its document, as does one that is
 /// not a PDF the parser can read, a file or URL that cannot be read and
-/// content past `max_mib`. The parser (the `pdf-extract` and `lopdf`
-/// crates) runs in the sandbox: a PDF that makes it panic, recurse without
-/// end or allocate past `limits.memory_mib` fails only its own document,
-/// and the stage goes on with a fresh instance.
+/// content past `max_mib`. Before the parser reads a PDF, what would make
+/// it recurse without end, panic or lose text is looked for, and the
+/// document fails naming it: arrays or dictionaries nested deeper than 256
+/// (in the file, its object streams, a page's or a form's content), a form
+/// that draws itself or forms nested deeper than 32, a stream whose data
+/// lives in another file (`/F`), and a page whose content stream could not
+/// be read (a `/Length` that does not end at `endstream`: the page's text
+/// would be lost, so the document fails rather than come back empty). The
+/// parser (the `pdf-extract` and `lopdf` crates) runs in the sandbox: a PDF
+/// that still makes it panic (a feature it does not support) fails only its
+/// own document, with a message naming the file and the parser's words, as
+/// does one that allocates past `limits.memory_mib`; the stage goes on with
+/// a fresh instance.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

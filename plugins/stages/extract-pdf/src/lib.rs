@@ -3,6 +3,9 @@
 //! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
 mod config;
+mod guard;
+
+use std::cell::RefCell;
 
 use config::Config;
 use pdf_extract::{Document, Object, PlainTextOutput};
@@ -26,6 +29,11 @@ const INFO: [(&[u8], &str); 8] = [
 
 struct ExtractPdf(Config);
 
+thread_local! {
+    /// The file being read, for a panic's message.
+    static READING: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
 impl BatchStage for ExtractPdf {
     type Config = Config;
 
@@ -44,6 +52,25 @@ impl BatchStage for ExtractPdf {
     }
 
     fn start(config: Config) -> Result<Self, String> {
+        // The parser panics on much it does not support (`wrong type`,
+        // `missing width`, ...); a panic aborts the guest, and the host
+        // fails the document with the panic's message, so the message says
+        // which document and what happened, not only the parser's words.
+        std::panic::set_hook(Box::new(|info| {
+            let file = READING.with(|r| r.borrow().clone());
+            let place = info
+                .location()
+                .map_or_else(String::new, |l| format!("{}:{}", l.file(), l.line()));
+            let cause = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            eprintln!(
+                "extract-pdf panicked at {place}: {file} uses a PDF feature the parser does not support, or is damaged where it does not look: {cause}"
+            );
+        }));
         Ok(Self(config))
     }
 
@@ -131,13 +158,22 @@ impl ExtractPdf {
             .clone()
             .unwrap_or_else(|| format!("`{}`", c.source));
         let fail = |e: String| PluginError::Document(format!("{what} {e}"));
+        READING.with(|r| r.borrow_mut().clone_from(&what));
+        guard::raw(&content.bytes).map_err(fail)?;
         let mut pdf = Document::load_mem(&content.bytes)
             .map_err(|e| fail(format!("is not a PDF this can read: {e}")))?;
         if pdf.is_encrypted() {
             pdf.decrypt("")
                 .map_err(|e| fail(format!("is encrypted and needs a password: {e}")))?;
         }
-        let count = pdf.get_pages().len();
+        let all = pdf.get_pages();
+        let count = all.len();
+        let read: Vec<(u32, pdf_extract::ObjectId)> = all
+            .iter()
+            .take(c.max_pages)
+            .map(|(n, id)| (*n, *id))
+            .collect();
+        guard::loaded(&pdf, &read).map_err(fail)?;
         let mut pages = Vec::new();
         for number in 1..=count.min(c.max_pages) {
             let mut text = String::new();
