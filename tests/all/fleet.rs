@@ -226,6 +226,51 @@ impl Drop for Fleet {
     }
 }
 
+/// The live `weir serve-run` processes whose parent is `plane`.
+fn run_processes(plane: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let parent = stat_field(pid, 1).and_then(|p| p.parse::<u32>().ok());
+        if parent == Some(plane) && cmdline.split(|b| *b == 0).any(|arg| arg == b"serve-run") {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Field `n` (from 0) after the command in `/proc/<pid>/stat`: 0 is the
+/// state, 1 the parent's pid.
+fn stat_field(pid: u32, n: usize) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(n).map(str::to_owned)
+}
+
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped).
+fn ended(pid: u32) -> bool {
+    stat_field(pid, 0).is_none_or(|state| state == "Z" || state == "X")
+}
+
+/// Wait until every process of `pids` has ended, up to `within`.
+fn assert_end_within(pids: &[u32], within: Duration, what: &str) {
+    let deadline = Instant::now() + within;
+    loop {
+        let alive: Vec<u32> = pids.iter().copied().filter(|&p| !ended(p)).collect();
+        if alive.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: still running after {within:?}: {alive:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn token(tenant: &str) -> &'static str {
     TOKENS.iter().find(|(t, _)| *t == tenant).expect("tenant").1
 }
@@ -308,7 +353,16 @@ fn runs_survive_a_fleet_worker_and_the_leading_control_plane_killed_mid_run() {
     }
     let (_, view) = request("GET", &format!("{url}/api/fleet"), Some(ADMIN), "");
     println!("fleet before the control plane dies: {view}");
+    let orphans = run_processes(first.child.id());
+    assert_eq!(orphans.len(), 2, "one run process per run: {orphans:?}");
     first.kill_hard();
+    // Its run processes end with it (however their logs, whose reader is
+    // gone, fare), before the plane that takes over resumes their runs.
+    assert_end_within(
+        &orphans,
+        Duration::from_secs(10),
+        "the killed control plane's run processes",
+    );
     let url = fleet.leading(1, Duration::from_secs(60));
     // A worker added now takes partitions from the others.
     workers.push(fleet.worker(3));
@@ -344,6 +398,11 @@ fn runs_survive_a_fleet_worker_and_the_leading_control_plane_killed_mid_run() {
         assert_eq!(counts["published"], DOCS + 1, "{run}");
         assert_eq!(counts["indexed"], DOCS, "{run}");
         assert_eq!(counts["failed"], 1, "{run}");
+        // What went twice is counted apart, in the summary.
+        assert!(
+            run["summary"]["connectors"][0]["duplicates"].is_u64(),
+            "{run}"
+        );
         // Its dead letter, failed on a fleet worker before the takeover,
         // is read from the API of the control plane that took over.
         let (status, page) = request(
@@ -501,6 +560,7 @@ fn a_fleet_run_is_paused_resumed_and_stopped_through_the_api() {
     let fleet = Fleet::new();
     let mut plane = fleet.control_plane(0);
     let url = fleet.leading(0, Duration::from_secs(90));
+    let mut standby = fleet.control_plane(1);
     let mut worker = fleet.worker(0);
     let call = |method: &str, path: &str| {
         request(
@@ -583,6 +643,18 @@ fn a_fleet_run_is_paused_resumed_and_stopped_through_the_api() {
         "{run}"
     );
     assert!(worker.stop(), "the fleet worker stops cleanly");
+    // A standby stopped while it waits to lead exits cleanly.
+    assert!(
+        standby.wait_for_log(
+            &fleet.log("serve-1"),
+            "standby: waiting to lead",
+            1,
+            Duration::from_secs(60)
+        ),
+        "{}",
+        fleet.log_text("serve-1")
+    );
+    assert!(standby.stop(), "{}", fleet.log_text("serve-1"));
     plane.kill_hard();
 }
 

@@ -26,11 +26,19 @@ impl Cluster {
     /// `threads` worker threads per worker process and a stage that takes
     /// `delay_us` per document.
     fn new(name: &str, ids: u64, threads: usize, delay_us: u64) -> Self {
-        Self::on(kafka_bootstrap(), name, ids, threads, delay_us)
+        Self::on(kafka_bootstrap(), name, ids, threads, delay_us, "")
     }
 
-    /// The same on the broker at `bootstrap`.
-    fn on(bootstrap: &str, name: &str, ids: u64, threads: usize, delay_us: u64) -> Self {
+    /// The same on the broker at `bootstrap`, with `runner` (lines) in the
+    /// config's `[runner]`.
+    fn on(
+        bootstrap: &str,
+        name: &str,
+        ids: u64,
+        threads: usize,
+        delay_us: u64,
+        runner: &str,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("out")).expect("out dir");
         let pipeline = format!("{name}_{:08x}", fastrand::u32(..));
@@ -40,6 +48,7 @@ impl Cluster {
             connector_timeout = "600s"
             log_interval = "5s"
             cache_dir = {cache:?}
+            {runner}
             [worker]
             threads = {threads}
             [kafka]
@@ -618,25 +627,199 @@ impl Drop for OwnBroker {
     }
 }
 
+/// Busy loops on every core, for as long as it lives: a machine doing
+/// other work beside the test.
+struct CpuHog(Vec<std::process::Child>);
+
+impl CpuHog {
+    fn start() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+        Self(
+            (0..cores)
+                .map(|_| {
+                    std::process::Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .expect("a busy loop")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for CpuHog {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A follower of run `run`'s dead letters on `topics` (as a fleet run's
+/// process follows them), on a thread; what it handed over, in order.
+struct Follower {
+    finished: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    letters: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    thread: std::thread::JoinHandle<Result<(), String>>,
+}
+
+impl Follower {
+    fn start(topics: weir::messenger::kafka::KafkaTopics, pipeline: &str, run: &str) -> Self {
+        let finished = std::sync::Arc::<std::sync::atomic::AtomicBool>::default();
+        let letters = std::sync::Arc::<std::sync::Mutex<Vec<String>>>::default();
+        let (done, kept) = (finished.clone(), letters.clone());
+        let (pipeline, run) = (pipeline.to_owned(), run.to_owned());
+        let thread = std::thread::spawn(move || {
+            weir::messenger::kafka::follow_run_letters(&topics, &pipeline, &run, &done, |l| {
+                kept.lock().expect("letters").push(l.id);
+            })
+            .map_err(|e| e.to_string())
+        });
+        Self {
+            finished,
+            letters,
+            thread,
+        }
+    }
+
+    fn letters(&self) -> Vec<String> {
+        self.letters.lock().expect("letters").clone()
+    }
+
+    fn wait_for(&self, count: usize) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while self.letters().len() < count {
+            assert!(
+                !self.thread.is_finished(),
+                "the follower ended: {:?}",
+                self.letters()
+            );
+            assert!(Instant::now() < deadline, "letters: {:?}", self.letters());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn finish(self) -> Vec<String> {
+        self.finished
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let ended = self.thread.join().expect("the follower panicked");
+        assert_eq!(ended, Ok(()), "the follower gave up");
+        self.letters.lock().expect("letters").clone()
+    }
+}
+
+/// Dead letters `ids` of run `run` on `topic`, as a worker writes them.
+fn put_letters(bootstrap: &str, topic: &str, run: &str, ids: &[&str]) {
+    use rdkafka::message::{Header, OwnedHeaders};
+    use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+    let producer: ThreadedProducer<DefaultProducerContext> = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .expect("producer");
+    for id in ids {
+        let payload = format!(r#"{{"id":"{id}","n":1}}"#);
+        let headers = OwnedHeaders::new()
+            .insert(Header {
+                key: "weir.run_id",
+                value: Some(run),
+            })
+            .insert(Header {
+                key: "weir.error",
+                value: Some("asked to fail"),
+            });
+        producer
+            .send(
+                BaseRecord::to(topic)
+                    .key(*id)
+                    .payload(&payload)
+                    .headers(headers),
+            )
+            .map_err(|(e, _)| e)
+            .expect("produce");
+    }
+    producer.flush(Duration::from_secs(60)).expect("flush");
+}
+
+/// A broker outage longer than the run's liveness and stall windows, with
+/// every core busy: the run is not taken for stalled (its workers' silence
+/// while the runner cannot reach the cluster says nothing), it ends with
+/// every document indexed, and a dead-letter follower reads on after it,
+/// each letter once.
 #[test]
 fn a_broker_restarted_mid_run_loses_nothing() {
     const IDS: u64 = 1_000;
+    const LIVENESS: Duration = Duration::from_secs(10);
+    const STALL: Duration = Duration::from_secs(35);
     let broker = OwnBroker::start(19392);
-    let mut cluster = Cluster::on(&broker.bootstrap(), "broker_restart", IDS, 1, 500);
+    let _hog = CpuHog::start();
+    let mut cluster = Cluster::on(
+        &broker.bootstrap(),
+        "broker_restart",
+        IDS,
+        1,
+        500,
+        &format!(
+            "liveness_timeout = \"{}s\"\nstall_timeout = \"{}s\"",
+            LIVENESS.as_secs(),
+            STALL.as_secs()
+        ),
+    );
+    let letters_pipeline = format!("letters_{:08x}", fastrand::u32(..));
+    let mut kafka = weir::config::KafkaConfig::new(broker.bootstrap());
+    kafka.topic_partitions = Some(3);
+    let topics = weir::messenger::kafka::KafkaTopics::new(kafka, &letters_pipeline);
+    topics.ensure_pipeline_topics().expect("letters' topics");
+    let follower = Follower::start(topics.clone(), &letters_pipeline, "run-1");
     cluster.start_worker(0);
     cluster.start_worker(1);
     cluster.start_indexer(0);
     let mut run = cluster.start_run();
+    put_letters(
+        &broker.bootstrap(),
+        &topics.fail(),
+        "run-1",
+        &["a", "b", "c"],
+    );
+    put_letters(&broker.bootstrap(), &topics.fail(), "run-2", &["x"]);
+    follower.wait_for(3);
     cluster.wait_until_indexed(&mut run, (IDS as usize * 3) / 4);
-    // Stopped (SIGTERM, as an operator would) and started again on the same
+    // Stopped (SIGTERM, as an operator would), kept down for longer than
+    // both windows (the outage is what is tested: the time is the
+    // scenario, not a wait for something), and started again on the same
     // storage while every process is mid-run.
+    broker.script("stop");
+    let down = Instant::now();
+    let outage = LIVENESS.max(STALL) + Duration::from_secs(5);
+    while down.elapsed() < outage {
+        assert!(
+            matches!(run.child.try_wait(), Ok(None)),
+            "the run ended during the outage:\n{}",
+            cluster.log("run")
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        cluster.log("run").contains("lost Kafka"),
+        "the runner saw the outage:\n{}",
+        cluster.log("run")
+    );
     broker.script("restart");
+    println!("broker down for {:.1?}", down.elapsed());
+    put_letters(&broker.bootstrap(), &topics.fail(), "run-1", &["d", "e"]);
+    follower.wait_for(5);
     // Records whose offsets were not committed when the broker went away
     // are redelivered (at least once), possibly after the run counted them
     // done: the index is checked once both groups have consumed everything.
     cluster.wait_succeeded_and_drained(&mut run);
+    let log = cluster.log("run");
+    assert!(!log.contains("stalled"), "{log}");
     let duplicates = cluster.assert_complete_and_ordered(IDS);
     cluster.stop_all_cleanly();
+    // Each of the run's letters once (partitions interleave them).
+    let mut letters = follower.finish();
+    letters.sort();
+    assert_eq!(letters, ["a", "b", "c", "d", "e"]);
     println!("broker restart mid-run: {duplicates} documents indexed twice");
 }
 
