@@ -14,7 +14,7 @@ use weir_plugin::content::From;
 /// cannot be read, and content past `max_mib`, fail the document; so does
 /// binary content (see `extract-text`), a page whose elements nest deeper
 /// than `max_depth` (parsing stops there: the parser's work grows with the
-/// square of the depth) and one with a tag of more than 1,024 attributes.
+/// square of the depth) and one with a tag of more than 256 attributes.
 ///
 /// The text (always written, empty for a page without any) is what a
 /// reader sees: block elements (`p`, `div`, `li`, headings, `br`, table

@@ -38,7 +38,7 @@ pub struct Config {
     /// Largest content read, in MiB (1 to 1024); larger fails the document.
     #[serde(default = "Config::max_mib")]
     pub max_mib: u64,
-    /// Deepest nesting of elements a document may have (1 to 4,096); deeper
+    /// Deepest nesting of elements a document may have (1 to 1,024); deeper
     /// fails the document before it is parsed.
     #[serde(default = "Config::max_depth")]
     pub max_depth: usize,
