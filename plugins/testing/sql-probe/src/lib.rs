@@ -11,7 +11,9 @@
 //! - `drop`: drop the current rows.
 //! - `leak`: run `statement` `count` times, keeping every rows handle.
 //!
-//! Steps with `pre = true` run in `pre-execute`, the rest in `execute`.
+//! `{first}` in a statement is the `first` value the last `next` or
+//! `drain` read. Steps with `pre = true` run in `pre-execute`, the rest in
+//! `execute`.
 //! Each step is published as document `step-<n>`: `op`, `ok`, `rows` (rows
 //! read, or queries opened by `leak`), `first` and `last` (the first value
 //! of the first and last row read, as text) and `error`.
@@ -49,6 +51,8 @@ struct Config {
 struct Probe {
     config: Config,
     current: Option<Rows>,
+    /// What `{first}` stands for.
+    first: String,
     outcomes: Vec<Json>,
 }
 
@@ -62,16 +66,15 @@ impl Probe {
     fn step(&mut self, n: usize) {
         let step = &self.config.steps[n];
         let database = step.database.as_deref().unwrap_or(&self.config.database);
+        let statement = step.statement.replace("{first}", &self.first);
         let mut outcome =
             json!({ "id": format!("step-{n}"), "op": step.op, "ok": true, "rows": 0 });
-        let mut fail = |why: String| {
-            outcome["ok"] = json!(false);
-            outcome["error"] = json!(why);
-        };
+        let mut error = None;
+        let mut fail = |why: String| error = Some(why);
         match step.op.as_str() {
             "query" => {
                 self.current = None;
-                match sql::query(database, &step.statement, &[]) {
+                match sql::query(database, &statement, &[]) {
                     Ok(rows) => self.current = Some(rows),
                     Err(e) => fail(e.to_string()),
                 }
@@ -101,13 +104,16 @@ impl Probe {
                         }
                     }
                     outcome["rows"] = json!(read);
+                    if let Some(first) = outcome["first"].as_str() {
+                        self.first = first.to_owned();
+                    }
                 }
             },
             "drop" => self.current = None,
             "leak" => {
                 let mut kept = Vec::new();
                 for _ in 0..step.count {
-                    match sql::query(database, &step.statement, &[]) {
+                    match sql::query(database, &statement, &[]) {
                         Ok(rows) => kept.push(rows),
                         Err(e) => {
                             fail(e.to_string());
@@ -118,6 +124,10 @@ impl Probe {
                 outcome["rows"] = json!(kept.len());
             }
             other => fail(format!("unknown op `{other}`")),
+        }
+        if let Some(why) = error {
+            outcome["ok"] = json!(false);
+            outcome["error"] = json!(why);
         }
         self.outcomes.push(outcome);
     }
@@ -130,6 +140,7 @@ impl Connector for Probe {
         let mut probe = Probe {
             config,
             current: None,
+            first: String::new(),
             outcomes: Vec::new(),
         };
         for n in 0..probe.config.steps.len() {

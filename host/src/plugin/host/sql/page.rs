@@ -23,11 +23,14 @@ pub(super) const MAX_PAGE_BYTES: usize = 64 << 20;
 /// `DECLARE` for `statement`'s rows through `cursor`: column 0 is the
 /// row's size as text, then the statement's own columns (null when the
 /// row is over [`MAX_PAGE_BYTES`]). The statement is a subquery here; the
-/// line breaks keep a trailing `--` comment from swallowing the rest.
+/// line breaks keep a trailing `--` comment from swallowing the rest, and
+/// `OFFSET 0` keeps the planner from pulling it up, which would compute
+/// its columns once for each reference to the row.
 pub(super) fn declare(cursor: &str, statement: &str) -> String {
     let statement = statement.trim_end_matches(|c: char| c == ';' || c.is_whitespace());
     format!(
-        "DECLARE {cursor} SCROLL CURSOR FOR SELECT weir_size.bytes, weir_row.* FROM (\n{statement}\n) AS weir_q \
+        "DECLARE {cursor} SCROLL CURSOR FOR SELECT weir_size.bytes, weir_row.* \
+         FROM (SELECT * FROM (\n{statement}\n) AS weir_s OFFSET 0) AS weir_q \
          CROSS JOIN LATERAL (SELECT octet_length(weir_q::text)::int8 AS bytes) AS weir_size \
          LEFT JOIN LATERAL (SELECT (weir_q).* WHERE weir_size.bytes <= {MAX_PAGE_BYTES}) AS weir_row ON true"
     )
@@ -104,6 +107,6 @@ mod tests {
     #[test]
     fn a_trailing_comment_or_semicolon_stays_inside_the_subquery() {
         let sql = declare("c", "SELECT 1 -- the end;\n ;  ");
-        assert!(sql.contains("SELECT 1 -- the end\n) AS weir_q"), "{sql}");
+        assert!(sql.contains("SELECT 1 -- the end\n) AS weir_s"), "{sql}");
     }
 }
