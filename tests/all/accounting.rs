@@ -695,7 +695,7 @@ fn sigint_stops_a_local_run_after_its_queued_documents() {
         r#"
         [runner]
         cache_dir = {cache}
-        log_interval = "100ms"
+        log_interval = "1s"
         grace_period = "60s"
         [publisher]
         queue_capacity = 10
@@ -744,7 +744,7 @@ fn a_second_sigint_stops_a_run_at_once() {
         r#"
         [runner]
         cache_dir = {cache}
-        log_interval = "100ms"
+        log_interval = "1s"
         grace_period = "600s"
         [publisher]
         queue_capacity = 200

@@ -56,6 +56,10 @@ pub enum ApiError {
     /// As many taps as the server holds are open (429).
     #[error("{max} taps are open on this server, its most at once: try again later")]
     TooManyTaps { max: usize },
+    /// The tenant has as many taps open as one tenant may (429): other
+    /// tenants' taps are not refused for it.
+    #[error("tenant `{tenant}` has {max} taps open, its most at once: close one first")]
+    TenantTaps { tenant: String, max: usize },
     /// A run submitted while the server stops (503).
     #[error("weir serve is shutting down")]
     ShuttingDown,
@@ -135,7 +139,8 @@ impl ApiError {
             Self::TooManyRuns { .. }
             | Self::RateLimited { .. }
             | Self::TooManyGuesses { .. }
-            | Self::TooManyTaps { .. } => StatusCode::TOO_MANY_REQUESTS,
+            | Self::TooManyTaps { .. }
+            | Self::TenantTaps { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::SlowBody(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Invalid(_) | Self::BadRequest(_) => StatusCode::BAD_REQUEST,

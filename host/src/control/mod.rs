@@ -98,8 +98,8 @@ pub struct ControlPlane {
     shutting_down: AtomicBool,
     /// Where runs run when the operator has a `[fleet]`.
     fleet: Option<fleet::Fleet>,
-    /// Taps open on runs, bounded by [`MAX_TAPS`].
-    taps: Arc<std::sync::atomic::AtomicUsize>,
+    /// Taps open on runs, bounded per tenant and in all (`taps.rs`).
+    taps: Arc<taps::TapCounts>,
 }
 
 impl ControlPlane {

@@ -39,6 +39,8 @@ pub(crate) struct Loaded {
     pub(super) sql_grants: Arc<std::collections::BTreeMap<String, String>>,
     /// The plugin's config as JSON text, as handed to `check-config` and `start`.
     pub(crate) config_json: String,
+    /// The log rate every instance of the plugin shares.
+    pub(super) log_bucket: Arc<std::sync::Mutex<super::host::LogBucket>>,
 }
 
 impl Loaded {
@@ -80,6 +82,7 @@ impl Loaded {
                 message: format!("{e:#}"),
             })?;
         let sql_grants = Arc::new(spec.grants.sql.clone());
+        let log_bucket = super::host::LogBucket::shared(spec.limits.log_lines_per_second());
         Ok(Self {
             runtime,
             name: Arc::from(name),
@@ -88,6 +91,7 @@ impl Loaded {
             spec,
             component,
             sha256,
+            log_bucket,
             http_allow: http_allow.into(),
             sql_grants,
         })

@@ -30,7 +30,9 @@ impl Loaded {
     ) -> Result<Store<PluginState>, PluginError> {
         let grants = &self.spec.grants;
         let limits = &self.spec.limits;
-        let logs = Arc::new(Mutex::new(LogLimiter::new(limits.log_lines_per_second())));
+        let logs = Arc::new(Mutex::new(LogLimiter::sharing(Arc::clone(
+            &self.log_bucket,
+        ))));
         let stderr = GuestOutput::new(Arc::clone(&self.name), "stderr", Arc::clone(&logs));
         let mut wasi = WasiCtxBuilder::new();
         // File I/O runs on the runtime's blocking pool, never on the
@@ -159,7 +161,9 @@ impl Loaded {
                 TrapCause::Panic(panic_message(&store.data().stderr.recent()))
             }
             Some(Trap::StackOverflow) => TrapCause::Other("stack overflow".into()),
-            _ => TrapCause::Other(format!("{error:#}")),
+            // Bounded: a trap's text (a backtrace of a deep guest stack)
+            // goes to logs and dead letters.
+            _ => TrapCause::Other(crate::core::text::clip_message(format!("{error:#}"))),
         }
     }
 }

@@ -19,6 +19,7 @@ mod replay;
 mod retry;
 mod serve;
 mod shadow;
+mod shadow_report;
 mod stages;
 mod state;
 mod stop;

@@ -4,24 +4,24 @@
 //! live stage made (the document field by field, its children, a drop or
 //! a failure) and thrown away. Differences are counted in metrics
 //! (`weir_shadow_documents_total`), written to the shadow's report file or
-//! logged; nothing of the shadow reaches the index, and a shadow that
-//! fails, traps or stops fails nothing but its own comparison.
+//! logged, bounded per line and in all (`shadow_report.rs`); nothing of the
+//! shadow reaches the index, and a shadow that fails, traps or stops fails
+//! nothing but its own comparison.
 
 use std::collections::HashSet;
-use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
+
+pub(crate) use super::shadow_report::ShadowReport;
+use super::shadow_report::difference_line;
 
 use crate::config::ShadowConfig;
 use crate::core::document::Document;
 use crate::core::sample::id_hash;
 use crate::plugin::{DocumentOutcome, StageInstance};
 use crate::telemetry::meters::Scope;
-
-/// How many differing documents a shadow without a report file logs.
-const LOGGED: u64 = 20;
 
 /// Which documents a shadow runs on.
 #[derive(Debug)]
@@ -54,67 +54,6 @@ impl Sample {
             return false;
         }
         id_hash(id) < self.below
-    }
-}
-
-/// Where a shadow's differences go, shared by every worker of a process.
-#[derive(Debug)]
-pub(crate) struct ShadowReport {
-    path: Option<std::path::PathBuf>,
-    file: Mutex<Option<std::fs::File>>,
-    compared: AtomicU64,
-    differing: AtomicU64,
-}
-
-impl ShadowReport {
-    pub(crate) fn new(config: &ShadowConfig) -> Self {
-        Self {
-            path: config.report.clone(),
-            file: Mutex::new(None),
-            compared: AtomicU64::new(0),
-            differing: AtomicU64::new(0),
-        }
-    }
-
-    /// Record one document whose outputs differ (`line` says how).
-    fn differs(&self, stage: &str, line: &Value) {
-        let n = self.differing.fetch_add(1, Ordering::Relaxed) + 1;
-        let Some(path) = &self.path else {
-            if n <= LOGGED {
-                tracing::warn!(stage, differences = %line, "the shadow's output differs from the live stage's");
-            } else if n == LOGGED + 1 {
-                tracing::warn!(
-                    stage,
-                    "the shadow differs on more documents: counted in weir_shadow_documents_total, not logged (give it a `report` file)"
-                );
-            }
-            return;
-        };
-        if n > ShadowConfig::MAX_REPORTED {
-            if n == ShadowConfig::MAX_REPORTED + 1 {
-                tracing::warn!(stage, path = %path.display(), "the shadow's report is full: later differences are counted only");
-            }
-            return;
-        }
-        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
-        if file.is_none() {
-            match std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-            {
-                Ok(opened) => *file = Some(opened),
-                Err(e) => {
-                    tracing::warn!(stage, path = %path.display(), error = %e, "cannot open the shadow's report");
-                    return;
-                }
-            }
-        }
-        if let Some(f) = file.as_mut()
-            && let Err(e) = writeln!(f, "{line}")
-        {
-            tracing::warn!(stage, path = %path.display(), error = %e, "cannot write the shadow's report");
-        }
     }
 }
 
@@ -211,26 +150,7 @@ impl Shadow {
                 "differs"
             },
         );
-        let fields: Vec<Value> = differences
-            .into_iter()
-            .map(|(field, l, s)| {
-                // A side without the field leaves its key out.
-                let mut difference = json!({ "field": field });
-                if let Some(l) = l {
-                    difference["live"] = l.clone();
-                }
-                if let Some(s) = s {
-                    difference["shadow"] = s.clone();
-                }
-                difference
-            })
-            .collect();
-        let line = json!({
-            "pipeline": scope.pipeline().as_ref(),
-            "stage": stage,
-            "id": before.id(),
-            "differences": fields,
-        });
+        let line = difference_line(scope.pipeline().as_ref(), stage, before.id(), &differences);
         self.report.differs(stage, &line);
     }
 }

@@ -20,8 +20,9 @@ pub const MAX_LIMIT: usize = 10_000;
 const BUFFER: usize = 64;
 /// A document bigger than this (as JSON) is sent as its id and size only.
 pub const MAX_DOCUMENT_BYTES: usize = 64 * 1024;
-/// Taps open at once in a process; more are refused.
-pub const MAX_TAPS: usize = 16;
+/// Taps open at once in a process; more are refused. `weir serve` holds
+/// each tenant to fewer (`control/taps.rs`), so one tenant cannot take them all.
+pub const MAX_TAPS: usize = 64;
 
 /// What a tap takes.
 #[derive(Debug, Clone)]

@@ -1,6 +1,7 @@
 //! The largest value of every number a config sets: what the runtime can
 //! give, and nothing that would size an allocation, start threads or add to
-//! a clock past what one machine holds. (Retry counts are not bounded here:
+//! a clock past what one machine holds; and the span of every duration
+//! ([`SPANS`]: the shortest as well as the longest). (Retry counts are not bounded here:
 //! retrying allocates nothing, and deadlines and stall detection bound how
 //! long a run may retry.) A number is checked here before
 //! anything is built from it; the lower bounds (at least 1, more than zero)
@@ -54,12 +55,83 @@ fn count(found: &mut Found, location: impl Into<String>, value: u64, max: u64) {
     }
 }
 
-/// Refuse a duration at `location` when it is longer than `max`.
-fn span(found: &mut Found, location: impl Into<String>, value: Duration, max: Duration) {
+/// The shortest and longest a duration may be.
+#[derive(Debug, Clone, Copy)]
+pub struct Span {
+    pub min: Duration,
+    pub max: Duration,
+}
+
+impl Span {
+    const fn new(min: Duration, max: Duration) -> Self {
+        Self { min, max }
+    }
+}
+
+const fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Every duration a config sets, its key (as `runner.log_interval`, a
+/// plugin's as `limits.call_timeout`) and the span it must be in. A
+/// minimum keeps a setting from making the host work or write without
+/// pause (a log line every millisecond, a heartbeat flood, retries in a
+/// tight loop, a plugin trapping on every call), a maximum from adding
+/// past what a clock holds. `worker`/`indexer` backoffs and batch waits of
+/// stages are bounded here too; `0s` is allowed only where it means
+/// "none" (a stage's `batch.wait`, `runner.grace_period`).
+pub const SPANS: [(&str, Span); 15] = [
+    ("runner.connector_timeout", Span::new(ms(100), MAX_DURATION)),
+    ("runner.log_interval", Span::new(ms(1000), MAX_DURATION)),
+    ("runner.stall_timeout", Span::new(ms(1000), MAX_DURATION)),
+    ("runner.liveness_timeout", Span::new(ms(1000), MAX_DURATION)),
+    (
+        "runner.grace_period",
+        Span::new(Duration::ZERO, MAX_DURATION),
+    ),
+    ("worker.retry_backoff", Span::new(ms(1), MAX_DURATION)),
+    ("worker.retry_max_backoff", Span::new(ms(1), MAX_DURATION)),
+    ("indexer.batch_timeout", Span::new(ms(1), MAX_DURATION)),
+    ("indexer.retry_backoff", Span::new(ms(1), MAX_DURATION)),
+    ("indexer.retry_max_backoff", Span::new(ms(1), MAX_DURATION)),
+    (
+        "stages.batch.wait",
+        Span::new(Duration::ZERO, StageBatch::MAX_WAIT),
+    ),
+    (
+        "kafka.max_poll_interval",
+        Span::new(ms(1000), MAX_POLL_INTERVAL),
+    ),
+    ("kafka.heartbeat_interval", Span::new(ms(100), MAX_DURATION)),
+    ("limits.call_timeout", Span::new(ms(10), MAX_DURATION)),
+    ("limits.execute_timeout", Span::new(ms(10), MAX_DURATION)),
+];
+
+/// The span of the duration `key` (as [`SPANS`] names it).
+pub fn span_of(key: &str) -> Span {
+    SPANS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, span)| *span)
+        .expect("every duration a config sets has a span")
+}
+
+/// Refuse a duration at `location` when it is outside the span of `key`.
+fn span(found: &mut Found, location: impl Into<String>, key: &str, value: Duration) {
+    let Span { min, max } = span_of(key);
     if value > max {
         found.push(ConfigError::new(
             location,
             format!("must be at most {}", humantime::format_duration(max)),
+        ));
+    } else if value < min {
+        found.push(ConfigError::new(
+            location,
+            format!(
+                "must be at least {} (is {})",
+                humantime::format_duration(min),
+                humantime::format_duration(value)
+            ),
         ));
     }
 }
@@ -78,7 +150,8 @@ pub(super) fn check(config: &Config, found: &mut Found) {
         ("liveness_timeout", runner.liveness_timeout),
         ("grace_period", runner.grace_period),
     ] {
-        span(found, format!("runner.{name}"), value, MAX_DURATION);
+        let key = format!("runner.{name}");
+        span(found, &key, &key, value);
     }
     count(
         found,
@@ -122,18 +195,12 @@ pub(super) fn check(config: &Config, found: &mut Found) {
         wide(worker.threads),
         MAX_WORKER_THREADS,
     );
-    span(
-        found,
-        "worker.retry_backoff",
-        worker.retry_backoff,
-        MAX_DURATION,
-    );
-    span(
-        found,
-        "worker.retry_max_backoff",
-        worker.retry_max_backoff,
-        MAX_DURATION,
-    );
+    for (key, value) in [
+        ("worker.retry_backoff", worker.retry_backoff),
+        ("worker.retry_max_backoff", worker.retry_max_backoff),
+    ] {
+        span(found, key, key, value);
+    }
 
     for pipeline in &config.pipelines {
         for stage in &pipeline.stages {
@@ -150,8 +217,8 @@ pub(super) fn check(config: &Config, found: &mut Found) {
             span(
                 found,
                 format!("{at}.wait"),
+                "stages.batch.wait",
                 stage.batch.wait,
-                StageBatch::MAX_WAIT,
             );
         }
     }
@@ -174,7 +241,12 @@ pub(super) fn check(config: &Config, found: &mut Found) {
             ("retry_backoff", indexer.retry_backoff),
             ("retry_max_backoff", indexer.retry_max_backoff),
         ] {
-            span(found, format!("{location}.{name}"), value, MAX_DURATION);
+            span(
+                found,
+                format!("{location}.{name}"),
+                &format!("indexer.{name}"),
+                value,
+            );
         }
     }
 
@@ -214,14 +286,14 @@ pub(super) fn check(config: &Config, found: &mut Found) {
         span(
             found,
             at("call_timeout"),
+            "limits.call_timeout",
             limits.call_timeout(),
-            MAX_DURATION,
         );
         span(
             found,
             at("execute_timeout"),
+            "limits.execute_timeout",
             limits.execute_timeout(),
-            MAX_DURATION,
         );
     }
 
@@ -231,18 +303,12 @@ pub(super) fn check(config: &Config, found: &mut Found) {
 }
 
 fn check_kafka(kafka: &KafkaConfig, found: &mut Found) {
-    span(
-        found,
-        "kafka.max_poll_interval",
-        kafka.max_poll_interval,
-        MAX_POLL_INTERVAL,
-    );
-    span(
-        found,
-        "kafka.heartbeat_interval",
-        kafka.heartbeat_interval,
-        MAX_DURATION,
-    );
+    for (key, value) in [
+        ("kafka.max_poll_interval", kafka.max_poll_interval),
+        ("kafka.heartbeat_interval", kafka.heartbeat_interval),
+    ] {
+        span(found, key, key, value);
+    }
     count(
         found,
         "kafka.max_message_bytes",

@@ -44,12 +44,6 @@ pub(super) fn check(kafka: &KafkaConfig, found: &mut Found) {
             "must be at least 1 (unset: the broker's default)",
         ));
     }
-    if kafka.heartbeat_interval.is_zero() {
-        found.push(ConfigError::new(
-            "kafka.heartbeat_interval",
-            "must be more than zero",
-        ));
-    }
     if kafka.max_message_bytes < 1024 {
         found.push(ConfigError::new(
             "kafka.max_message_bytes",

@@ -80,12 +80,6 @@ fn check_limits(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Foun
             "must be at least 1",
         ));
     }
-    if limits.call_timeout().is_zero() {
-        found.push(ConfigError::new(
-            format!("{location}.plugin.limits.call_timeout"),
-            "must be more than 0",
-        ));
-    }
     for (name, value) in [
         ("max_children", limits.max_children().into()),
         ("max_document_mib", limits.max_document_mib()),

@@ -321,3 +321,77 @@ fn a_stage_condition_is_checked_at_its_place() {
     let errors = parse(&text, &[]).expect_err("an unknown key");
     assert!(errors.to_string().contains("equal"), "{errors}");
 }
+
+#[test]
+fn every_duration_has_a_shortest_and_a_longest_named_in_its_refusal() {
+    use super::bounds::{SPANS, span_of};
+    // A log line a millisecond, heartbeats and retries without pause: each
+    // is refused, naming its key and its shortest.
+    for (key, value, shortest) in [
+        ("runner.log_interval", "\"1ms\"", "1s"),
+        ("runner.log_interval", "\"0s\"", "1s"),
+        ("runner.stall_timeout", "\"10ms\"", "1s"),
+        ("runner.liveness_timeout", "\"999ms\"", "1s"),
+        ("runner.connector_timeout", "\"1ms\"", "100ms"),
+        ("worker.retry_backoff", "\"0s\"", "1ms"),
+        ("indexer.batch_timeout", "\"0s\"", "1ms"),
+        ("indexer.retry_max_backoff", "\"1us\"", "1ms"),
+    ] {
+        let text = with_setting(key, value);
+        let errors = parse(&text, &[]).expect("parses").check();
+        let expected = format!("must be at least {shortest}");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.location == key && e.message.starts_with(&expected)),
+            "{key} = {value}: {errors:?}"
+        );
+    }
+    for (key, value) in [
+        ("runner.log_interval", "\"1s\""),
+        ("runner.grace_period", "\"0s\""),
+        ("runner.connector_timeout", "\"100ms\""),
+    ] {
+        let errors = parse(&with_setting(key, value), &[])
+            .expect("parses")
+            .check();
+        assert!(errors.iter().all(|e| e.location != key), "{errors:?}");
+    }
+    let limits = MINIMAL.replace(
+        "config = { a = 1 } }",
+        r#"config = { a = 1 }, limits = { call_timeout = "1ms", execute_timeout = "0s" } }"#,
+    );
+    let errors = parse(&limits, &[]).expect("parses").check();
+    for name in ["call_timeout", "execute_timeout"] {
+        let location = format!("pipelines.p.stages.s.plugin.limits.{name}");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.location == location && e.message.starts_with("must be at least 10ms")),
+            "{location}: {errors:?}"
+        );
+    }
+    let kafka = format!(
+        "{MINIMAL}\n[kafka]\nbootstrap_servers = \"b:9092\"\nheartbeat_interval = \"1ms\"\n"
+    );
+    let errors = parse(&kafka, &[]).expect("parses").check();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.location == "kafka.heartbeat_interval"
+                && e.message.starts_with("must be at least 100ms")),
+        "{errors:?}"
+    );
+    // Every default is within its span.
+    let defaults = parse(MINIMAL, &[]).expect("parses").check();
+    assert!(
+        defaults
+            .iter()
+            .all(|e| !e.message.starts_with("must be at")),
+        "{defaults:?}"
+    );
+    for (key, span) in SPANS {
+        assert!(span.min <= span.max, "{key}");
+        assert_eq!(span_of(key).max, span.max);
+    }
+}

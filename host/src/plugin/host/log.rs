@@ -1,7 +1,7 @@
 //! The host side of the `log` interface, and the rate every log line of a
 //! plugin is held to (log calls, stdout and stderr alike).
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::PluginState;
 use crate::plugin::bindings::{Level, stage};
@@ -10,32 +10,26 @@ use crate::plugin::bindings::{Level, stage};
 pub(super) const MAX_LINE_BYTES: usize = 4096;
 
 /// A token bucket over a plugin's log lines (log calls, stdout, stderr):
-/// `per_second` lines a second, in bursts of as many; the rest are dropped
-/// and counted.
-pub(crate) struct LogLimiter {
+/// `per_second` lines a second, in bursts of as many. One is shared by every
+/// instance of a loaded plugin (each worker's, and each one made after a
+/// trap), so `limits.log_lines_per_second` bounds what the plugin writes in
+/// all, not per instance, and a plugin that traps does not start afresh.
+pub(crate) struct LogBucket {
     per_second: f64,
     tokens: f64,
     last: std::time::Instant,
-    /// Lines dropped since the count was last taken.
-    dropped: u64,
-    /// Lines written (logged or not) since the count was last taken.
-    written: u64,
 }
 
-impl LogLimiter {
-    pub(crate) fn new(per_second: u32) -> Self {
-        Self {
+impl LogBucket {
+    pub(crate) fn shared(per_second: u32) -> Arc<Mutex<Self>> {
+        Arc::new(Mutex::new(Self {
             per_second: f64::from(per_second),
             tokens: f64::from(per_second),
             last: std::time::Instant::now(),
-            dropped: 0,
-            written: 0,
-        }
+        }))
     }
 
-    /// Whether one more line may be logged now.
-    fn allow(&mut self) -> bool {
-        self.written += 1;
+    fn take(&mut self) -> bool {
         let now = std::time::Instant::now();
         let refill = now.duration_since(self.last).as_secs_f64() * self.per_second;
         self.tokens = (self.tokens + refill).min(self.per_second);
@@ -44,9 +38,49 @@ impl LogLimiter {
             self.tokens -= 1.0;
             true
         } else {
-            self.dropped += 1;
             false
         }
+    }
+}
+
+/// One instance's log lines under its plugin's [`LogBucket`]: the lines
+/// past the rate are dropped and counted.
+pub(crate) struct LogLimiter {
+    bucket: Arc<Mutex<LogBucket>>,
+    /// Lines dropped since the count was last taken.
+    dropped: u64,
+    /// Lines written (logged or not) since the count was last taken.
+    written: u64,
+}
+
+impl LogLimiter {
+    /// A limiter of its own, at `per_second`.
+    #[cfg(test)]
+    pub(crate) fn new(per_second: u32) -> Self {
+        Self::sharing(LogBucket::shared(per_second))
+    }
+
+    /// A limiter drawing on `bucket`, shared with the plugin's other instances.
+    pub(crate) fn sharing(bucket: Arc<Mutex<LogBucket>>) -> Self {
+        Self {
+            bucket,
+            dropped: 0,
+            written: 0,
+        }
+    }
+
+    /// Whether one more line may be logged now.
+    fn allow(&mut self) -> bool {
+        self.written += 1;
+        let allowed = self
+            .bucket
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if !allowed {
+            self.dropped += 1;
+        }
+        allowed
     }
 
     /// Lines (written, dropped) since the last call.
@@ -63,11 +97,35 @@ pub(super) fn allow_line(logs: &Mutex<LogLimiter>) -> bool {
 }
 
 /// A log line cut to [`MAX_LINE_BYTES`] (on a character boundary), saying
-/// how much was cut: one call must not write megabytes to the log.
+/// how much was cut, and made one line: one call must not write megabytes
+/// to the log, nor lines that look like the host's own.
 fn clip_line(line: String) -> String {
-    match crate::core::text::cut_at(&line, MAX_LINE_BYTES) {
+    let clipped = match crate::core::text::cut_at(&line, MAX_LINE_BYTES) {
         Some(kept) => format!("{kept}... ({} more bytes cut)", line.len() - kept.len()),
         None => line,
+    };
+    one_line(clipped)
+}
+
+/// `text` with its control characters (newlines, carriage returns, escape
+/// sequences; tabs aside) written as escapes, cut again to
+/// [`MAX_LINE_BYTES`] if escaping made it longer: what a plugin writes is
+/// one line of the host's log, whatever it holds.
+pub(super) fn one_line(text: String) -> String {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if c.is_control() && c != '\t' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    match crate::core::text::cut_at(&out, MAX_LINE_BYTES) {
+        Some(kept) => format!("{kept}... (cut)"),
+        None => out,
     }
 }
 
@@ -96,5 +154,37 @@ impl stage::weir::plugin::log::Host for PluginState {
             Level::Error => tracing::error!(plugin, "{message}"),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plugins_line_is_one_bounded_line_of_the_log() {
+        let forged = "ok\n2030-01-01T00:00:00Z ERROR weir: forged\r\u{1b}[2J".to_owned();
+        let line = clip_line(forged);
+        assert!(!line.contains(['\n', '\r', '\u{1b}']), "{line}");
+        assert!(
+            line.contains("\\n2030") && line.contains("\\u{1b}"),
+            "{line}"
+        );
+        let long = "\n".repeat(1 << 20);
+        let line = clip_line(long);
+        assert!(line.len() <= MAX_LINE_BYTES + 16, "{}", line.len());
+        assert!(!line.contains('\n'));
+        assert_eq!(clip_line("a\tb".into()), "a\tb", "tabs stay");
+    }
+
+    #[test]
+    fn instances_of_one_plugin_share_its_rate() {
+        let bucket = LogBucket::shared(10);
+        let mut first = LogLimiter::sharing(Arc::clone(&bucket));
+        let mut second = LogLimiter::sharing(bucket);
+        let allowed =
+            (0..8).filter(|_| first.allow()).count() + (0..8).filter(|_| second.allow()).count();
+        assert!((10..=11).contains(&allowed), "{allowed} of a burst of 10");
+        assert_eq!(first.take_counts().0 + second.take_counts().0, 16);
     }
 }

@@ -37,7 +37,7 @@ use crate::core::document::Document;
 pub(crate) use http::{HttpAllow, HttpPolicy, add_http_to_linker};
 pub use lending::LentBatch;
 pub(crate) use lent::{Lent, MAX_HANDLES_PER_DOCUMENT};
-pub(crate) use log::LogLimiter;
+pub(crate) use log::{LogBucket, LogLimiter};
 pub(crate) use output::GuestOutput;
 pub use publisher::{PublishSink, Publisher};
 pub use sql::SqlRows;

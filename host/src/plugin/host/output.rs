@@ -72,7 +72,7 @@ impl GuestOutput {
 
 impl OutputState {
     fn finish_line(&mut self) {
-        let line = String::from_utf8_lossy(&self.partial).into_owned();
+        let line = super::log::one_line(String::from_utf8_lossy(&self.partial).into_owned());
         self.partial.clear();
         // Past the log rate the line is not logged, but still kept below for
         // a panic message.
