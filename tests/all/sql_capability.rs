@@ -205,11 +205,12 @@ fn a_query_ends_with_the_call_that_opened_it() {
 }
 
 #[test]
-fn a_plugin_holds_a_bounded_number_of_rows_handles() {
+fn a_plugin_holds_a_bounded_number_of_rows_handles_and_statements() {
     let o = outcomes(&[
         r#"{ op = "leak", count = 100, statement = "SELECT 1" }"#,
         r#"{ op = "query", statement = "SELECT 2" }"#,
         r#"{ op = "drain", max = 10 }"#,
+        r#"{ op = "query", statement = "SELECT 3", pad = 2000000 }"#,
     ]);
     assert_eq!(o[&0]["rows"], 64, "{}", o[&0]);
     assert!(
@@ -222,6 +223,8 @@ fn a_plugin_holds_a_bounded_number_of_rows_handles() {
         "dropped, they are given back: {}",
         o[&2]
     );
+    let why = error(&o[&3]);
+    assert!(why.contains("a statement may hold 1.0 MiB"), "{why}");
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! test the capability.
 //!
 //! Config: `database` (the grant to use unless a step names another) and
-//! `steps`, each `{ op, pre, database, statement, max, count }`:
+//! `steps`, each `{ op, pre, database, statement, max, count, pad }`
+//! (`pad`: that many bytes of comment after the statement):
 //! - `query`: run `statement`; its rows become the current ones (the last
 //!   current rows are dropped).
 //! - `next`: `next(max)` on the current rows.
@@ -35,6 +36,9 @@ struct Step {
     max: u32,
     #[serde(default)]
     count: u32,
+    /// Bytes of comment to add to the statement.
+    #[serde(default)]
+    pad: usize,
 }
 
 fn one() -> u32 {
@@ -66,7 +70,10 @@ impl Probe {
     fn step(&mut self, n: usize) {
         let step = &self.config.steps[n];
         let database = step.database.as_deref().unwrap_or(&self.config.database);
-        let statement = step.statement.replace("{first}", &self.first);
+        let mut statement = step.statement.replace("{first}", &self.first);
+        if step.pad > 0 {
+            statement = format!("{statement} --{}", "x".repeat(step.pad));
+        }
         let mut outcome =
             json!({ "id": format!("step-{n}"), "op": step.op, "ok": true, "rows": 0 });
         let mut error = None;

@@ -38,6 +38,8 @@ pub(crate) use target::SqlTarget;
 
 /// Longest wait to connect, whatever the call's deadline.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest statement a query may send.
+const MAX_STATEMENT_BYTES: usize = 1 << 20;
 /// Most `rows` a plugin instance may hold at once (each query makes one;
 /// dropping it gives its place back).
 const MAX_OPEN_ROWS: usize = 64;
@@ -201,6 +203,16 @@ impl PluginState {
         statement: &str,
         params: &[SqlValue],
     ) -> Result<SqlRows, String> {
+        let param_bytes: usize = params.iter().map(page::param_bytes).sum();
+        if statement.len() > MAX_STATEMENT_BYTES || param_bytes > MAX_PAGE_BYTES {
+            return Err(format!(
+                "database `{database}`: a statement may hold {} and its parameters {}; this one holds {} and {}",
+                mib(MAX_STATEMENT_BYTES as u64),
+                mib(MAX_PAGE_BYTES as u64),
+                mib(statement.len() as u64),
+                mib(param_bytes as u64)
+            ));
+        }
         if self.sql.held >= MAX_OPEN_ROWS {
             return Err(format!(
                 "the plugin holds {MAX_OPEN_ROWS} rows of queries already, the most it may: drop those it is done with"

@@ -48,6 +48,15 @@ pub(super) fn param(value: &SqlValue) -> (Type, Box<dyn ToSql + Sync + Send>) {
     }
 }
 
+/// Bytes a parameter sends.
+pub(super) fn param_bytes(value: &SqlValue) -> usize {
+    match value {
+        SqlValue::Text(t) | SqlValue::Json(t) => t.len(),
+        SqlValue::Bytes(b) => b.len(),
+        _ => 8,
+    }
+}
+
 /// A value the server sent as text, typed by its column.
 pub(super) fn value(text: Option<&str>, ty: &Type) -> SqlValue {
     let Some(text) = text else {
