@@ -55,3 +55,67 @@ fn json_nested_past_the_parsers_own_limit_names_max_depth() {
     let mut d = doc(json!({ "id": "d", "action": "deep_json", "depth": "10" }));
     instance.process(&mut d).expect("10 levels are fine");
 }
+
+/// The highest resident memory of process `child` (its `VmHWM`, read while
+/// it runs: it only grows), in MiB, once it has ended.
+fn peak_mib(child: &mut std::process::Child) -> f64 {
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0.0f64;
+    loop {
+        if let Some(kib) = std::fs::read_to_string(&status).ok().and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<f64>().ok()
+        }) {
+            peak = peak.max(kib / 1024.0);
+        }
+        if child.try_wait().expect("wait").is_some() {
+            return peak;
+        }
+        // A sample every 20 ms: the peak only grows, so a late read loses
+        // nothing but what the last 20 ms added.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// 4M connector-state keys of 8 bytes (32 MB of text, within 64 MiB)
+/// once took the host to 723 MB: `limits.max_state_mib` now counts what
+/// the host holds for each key, so the connector is refused, naming the
+/// limit, with the host near what the limit says.
+#[test]
+fn connector_state_is_bounded_by_what_the_host_holds_for_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("run.toml");
+    std::fs::write(
+        &config,
+        weir_tests::with_plugins(
+            r#"
+            [[connectors]]
+            name = "c"
+            pipeline = "p"
+            plugin = { path = @test-connector, config = { state_keys = 4000000 }, limits = { max_state_mib = 64 } }
+            [[pipelines]]
+            name = "p"
+            [indexer]
+            plugin = { path = @test-indexer }
+            "#,
+        ),
+    )
+    .expect("config");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_weir-under-test"))
+        .args(["run", "--no-progress", config.to_str().expect("utf-8")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("run.log")).expect("log"))
+        .spawn()
+        .expect("weir run");
+    let peak = peak_mib(&mut child);
+    let log = std::fs::read_to_string(dir.path().join("run.log")).expect("log");
+    println!("peak RSS of a run whose connector fills 64 MiB of state: {peak:.0} MiB");
+    assert_eq!(child.wait().expect("ended").code(), Some(1), "{log}");
+    assert!(
+        log.contains("limits.max_state_mib") && log.contains("bytes a key"),
+        "{log}"
+    );
+    // The run's own memory (runtime, compiled plugins) and 64 MiB of
+    // state counted as the host holds it, with room for the allocator.
+    assert!(peak < 64.0 * 2.0 + 200.0, "{peak:.0} MiB");
+}

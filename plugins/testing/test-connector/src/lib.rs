@@ -7,7 +7,9 @@
 //! switches: `fail_pre_execute`, `fail_execute_after` (publish that many,
 //! then fail), `fail_post_execute`, `fail_close`, `hang` (after publishing,
 //! spin until interrupted), `sleep_ms` (after publishing, sleep that long
-//! in the host: WASI), `check_sleep_ms` (sleep in `check-config`).
+//! in the host: WASI), `check_sleep_ms` (sleep in `check-config`),
+//! `state_keys` (first keep that many 8-byte keys, `k0000000` on, with
+//! empty values in its state; a refusal fails it with the host's reason).
 
 use weir_plugin::serde_json::{Map, Value as Json};
 use weir_plugin::{Connector, Document, PluginError, Publisher};
@@ -40,6 +42,8 @@ struct Config {
     sleep_ms: u64,
     #[serde(default)]
     check_sleep_ms: u64,
+    #[serde(default)]
+    state_keys: u64,
 }
 
 struct TestConnector(Config);
@@ -69,6 +73,9 @@ impl Connector for TestConnector {
 
     fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
         let c = &self.0;
+        for n in 0..c.state_keys {
+            weir_plugin::sync::set(&format!("k{n:07}"), "")?;
+        }
         let explicit = c.docs.iter().map(|d| Json::Object(d.clone()).to_string());
         let rounds: &[(&str, u32)] = if c.ops {
             &[("create", 1), ("update", 2), ("delete", 3)]
