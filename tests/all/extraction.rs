@@ -631,6 +631,9 @@ fn extract_xml_picks_values_with_xpath_and_fails_only_malformed_documents() {
     );
 }
 
+/// A document's content of about the size given.
+type Input<'a> = Box<dyn Fn(usize) -> String + 'a>;
+
 /// The best of three times of one call of `spec` on a document of `input`,
 /// and whether it passed or failed (with why).
 fn cost(spec: &PluginSpec, input: &Value) -> (std::time::Duration, Result<(), String>) {
@@ -670,7 +673,7 @@ fn extraction_cost_is_linear_in_input() {
     let stack = |open: &str, close: &str, depth: usize| {
         format!("{}x{}", open.repeat(depth), close.repeat(depth))
     };
-    let cases: Vec<(&str, &PluginSpec, Box<dyn Fn(usize) -> String>)> = vec![
+    let cases: Vec<(&str, &PluginSpec, Input)> = vec![
         (
             "extract-xml, 255 deep over and over",
             &xml,
