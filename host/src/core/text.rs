@@ -37,9 +37,35 @@ pub fn clip_message(message: String) -> String {
     }
 }
 
+/// Most bytes of a name from outside (a document id, a field) that a log
+/// line carries: ids may be as long as a document.
+pub const MAX_LOGGED_NAME_BYTES: usize = 256;
+
+/// `name` as a log line carries it: whole when it fits
+/// [`MAX_LOGGED_NAME_BYTES`], else its start and how long it was.
+pub fn for_log(name: &str) -> std::borrow::Cow<'_, str> {
+    match cut_at(name, MAX_LOGGED_NAME_BYTES) {
+        Some(kept) => format!("{kept}... ({} bytes in all)", name.len()).into(),
+        None => name.into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_in_log_lines_are_clipped() {
+        assert_eq!(for_log("doc-1"), "doc-1");
+        let long = "x".repeat(1 << 20);
+        let logged = for_log(&long);
+        assert!(
+            logged.len() < MAX_LOGGED_NAME_BYTES + 32,
+            "{}",
+            logged.len()
+        );
+        assert!(logged.ends_with("(1048576 bytes in all)"));
+    }
 
     #[test]
     fn long_messages_are_clipped_once_with_their_size() {

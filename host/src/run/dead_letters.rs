@@ -98,7 +98,7 @@ impl DeadLetterFile {
             match self.send(plugin, &record) {
                 Ok(()) => return Ok(()),
                 Err(e) => tracing::warn!(
-                    doc_id = %record.id,
+                    doc_id = %crate::core::text::for_log(&record.id),
                     error = %e,
                     path = %self.path.display(),
                     "the dead-letter plugin refused a letter: it goes to the file"

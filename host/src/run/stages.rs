@@ -441,7 +441,7 @@ impl Stages<'_> {
         loop {
             match &result {
                 Err(e) if self.retry.again(e, attempts) => {
-                    tracing::debug!(doc_id = doc.id(), stage = %stage.name, attempts, error = %e, "retrying a stage call");
+                    tracing::debug!(doc_id = %crate::core::text::for_log(doc.id()), stage = %stage.name, attempts, error = %e, "retrying a stage call");
                     let delay = self.retry.backoff.delay(attempts);
                     if !retry::pause(delay, || self.abort.is_set()) {
                         return (result, attempts);

@@ -46,6 +46,7 @@ impl DocumentFailed<'_> {
             message,
             ..
         } = self;
+        let doc_id = &*crate::core::text::for_log(doc_id);
         match self.place {
             FailedIn::Pipeline => {
                 tracing::warn!(
