@@ -208,7 +208,7 @@ impl Accounting {
             if counts.foreign == 0 {
                 tracing::warn!(
                     run_id = ?event.run_id,
-                    doc_id = %event.document_id,
+                    doc_id = %crate::core::text::for_log(&event.document_id),
                     "an event of another run was set aside"
                 );
             }
