@@ -93,7 +93,14 @@ kafka = {{ bootstrap_servers = {bootstrap:?}, heartbeat_interval = "500ms", cons
             bootstrap = kafka_bootstrap(),
         );
         let path = self.dir.path().join(format!("operator-{n}.toml"));
-        std::fs::write(&path, text).expect("operator");
+        // Whole or not at all: a process started a moment ago may be
+        // reading it (written in place, it could read it half written).
+        let partial = self
+            .dir
+            .path()
+            .join(format!("operator-{n}.toml.{:08x}", fastrand::u32(..)));
+        std::fs::write(&partial, text).expect("operator");
+        std::fs::rename(&partial, &path).expect("operator");
         path
     }
 

@@ -144,8 +144,8 @@ impl StateStore for KafkaStore {
             .consumer_config(&format!("weir-state-{}", std::process::id()));
         config.set("enable.partition.eof", "true");
         let consumer: BaseConsumer = config.create().map_err(|e| failed(topic, e))?;
-        let (low, high) = consumer
-            .fetch_watermarks(topic, 0, WAIT)
+        // A topic made a moment ago may not be in every broker's metadata yet.
+        let (low, high) = super::settled(|| consumer.fetch_watermarks(topic, 0, WAIT))
             .map_err(|e| failed(topic, e))?;
         let mut state = std::collections::HashMap::new();
         if high <= low {
@@ -167,6 +167,14 @@ impl StateStore for KafkaStore {
             let message = match message {
                 Ok(message) => message,
                 Err(KafkaError::PartitionEOF(_)) => break,
+                // An outage is waited out, as long as a read may stall.
+                Err(KafkaError::MessageConsumption(code)) if super::client::is_outage(code) => {
+                    if last_progress.elapsed() > WAIT {
+                        return Err(failed(topic, code));
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                    continue;
+                }
                 Err(e) => return Err(failed(topic, e)),
             };
             last_progress = Instant::now();
