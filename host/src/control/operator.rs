@@ -8,6 +8,7 @@
 //! plugin_dir = "../plugins/dist"     # the plugins tenants name, by file name
 //! admin_token_env = "WEIR_ADMIN_TOKEN"  # optional: sees every tenant's runs
 //! max_connections = 1024             # open at once; more are closed at once
+//! max_connections_per_address = 256  # of them from one client address
 //! header_read_timeout = "10s"        # to send a request's headers; idle connections close after it
 //! body_read_timeout = "30s"          # to send a submitted config
 //! requests_per_second = 50           # per token, after a burst of
@@ -111,6 +112,11 @@ pub struct ServerConfig {
     /// accepted. Default 1024.
     #[serde(default = "ServerConfig::default_max_connections")]
     pub max_connections: usize,
+    /// Connections open at once from one client address (no one client
+    /// holds them all before it has shown a token). Default 256, and never
+    /// more than `max_connections`; behind a proxy, raise it to that.
+    #[serde(default = "ServerConfig::default_max_connections_per_address")]
+    pub max_connections_per_address: usize,
     /// How long a client has to send a request's headers (from connecting,
     /// or from its previous answer: an idle kept-alive connection is closed
     /// after as long). Default 10 s.
@@ -180,6 +186,10 @@ impl ServerConfig {
         crate::http::ServerLimits::MAX_CONNECTIONS
     }
 
+    fn default_max_connections_per_address() -> usize {
+        crate::http::ServerLimits::MAX_CONNECTIONS_PER_ADDRESS
+    }
+
     fn default_header_read_timeout() -> Duration {
         crate::http::ServerLimits::HEADER_READ_TIMEOUT
     }
@@ -205,6 +215,7 @@ impl ServerConfig {
         crate::http::ServerLimits {
             header_read_timeout: self.header_read_timeout,
             max_connections: self.max_connections,
+            max_connections_per_address: self.max_connections_per_address.min(self.max_connections),
         }
     }
 
@@ -217,6 +228,11 @@ impl ServerConfig {
         out_of(
             "max_connections",
             (1..=MAX_CONNECTIONS).contains(&self.max_connections),
+            &format!("from 1 to {MAX_CONNECTIONS}"),
+        );
+        out_of(
+            "max_connections_per_address",
+            (1..=MAX_CONNECTIONS).contains(&self.max_connections_per_address),
             &format!("from 1 to {MAX_CONNECTIONS}"),
         );
         for (name, value) in [

@@ -43,6 +43,10 @@ pub struct ServerLimits {
     pub header_read_timeout: Duration,
     /// Connections open at once; a new one beyond them is closed at once.
     pub max_connections: usize,
+    /// Connections open at once from one client address (IPv4 in IPv6
+    /// counted as IPv4): no one client holds them all before it has said
+    /// who it is (connections are taken before any request is read).
+    pub max_connections_per_address: usize,
 }
 
 impl ServerLimits {
@@ -53,6 +57,10 @@ impl ServerLimits {
     /// process's open-file limit (`ulimit -n`) must leave room for them and
     /// for the rest (the store, plugins, dead-letter files).
     pub const MAX_CONNECTIONS: usize = 1024;
+    /// The default `max_connections_per_address`: a quarter of the default
+    /// `max_connections`. Behind a proxy every client has its address: raise
+    /// it to `max_connections` there.
+    pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 256;
 }
 
 impl Default for ServerLimits {
@@ -60,6 +68,7 @@ impl Default for ServerLimits {
         Self {
             header_read_timeout: Self::HEADER_READ_TIMEOUT,
             max_connections: Self::MAX_CONNECTIONS,
+            max_connections_per_address: Self::MAX_CONNECTIONS_PER_ADDRESS,
         }
     }
 }

@@ -1,13 +1,15 @@
 //! The accept loop under [`HttpServer`](super::HttpServer): each accepted
-//! connection takes one of `max_connections` permits or is closed at once,
-//! and is served by hyper's HTTP/1 connection with a header read timeout.
+//! connection takes one of `max_connections` permits, and one of its client
+//! address's `max_connections_per_address`, or is closed at once, and is
+//! served by hyper's HTTP/1 connection with a header read timeout.
 //! Told to stop, the loop takes no more connections and each open one
 //! finishes the answer it is giving (kept-alive ones close at once), for at
 //! most [`DRAIN`].
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::extract::ConnectInfo;
@@ -37,6 +39,8 @@ pub(super) async fn serve(
     stop: impl Future<Output = ()>,
 ) {
     let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let per_address = Arc::new(PerAddress::default());
+    let mut address_refusals = Refusals::default();
     let (closing, closed) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut refusals = Refusals::default();
@@ -73,6 +77,21 @@ pub(super) async fn serve(
             drop(stream);
             continue;
         };
+        let Some(slot) = per_address.take(peer.ip(), limits.max_connections_per_address) else {
+            crate::telemetry::meters::http_connection_refused();
+            if let Some(refused) = address_refusals.refused(Instant::now()) {
+                tracing::warn!(
+                    refused,
+                    address = %peer.ip(),
+                    max_connections_per_address = limits.max_connections_per_address,
+                    "connections closed at once: their address has its max_connections_per_address open \
+                     (counted in weir_http_connections_refused_total; logged once per {}s)",
+                    LOG_INTERVAL.as_secs()
+                );
+            }
+            drop(stream);
+            continue;
+        };
         let closed = closed.clone();
         connections.spawn(connection(
             stream,
@@ -80,7 +99,7 @@ pub(super) async fn serve(
             router.clone(),
             limits,
             closed,
-            permit,
+            (permit, slot),
         ));
     }
     drop(listener);
@@ -99,6 +118,45 @@ pub(super) async fn serve(
     // Dropping the set closes what is left.
 }
 
+/// Connections open per client address.
+#[derive(Default)]
+struct PerAddress(Mutex<HashMap<IpAddr, usize>>);
+
+/// One connection's place among its address's; given back when dropped.
+struct AddressSlot {
+    of: Arc<PerAddress>,
+    ip: IpAddr,
+}
+
+impl PerAddress {
+    /// A place for one more connection from `ip`, if it has fewer than `max`.
+    fn take(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<AddressSlot> {
+        let ip = ip.to_canonical();
+        let mut open = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = open.entry(ip).or_insert(0);
+        if *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(AddressSlot {
+            of: Arc::clone(self),
+            ip,
+        })
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut open = self.of.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = open.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}
+
 /// Serve one connection, holding `_permit` while it is open, until it ends
 /// or `closing` turns true (then it finishes the answer it is giving).
 async fn connection(
@@ -107,7 +165,7 @@ async fn connection(
     router: axum::Router,
     limits: ServerLimits,
     mut closing: watch::Receiver<bool>,
-    _permit: OwnedSemaphorePermit,
+    _permit: (OwnedSemaphorePermit, AddressSlot),
 ) {
     // Answers are written whole: nothing is gained by holding back a segment.
     let _ = stream.set_nodelay(true);

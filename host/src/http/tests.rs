@@ -28,6 +28,7 @@ fn server(header_read_timeout: Duration, max_connections: usize) -> HttpServer {
     let limits = ServerLimits {
         header_read_timeout,
         max_connections,
+        max_connections_per_address: max_connections,
     };
     HttpServer::start_with("127.0.0.1:0", router, limits).expect("server")
 }
@@ -157,6 +158,52 @@ fn a_connection_beyond_the_cap_is_closed_at_once_and_served_once_one_ends() {
             "no connection served after one ended"
         );
     }
+}
+
+/// A connection to `server` from the local address `from` (any of the
+/// loopback range).
+fn connect_from(server: &HttpServer, from: &str) -> TcpStream {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .expect("runtime");
+    let stream = runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket
+            .bind(format!("{from}:0").parse().expect("address"))
+            .expect("bind");
+        socket.connect(server.addr()).await.expect("connect")
+    });
+    let stream = stream.into_std().expect("std stream");
+    stream.set_nonblocking(false).expect("blocking");
+    stream.set_read_timeout(Some(OUTER)).expect("read timeout");
+    stream
+}
+
+#[test]
+fn one_address_cannot_hold_every_connection() {
+    let router = axum::Router::new().route("/", get(|| async { "ok" }));
+    let limits = ServerLimits {
+        header_read_timeout: Duration::from_secs(30),
+        max_connections: 8,
+        max_connections_per_address: 2,
+    };
+    let server = HttpServer::start_with("127.0.0.1:0", router, limits).expect("server");
+    let mut held: Vec<TcpStream> = (0..2).map(|_| connect_from(&server, "127.0.0.1")).collect();
+    for stream in &mut held {
+        assert!(get_on(stream, "/").starts_with("HTTP/1.1 200"));
+    }
+    let mut third = connect_from(&server, "127.0.0.1");
+    let _ = third.write_all(b"GET / HTTP/1.1\r\nHost: test\r\n\r\n");
+    let (got, _) = until_closed(&mut third);
+    assert!(
+        got.is_empty(),
+        "a third from one address: {}",
+        String::from_utf8_lossy(&got)
+    );
+    // Another address is served beside them.
+    let mut other = connect_from(&server, "127.0.0.2");
+    assert!(get_on(&mut other, "/").starts_with("HTTP/1.1 200"));
 }
 
 /// Read until the server answers (`ok`) or closes.
