@@ -9,16 +9,29 @@
 /// What the host spends holding one key of a connector's state beyond the
 /// bytes of its key and value: the two `String`s in a node of the ordered
 /// map (a node of 11 is about half full when keys come in order), the
-/// rounding of each of their allocations, the node's share of the tree,
-/// and its share of the store's buffers. `limits.max_state_mib` counts it,
-/// so a state of many tiny keys is bounded by what it costs, not by its
-/// text. Measured: 465k keys of 8 bytes held ~91 MiB more than an empty
-/// run, ~205 bytes a key (`tests/all/limits.rs`).
+/// allocations of its key and value, the node's share of the tree.
+/// `limits.max_state_mib` counts it, so a state of many tiny keys is
+/// bounded by what it costs, not by its text.
+///
+/// Measured (release build, 500k-1M keys of 8 bytes, values of 0-100
+/// bytes, the RSS a map of them adds): 87-119 bytes a key under mimalloc
+/// (the binary's allocator), 100-151 under glibc's (its 32-byte smallest
+/// chunk for a 1-byte value, keys in order); in random order the nodes are
+/// fuller and a key costs ~20 bytes less. 192 is above every figure, with
+/// room for the rounding of longer keys and values (proportional to their
+/// text, up to a quarter of it in mimalloc's size classes, which the text's
+/// own count mostly covers). The ~205 bytes a key measured of a whole run
+/// (`tests/all/limits.rs`: 465k keys, ~91 MiB over an empty run) are a key
+/// in the view *and* its change waiting in the queue: counted then as
+/// 192 + [`CHANGE_ENTRY_BYTES`] = 320 bytes beside the text, so the bound
+/// holds with a margin of about a half.
 pub const VIEW_ENTRY_BYTES: usize = 192;
 
 /// What the host spends holding one change not yet committed beyond its
 /// key and value: the change in its queue (which may hold twice its
-/// length), its allocations, and its row in a commit's slice.
+/// length), its allocations, and its row in a commit's slice. Measured as
+/// above: 100-126 bytes a change (the most under mimalloc, whose queue
+/// grown by doubling keeps its old buffer's pages).
 pub const CHANGE_ENTRY_BYTES: usize = 128;
 
 /// Why state could not be loaded or kept.
@@ -39,6 +52,21 @@ pub type StateChange = (String, Option<String>);
 pub trait StateStore: Send {
     /// Every key and value of the scope, in any order.
     fn load(&mut self) -> Result<Vec<(String, String)>, StateError>;
+    /// The scope's state handed to `each` a change at a time, in an order
+    /// that rebuilds it (a later change of a key wins, `None` removes it),
+    /// stopping at the first error `each` returns: the loader bounds what it
+    /// holds as it reads, so a store grown past the bound (under an older,
+    /// looser one, or edited by hand) is refused before it is in memory. A
+    /// store that can read one key at a time does; this default reads
+    /// everything with [`load`](Self::load) first.
+    fn load_each(
+        &mut self,
+        each: &mut dyn FnMut(StateChange) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        self.load()?
+            .into_iter()
+            .try_for_each(|(key, value)| each((key, Some(value))))
+    }
     /// Keep `changes`, in order (a later change of a key wins): all of them
     /// or, on an error, as many as the store says (none, for a store with
     /// transactions); the caller keeps the rest and tries again.
@@ -96,6 +124,15 @@ impl MemoryStore {
 impl StateStore for MemoryStore {
     fn load(&mut self) -> Result<Vec<(String, String)>, StateError> {
         Ok(self.with(|map| map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+    }
+    fn load_each(
+        &mut self,
+        each: &mut dyn FnMut(StateChange) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        self.with(|map| {
+            map.iter()
+                .try_for_each(|(k, v)| each((k.clone(), Some(v.clone()))))
+        })
     }
     fn commit(&mut self, changes: &[StateChange]) -> Result<(), StateError> {
         self.with(|map| {

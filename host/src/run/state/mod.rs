@@ -40,6 +40,10 @@ fn view_entry(key: &str, value: &str) -> usize {
 /// One change not yet committed.
 #[derive(Debug)]
 struct Change {
+    /// Its number among the ledger's changes, new whenever it is made or
+    /// replaced: a commit removes only the changes it handed the store, by
+    /// number, so one replaced while the store wrote it stays.
+    seq: u64,
     position: u64,
     key: String,
     value: Option<String>,
@@ -69,6 +73,37 @@ struct Held {
     changes: VecDeque<Change>,
     /// Bytes the host holds for them.
     changes_bytes: usize,
+    /// The number the next change gets.
+    next_seq: u64,
+}
+
+impl Held {
+    /// Take in one change of the state being loaded, refusing it when the
+    /// view would hold more than `limit` bytes (what the host spends, as a
+    /// change is counted), naming its key.
+    fn load(&mut self, (key, value): StateChange, limit: usize) -> Result<(), StateError> {
+        let old = self.view.get(&key);
+        let old_text = old.map_or(0, |v| key.len() + v.len());
+        let old_bytes = old.map_or(0, |v| view_entry(&key, v));
+        let new_bytes = value.as_deref().map_or(0, |v| view_entry(&key, v));
+        let bytes = self.view_bytes - old_bytes + new_bytes;
+        if bytes > limit {
+            return Err(StateError::new(format!(
+                "it holds more than limits.max_state_mib = {} as the host counts it (each key's key and value and {VIEW_ENTRY_BYTES} bytes a key): {bytes} bytes with {} keys read when key `{}` came; it was kept under a larger limit or changed by hand: raise the limit, or clear the state (its connector then sends everything again)",
+                limit >> 20,
+                self.view.len() + usize::from(old.is_none()),
+                crate::core::text::for_log(&key),
+            )));
+        }
+        self.view_text =
+            self.view_text - old_text + value.as_ref().map_or(0, |v| key.len() + v.len());
+        self.view_bytes = bytes;
+        match value {
+            Some(value) => self.view.insert(key, value),
+            None => self.view.remove(&key),
+        };
+        Ok(())
+    }
 }
 
 /// One connector's state for one run.
@@ -101,11 +136,9 @@ impl Ledger {
         full: bool,
     ) -> Result<Self, StateError> {
         let mut held = Held::default();
-        for (key, value) in store.load()? {
-            held.view_text += key.len() + value.len();
-            held.view_bytes += view_entry(&key, &value);
-            held.view.insert(key, value);
-        }
+        // Bounded as it is read, a key at a time: refused before a state
+        // past the limit is in memory.
+        store.load_each(&mut |change| held.load(change, limit))?;
         Ok(Self {
             held: Mutex::new(held),
             store: Mutex::new(store),
@@ -154,14 +187,25 @@ impl Ledger {
     pub(crate) fn commit(&self) -> Result<(), StateError> {
         let watermark = self.accounting.watermark();
         loop {
-            let ready: Vec<StateChange> = {
+            // The changes are copied and the lock let go while the store
+            // writes them: the connector goes on changing its state. Its
+            // change may replace the last one copied (same key and
+            // position); the replacement has a new number, so it is not
+            // removed below as written, and the next commit writes it.
+            let (ready, last): (Vec<StateChange>, u64) = {
                 let held = self.held();
-                held.changes
+                let mut last = 0;
+                let ready = held
+                    .changes
                     .iter()
                     .take_while(|c| c.position <= watermark)
                     .take(COMMIT_SLICE)
-                    .map(|c| (c.key.clone(), c.value.clone()))
-                    .collect()
+                    .map(|c| {
+                        last = c.seq;
+                        (c.key.clone(), c.value.clone())
+                    })
+                    .collect();
+                (ready, last)
             };
             if ready.is_empty() {
                 return Ok(());
@@ -171,17 +215,18 @@ impl Ledger {
                 .unwrap_or_else(PoisonError::into_inner)
                 .commit(&ready)?;
             let mut held = self.held();
-            for _ in 0..ready.len() {
-                if let Some(change) = held.changes.pop_front() {
-                    held.changes_bytes -= change.bytes();
-                }
+            // Numbers grow along the queue: those written are a prefix.
+            let mut removed = 0u64;
+            while let Some(change) = held.changes.pop_front_if(|c| c.seq <= last) {
+                held.changes_bytes -= change.bytes();
+                removed += 1;
             }
             if held.changes.len() * 4 < held.changes.capacity() {
                 held.changes.shrink_to_fit();
             }
             drop(held);
             self.committed
-                .fetch_add(ready.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                .fetch_add(removed, std::sync::atomic::Ordering::Relaxed);
             if ready.len() < COMMIT_SLICE {
                 return Ok(());
             }
@@ -232,8 +277,8 @@ impl ConnectorState for Ledger {
         let total = view_bytes + changes_bytes;
         // Checked before anything is taken in. A change that does not grow
         // what is held (a removal, a shorter value) is let through even
-        // over the limit (state loaded from an earlier run with a larger
-        // one): it is how a connector gets back under it.
+        // over the limit (state loaded near it leaves little room for the
+        // changes' own cost): it is how a connector gets back under it.
         if total > self.limit && total > held.view_bytes + held.changes_bytes {
             return Err(format!(
                 "the connector's state would hold {total} bytes in the host ({} keys: their keys and values and {VIEW_ENTRY_BYTES} bytes a key, {view_bytes}; the changes not yet committed, {CHANGE_ENTRY_BYTES} bytes each beside their text, {changes_bytes}), over limits.max_state_mib = {}",
@@ -248,7 +293,10 @@ impl ConnectorState for Ledger {
         held.view_text = held.view_text - old_text + new_text;
         held.view_bytes = view_bytes;
         held.changes_bytes = changes_bytes;
+        let seq = held.next_seq;
+        held.next_seq += 1;
         let change = Change {
+            seq,
             position,
             key: key.to_owned(),
             value: value.map(str::to_owned),

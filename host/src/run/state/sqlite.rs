@@ -76,6 +76,25 @@ impl StateStore for SqliteStore {
         rows.map_err(|e| self.failed(e))
     }
 
+    /// A row at a time, so a refusal comes before the rest is read.
+    fn load_each(
+        &mut self,
+        each: &mut dyn FnMut(StateChange) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        let failed = |e| StateError::new(format!("connector state of `{}`: {e}", self.scope));
+        let mut select = self
+            .db
+            .prepare("SELECT key, value FROM connector_state WHERE scope = ?1")
+            .map_err(failed)?;
+        let mut rows = select.query([&self.scope]).map_err(failed)?;
+        while let Some(row) = rows.next().map_err(failed)? {
+            let key: String = row.get(0).map_err(failed)?;
+            let value: String = row.get(1).map_err(failed)?;
+            each((key, Some(value)))?;
+        }
+        Ok(())
+    }
+
     fn commit(&mut self, changes: &[StateChange]) -> Result<(), StateError> {
         let scope = self.scope.clone();
         let write = |db: &mut Connection| -> rusqlite::Result<()> {

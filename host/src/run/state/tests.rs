@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{Ledger, SqliteStates};
 use crate::core::document::Document;
 use crate::core::event::{Event, EventKind};
-use crate::core::state::{MemoryStates, StateStores};
+use crate::core::state::{MemoryStates, StateChange, StateError, StateStore, StateStores};
 use crate::plugin::ConnectorState;
 use crate::run::publisher::Accounting;
 
@@ -222,4 +222,170 @@ fn sqlite_keeps_each_scope_apart_across_opens() {
         [pair("k", "v")],
         "another scope untouched"
     );
+}
+
+/// A store that runs `during` (once) while it writes a commit, as the
+/// connector's thread may: the ledger's lock is not held then.
+struct Interleaved {
+    inner: Box<dyn StateStore>,
+    during: Arc<std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>>,
+}
+
+impl StateStore for Interleaved {
+    fn load(&mut self) -> Result<Vec<(String, String)>, StateError> {
+        self.inner.load()
+    }
+    fn commit(&mut self, changes: &[StateChange]) -> Result<(), StateError> {
+        let during = self.during.lock().expect("hook").take();
+        if let Some(during) = during {
+            during();
+        }
+        self.inner.commit(changes)
+    }
+    fn clear(&mut self) -> Result<(), StateError> {
+        self.inner.clear()
+    }
+}
+
+/// A change that replaces the one a commit is writing (same key, nothing
+/// published between) is not lost: the commit removes only what it wrote,
+/// and the next one writes the new value.
+#[test]
+fn a_change_made_while_a_commit_writes_is_kept() {
+    let states = Arc::new(MemoryStates::default());
+    let accounting = Arc::new(Accounting::new(RUN));
+    let during = Arc::new(std::sync::Mutex::new(None));
+    let store = Interleaved {
+        inner: states.open("p", "c").expect("store"),
+        during: Arc::clone(&during),
+    };
+    let state = Arc::new(
+        Ledger::load(Box::new(store), Arc::clone(&accounting), 1 << 20, false).expect("loaded"),
+    );
+    state.change("k", Some("v1")).expect("set");
+    let connector = Arc::downgrade(&state);
+    *during.lock().expect("hook") = Some(Box::new(move || {
+        let state = connector.upgrade().expect("ledger");
+        state
+            .change("k", Some("v2"))
+            .expect("set while the commit writes");
+    }) as Box<dyn FnOnce() + Send>);
+    state.commit().expect("commit");
+    assert!(during.lock().expect("hook").is_none(), "ran mid-commit");
+    assert_eq!(committed(&states), [pair("k", "v1")], "what was taken");
+    assert_eq!(state.get("k").as_deref(), Some("v2"));
+    assert_eq!(state.uncommitted(), 1, "the new value waits");
+    state.commit().expect("commit");
+    assert_eq!(
+        committed(&states),
+        [pair("k", "v2")],
+        "store and view agree"
+    );
+    assert_eq!(state.uncommitted(), 0);
+}
+
+/// A change to another key made mid-commit waits too, and counts.
+#[test]
+fn a_new_key_made_while_a_commit_writes_waits_for_the_next() {
+    let states = Arc::new(MemoryStates::default());
+    let accounting = Arc::new(Accounting::new(RUN));
+    let during = Arc::new(std::sync::Mutex::new(None));
+    let store = Interleaved {
+        inner: states.open("p", "c").expect("store"),
+        during: Arc::clone(&during),
+    };
+    let state = Arc::new(
+        Ledger::load(Box::new(store), Arc::clone(&accounting), 1 << 20, false).expect("loaded"),
+    );
+    state.change("a", Some("1")).expect("set");
+    let connector = Arc::downgrade(&state);
+    *during.lock().expect("hook") = Some(Box::new(move || {
+        let state = connector.upgrade().expect("ledger");
+        state
+            .change("b", Some("2"))
+            .expect("set while the commit writes");
+    }) as Box<dyn FnOnce() + Send>);
+    state.commit().expect("commit");
+    assert_eq!(committed(&states), [pair("a", "1")]);
+    assert_eq!((state.committed(), state.uncommitted()), (1, 1));
+    state.commit().expect("commit");
+    assert_eq!(committed(&states), [pair("a", "1"), pair("b", "2")]);
+}
+
+/// State kept under a larger limit (or edited by hand) is refused while it
+/// is read, naming the limit and the key it was at; within the limit it
+/// loads whole.
+#[test]
+fn state_past_the_limit_is_refused_as_it_loads() {
+    use crate::core::state::VIEW_ENTRY_BYTES;
+    let dir = tempfile::tempdir().expect("dir");
+    let states = SqliteStates::new(dir.path().join("state.sqlite"));
+    let changes: Vec<StateChange> = (0..100)
+        .map(|n| (format!("key-{n:03}"), Some("v".repeat(100))))
+        .collect();
+    states
+        .open("p", "c")
+        .and_then(|mut s| s.commit(&changes))
+        .expect("seeded");
+    let per_key = 7 + 100 + VIEW_ENTRY_BYTES;
+    let accounting = Arc::new(Accounting::new(RUN));
+    let load = |limit| {
+        let store = states.open("p", "c").expect("store");
+        Ledger::load(store, Arc::clone(&accounting), limit, false)
+    };
+    let whole = load(100 * per_key).expect("exactly at the limit");
+    assert_eq!(whole.size(), (100, 100 * 107));
+    let error = load(40 * per_key + 10).expect_err("past the limit").0;
+    assert!(
+        error.contains("limits.max_state_mib") && error.contains("41 keys read when key `key-040`"),
+        "{error}"
+    );
+    // One enormous key (a file edited by hand) is named clipped.
+    let huge = "h".repeat(1 << 20);
+    states
+        .open("p", "huge")
+        .and_then(|mut s| s.commit(&[(huge, Some(String::new()))]))
+        .expect("seeded");
+    let store = states.open("p", "huge").expect("store");
+    let error = Ledger::load(store, Arc::clone(&accounting), 1 << 20, false)
+        .expect_err("past the limit")
+        .0;
+    assert!(error.len() < 1024, "{error}");
+    assert!(error.contains("(1048576 bytes in all)"), "{error}");
+}
+
+/// A store read change by change (a log with removals, as Kafka's is) is
+/// bounded at every step and counts a removal as giving bytes back.
+#[test]
+fn loading_follows_removals_as_it_bounds() {
+    use crate::core::state::VIEW_ENTRY_BYTES;
+    struct Log(Vec<StateChange>);
+    impl StateStore for Log {
+        fn load(&mut self) -> Result<Vec<(String, String)>, StateError> {
+            unreachable!("read change by change")
+        }
+        fn load_each(
+            &mut self,
+            each: &mut dyn FnMut(StateChange) -> Result<(), StateError>,
+        ) -> Result<(), StateError> {
+            self.0.drain(..).try_for_each(each)
+        }
+        fn commit(&mut self, _: &[StateChange]) -> Result<(), StateError> {
+            Ok(())
+        }
+        fn clear(&mut self) -> Result<(), StateError> {
+            Ok(())
+        }
+    }
+    let set = |k: &str| (k.to_owned(), Some("x".to_owned()));
+    let gone = |k: &str| (k.to_owned(), None);
+    let accounting = Arc::new(Accounting::new(RUN));
+    // Room for two keys: a, b, (a removed), c, b again: never three at once.
+    let limit = 2 * (2 + VIEW_ENTRY_BYTES);
+    let log = Log(vec![set("a"), set("b"), gone("a"), set("c"), set("b")]);
+    let state = Ledger::load(Box::new(log), Arc::clone(&accounting), limit, false).expect("fits");
+    assert_eq!(state.list(None, 10), [pair("b", "x"), pair("c", "x")]);
+    let log = Log(vec![set("a"), set("b"), set("c"), gone("a")]);
+    let error = Ledger::load(Box::new(log), accounting, limit, false).expect_err("three at once");
+    assert!(error.0.contains("key `c`"), "{}", error.0);
 }
