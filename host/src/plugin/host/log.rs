@@ -107,22 +107,17 @@ fn clip_line(line: String) -> String {
     one_line(clipped)
 }
 
-/// `text` with its control characters (newlines, carriage returns, escape
-/// sequences; tabs aside) written as escapes, cut again to
-/// [`MAX_LINE_BYTES`] if escaping made it longer: what a plugin writes is
-/// one line of the host's log, whatever it holds.
+/// `text` with what could forge or hide a line (control characters, tabs
+/// aside; the line and paragraph separators; bidi overrides, zero-width
+/// and other format characters: [`unsafe_in_log`](crate::core::text::unsafe_in_log))
+/// written as escapes, cut again to [`MAX_LINE_BYTES`] if escaping made it
+/// longer: what a plugin writes is one line of the host's log that shows
+/// what it holds, whatever it holds.
 pub(super) fn one_line(text: String) -> String {
-    if !text.chars().any(|c| c.is_control() && c != '\t') {
-        return text;
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if c.is_control() && c != '\t' {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
+    let out = match crate::core::text::escaped_for_log(&text) {
+        std::borrow::Cow::Borrowed(_) => return text,
+        std::borrow::Cow::Owned(out) => out,
+    };
     match crate::core::text::cut_at(&out, MAX_LINE_BYTES) {
         Some(kept) => format!("{kept}... (cut)"),
         None => out,
@@ -175,6 +170,32 @@ mod tests {
         assert!(line.len() <= MAX_LINE_BYTES + 16, "{}", line.len());
         assert!(!line.contains('\n'));
         assert_eq!(clip_line("a\tb".into()), "a\tb", "tabs stay");
+    }
+
+    /// Characters that reorder or hide what a viewer shows, or that some
+    /// viewers break a line at, are escaped as control characters are.
+    #[test]
+    fn a_plugins_line_cannot_reorder_or_hide_what_it_shows() {
+        let forged = "done\u{2028}ERROR weir: forged\u{2029} user=\u{202E}nimda\u{202C} \u{2066}x\u{2069} zero\u{200B}width\u{FEFF}";
+        let line = clip_line(forged.to_owned());
+        for c in [
+            '\u{2028}', '\u{2029}', '\u{202E}', '\u{202C}', '\u{2066}', '\u{2069}', '\u{200B}',
+            '\u{FEFF}',
+        ] {
+            assert!(!line.contains(c), "{c:?} in {line}");
+        }
+        assert!(
+            line.contains("\\u{2028}ERROR") && line.contains("\\u{202e}nimda"),
+            "{line}"
+        );
+        // Many of them: still one bounded line.
+        let line = clip_line("\u{202E}".repeat(1 << 18));
+        assert!(line.len() <= MAX_LINE_BYTES + 16, "{}", line.len());
+        assert_eq!(
+            clip_line("naïve 日本 🙂".into()),
+            "naïve 日本 🙂",
+            "text stays"
+        );
     }
 
     #[test]
