@@ -252,3 +252,101 @@ fn a_grant_that_leads_elsewhere_is_refused_before_a_run() {
         assert!(!stderr.contains("weir-test"), "no password: {stderr}");
     }
 }
+
+/// Backends of this test's runs sleeping on the server.
+fn sleeping(client: &mut postgres::Client, marker: &str) -> i64 {
+    client
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND application_name = $1",
+            &[&marker],
+        )
+        .expect("pg_stat_activity")
+        .get(0)
+}
+
+#[test]
+fn a_statement_left_running_by_a_cut_call_is_stopped_on_the_server() {
+    // The probe's call sleeps on the server, its row read through a FETCH;
+    // the run is interrupted (SIGINT, no grace) mid-sleep, so the call is
+    // cancelled. The host cancels the statement on the server: without that
+    // the backend would sleep on for its minute after weir had exited.
+    let mut client = db();
+    let name = format!("sleeper{:08x}", fastrand::u32(..));
+    let plugin = probe(&[
+        r#"{ op = "query", statement = "SELECT pg_sleep(60)" }"#,
+        r#"{ op = "next", max = 1 }"#,
+    ]);
+    let sync = Sync::with(&plugin, "", "[runner]\ngrace_period = \"0s\"");
+    let config = std::fs::read_to_string(sync.path("run.toml"))
+        .expect("config")
+        .replace("name = \"source\"", &format!("name = \"{name}\""));
+    std::fs::write(sync.path("run.toml"), config).expect("config");
+    let marker = format!("weir {name}");
+    let mut weir = std::process::Command::new(WEIR)
+        .args(["run", "--no-progress"])
+        .arg(sync.path("run.toml"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("weir runs");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while sleeping(&mut client, &marker) == 0 {
+        assert!(std::time::Instant::now() < until, "the probe never slept");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: signalling a child this test started and has not reaped.
+    unsafe { libc::kill(weir.id() as i32, libc::SIGINT) };
+    weir.wait().expect("weir ends");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while sleeping(&mut client, &marker) > 0 {
+        assert!(
+            std::time::Instant::now() < until,
+            "the statement still runs on the server 20 s after weir ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn under_a_tenant_a_grants_user_may_only_read() {
+    // The test server's `postgres` is a superuser: a tenant's plugin may
+    // not use it. A login role of its own, with no powers, may.
+    let mut client = db();
+    let role = format!("reader_{:08x}", fastrand::u32(..));
+    client
+        .batch_execute(&format!("CREATE ROLE {role} LOGIN PASSWORD 'reader-pw'"))
+        .expect("role");
+    let steps = [
+        r#"{ op = "query", statement = "SELECT 1" }"#,
+        r#"{ op = "drain", max = 10 }"#,
+    ];
+    let run_as = |settings: String| {
+        let sync = Sync::new(&probe(&steps).replace(&postgres_settings(), &settings), "");
+        let config = std::fs::read_to_string(sync.path("run.toml")).expect("config");
+        let pipeline = config
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("name = \"sync_"))
+            .map(|rest| format!("sync_{}", rest.trim_end_matches('"')))
+            .expect("the pipeline's name");
+        std::fs::write(
+            sync.path("run.toml"),
+            format!("{config}\n[[tenants]]\nname = \"t\"\npipelines = [\"{pipeline}\"]\n"),
+        )
+        .expect("config");
+        assert_eq!(sync.run(&[]), 0);
+        sync.indexed()
+    };
+    let as_superuser = run_as(postgres_settings());
+    let why = as_superuser[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("a superuser") && why.contains("may only read"),
+        "{why}"
+    );
+    let reader = postgres_settings()
+        .replace("user=postgres", &format!("user={role}"))
+        .replace("password=weir-test", "password=reader-pw");
+    let as_reader = run_as(reader);
+    assert_eq!(as_reader[1]["first"], "1", "{as_reader:?}");
+    client
+        .batch_execute(&format!("DROP ROLE {role}"))
+        .expect("drop role");
+}

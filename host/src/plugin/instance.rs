@@ -150,7 +150,7 @@ impl Loaded {
         }));
         store.data_mut().http_policy.deadline = None;
         store.data_mut().interrupt_at = None;
-        self.end_queries(store, cancel);
+        self.end_queries(store);
         match outcome {
             Ok(Some(Ok(r))) => Ok(r),
             Ok(Some(Err(error))) => Err(self.classify(error, store, timeout)),
@@ -163,15 +163,17 @@ impl Loaded {
     /// A database query lasts no longer than the call that opened it: its
     /// transaction is rolled back as the call returns, or its connection
     /// dropped when that cannot be done in time.
-    fn end_queries(&self, store: &mut Store<PluginState>, cancel: &super::Cancel) {
+    fn end_queries(&self, store: &mut Store<PluginState>) {
         let sql = &mut store.data_mut().sql;
         if !sql.has_open() {
             return;
         }
+        // Not cut by the call's own cancel: a cancelled call is when a
+        // statement most needs stopping on the server.
         let until = crate::core::time::deadline_after(super::host::END_QUERIES_WAIT);
         if self
             .runtime
-            .block_on_until(until, cancel, sql.end_queries())
+            .block_on_until(until, &super::Cancel::default(), sql.end_queries())
             .is_none()
         {
             sql.drop_open();

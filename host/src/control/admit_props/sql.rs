@@ -5,41 +5,77 @@
 //! trailing dots, IPv6 and IPv4-in-IPv6), admission never lets a tenant
 //! reach a server its policy does not list.
 //!
-//! The *oracle* is independent of admission's code: it reads what the host
-//! would dial (the client's own settings, made from the URL as the host
-//! makes them) and checks each server against the policy with plain
-//! comparisons.
+//! The *oracle* is independent of admission's code: it reads the URL as
+//! the PostgreSQL client alone would (`tokio_postgres::Config`, its own
+//! pairing of hosts, ports and `hostaddr`), and checks each server it would
+//! dial against the policy with plain comparisons written per entry. It
+//! also checks that the servers admission read ([`SqlTarget::servers`],
+//! which the host dials) are the client's.
 
 use std::net::IpAddr;
 
 use proptest::prelude::*;
-use proptest::sample::select;
+use proptest::sample::{select, subsequence};
 use proptest::test_runner::{Config as Cases, TestRunner};
 
 use crate::control::admit::sql_reachable;
 use crate::control::operator::TenantPolicy;
 use crate::plugin::SqlTarget;
 
-/// The tenant may reach `db.acme.internal` on 5432, anything in
-/// `10.30.0.0/16`, and `fd00::/64` on 5432.
-const POLICY: [&str; 3] = ["db.acme.internal:5432", "10.30.0.0/16", "[fd00::/64]:5432"];
+/// A policy entry, and which servers it lists, by plain reading.
+type Entry = (&'static str, fn(&str, u16) -> bool);
 
-/// Whether the tenant's policy lists `host` on `port`, by plain reading.
-fn listed(host: &str, port: u16) -> bool {
+fn v4(host: &str) -> Option<[u8; 4]> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    match bare.parse::<IpAddr>() {
-        Ok(IpAddr::V4(v4)) => v4.octets()[..2] == [10, 30],
-        Ok(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.octets()[..2] == [10, 30],
-            None => v6.segments()[..4] == [0xfd00, 0, 0, 0] && port == 5432,
-        },
-        Err(_) => {
-            host.trim_end_matches('.')
-                .eq_ignore_ascii_case("db.acme.internal")
-                && port == 5432
-        }
+    match bare.parse::<IpAddr>().ok()? {
+        IpAddr::V4(v4) => Some(v4.octets()),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(|v4| v4.octets()),
     }
 }
+
+fn v6_segments(host: &str) -> Option<[u16; 8]> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<IpAddr>().ok()? {
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => Some(v6.segments()),
+        _ => None,
+    }
+}
+
+/// A host as one spelling: an address canonical, a name in lower case
+/// without its trailing dot.
+fn canonical(host: &str) -> String {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<IpAddr>() {
+        Ok(ip) => ip.to_canonical().to_string(),
+        Err(_) => bare.trim_end_matches('.').to_ascii_lowercase(),
+    }
+}
+
+fn named(host: &str, name: &str) -> bool {
+    host.trim_end_matches('.').eq_ignore_ascii_case(name)
+}
+
+/// Entries a policy may hold.
+const ENTRIES: [Entry; 8] = [
+    ("db.acme.internal:5432", |h, p| {
+        named(h, "db.acme.internal") && p == 5432
+    }),
+    ("db.acme.internal", |h, _| named(h, "db.acme.internal")),
+    ("10.30.0.0/16", |h, _| {
+        v4(h).is_some_and(|o| o[..2] == [10, 30])
+    }),
+    ("10.30.1.2:5433", |h, p| {
+        v4(h) == Some([10, 30, 1, 2]) && p == 5433
+    }),
+    ("[fd00::/64]:5432", |h, p| {
+        v6_segments(h).is_some_and(|s| s[..4] == [0xfd00, 0, 0, 0]) && p == 5432
+    }),
+    ("localhost:5432", |h, p| named(h, "localhost") && p == 5432),
+    ("127.0.0.1", |h, _| v4(h) == Some([127, 0, 0, 1])),
+    ("db.other.internal:6432", |h, p| {
+        named(h, "db.other.internal") && p == 6432
+    }),
+];
 
 /// Ways to write a host, within the policy and beyond it.
 fn host() -> impl Strategy<Value = String> {
@@ -50,6 +86,8 @@ fn host() -> impl Strategy<Value = String> {
         "db%2eacme%2einternal",
         "db.other.internal",
         "db.acme.internal.evil",
+        "10.30.1.2",
+        "db.other.internal",
         "10.30.1.2",
         "10.31.1.2",
         "127.0.0.1",
@@ -145,8 +183,8 @@ fn url() -> impl Strategy<Value = String> {
     })
 }
 
-fn tenant() -> TenantPolicy {
-    let sql: Vec<String> = POLICY.iter().map(|s| format!("{s:?}")).collect();
+fn tenant(entries: &[Entry]) -> TenantPolicy {
+    let sql: Vec<String> = entries.iter().map(|(e, _)| format!("{e:?}")).collect();
     toml::from_str(&format!(
         "name = \"acme\"\ntoken_env = \"A\"\npipelines = [\"a\"]\nplugins = []\nsql = [{}]",
         sql.join(", ")
@@ -154,9 +192,37 @@ fn tenant() -> TenantPolicy {
     .expect("a tenant policy")
 }
 
+/// The servers the client would dial for `url` read on its own: each host
+/// (or its `hostaddr`, which wins) with its port, paired as the client
+/// pairs them.
+fn dialled_by_the_client(url: &str) -> Vec<(String, u16)> {
+    let raw: tokio_postgres::Config = url.parse().expect("parses");
+    let hosts: Vec<String> = raw
+        .get_hosts()
+        .iter()
+        .map(|h| match h {
+            tokio_postgres::config::Host::Tcp(h) => h.clone(),
+            tokio_postgres::config::Host::Unix(p) => format!("unix:{}", p.display()),
+        })
+        .collect();
+    let addrs: Vec<String> = raw
+        .get_hostaddrs()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let ports = raw.get_ports();
+    let count = hosts.len().max(addrs.len());
+    (0..count)
+        .map(|i| {
+            let host = addrs.get(i).or(hosts.get(i)).cloned().unwrap_or_default();
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            (host, port)
+        })
+        .collect()
+}
+
 #[test]
 fn admission_never_lets_a_tenant_reach_a_database_server_its_policy_does_not_list() {
-    let tenant = tenant();
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -167,32 +233,40 @@ fn admission_never_lets_a_tenant_reach_a_database_server_its_policy_does_not_lis
         ..Cases::default()
     });
     let admitted = std::sync::atomic::AtomicU32::new(0);
+    let policies = subsequence(ENTRIES.to_vec(), 1..=4);
     runner
-        .run(&url(), |url| {
+        .run(&(policies, url()), |(entries, url)| {
+            let tenant = tenant(&entries);
             let Ok(()) = sql_reachable(&url, &tenant) else {
                 return Ok(());
             };
             admitted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            // What the host dials: the client's settings as the host makes
-            // them, then as the client pairs hosts and ports.
-            let target = SqlTarget::parse(&url).expect("admitted, so it parses");
-            let dialled = target.connect_config();
-            prop_assert!(dialled.get_hostaddrs().is_empty(), "{url}");
-            prop_assert!(dialled.get_options().is_none(), "{url}");
-            let ports = dialled.get_ports();
-            prop_assert!(!dialled.get_hosts().is_empty(), "{url}");
-            for (i, host) in dialled.get_hosts().iter().enumerate() {
-                let tokio_postgres::config::Host::Tcp(host) = host else {
-                    return Err(TestCaseError::fail(format!("a socket admitted: {url}")));
-                };
-                let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
-                prop_assert!(listed(host, port), "{host}:{port} admitted from {url}");
+            let dialled = dialled_by_the_client(&url);
+            prop_assert!(!dialled.is_empty(), "{url}");
+            for (host, port) in &dialled {
+                prop_assert!(
+                    entries.iter().any(|(_, lists)| lists(host, *port)),
+                    "{host}:{port} admitted from {url} under {:?}",
+                    entries.iter().map(|(e, _)| *e).collect::<Vec<_>>()
+                );
             }
-            // And the URL as the client alone would read it leads nowhere
-            // else either: no address apart from its hosts, no settings.
-            let raw: tokio_postgres::Config = url.parse().expect("parses");
-            prop_assert!(raw.get_hostaddrs().is_empty(), "{url}");
-            prop_assert!(raw.get_options().is_none(), "{url}");
+            // What admission read is what the client reads: the host dials
+            // the servers admission checked.
+            let target = SqlTarget::parse(&url).expect("admitted, so it parses");
+            let read: Vec<(String, u16)> = target
+                .servers()
+                .iter()
+                .map(|s| {
+                    let text = s.to_string();
+                    let (host, port) = text.rsplit_once(':').expect("host:port");
+                    (host.to_owned(), port.parse().expect("port"))
+                })
+                .collect();
+            prop_assert_eq!(read.len(), dialled.len(), "{}", url);
+            for ((a, ap), (b, bp)) in read.iter().zip(&dialled) {
+                prop_assert_eq!(ap, bp, "{}", url);
+                prop_assert_eq!(canonical(a), canonical(b), "{}", url);
+            }
             Ok(())
         })
         .expect("no URL reaches beyond the policy");

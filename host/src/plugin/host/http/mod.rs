@@ -29,9 +29,12 @@ use wasmtime_wasi_http::{
     Error, RequestOptions, WasiBody, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
 };
 
+pub(crate) use address::{AddressClass, classify};
 pub(crate) use allow::{Host, HttpAllow};
 pub(crate) use handler::add_to_linker as add_http_to_linker;
-use resolve::{Resolve, SystemResolver};
+#[cfg(test)]
+pub(crate) use resolve::Lookup;
+pub(crate) use resolve::{Resolve, SystemResolver};
 use rule::{Plan, Refusal};
 use send::{Sent, Timeouts};
 

@@ -3,7 +3,8 @@
 //! through `tokio-postgres`, on the host's I/O runtime.
 //!
 //! - **Where**: a grant's URL is read once into a [`SqlTarget`], and the
-//!   connection is made from that alone (`target.rs`).
+//!   connection is made from that alone, its names looked up once and the
+//!   addresses found dialled (`target.rs`, `connection.rs`).
 //! - **Nothing written**: the session is read-only from its start
 //!   (`default_transaction_read_only`), each query runs in a read-only
 //!   `REPEATABLE READ` transaction of its own that is always rolled back,
@@ -19,6 +20,7 @@
 //!
 //! One query per database is open at a time.
 
+mod connection;
 mod page;
 mod target;
 
@@ -26,14 +28,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 use wasmtime::component::Resource;
 
 use super::{PluginState, Wasm};
 use crate::plugin::bindings::syncing_connector::weir::plugin::sql::{self, Column, SqlValue};
-use page::{MAX_PAGE_BYTES, MAX_PAGE_ROWS};
+use connection::{Connection, failed};
+use page::{Cursor, MAX_PAGE_BYTES, MAX_PAGE_ROWS, mib};
 pub(crate) use target::SqlTarget;
 
 /// Longest wait to connect, whatever the call's deadline.
@@ -46,9 +47,8 @@ const MAX_OPEN_ROWS: usize = 64;
 /// Longest wait to end a call's open queries before their connection is
 /// dropped instead (the server then rolls back).
 pub(crate) const END_QUERIES_WAIT: Duration = Duration::from_secs(5);
-/// What ends a query: its transaction rolled back, and whatever session
-/// locks its functions took released.
-const END_QUERY: &str = "ROLLBACK; SELECT pg_advisory_unlock_all()";
+/// The longest `statement_timeout` the server takes, in milliseconds.
+const MAX_SERVER_MILLIS: u64 = i32::MAX as u64;
 
 /// The rows of one query: the cursor they are read through.
 pub struct SqlRows {
@@ -68,6 +68,8 @@ pub struct SqlRows {
 #[derive(Default)]
 pub(crate) struct SqlSession {
     grants: Arc<BTreeMap<String, String>>,
+    /// Under a tenant: names may not lead to this machine.
+    confined: bool,
     connections: HashMap<String, Connection>,
     queries: u64,
     /// `rows` the plugin holds.
@@ -75,27 +77,28 @@ pub(crate) struct SqlSession {
 }
 
 impl SqlSession {
-    pub(crate) fn new(grants: Arc<BTreeMap<String, String>>) -> Self {
+    pub(crate) fn new(grants: Arc<BTreeMap<String, String>>, confined: bool) -> Self {
         Self {
             grants,
+            confined,
             ..Self::default()
         }
     }
 
-    /// Whether a query's transaction is open.
+    /// Whether a query's transaction is open, or a statement's answer due.
     pub(crate) fn has_open(&self) -> bool {
-        self.connections.values().any(|c| c.open.is_some())
+        self.connections
+            .values()
+            .any(|c| c.open.is_some() || !c.usable())
     }
 
     /// End every open query, as a call that opened them returns: their
-    /// rows are over, their transactions rolled back. A connection that
-    /// cannot be told is dropped (see [`Self::drop_open`]).
+    /// rows are over, what still runs is cancelled, their transactions
+    /// rolled back. A connection that cannot be told is dropped.
     pub(crate) async fn end_queries(&mut self) {
         let mut lost = Vec::new();
         for (name, connection) in &mut self.connections {
-            if connection.open.take().is_some()
-                && connection.client.batch_execute(END_QUERY).await.is_err()
-            {
+            if connection.end().await.is_err() {
                 lost.push(name.clone());
             }
         }
@@ -104,52 +107,31 @@ impl SqlSession {
         }
     }
 
-    /// Drop the connections with an open query: closing the socket ends
-    /// the server's session and rolls its transaction back.
+    /// Drop the connections with an open query or a statement running:
+    /// closing the socket ends the server's session.
     pub(crate) fn drop_open(&mut self) {
-        self.connections.retain(|_, c| c.open.is_none());
+        self.connections
+            .retain(|_, c| c.open.is_none() && c.usable());
+    }
+
+    /// Forget `database`'s connection: after an error its state is unknown.
+    fn lose(&mut self, database: &str) {
+        self.connections.remove(database);
     }
 }
 
-struct Connection {
-    client: Client,
-    /// The query whose transaction is open, if one is.
-    open: Option<u64>,
-}
-
-fn failed(database: &str, e: &tokio_postgres::Error) -> String {
-    // The server's own message where there is one; never the URL.
-    let why = e.as_db_error().map_or_else(
-        || e.to_string(),
-        |db| format!("{}: {}", db.code().code(), db.message()),
-    );
-    format!("database `{database}`: {why}")
-}
-
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
-}
-
-/// How one `FETCH` went.
-#[derive(Default)]
-struct Fetched {
-    page: Vec<Vec<SqlValue>>,
-    /// Rows the server sent, kept or not.
-    sent: u64,
-    /// The page went over its bytes and was not kept whole.
-    over: bool,
-    /// A row too large for any page: its number and size.
-    too_large: Option<(u64, u64)>,
-}
-
 impl PluginState {
-    /// Milliseconds left of the call, at least 1.
+    /// Milliseconds left of the call, at least 1, at most what the server
+    /// takes as a timeout.
     fn millis_left(&self) -> u64 {
-        self.http_policy.deadline.map_or(u64::from(u32::MAX), |at| {
-            u64::try_from(at.saturating_duration_since(Instant::now()).as_millis())
-                .unwrap_or(u64::MAX)
-                .max(1)
-        })
+        self.http_policy
+            .deadline
+            .map_or(MAX_SERVER_MILLIS, |at| {
+                u64::try_from(at.saturating_duration_since(Instant::now()).as_millis())
+                    .unwrap_or(u64::MAX)
+                    .max(1)
+            })
+            .min(MAX_SERVER_MILLIS)
     }
 
     /// The connection to `database`, made if needed.
@@ -158,8 +140,9 @@ impl PluginState {
             .sql
             .connections
             .get(database)
-            .is_some_and(|c| !c.client.is_closed());
+            .is_some_and(Connection::usable);
         if !usable {
+            self.sql.lose(database);
             let Some(url) = self.sql.grants.get(database) else {
                 let granted: Vec<&str> = self.sql.grants.keys().map(String::as_str).collect();
                 return Err(format!(
@@ -169,27 +152,16 @@ impl PluginState {
             };
             let target = SqlTarget::parse(url)
                 .map_err(|e| format!("database `{database}`: its URL in grants.sql {e}"))?;
-            let mut config = target.connect_config();
             let wait = Duration::from_millis(self.millis_left()).min(CONNECT_TIMEOUT);
-            config
-                .connect_timeout(wait)
-                .application_name(format!("weir {}", self.plugin))
-                // Read-only from the start: nothing outside a query's own
-                // transaction can write either.
-                .options("-c default_transaction_read_only=on");
-            let (client, connection) = config
-                .connect(NoTls)
-                .await
-                .map_err(|e| failed(database, &e))?;
-            let name = database.to_owned();
-            tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::debug!(database = %name, error = %e, "a plugin's database connection ended");
-                }
-            });
-            self.sql
-                .connections
-                .insert(database.to_owned(), Connection { client, open: None });
+            let connection = Connection::open(
+                database,
+                &target,
+                self.sql.confined,
+                wait,
+                &format!("weir {}", self.plugin),
+            )
+            .await?;
+            self.sql.connections.insert(database.to_owned(), connection);
         }
         self.sql
             .connections
@@ -221,57 +193,62 @@ impl PluginState {
         let millis = self.millis_left();
         self.sql.queries += 1;
         let serial = self.sql.queries;
-        let connection = self.connection(database).await?;
-        let client = &connection.client;
-        if connection.open.take().is_some() {
-            client
-                .batch_execute(END_QUERY)
-                .await
-                .map_err(|e| failed(database, &e))?;
-        }
-        client
-            .batch_execute(&format!(
-                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
-                 SET LOCAL statement_timeout = {millis}; \
-                 SET LOCAL idle_in_transaction_session_timeout = {}",
-                millis.saturating_add(1_000).min(i32::MAX as u64)
-            ))
-            .await
-            .map_err(|e| failed(database, &e))?;
-        // Open from here: whatever fails below, the call's end rolls back.
-        connection.open = Some(serial);
-        let (types, values): (Vec<Type>, Vec<Box<dyn ToSql + Sync + Send>>) =
-            params.iter().map(page::param).unzip();
         let cursor = format!("weir_rows_{serial}");
-        let declared = async {
-            let prepared = client.prepare_typed(statement, &types).await?;
-            let columns: Vec<(String, Type)> = prepared
-                .columns()
-                .iter()
-                .map(|c| (c.name().to_owned(), c.type_().clone()))
-                .collect();
-            if columns.is_empty() {
-                return Ok(None);
-            }
-            let declare = page::declare(&cursor, statement);
-            let refs: Vec<&(dyn ToSql + Sync)> =
-                values.iter().map(|v| &**v as &(dyn ToSql + Sync)).collect();
-            client
-                .execute_raw(&client.prepare_typed(&declare, &types).await?, refs)
-                .await?;
-            Ok::<_, tokio_postgres::Error>(Some(columns))
-        };
-        let columns = match declared.await {
+        // A new query ends the last one of its connection.
+        let connection = self.connection(database).await?;
+        if connection.open.is_some()
+            && let Err(e) = connection.end().await
+        {
+            self.sql.lose(database);
+            return Err(failed(database, &e));
+        }
+        let connection = self.connection(database).await?;
+        let convert = connection.convert;
+        // Open from here: whatever fails, the end of the call rolls back.
+        connection.open = Some(serial);
+        let (types, values): (Vec<Type>, Vec<&(dyn ToSql + Sync)>) =
+            params.iter().map(page::param).unzip();
+        let declared = connection
+            .run(async |client| {
+                client
+                    .batch_execute(&format!(
+                        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
+                         SET LOCAL statement_timeout = {millis}; \
+                         SET LOCAL idle_in_transaction_session_timeout = {}",
+                        millis.saturating_add(1_000).min(MAX_SERVER_MILLIS)
+                    ))
+                    .await?;
+                let prepared = client.prepare_typed(statement, &types).await?;
+                let columns: Vec<(String, Type)> = prepared
+                    .columns()
+                    .iter()
+                    .map(|c| (c.name().to_owned(), c.type_().clone()))
+                    .collect();
+                if columns.is_empty() {
+                    return Ok(None);
+                }
+                let declare = page::declare(&cursor, statement, convert);
+                client
+                    .execute_raw(&client.prepare_typed(&declare, &types).await?, values)
+                    .await?;
+                Ok(Some(columns))
+            })
+            .await;
+        let columns = match declared {
             Ok(Some(columns)) => columns,
-            other => {
-                connection.open = None;
-                let _ = client.batch_execute(END_QUERY).await;
-                return Err(match other {
-                    Err(e) => failed(database, &e),
-                    _ => format!(
-                        "database `{database}`: the statement returns no rows (only queries run here: SELECT, WITH, VALUES, TABLE)"
-                    ),
-                });
+            Ok(None) => {
+                if connection.end().await.is_err() {
+                    self.sql.lose(database);
+                }
+                return Err(format!(
+                    "database `{database}`: the statement returns no rows (only queries run here: SELECT, WITH, VALUES, TABLE)"
+                ));
+            }
+            Err(e) => {
+                if connection.end().await.is_err() {
+                    self.sql.lose(database);
+                }
+                return Err(failed(database, &e));
             }
         };
         Ok(SqlRows {
@@ -285,57 +262,12 @@ impl PluginState {
         })
     }
 
-    /// Read up to `max` rows, keeping those that fit in a page.
-    async fn read_page(
-        client: &Client,
-        rows: &SqlRows,
-        max: u32,
-    ) -> Result<Fetched, tokio_postgres::Error> {
-        let stream = client
-            .simple_query_raw(&format!("FETCH FORWARD {max} FROM {}", rows.cursor))
-            .await?;
-        let mut stream = std::pin::pin!(stream);
-        let mut out = Fetched::default();
-        let mut bytes = 0usize;
-        while let Some(message) = stream.next().await {
-            let SimpleQueryMessage::Row(row) = message? else {
-                continue;
-            };
-            out.sent += 1;
-            if out.over || out.too_large.is_some() {
-                // Drained, not kept: the cursor is put back over them.
-                continue;
-            }
-            let size = page::row_size(row.get(0));
-            if usize::try_from(size).map_or(true, |s| s > MAX_PAGE_BYTES) {
-                out.too_large = Some((rows.delivered + out.sent, size));
-                continue;
-            }
-            let values: Vec<SqlValue> = rows
-                .columns
-                .iter()
-                .enumerate()
-                .map(|(i, (_, ty))| page::value(row.get(i + 1), ty))
-                .collect();
-            let cost = page::held(&values);
-            // A page's first row is kept whatever its bookkeeping: the
-            // server found its text within the bound.
-            if !out.page.is_empty() && bytes.saturating_add(cost) > MAX_PAGE_BYTES {
-                out.over = true;
-                out.page.clear();
-                continue;
-            }
-            bytes += cost;
-            out.page.push(values);
-        }
-        Ok(out)
-    }
-
     async fn fetch(
         &mut self,
         rows: &Resource<SqlRows>,
         max: u32,
     ) -> Wasm<Result<Vec<Vec<SqlValue>>, String>> {
+        let millis = self.millis_left();
         let r = self.table.get(rows)?;
         if let Some(why) = &r.failed {
             return Ok(Err(why.clone()));
@@ -343,70 +275,71 @@ impl PluginState {
         if r.done {
             return Ok(Ok(Vec::new()));
         }
-        let (database, serial) = (r.database.clone(), r.serial);
+        let database = r.database.clone();
         let max = max.clamp(1, MAX_PAGE_ROWS);
         let Some(connection) = self
             .sql
             .connections
             .get_mut(&database)
-            .filter(|c| c.open == Some(serial))
+            .filter(|c| c.open == Some(r.serial))
         else {
             return Ok(Err(format!(
                 "database `{database}`: these rows are over (a later query, the end of the call that opened them, or a lost connection ended them)"
             )));
         };
-        let r = self.table.get(rows)?;
-        let fetched = Self::read_page(&connection.client, r, max).await;
-        let fetched = match fetched {
-            Ok(fetched) => fetched,
-            Err(e) => {
-                connection.open = None;
-                let _ = connection.client.batch_execute(END_QUERY).await;
-                return Ok(Err(failed(&database, &e)));
+        let cursor = Cursor {
+            name: &r.cursor,
+            columns: &r.columns,
+            delivered: r.delivered,
+        };
+        let read = page::read(connection, &cursor, max, millis).await;
+        let moved = match &read {
+            // Put the page back: the next `next` reads the same rows.
+            Ok(page) if page.over => {
+                let back = format!("MOVE ABSOLUTE {} IN {}", r.delivered, r.cursor);
+                connection
+                    .run(async |client| client.batch_execute(&back).await)
+                    .await
+            }
+            _ => Ok(()),
+        };
+        let outcome = match (read, moved) {
+            (Err(e), _) | (_, Err(e)) => Err(failed(&database, &e)),
+            (Ok(page), Ok(())) => Ok(page),
+        };
+        let page = match outcome {
+            Ok(page) if page.unreadable.is_none() => page,
+            Ok(page) => {
+                let why = format!(
+                    "database `{database}`: {}",
+                    page.unreadable.unwrap_or_default()
+                );
+                if connection.end().await.is_err() {
+                    self.sql.lose(&database);
+                }
+                self.table.get_mut(rows)?.failed = Some(why.clone());
+                return Ok(Err(why));
+            }
+            Err(why) => {
+                if connection.end().await.is_err() {
+                    self.sql.lose(&database);
+                }
+                return Ok(Err(why));
             }
         };
-        if let Some((row, size)) = fetched.too_large {
-            connection.open = None;
-            let _ = connection.client.batch_execute(END_QUERY).await;
-            let why = format!(
-                "database `{database}`: row {row} of the query is {} as text, more than a page may hold ({}): select fewer or smaller columns",
-                mib(size),
-                mib(MAX_PAGE_BYTES as u64)
-            );
-            self.table.get_mut(rows)?.failed = Some(why.clone());
-            return Ok(Err(why));
-        }
-        let delivered = self.table.get(rows)?.delivered;
-        if fetched.over {
-            // Put the page back: the next `next` reads the same rows.
-            let back = connection
-                .client
-                .batch_execute(&format!(
-                    "MOVE ABSOLUTE {delivered} IN {}",
-                    self.table.get(rows)?.cursor
-                ))
-                .await;
-            if let Err(e) = back {
-                connection.open = None;
-                return Ok(Err(failed(&database, &e)));
-            }
+        if page.over {
             return Ok(Err(format!(
                 "database `{database}`: a page of {max} rows holds more than {} in the host: ask for fewer (the rows stay for the next call)",
                 mib(MAX_PAGE_BYTES as u64)
             )));
         }
-        let page = fetched.page;
-        let ended = fetched.sent < u64::from(max);
-        if ended {
-            connection.open = None;
-            if let Err(e) = connection.client.batch_execute(END_QUERY).await {
-                return Ok(Err(failed(&database, &e)));
-            }
+        if page.exhausted && connection.end().await.is_err() {
+            self.sql.lose(&database);
         }
         let r = self.table.get_mut(rows)?;
-        r.delivered = delivered + page.len() as u64;
-        r.done = ended;
-        Ok(Ok(page))
+        r.delivered += page.rows.len() as u64;
+        r.done = page.exhausted;
+        Ok(Ok(page.rows))
     }
 }
 
@@ -461,11 +394,9 @@ impl sql::HostRows for PluginState {
             .connections
             .get_mut(&rows.database)
             .filter(|c| c.open == Some(rows.serial))
+            && connection.end().await.is_err()
         {
-            connection.open = None;
-            if connection.client.batch_execute(END_QUERY).await.is_err() {
-                self.sql.connections.remove(&rows.database);
-            }
+            self.sql.lose(&rows.database);
         }
         Ok(())
     }

@@ -73,6 +73,10 @@ pub(crate) enum SqlTargetError {
     Ports { hosts: usize, ports: usize },
     #[error("names {0} servers; at most {MAX_SERVERS} may be tried")]
     TooMany(usize),
+    #[error(
+        "asks for TLS (`sslmode=require` or `channel_binding=require`), which the host does not speak to databases yet: it would not connect in clear text instead"
+    )]
+    Tls,
 }
 
 /// Most servers one URL may list (each is tried in turn on connecting).
@@ -90,6 +94,11 @@ impl SqlTarget {
         }
         if config.get_options().is_some() {
             return Err(SqlTargetError::Options);
+        }
+        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require
+            || config.get_channel_binding() == tokio_postgres::config::ChannelBinding::Require
+        {
+            return Err(SqlTargetError::Tls);
         }
         let hosts = config.get_hosts();
         let ports = config.get_ports();
@@ -132,9 +141,11 @@ impl SqlTarget {
         &self.servers
     }
 
-    /// The client's settings, made from the target alone: its servers
+    /// The client's settings by name (for tests: the host dials pinned
+    /// addresses, `connection.rs`), made from the target alone: its servers
     /// (each with its own port), user, password and database. Nothing else
     /// of the URL reaches the client.
+    #[cfg(test)]
     pub(crate) fn connect_config(&self) -> Config {
         let mut config = Config::new();
         for server in &self.servers {
@@ -144,6 +155,13 @@ impl SqlTarget {
             };
             config.port(server.port);
         }
+        self.credentials_into(&mut config);
+        config
+    }
+
+    /// Set the target's user, password, database and connect timeout on
+    /// `config`.
+    pub(crate) fn credentials_into(&self, config: &mut Config) {
         if let Some(user) = &self.user {
             config.user(user);
         }
@@ -156,7 +174,6 @@ impl SqlTarget {
         if let Some(timeout) = self.connect_timeout {
             config.connect_timeout(timeout);
         }
-        config
     }
 }
 
@@ -206,6 +223,11 @@ mod tests {
             ("postgres://u@%2Fvar%2Frun/x", SqlTargetError::UnixSocket),
             ("host=/tmp port=5432", SqlTargetError::UnixSocket),
             ("user=u", SqlTargetError::NoHost),
+            ("host=h sslmode=require", SqlTargetError::Tls),
+            (
+                "postgres://u@h/x?channel_binding=require",
+                SqlTargetError::Tls,
+            ),
             (
                 "host=a,b,c port=1,2",
                 SqlTargetError::Ports { hosts: 3, ports: 2 },
