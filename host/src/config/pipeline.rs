@@ -72,7 +72,8 @@ pub struct ShadowConfig {
     pub ids: Vec<String>,
     /// A JSON-lines file each document whose outputs differ is appended
     /// to, with the differences per field (at most
-    /// [`ShadowConfig::MAX_REPORTED`] documents a process). Without one,
+    /// [`ShadowConfig::MAX_REPORTED`] documents in the file, earlier runs'
+    /// included). Without one,
     /// the first differences are logged and all are counted in metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<std::path::PathBuf>,
@@ -81,7 +82,7 @@ pub struct ShadowConfig {
 impl ShadowConfig {
     /// Most ids a shadow may name.
     pub const MAX_IDS: usize = 10_000;
-    /// Most differing documents a process writes to a shadow's report.
+    /// Most differing documents a shadow's report file holds.
     pub const MAX_REPORTED: u64 = 100_000;
 
     /// The share of documents sampled, 0 to 1.

@@ -8,20 +8,22 @@
 //! shadow reaches the index, and a shadow that fails, traps or stops fails
 //! nothing but its own comparison.
 
-use std::collections::HashSet;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
 pub(crate) use super::shadow_report::ShadowReport;
-use super::shadow_report::difference_line;
+use super::shadow_report::{MAX_DIFFERENCES, MAX_ID_BYTES, difference_line};
 
 use crate::config::ShadowConfig;
 use crate::core::document::Document;
 use crate::core::sample::id_hash;
 use crate::plugin::{DocumentOutcome, StageInstance};
 use crate::telemetry::meters::Scope;
+use crate::testing::Differences;
 
 /// Which documents a shadow runs on.
 #[derive(Debug)]
@@ -134,11 +136,24 @@ impl Shadow {
             scope.shadowed(stage, "same");
             return;
         }
-        let live = output(live.0, live.1);
-        let shadow = output(outcome, before);
-        let differences = crate::testing::field_differences("", &live, &shadow);
+        let mut differences = Differences::new(MAX_DIFFERENCES + 1, MAX_ID_BYTES);
+        let (live_json, shadow_json);
+        match (live.0, outcome) {
+            // The common case: both made documents. Compared in place,
+            // field by field, with no copy of either.
+            (Ok(live_children), Ok(children)) => compare_made(
+                &mut differences,
+                (live_children, live.1),
+                (children, before),
+            ),
+            _ => {
+                live_json = output(live.0, live.1);
+                shadow_json = output(outcome, before);
+                differences.compare(&live_json, &shadow_json);
+            }
+        }
         self.report.compared.fetch_add(1, Ordering::Relaxed);
-        if differences.is_empty() {
+        if differences.found().is_empty() {
             scope.shadowed(stage, "same");
             return;
         }
@@ -150,7 +165,12 @@ impl Shadow {
                 "differs"
             },
         );
-        let line = difference_line(scope.pipeline().as_ref(), stage, before.id(), &differences);
+        let line = difference_line(
+            scope.pipeline().as_ref(),
+            stage,
+            before.id(),
+            differences.found(),
+        );
         self.report.differs(stage, &line);
     }
 }
@@ -166,6 +186,121 @@ fn same_quickly(
         && doc.id() == live.1.id()
         && doc.is_dropped() == live.1.is_dropped()
         && doc.fields() == live.1.fields()
+}
+
+/// Where what the shadow made (`shadow`: its new children, and the document
+/// as it left it) differs from what the live stage made, as [`output`]'s
+/// JSON would show it (`document.title`, `children.<id>.title`), walking
+/// the documents in place: a copy is made only of what differs whole (a
+/// document one side dropped, a child one side lacks, nested children).
+fn compare_made<'v>(
+    differences: &mut Differences<'v>,
+    live: (&'v [Document], &'v Document),
+    shadow: (&'v [Document], &'v Document),
+) {
+    differences.within("document", |d| {
+        match (live.1.is_dropped(), shadow.1.is_dropped()) {
+            (false, false) => compare_documents(d, live.1, shadow.1),
+            (true, true) => {}
+            (l, s) => {
+                let side = |dropped: bool, doc: &Document| {
+                    Cow::Owned(if dropped {
+                        json!("dropped")
+                    } else {
+                        doc.to_json()
+                    })
+                };
+                d.record(Some(side(l, live.1)), Some(side(s, shadow.1)));
+            }
+        }
+    });
+    let (live, shadow) = (live.0, shadow.0);
+    if live.is_empty() && shadow.is_empty() {
+        return;
+    }
+    // As JSON the children are an object by id (a later one of an id wins).
+    let by_id = |children: &'v [Document]| -> HashMap<&'v str, &'v Document> {
+        children.iter().map(|c| (c.id(), c)).collect()
+    };
+    let (live_ids, shadow_ids) = (by_id(live), by_id(shadow));
+    let whole = |children: &[Document]| -> Cow<'v, Value> {
+        Cow::Owned(Value::Object(
+            children
+                .iter()
+                .map(|c| (c.id().to_owned(), c.to_json()))
+                .collect(),
+        ))
+    };
+    differences.within("children", |d| {
+        if live.is_empty() || shadow.is_empty() {
+            let side = |children: &[Document]| (!children.is_empty()).then(|| whole(children));
+            return d.record(side(live), side(shadow));
+        }
+        let last = |ids: &HashMap<&str, &Document>, c: &Document| {
+            ids.get(c.id()).is_some_and(|l| std::ptr::eq(*l, c))
+        };
+        for child in live.iter().filter(|c| last(&live_ids, c)) {
+            d.within(child.id(), |d| match shadow_ids.get(child.id()) {
+                Some(other) => compare_documents(d, child, other),
+                None => d.record(Some(Cow::Owned(child.to_json())), None),
+            });
+        }
+        for child in shadow
+            .iter()
+            .filter(|c| last(&shadow_ids, c) && !live_ids.contains_key(c.id()))
+        {
+            d.within(child.id(), |d| {
+                d.record(None, Some(Cow::Owned(child.to_json())));
+            });
+        }
+    });
+}
+
+/// Where document `s` differs from `l`, as their JSON would show it (`id`,
+/// `run_id`, `_deleted`, each field, `_children`), in place.
+fn compare_documents<'v>(d: &mut Differences<'v>, l: &'v Document, s: &'v Document) {
+    let text = |t: &str| Cow::Owned(Value::String(t.to_owned()));
+    if l.id() != s.id() {
+        d.within("id", |d| d.record(Some(text(l.id())), Some(text(s.id()))));
+    }
+    if l.run_id() != s.run_id() {
+        d.within("run_id", |d| {
+            d.record(l.run_id().map(text), s.run_id().map(text));
+        });
+    }
+    if l.is_deleted() != s.is_deleted() {
+        let deleted = |on: bool| on.then(|| Cow::Owned(Value::Bool(true)));
+        d.within("_deleted", |d| {
+            d.record(deleted(l.is_deleted()), deleted(s.is_deleted()));
+        });
+    }
+    let (lf, sf) = (l.fields(), s.fields());
+    for (name, lv) in lf.iter() {
+        d.within(name.as_str(), |d| match sf.get(name.as_str()) {
+            Some(sv) => d.compare(lv, sv),
+            None => d.record(Some(Cow::Borrowed(lv)), None),
+        });
+    }
+    for (name, sv) in sf.iter().filter(|(n, _)| !lf.contains_key(n.as_str())) {
+        d.within(name.as_str(), |d| d.record(None, Some(Cow::Borrowed(sv))));
+    }
+    if l.children() != s.children() && !d.is_full() {
+        // Rare (a stage that nests children): compared whole, as JSON.
+        let nested = |doc: &Document| {
+            (!doc.children().is_empty())
+                .then(|| Value::Array(doc.children().iter().map(Document::to_json).collect()))
+        };
+        let (ln, sn) = (nested(l), nested(s));
+        let same = match (&ln, &sn) {
+            (Some(a), Some(b)) => crate::core::document::same_json(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        if !same {
+            d.within("_children", |d| {
+                d.record(ln.map(Cow::Owned), sn.map(Cow::Owned))
+            });
+        }
+    }
 }
 
 /// What a stage made of a document, as one JSON value to compare: the
@@ -268,11 +403,96 @@ mod tests {
                 &output(outcome, shadow),
             )
             .is_empty();
+            if let (Ok(children), Ok(live_children)) = (outcome, live_outcome) {
+                let mut d = Differences::unbounded();
+                compare_made(&mut d, (live_children, live), (children, shadow));
+                assert_eq!(d.found().is_empty(), full, "case {i}: in place and as JSON");
+            }
             let quick = same_quickly(outcome, shadow, (live_outcome, live));
             assert!(!quick || full, "case {i}: quick says same, full differs");
             if i == 0 {
                 assert!(quick, "equal documents are same quickly");
             }
         }
+    }
+
+    /// Each difference as text, sorted: the in-place comparison and the
+    /// JSON one may find them in another order.
+    fn shown(found: &[crate::testing::differences::Difference<'_>]) -> Vec<String> {
+        let mut shown: Vec<String> = found
+            .iter()
+            .map(|(at, l, s)| format!("{at}: {:?} / {:?}", l.as_deref(), s.as_deref()))
+            .collect();
+        shown.sort();
+        shown
+    }
+
+    /// Comparing documents in place finds what comparing their JSON finds.
+    #[test]
+    fn in_place_finds_what_json_finds() {
+        let mut a = doc("a");
+        a.set("meta", json!({ "lang": "en", "n": 1.0, "gone": [1] }))
+            .expect("set");
+        a.set("only_live", json!(1)).expect("set");
+        let mut b = doc("b");
+        b.set("meta", json!({ "lang": "fr", "n": 1, "new": null }))
+            .expect("set");
+        b.set("only_shadow", json!("x")).expect("set");
+        b.set_run_id(Some("r".into()));
+        let mut dropped = doc("a");
+        dropped.set_dropped(true);
+        let mut nested = doc("a");
+        nested.add_child(doc("inner")).expect("child");
+        let mut child = doc("c1");
+        child.set("k", json!(1)).expect("set");
+        let mut other_child = doc("c1");
+        other_child.set("k", json!(2)).expect("set");
+        let cases: Vec<(Vec<Document>, Document, Vec<Document>, Document)> = vec![
+            (vec![], a.clone(), vec![], b.clone()),
+            (vec![], a.clone(), vec![], dropped.clone()),
+            (vec![], dropped.clone(), vec![], dropped.clone()),
+            (vec![], a.clone(), vec![], nested.clone()),
+            (vec![child.clone()], a.clone(), vec![], a.clone()),
+            (vec![], a.clone(), vec![child.clone(), doc("c2")], a.clone()),
+            (
+                vec![child.clone(), doc("c2")],
+                a.clone(),
+                vec![other_child, doc("c3")],
+                b,
+            ),
+        ];
+        for (i, (live_children, live, children, shadow)) in cases.into_iter().enumerate() {
+            let (lo, so): (DocumentOutcome, DocumentOutcome) = (Ok(live_children), Ok(children));
+            let (live_json, shadow_json) = (output(&lo, &live), output(&so, &shadow));
+            let mut as_json = Differences::unbounded();
+            as_json.compare(&live_json, &shadow_json);
+            let mut in_place = Differences::unbounded();
+            let (Ok(lc), Ok(sc)) = (&lo, &so) else {
+                unreachable!()
+            };
+            compare_made(&mut in_place, (lc, &live), (sc, &shadow));
+            assert_eq!(shown(in_place.found()), shown(as_json.found()), "case {i}");
+        }
+    }
+
+    /// A shadow that changes every field of a large document costs the
+    /// comparison no more than the line shows: it stops one past.
+    #[test]
+    fn the_comparison_stops_one_past_what_a_line_shows() {
+        let mut live = Document::new("d");
+        let mut shadow = Document::new("d");
+        for n in 0..20_000 {
+            live.set(&format!("f{n}"), json!(n)).expect("set");
+            shadow.set(&format!("f{n}"), json!(-n)).expect("set");
+        }
+        let mut d = Differences::new(MAX_DIFFERENCES + 1, MAX_ID_BYTES);
+        compare_made(&mut d, (&[], &live), (&[], &shadow));
+        assert_eq!(d.found().len(), MAX_DIFFERENCES + 1);
+        let line = difference_line("p", "s", "d", d.found());
+        assert_eq!(line["more_differences"], true);
+        assert_eq!(
+            line["differences"].as_array().map(Vec::len),
+            Some(MAX_DIFFERENCES)
+        );
     }
 }

@@ -27,13 +27,17 @@
 //!   an indexer's failures add `status` when the backend gave one;
 //! - `{"event": "ERROR", "call": ..., "message": ...}`: a connector call failed.
 
+pub(crate) mod differences;
 pub mod pipeline;
 pub mod recording;
 mod state;
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
+
+pub(crate) use differences::Differences;
 
 use crate::core::document::Document;
 use crate::plugin::{
@@ -395,7 +399,8 @@ fn same_kind(e: &Value, a: &Value) -> bool {
 /// Report where `a` differs from `e`: by key inside objects present in
 /// both, whole values elsewhere.
 fn differences(path: &str, e: &Value, a: &Value, report: &mut String) {
-    let show = |v: Option<&Value>| v.map_or_else(|| "nothing".to_owned(), Value::to_string);
+    let show =
+        |v: Option<Cow<'_, Value>>| v.map_or_else(|| "nothing".to_owned(), |v| v.to_string());
     for (at, ev, av) in field_differences(path, e, a) {
         let at = if at.is_empty() { "line".to_owned() } else { at };
         report.push_str(&format!(
@@ -413,37 +418,14 @@ pub(crate) fn field_differences<'v>(
     path: &str,
     e: &'v Value,
     a: &'v Value,
-) -> Vec<(String, Option<&'v Value>, Option<&'v Value>)> {
-    let mut out = Vec::new();
-    collect_differences(path, e, a, &mut out);
-    out
-}
-
-fn collect_differences<'v>(
-    path: &str,
-    e: &'v Value,
-    a: &'v Value,
-    out: &mut Vec<(String, Option<&'v Value>, Option<&'v Value>)>,
-) {
-    if let (Value::Object(eo), Value::Object(ao)) = (e, a) {
-        let keys = eo.keys().chain(ao.keys().filter(|k| !eo.contains_key(*k)));
-        for key in keys {
-            let at = if path.is_empty() {
-                key.clone()
-            } else {
-                format!("{path}.{key}")
-            };
-            match (eo.get(key), ao.get(key)) {
-                (Some(ev), Some(av)) if crate::core::document::same_json(ev, av) => {}
-                (Some(ev), Some(av)) => collect_differences(&at, ev, av, out),
-                (ev, av) => out.push((at, ev, av)),
-            }
-        }
-        return;
+) -> Vec<(String, Option<Cow<'v, Value>>, Option<Cow<'v, Value>>)> {
+    let mut found = Differences::unbounded();
+    if path.is_empty() {
+        found.compare(e, a);
+    } else {
+        found.within(path, |d| d.compare(e, a));
     }
-    if !crate::core::document::same_json(e, a) {
-        out.push((path.to_owned(), Some(e), Some(a)));
-    }
+    found.into_found()
 }
 
 /// Why a JSON-lines file could not be read.
