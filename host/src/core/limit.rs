@@ -23,14 +23,17 @@ pub enum Limit {
     MaxDepth,
     /// `limits.log_lines_per_second`: the plugin's log rate.
     LogLinesPerSecond,
-    /// Non-document handles open at once (files, streams, HTTP requests):
-    /// fixed by the host, not a config key.
+    /// Non-document handles open at once (files, streams, HTTP requests,
+    /// SQL rows): fixed by the host, not a config key.
     Handles,
+    /// Bytes of SQL the host takes in at once (a page or row of 64 MiB, a
+    /// statement of 1 MiB): fixed by the host, not a config key.
+    SqlBytes,
 }
 
 impl Limit {
     /// Every limit.
-    pub const ALL: [Limit; 8] = [
+    pub const ALL: [Limit; 9] = [
         Limit::MemoryMib,
         Limit::CallTimeout,
         Limit::ExecuteTimeout,
@@ -39,6 +42,7 @@ impl Limit {
         Limit::MaxDepth,
         Limit::LogLinesPerSecond,
         Limit::Handles,
+        Limit::SqlBytes,
     ];
 
     /// Its key in a plugin's `limits` table (`memory_mib`), if the config
@@ -52,7 +56,7 @@ impl Limit {
             Limit::MaxDocumentMib => "max_document_mib",
             Limit::MaxDepth => "max_depth",
             Limit::LogLinesPerSecond => "log_lines_per_second",
-            Limit::Handles => return None,
+            Limit::Handles | Limit::SqlBytes => return None,
         })
     }
 
@@ -67,20 +71,23 @@ impl Limit {
             Limit::MaxDocumentMib => "limits.max_document_mib",
             Limit::MaxDepth => "limits.max_depth",
             Limit::LogLinesPerSecond => "limits.log_lines_per_second",
-            Limit::Handles => return None,
+            Limit::Handles | Limit::SqlBytes => return None,
         })
     }
 
     /// Its `limit` label on the limit metrics: the config key without its
-    /// table, or `handles`.
+    /// table, or `handles`, `sql_bytes`.
     pub fn label(self) -> &'static str {
-        self.key().unwrap_or("handles")
+        match self {
+            Limit::SqlBytes => "sql_bytes",
+            other => other.key().unwrap_or("handles"),
+        }
     }
 }
 
 impl fmt::Display for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.config_key().unwrap_or("handles"))
+        f.write_str(self.config_key().unwrap_or(self.label()))
     }
 }
 
@@ -129,7 +136,7 @@ mod tests {
                     assert_eq!(config_key, format!("limits.{key}"));
                     assert_eq!(limit.label(), key);
                 }
-                (None, None) => assert_eq!(limit.label(), "handles"),
+                (None, None) => assert!(["handles", "sql_bytes"].contains(&limit.label())),
                 other => panic!("{limit:?}: {other:?}"),
             }
         }

@@ -95,7 +95,7 @@ impl Loaded {
             cancel: cancel.clone(),
             interrupt_at: None,
             sync: None,
-            sql: super::host::SqlSession::new(Arc::clone(&self.sql_grants), self.tenant.is_some()),
+            sql: super::host::SqlSession::new(Arc::clone(&self.sql_grants), self.tenant.clone()),
         };
         let handles = state.budget.component_handles();
         let mut store = Store::new(&self.runtime.engine, state);

@@ -32,6 +32,7 @@ use tokio_postgres::types::{ToSql, Type};
 use wasmtime::component::Resource;
 
 use super::{PluginState, Wasm};
+use crate::core::limit::Limit;
 use crate::plugin::bindings::syncing_connector::weir::plugin::sql::{self, Column, SqlValue};
 use connection::{Connection, failed};
 use page::{Cursor, MAX_PAGE_BYTES, MAX_PAGE_ROWS, mib};
@@ -68,8 +69,9 @@ pub struct SqlRows {
 #[derive(Default)]
 pub(crate) struct SqlSession {
     grants: Arc<BTreeMap<String, String>>,
-    /// Under a tenant: names may not lead to this machine.
-    confined: bool,
+    /// The tenant whose plugin this is: names may not lead to this machine,
+    /// and its user may only read.
+    tenant: Option<Arc<str>>,
     connections: HashMap<String, Connection>,
     queries: u64,
     /// `rows` the plugin holds.
@@ -77,10 +79,10 @@ pub(crate) struct SqlSession {
 }
 
 impl SqlSession {
-    pub(crate) fn new(grants: Arc<BTreeMap<String, String>>, confined: bool) -> Self {
+    pub(crate) fn new(grants: Arc<BTreeMap<String, String>>, tenant: Option<Arc<str>>) -> Self {
         Self {
             grants,
-            confined,
+            tenant,
             ..Self::default()
         }
     }
@@ -121,6 +123,12 @@ impl SqlSession {
 }
 
 impl PluginState {
+    /// Count a refusal at `limit` (`weir_limit_hits_total`): the query's
+    /// error goes to the plugin, which decides what fails.
+    fn limit_hit(&self, limit: Limit) {
+        crate::telemetry::meters::limit_hit(&self.plugin, self.sql.tenant.as_deref(), limit);
+    }
+
     /// Milliseconds left of the call, at least 1, at most what the server
     /// takes as a timeout.
     fn millis_left(&self) -> u64 {
@@ -156,7 +164,7 @@ impl PluginState {
             let connection = Connection::open(
                 database,
                 &target,
-                self.sql.confined,
+                self.sql.tenant.is_some(),
                 wait,
                 &format!("weir {}", self.plugin),
             )
@@ -177,6 +185,7 @@ impl PluginState {
     ) -> Result<SqlRows, String> {
         let param_bytes: usize = params.iter().map(page::param_bytes).sum();
         if statement.len() > MAX_STATEMENT_BYTES || param_bytes > MAX_PAGE_BYTES {
+            self.limit_hit(Limit::SqlBytes);
             return Err(format!(
                 "database `{database}`: a statement may hold {} and its parameters {}; this one holds {} and {}",
                 mib(MAX_STATEMENT_BYTES as u64),
@@ -186,6 +195,7 @@ impl PluginState {
             ));
         }
         if self.sql.held >= MAX_OPEN_ROWS {
+            self.limit_hit(Limit::Handles);
             return Err(format!(
                 "the plugin holds {MAX_OPEN_ROWS} rows of queries already, the most it may: drop those it is done with"
             ));
@@ -314,6 +324,11 @@ impl PluginState {
                     "database `{database}`: {}",
                     page.unreadable.unwrap_or_default()
                 );
+                crate::telemetry::meters::limit_hit(
+                    &self.plugin,
+                    self.sql.tenant.as_deref(),
+                    Limit::SqlBytes,
+                );
                 if connection.end().await.is_err() {
                     self.sql.lose(&database);
                 }
@@ -328,6 +343,11 @@ impl PluginState {
             }
         };
         if page.over {
+            crate::telemetry::meters::limit_hit(
+                &self.plugin,
+                self.sql.tenant.as_deref(),
+                Limit::SqlBytes,
+            );
             return Ok(Err(format!(
                 "database `{database}`: a page of {max} rows holds more than {} in the host: ask for fewer (the rows stay for the next call)",
                 mib(MAX_PAGE_BYTES as u64)
