@@ -27,7 +27,8 @@
 //!
 //! `WEIR_BIN=target/release/weir cargo bench -p weir-tests --bench sync_sources`
 //! (`WEIR_BENCH_ROUNDS`, default 3, medians; `WEIR_BENCH_SCALE`, default 1,
-//! multiplies the record and object counts; `WEIR_S3_URL` for a running server).
+//! multiplies the record and object counts; `WEIR_S3_URL` for a running server;
+//! `WEIR_BENCH_ONLY=state,s3,sql` runs only those parts).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -53,9 +54,17 @@ fn main() {
     let work = tempfile::tempdir().expect("tempdir");
     let dir = work.path();
     let mut report = String::new();
-    state_cost(&mut report, &weir, &dist, dir, rounds, 200_000 * scale);
-    s3_cost(&mut report, &weir, &dist, dir, rounds, 2_000 * scale);
-    sql_cost(&mut report, &weir, &dist, dir, rounds, 200_000 * scale);
+    let only = std::env::var("WEIR_BENCH_ONLY").unwrap_or_default();
+    let runs = |part: &str| only.is_empty() || only.split(',').any(|p| p.trim() == part);
+    if runs("state") {
+        state_cost(&mut report, &weir, &dist, dir, rounds, 200_000 * scale);
+    }
+    if runs("s3") {
+        s3_cost(&mut report, &weir, &dist, dir, rounds, 2_000 * scale);
+    }
+    if runs("sql") {
+        sql_cost(&mut report, &weir, &dist, dir, rounds, 200_000 * scale);
+    }
     println!("{report}");
 }
 
