@@ -44,7 +44,8 @@ pub struct ServerLimits {
     /// Connections open at once; a new one beyond them is closed at once.
     pub max_connections: usize,
     /// Connections open at once from one client address (IPv4 in IPv6
-    /// counted as IPv4): no one client holds them all before it has said
+    /// counted as IPv4, an IPv6 address by its /64): no one client holds
+    /// them all before it has said
     /// who it is (connections are taken before any request is read).
     pub max_connections_per_address: usize,
 }

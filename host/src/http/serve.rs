@@ -1,6 +1,7 @@
 //! The accept loop under [`HttpServer`](super::HttpServer): each accepted
 //! connection takes one of `max_connections` permits, and one of its client
-//! address's `max_connections_per_address`, or is closed at once, and is
+//! address's `max_connections_per_address` (an IPv6 client's counted by its
+//! /64), or is closed at once, and is
 //! served by hyper's HTTP/1 connection with a header read timeout.
 //! Told to stop, the loop takes no more connections and each open one
 //! finishes the answer it is giving (kept-alive ones close at once), for at
@@ -8,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -82,7 +83,7 @@ pub(super) async fn serve(
             if let Some(refused) = address_refusals.refused(Instant::now()) {
                 tracing::warn!(
                     refused,
-                    address = %peer.ip(),
+                    address = %shown_group(address_group(peer.ip())),
                     max_connections_per_address = limits.max_connections_per_address,
                     "connections closed at once: their address has its max_connections_per_address open \
                      (counted in weir_http_connections_refused_total; logged once per {}s)",
@@ -118,20 +119,42 @@ pub(super) async fn serve(
     // Dropping the set closes what is left.
 }
 
-/// Connections open per client address.
-#[derive(Default)]
-struct PerAddress(Mutex<HashMap<IpAddr, usize>>);
+/// The group a client's connections are counted in: an IPv4 address by
+/// itself (carried in IPv6 too, `::ffff:a.b.c.d`), an IPv6 address by its
+/// /64. One host is commonly given a whole /64 and may send from any
+/// address of it, so counting each IPv6 address apart would let it hold
+/// every connection.
+pub(super) fn address_group(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & !u128::from(u64::MAX))),
+        v4 => v4,
+    }
+}
 
-/// One connection's place among its address's; given back when dropped.
-struct AddressSlot {
+/// `group` as logs show it: an IPv6 group with its prefix length.
+fn shown_group(group: IpAddr) -> String {
+    match group {
+        IpAddr::V6(v6) => format!("{v6}/64"),
+        v4 => v4.to_string(),
+    }
+}
+
+/// Connections open per client address group ([`address_group`]).
+#[derive(Default)]
+pub(super) struct PerAddress(Mutex<HashMap<IpAddr, usize>>);
+
+/// One connection's place among its address group's; given back when
+/// dropped.
+pub(super) struct AddressSlot {
     of: Arc<PerAddress>,
     ip: IpAddr,
 }
 
 impl PerAddress {
-    /// A place for one more connection from `ip`, if it has fewer than `max`.
-    fn take(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<AddressSlot> {
-        let ip = ip.to_canonical();
+    /// A place for one more connection from `ip`, if its group has fewer
+    /// than `max`.
+    pub(super) fn take(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<AddressSlot> {
+        let ip = address_group(ip);
         let mut open = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let count = open.entry(ip).or_insert(0);
         if *count >= max {

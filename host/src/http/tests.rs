@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use axum::extract::ConnectInfo;
 use axum::routing::get;
 
-use super::serve::{LOG_INTERVAL, Refusals};
+use super::serve::{LOG_INTERVAL, PerAddress, Refusals, address_group};
 use super::{HttpServer, ServerLimits};
 
 /// Longest any test waits for the server to close a connection.
@@ -163,6 +163,11 @@ fn a_connection_beyond_the_cap_is_closed_at_once_and_served_once_one_ends() {
 /// A connection to `server` from the local address `from` (any of the
 /// loopback range).
 fn connect_from(server: &HttpServer, from: &str) -> TcpStream {
+    connect_to_from(server.addr(), from)
+}
+
+/// A connection to `to` from the local IPv4 address `from`.
+fn connect_to_from(to: SocketAddr, from: &str) -> TcpStream {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .build()
@@ -172,7 +177,7 @@ fn connect_from(server: &HttpServer, from: &str) -> TcpStream {
         socket
             .bind(format!("{from}:0").parse().expect("address"))
             .expect("bind");
-        socket.connect(server.addr()).await.expect("connect")
+        socket.connect(to).await.expect("connect")
     });
     let stream = stream.into_std().expect("std stream");
     stream.set_nonblocking(false).expect("blocking");
@@ -203,6 +208,73 @@ fn one_address_cannot_hold_every_connection() {
     );
     // Another address is served beside them.
     let mut other = connect_from(&server, "127.0.0.2");
+    assert!(get_on(&mut other, "/").starts_with("HTTP/1.1 200"));
+}
+
+/// IPv6 clients count by their /64 (a host may send from any address of
+/// its subnet), IPv4 ones by their address, carried in IPv6 or not.
+#[test]
+fn ipv6_addresses_count_by_their_64() {
+    use std::net::IpAddr;
+    let ip = |s: &str| s.parse::<IpAddr>().expect("address");
+    assert_eq!(
+        address_group(ip("2001:db8:1:2:aaaa::1")),
+        ip("2001:db8:1:2::")
+    );
+    assert_eq!(
+        address_group(ip("2001:db8:1:2:ffff:ffff:ffff:ffff")),
+        ip("2001:db8:1:2::")
+    );
+    assert_ne!(address_group(ip("2001:db8:1:3::1")), ip("2001:db8:1:2::"));
+    assert_eq!(address_group(ip("::ffff:192.0.2.7")), ip("192.0.2.7"));
+    assert_eq!(address_group(ip("192.0.2.7")), ip("192.0.2.7"));
+    assert_ne!(
+        address_group(ip("::ffff:192.0.2.7")),
+        address_group(ip("::ffff:192.0.2.8")),
+        "IPv4 in IPv6 is not one /64"
+    );
+    let open = std::sync::Arc::new(PerAddress::default());
+    let held: Vec<_> = ["2001:db8::1", "2001:db8::2:3"]
+        .iter()
+        .map(|a| open.take(ip(a), 2).expect("within"))
+        .collect();
+    assert!(
+        open.take(ip("2001:db8::ffff:1"), 2).is_none(),
+        "a third address of the /64"
+    );
+    assert!(open.take(ip("2001:db8:0:1::1"), 2).is_some(), "another /64");
+    assert!(open.take(ip("::ffff:10.0.0.1"), 2).is_some());
+    drop(held);
+    assert!(open.take(ip("2001:db8::ffff:1"), 2).is_some(), "given back");
+}
+
+/// On a dual-stack listener IPv4 clients arrive as `::ffff:a.b.c.d`: each
+/// still counts by itself, not as one IPv6 /64.
+#[test]
+fn ipv4_clients_of_a_dual_stack_listener_count_apart() {
+    let router = axum::Router::new().route("/", get(|| async { "ok" }));
+    let limits = ServerLimits {
+        header_read_timeout: Duration::from_secs(30),
+        max_connections: 8,
+        max_connections_per_address: 2,
+    };
+    let Ok(server) = HttpServer::start_with("[::]:0", router, limits) else {
+        eprintln!("no IPv6 here: skipped");
+        return;
+    };
+    let v4 = SocketAddr::from(([127, 0, 0, 1], server.addr().port()));
+    let connect_v4 = |from: &str| connect_to_from(v4, from);
+    let mut held: Vec<TcpStream> = (0..2).map(|_| connect_v4("127.0.0.1")).collect();
+    for stream in &mut held {
+        assert!(get_on(stream, "/").starts_with("HTTP/1.1 200"));
+    }
+    let mut third = connect_v4("127.0.0.1");
+    let _ = third.write_all(b"GET / HTTP/1.1\r\nHost: test\r\n\r\n");
+    assert!(
+        until_closed(&mut third).0.is_empty(),
+        "a third from one address"
+    );
+    let mut other = connect_v4("127.0.0.2");
     assert!(get_on(&mut other, "/").starts_with("HTTP/1.1 200"));
 }
 
