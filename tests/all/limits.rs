@@ -119,3 +119,52 @@ fn connector_state_is_bounded_by_what_the_host_holds_for_it() {
     // state counted as the host holds it, with room for the allocator.
     assert!(peak < 64.0 * 2.0 + 200.0, "{peak:.0} MiB");
 }
+
+/// State kept under a looser `limits.max_state_mib` is refused as the next
+/// run loads it, before the rest is read, naming the limit and the key it
+/// reached: the run stops with the reason instead of holding it all.
+#[test]
+fn state_past_the_limit_is_refused_as_a_run_loads_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("run.toml");
+    let run = |keys: u64, mib: u64| {
+        std::fs::write(
+            &config,
+            weir_tests::with_plugins(&format!(
+                r#"
+                [[connectors]]
+                name = "c"
+                pipeline = "p"
+                plugin = {{ path = @test-connector, config = {{ state_keys = {keys} }}, limits = {{ max_state_mib = {mib} }} }}
+                [[pipelines]]
+                name = "p"
+                [indexer]
+                plugin = {{ path = @test-indexer }}
+                "#
+            )),
+        )
+        .expect("config");
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_weir-under-test"))
+            .args(["run", "--no-progress", config.to_str().expect("utf-8")])
+            .output()
+            .expect("weir run");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    // 20,000 keys of 8 bytes: ~4 MB as the host holds them.
+    let (code, log) = run(20_000, 64);
+    assert_eq!(code, Some(0), "{log}");
+    let (code, log) = run(0, 1);
+    assert_eq!(code, Some(1), "{log}");
+    assert!(
+        log.contains("cannot be read")
+            && log.contains("limits.max_state_mib = 1")
+            && log.contains("when key `k"),
+        "{log}"
+    );
+    // Within a limit that holds it, it loads as before.
+    let (code, log) = run(0, 64);
+    assert_eq!(code, Some(0), "{log}");
+}
