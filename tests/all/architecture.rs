@@ -235,7 +235,7 @@ fn covered(root: &Path) -> Vec<PathBuf> {
 #[test]
 fn no_source_file_is_longer_than_a_reader_can_hold() {
     let root = repo_root();
-    let (long, stale) = over_the_bound(&root, &covered(&root), MAX_FILE_LINES, TO_BE_SPLIT);
+    let (long, stale) = over_the_bound(root, &covered(root), MAX_FILE_LINES, TO_BE_SPLIT);
     assert!(
         long.is_empty(),
         "split these files by job (at most {MAX_FILE_LINES} lines):\n{}",

@@ -418,7 +418,7 @@ pub(crate) fn field_differences<'v>(
     path: &str,
     e: &'v Value,
     a: &'v Value,
-) -> Vec<(String, Option<Cow<'v, Value>>, Option<Cow<'v, Value>>)> {
+) -> Vec<differences::Difference<'v>> {
     let mut found = Differences::unbounded();
     if path.is_empty() {
         found.compare(e, a);

@@ -224,11 +224,14 @@ fn sqlite_keeps_each_scope_apart_across_opens() {
     );
 }
 
+/// What a store runs once, while it writes a commit.
+type Hook = Arc<std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>>;
+
 /// A store that runs `during` (once) while it writes a commit, as the
 /// connector's thread may: the ledger's lock is not held then.
 struct Interleaved {
     inner: Box<dyn StateStore>,
-    during: Arc<std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>>,
+    during: Hook,
 }
 
 impl StateStore for Interleaved {
@@ -254,7 +257,7 @@ impl StateStore for Interleaved {
 fn a_change_made_while_a_commit_writes_is_kept() {
     let states = Arc::new(MemoryStates::default());
     let accounting = Arc::new(Accounting::new(RUN));
-    let during = Arc::new(std::sync::Mutex::new(None));
+    let during: Hook = Arc::default();
     let store = Interleaved {
         inner: states.open("p", "c").expect("store"),
         during: Arc::clone(&during),
@@ -289,7 +292,7 @@ fn a_change_made_while_a_commit_writes_is_kept() {
 fn a_new_key_made_while_a_commit_writes_waits_for_the_next() {
     let states = Arc::new(MemoryStates::default());
     let accounting = Arc::new(Accounting::new(RUN));
-    let during = Arc::new(std::sync::Mutex::new(None));
+    let during: Hook = Arc::default();
     let store = Interleaved {
         inner: states.open("p", "c").expect("store"),
         during: Arc::clone(&during),
