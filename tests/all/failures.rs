@@ -229,3 +229,41 @@ fn dead_letters_go_to_an_indexer_plugin_when_one_is_configured() {
         "{letter}"
     );
 }
+
+/// Text a plugin controls reaches the host's log in its own lines and in
+/// the host's fields (here a guest panic's message quoting a document's id:
+/// the guest's stderr lines, then the trap's cause and the document's
+/// failure): a line break in it cannot forge a line of its own, nor a bidi
+/// override or zero-width character reorder or hide what a line shows;
+/// each is written as its escape.
+#[test]
+fn text_from_a_plugin_cannot_forge_or_hide_a_line_of_the_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("run.toml");
+    // TOML escapes: the id holds a newline, U+202E, U+2066 and U+200B.
+    let id =
+        r#"d\n2030-01-01T00:00:00Z ERROR weir: forged \u202Etxt.exe \u2066x\u2069 zero\u200Bwidth"#;
+    std::fs::write(
+        &config,
+        weir_tests::with_plugins(&toml(
+            &format!(r#"[{{ id = "{id}", action = "panic" }}]"#),
+            "max_retries = 0",
+            "{}",
+        )),
+    )
+    .expect("config");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_weir-under-test"))
+        .args(["run", "--no-progress", config.to_str().expect("utf-8")])
+        .output()
+        .expect("weir run");
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("hostile panic on d"), "{log}");
+    assert!(
+        !log.lines().any(|l| l.starts_with("2030-01-01")),
+        "a forged line:\n{log}"
+    );
+    for c in ['\u{202E}', '\u{2066}', '\u{2069}', '\u{200B}'] {
+        assert!(!log.contains(c), "{c:?} unescaped:\n{log}");
+    }
+    assert!(log.contains("\\u{202e}txt.exe"), "{log}");
+}

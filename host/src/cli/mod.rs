@@ -4,6 +4,7 @@
 //! picks exit codes; what runs is wired by `weir::topology`.
 
 mod commands;
+mod log_fields;
 mod plugin_test;
 mod reload;
 mod scaffold;
@@ -105,6 +106,7 @@ fn init_logging(format: LogFormat) {
         .log_internal_errors(false);
     let _ = match format {
         LogFormat::Text => builder
+            .fmt_fields(log_fields::escaped())
             .with_ansi(std::io::stderr().is_terminal())
             .try_init(),
         LogFormat::Json => builder
