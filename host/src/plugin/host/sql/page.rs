@@ -154,11 +154,12 @@ pub(super) async fn read(
     while !page.over && page.unreadable.is_none() && page.rows.len() < max as usize {
         let wanted = u64::from(max) - page.rows.len() as u64;
         let room = MAX_PAGE_BYTES.saturating_sub(bytes);
-        let ask = if largest == 0 {
-            wanted.min(FIRST_FETCH)
-        } else {
-            ((room / largest).max(1) as u64).min(wanted)
-        };
+        // Before any row's size is known, a few; then as many as fit at
+        // the largest seen.
+        let ask = room
+            .checked_div(largest)
+            .map_or(FIRST_FETCH, |fit| fit.max(1) as u64)
+            .min(wanted);
         let fetch = format!(
             "SET LOCAL statement_timeout = {timeout}; FETCH FORWARD {ask} FROM {}",
             cursor.name
