@@ -21,6 +21,7 @@ mod field_stages;
 mod fleet;
 mod isolation;
 mod kafka;
+mod kafka_state;
 mod lent;
 mod limits;
 mod local_run;
