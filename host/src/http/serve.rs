@@ -63,10 +63,7 @@ pub(super) async fn serve(
             }
         };
         let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-            // Counted (and logged) before it is closed: once a client sees
-            // it closed, the refusal is on the record.
-            crate::telemetry::meters::http_connection_refused();
-            if let Some(refused) = refusals.refused(Instant::now()) {
+            refuse(stream, &mut refusals, |refused| {
                 tracing::warn!(
                     refused,
                     max_connections = limits.max_connections,
@@ -74,13 +71,11 @@ pub(super) async fn serve(
                      (counted in weir_http_connections_refused_total; logged once per {}s)",
                     LOG_INTERVAL.as_secs()
                 );
-            }
-            drop(stream);
+            });
             continue;
         };
         let Some(slot) = per_address.take(peer.ip(), limits.max_connections_per_address) else {
-            crate::telemetry::meters::http_connection_refused();
-            if let Some(refused) = address_refusals.refused(Instant::now()) {
+            refuse(stream, &mut address_refusals, |refused| {
                 tracing::warn!(
                     refused,
                     address = %shown_group(address_group(peer.ip())),
@@ -89,8 +84,7 @@ pub(super) async fn serve(
                      (counted in weir_http_connections_refused_total; logged once per {}s)",
                     LOG_INTERVAL.as_secs()
                 );
-            }
-            drop(stream);
+            });
             continue;
         };
         let closed = closed.clone();
@@ -137,6 +131,17 @@ fn shown_group(group: IpAddr) -> String {
         IpAddr::V6(v6) => format!("{v6}/64"),
         v4 => v4.to_string(),
     }
+}
+
+/// Close `stream` at once. Counted (and logged through `log`, with how
+/// many since the last line, at most once per [`LOG_INTERVAL`]) before it
+/// is closed: once a client sees it closed, the refusal is on the record.
+fn refuse(stream: TcpStream, refusals: &mut Refusals, log: impl FnOnce(u64)) {
+    crate::telemetry::meters::http_connection_refused();
+    if let Some(refused) = refusals.refused(Instant::now()) {
+        log(refused);
+    }
+    drop(stream);
 }
 
 /// Connections open per client address group ([`address_group`]).

@@ -250,11 +250,13 @@ impl StateStore for Interleaved {
     }
 }
 
-/// A change that replaces the one a commit is writing (same key, nothing
-/// published between) is not lost: the commit removes only what it wrote,
-/// and the next one writes the new value.
-#[test]
-fn a_change_made_while_a_commit_writes_is_kept() {
+/// A ledger over memory whose store runs `key = value` as a change of the
+/// connector's in the middle of the next commit's write: the stores, the
+/// ledger, and the hook (empty once it ran).
+fn changed_mid_commit(
+    key: &'static str,
+    value: &'static str,
+) -> (Arc<MemoryStates>, Arc<Ledger>, Hook) {
     let states = Arc::new(MemoryStates::default());
     let accounting = Arc::new(Accounting::new(RUN));
     let during: Hook = Arc::default();
@@ -265,14 +267,23 @@ fn a_change_made_while_a_commit_writes_is_kept() {
     let state = Arc::new(
         Ledger::load(Box::new(store), Arc::clone(&accounting), 1 << 20, false).expect("loaded"),
     );
-    state.change("k", Some("v1")).expect("set");
     let connector = Arc::downgrade(&state);
     *during.lock().expect("hook") = Some(Box::new(move || {
         let state = connector.upgrade().expect("ledger");
         state
-            .change("k", Some("v2"))
+            .change(key, Some(value))
             .expect("set while the commit writes");
     }) as Box<dyn FnOnce() + Send>);
+    (states, state, during)
+}
+
+/// A change that replaces the one a commit is writing (same key, nothing
+/// published between) is not lost: the commit removes only what it wrote,
+/// and the next one writes the new value.
+#[test]
+fn a_change_made_while_a_commit_writes_is_kept() {
+    let (states, state, during) = changed_mid_commit("k", "v2");
+    state.change("k", Some("v1")).expect("set");
     state.commit().expect("commit");
     assert!(during.lock().expect("hook").is_none(), "ran mid-commit");
     assert_eq!(committed(&states), [pair("k", "v1")], "what was taken");
@@ -290,24 +301,8 @@ fn a_change_made_while_a_commit_writes_is_kept() {
 /// A change to another key made mid-commit waits too, and counts.
 #[test]
 fn a_new_key_made_while_a_commit_writes_waits_for_the_next() {
-    let states = Arc::new(MemoryStates::default());
-    let accounting = Arc::new(Accounting::new(RUN));
-    let during: Hook = Arc::default();
-    let store = Interleaved {
-        inner: states.open("p", "c").expect("store"),
-        during: Arc::clone(&during),
-    };
-    let state = Arc::new(
-        Ledger::load(Box::new(store), Arc::clone(&accounting), 1 << 20, false).expect("loaded"),
-    );
+    let (states, state, _during) = changed_mid_commit("b", "2");
     state.change("a", Some("1")).expect("set");
-    let connector = Arc::downgrade(&state);
-    *during.lock().expect("hook") = Some(Box::new(move || {
-        let state = connector.upgrade().expect("ledger");
-        state
-            .change("b", Some("2"))
-            .expect("set while the commit writes");
-    }) as Box<dyn FnOnce() + Send>);
     state.commit().expect("commit");
     assert_eq!(committed(&states), [pair("a", "1")]);
     assert_eq!((state.committed(), state.uncommitted()), (1, 1));
