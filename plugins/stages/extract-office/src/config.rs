@@ -14,10 +14,12 @@ use weir_plugin::content::From;
 /// or footer repeated by sections once), then its comments when `comments`
 /// asks; a deck's slides, in the deck's order, each followed by its
 /// speaker notes (`notes`) and comments (`comments`); or a workbook's
-/// sheets, in the workbook's order, each headed by its name, a row a line
-/// with its cells tab-separated (empty cells are left out, not kept as
-/// empty columns; numbers and dates as stored, formulas as their last
-/// value; a phonetic guide left out), then its cell comments (`comments`).
+/// sheets, in the workbook's order, each headed by its name and its print
+/// headers, a row a line with its cells tab-separated (empty cells are left
+/// out, not kept as empty columns; numbers and dates as stored, formulas as
+/// their last value; a phonetic guide left out), then its print footers
+/// (each header or footer once, as the text it shows: page numbers, dates
+/// and fonts left out) and its cell comments (`comments`).
 /// Slides and sheets are a blank line apart, and each is also a value of
 /// `parts_field` (not written for a `.docx`). `format_field` gets `docx`, `pptx` or `xlsx`, and the
 /// `docProps/core.xml` part gives `title`, `author`, `created` and

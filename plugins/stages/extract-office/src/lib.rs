@@ -201,7 +201,10 @@ fn extract(bytes: Vec<u8>, max_unzipped: u64, asked: Asked) -> Result<Extracted,
         let mut parts = Vec::new();
         for (i, (sheet, name)) in sheets.into_iter().enumerate() {
             let xml = archive.read(&sheet)?.unwrap_or_default();
-            let mut text = vec![xml::sheet_rows(&xml, &shared)?];
+            let (headers, footers) = xml::sheet_headers_footers(&xml)?;
+            let mut text = headers;
+            text.push(xml::sheet_rows(&xml, &shared)?);
+            text.extend(footers);
             if asked.comments {
                 let rels = relationships_of(&mut archive, &sheet)?;
                 text.extend(related_text(

@@ -165,7 +165,7 @@ fn slides_in_the_decks_order_with_notes_and_comments() {
 }
 
 #[test]
-fn sheets_in_the_workbooks_order_without_phonetic_guides_with_comments() {
+fn sheets_in_the_workbooks_order_with_print_headers_without_phonetic_guides_with_comments() {
     const S: &str = r#"xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships""#;
     let bytes = zip(&[
         (
@@ -190,7 +190,7 @@ fn sheets_in_the_workbooks_order_without_phonetic_guides_with_comments() {
         (
             "xl/worksheets/sheet1.xml",
             format!(
-                r#"<worksheet {S}><sheetData><row><c t="s"><v>0</v></c><c><v>3</v></c></row></sheetData></worksheet>"#
+                r#"<worksheet {S}><sheetData><row><c t="s"><v>0</v></c><c><v>3</v></c></row></sheetData><headerFooter><oddHeader>&amp;L&amp;"Arial,Bold"&amp;12Quarterly &amp;&amp; more&amp;R&amp;KFF0000Page &amp;P of &amp;N</oddHeader><oddFooter>&amp;CConfidential</oddFooter><evenFooter>&amp;CConfidential</evenFooter></headerFooter></worksheet>"#
             ),
         ),
         (
@@ -211,7 +211,13 @@ fn sheets_in_the_workbooks_order_without_phonetic_guides_with_comments() {
         ),
     ]);
     let found = extract(bytes.clone(), 1 << 20, PLAIN).expect("read");
-    assert_eq!(found.parts, ["Second\ninline", "First\n東京\t3"]);
+    assert_eq!(
+        found.parts,
+        [
+            "Second\ninline",
+            "First\nQuarterly & more Page of\n東京\t3\nConfidential"
+        ]
+    );
     let found = extract(bytes, 1 << 20, ALL).expect("read");
     assert_eq!(found.parts[0], "Second\ninline\nChecked");
 }

@@ -289,3 +289,82 @@ pub fn sheet_rows(xml: &str, shared: &[String]) -> Result<String, String> {
     }
     Ok(rows.join("\n"))
 }
+
+/// A sheet's print headers and footers (`headerFooter`: odd, even and first
+/// page), each once, as the text they show: section breaks (`&L`, `&C`,
+/// `&R`) as spaces, fields (`&P` page, `&D` date, ...), fonts, sizes and
+/// colours left out, `&&` as `&`.
+pub fn sheet_headers_footers(xml: &str) -> Result<(Vec<String>, Vec<String>), String> {
+    let mut reader = Reader::from_str(xml);
+    let (mut headers, mut footers) = (Vec::new(), Vec::new());
+    let mut into: Option<bool> = None;
+    loop {
+        match reader.read_event() {
+            Ok(Event::Start(e)) => {
+                into = match e.name().as_ref() {
+                    b"oddHeader" | b"evenHeader" | b"firstHeader" => Some(true),
+                    b"oddFooter" | b"evenFooter" | b"firstFooter" => Some(false),
+                    _ => None,
+                }
+            }
+            Ok(Event::End(_)) => into = None,
+            Ok(Event::Text(t)) if into.is_some() => {
+                let code = t.unescape().map_err(|e| format!("malformed XML: {e}"))?;
+                let text = shown(&code);
+                let list = if into == Some(true) {
+                    &mut headers
+                } else {
+                    &mut footers
+                };
+                if !text.is_empty() && !list.contains(&text) {
+                    list.push(text);
+                }
+            }
+            Ok(Event::Eof) => break,
+            Err(e) => return Err(format!("malformed sheet: {e}")),
+            _ => {}
+        }
+    }
+    Ok((headers, footers))
+}
+
+/// What a header or footer code shows.
+fn shown(code: &str) -> String {
+    let mut out = String::new();
+    let mut chars = code.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '&' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('&') => out.push('&'),
+            Some('L' | 'C' | 'R') => out.push(' '),
+            // A font: `&"name,style"`.
+            Some('"') => {
+                for c in chars.by_ref() {
+                    if c == '"' {
+                        break;
+                    }
+                }
+            }
+            // A colour: `&KRRGGBB` or a theme colour `&Ktt+nnn`.
+            Some('K') => {
+                for _ in 0..6 {
+                    if chars
+                        .next_if(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-'))
+                        .is_none()
+                    {
+                        break;
+                    }
+                }
+            }
+            // A font size.
+            Some(d) if d.is_ascii_digit() => while chars.next_if(char::is_ascii_digit).is_some() {},
+            // Fields and styles: page, pages, date, time, file, sheet,
+            // picture, bold, italic, underline, ...
+            _ => {}
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
