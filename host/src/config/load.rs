@@ -30,7 +30,11 @@ impl Config {
         let table = vars::load_file(path)
             .map_err(|e| ConfigErrors::one(ConfigError::whole(e.to_string())))?;
         let base = path.parent().unwrap_or(Path::new("."));
-        Self::from_table(table, base, std::env::vars())
+        let mut config = Self::from_table(table, base, std::env::vars())?;
+        // Its own sync unless it names one: a copy of this config under
+        // another name never reads or writes this one's state.
+        config.state.default_id = super::state::default_state_id(path);
+        Ok(config)
     }
 
     /// Parse TOML `text`, with its includes relative to `base`, variables
@@ -111,6 +115,7 @@ impl Config {
         }
         resolve(&mut self.dead_letters.path);
         resolve(&mut self.state.path);
+        resolve(&mut self.cache.path);
         let shadows = self.pipelines.iter_mut().flat_map(|p| &mut p.stages);
         for report in shadows.filter_map(|s| s.shadow.as_mut()?.report.as_mut()) {
             resolve(report);

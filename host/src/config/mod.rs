@@ -35,6 +35,7 @@
 
 use serde::{Deserialize, Serialize};
 
+mod cache;
 mod check;
 pub use check::MAX_DURATION;
 /// The built-in bounds, for the tests that check them from outside.
@@ -50,7 +51,7 @@ mod plugins;
 mod publisher;
 mod runner;
 mod shape;
-mod state;
+pub mod state;
 mod tenants;
 #[cfg(test)]
 mod tests;
@@ -58,6 +59,7 @@ mod vars;
 mod worker;
 
 pub use crate::core::problem::{Problem as ConfigError, Problems as ConfigErrors};
+pub use cache::CacheConfig;
 pub use dead_letters::DeadLetterConfig;
 pub use indexer::IndexerConfig;
 pub use kafka::KafkaConfig;
@@ -102,6 +104,9 @@ pub struct Config {
     /// Where connectors keep their state between runs (incremental sync).
     #[serde(default)]
     pub state: StateConfig,
+    /// The cache plugins keep what services computed in (embeddings).
+    #[serde(default)]
+    pub cache: CacheConfig,
     /// How Kafka mode reaches the cluster (`weir run --mode kafka`,
     /// `weir worker`, `weir indexer`).
     #[serde(default)]

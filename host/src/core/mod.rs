@@ -14,6 +14,7 @@ pub mod limit;
 pub mod problem;
 pub mod sample;
 pub mod state;
+pub mod sync;
 pub mod text;
 pub mod time;
 pub mod trap;

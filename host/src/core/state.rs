@@ -75,9 +75,73 @@ pub trait StateStore: Send {
     fn clear(&mut self) -> Result<(), StateError>;
 }
 
+/// Which sync a connector's state belongs to: the connector of a pipeline,
+/// under the sync's id (`[state] id`; by default, in local mode, the config
+/// file's stem). Two configs read and write one state only when they name
+/// the same id. Beside the connector's own state the host keeps its own
+/// parts (never seen by the plugin): [`SyncScope::part`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SyncScope {
+    /// The sync's id; none keeps the scope of older releases (Kafka mode,
+    /// where the pipeline's topics are already the fleet's shared identity).
+    pub id: Option<String>,
+    pub pipeline: String,
+    pub connector: String,
+    /// A host part (`meta`, `children`), none for the connector's own state.
+    pub part: Option<&'static str>,
+}
+
+impl SyncScope {
+    pub fn new(id: Option<&str>, pipeline: &str, connector: &str) -> Self {
+        Self {
+            id: id.filter(|id| !id.is_empty()).map(str::to_owned),
+            pipeline: pipeline.to_owned(),
+            connector: connector.to_owned(),
+            part: None,
+        }
+    }
+
+    /// The host's own part `part` of this scope.
+    pub fn part(&self, part: &'static str) -> Self {
+        Self {
+            part: Some(part),
+            ..self.clone()
+        }
+    }
+
+    /// The scope's name within its pipeline: `<id>/<connector>` (or the
+    /// connector alone without an id), with `#<part>` for a host part. The
+    /// Kafka store keys a pipeline's topic by it.
+    pub fn within_pipeline(&self) -> String {
+        let mut name = match &self.id {
+            Some(id) => format!("{id}/{}", self.connector),
+            None => self.connector.clone(),
+        };
+        if let Some(part) = self.part {
+            name.push('#');
+            name.push_str(part);
+        }
+        name
+    }
+
+    /// The whole name: `<pipeline>/<id>/<connector>[#part]`. What a local
+    /// store keys rows by, and what documents of the sync carry as
+    /// `_weir_source`.
+    pub fn name(&self) -> String {
+        format!("{}/{}", self.pipeline, self.within_pipeline())
+    }
+}
+
+impl std::fmt::Display for SyncScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
 /// Opens the store of a scope.
 pub trait StateStores: Send + Sync {
-    /// The store of connector `connector` of pipeline `pipeline`.
+    /// The store of connector `connector` of pipeline `pipeline` (a
+    /// scope's [`SyncScope::within_pipeline`]).
     fn open(&self, pipeline: &str, connector: &str) -> Result<Box<dyn StateStore>, StateError>;
     /// Where state is kept, for messages (a file, a topic).
     fn describe(&self, pipeline: &str) -> String;

@@ -84,6 +84,15 @@ impl BatchFormat {
     pub fn deletes(&self) -> bool {
         self.pick.iter().any(|name| name == DELETED_FIELD)
     }
+
+    /// Whether the backend sweeps after a full sync: it picks
+    /// `_weir_sweep`, the mark of a sweep marker. Sweep markers are never
+    /// sent to one that does not.
+    pub fn sweeps(&self) -> bool {
+        self.pick
+            .iter()
+            .any(|name| name == crate::core::sync::SWEEP_FIELD)
+    }
 }
 
 impl BatchFormat {

@@ -113,6 +113,16 @@ pub(crate) fn exports(component: &Component, engine: &Engine, api: &str) -> bool
         .any(|rest| rest.split('@').next() == Some(api))
 }
 
+/// Whether `component` imports the contract interface `api`
+/// (`weir:plugin/<api>`, of any version).
+pub(crate) fn imports(component: &Component, engine: &Engine, api: &str) -> bool {
+    component
+        .component_type()
+        .imports(engine)
+        .filter_map(|(name, _)| contract_name(name))
+        .any(|rest| rest.split('@').next() == Some(api))
+}
+
 /// The plugin kinds, by the contract interface each exports.
 const KINDS: [(&str, &str); 4] = [
     ("stage", "stage-batch-api"),

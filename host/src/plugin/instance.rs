@@ -118,6 +118,11 @@ impl Loaded {
         super::contract::exports(&self.component, &self.runtime.engine, api)
     }
 
+    /// Whether the component imports the contract interface `api`.
+    pub(super) fn imports(&self, api: &str) -> bool {
+        super::contract::imports(&self.component, &self.runtime.engine, api)
+    }
+
     pub(crate) fn instantiate_error(&self, e: impl std::fmt::Display) -> PluginError {
         PluginError::Instantiate {
             plugin: self.name.to_string(),

@@ -183,6 +183,13 @@ pub(super) fn check_config<W: World>(
 // ---- connector ----
 
 impl ConnectorPlugin {
+    /// Whether it keeps state between runs (it imports `weir:plugin/sync`):
+    /// a syncing connector, whose documents the host stamps with their
+    /// sync and whose full syncs clean up.
+    pub fn keeps_state(&self) -> bool {
+        self.prepared.loaded.imports("sync")
+    }
+
     /// A fresh instance for one run.
     pub fn instantiate(&self) -> Result<ConnectorInstance, PluginError> {
         Ok(ConnectorInstance {
@@ -349,8 +356,12 @@ impl IndexerInstance {
         let timeout = self.inner.loaded().spec.limits.call_timeout();
         // A few names, cloned so the entries can borrow them beside the call.
         let format = self.inner.started()?.clone();
-        if !format.deletes() && docs.iter().any(Document::is_deleted) {
-            return self.send_without_markers(docs);
+        let unwanted = |d: &Document| {
+            (!format.deletes() && d.is_deleted())
+                || (!format.sweeps() && crate::core::sync::is_sweep(d))
+        };
+        if docs.iter().any(unwanted) {
+            return self.send_without_markers(docs, unwanted);
         }
         let count = docs.len();
         let inner = &mut self.inner;
@@ -419,15 +430,30 @@ impl IndexerInstance {
         })
     }
 
-    /// A batch holding deletion markers, for a backend that does not delete:
-    /// the markers fail (they would be indexed as empty documents, in place
-    /// of the documents they should remove) and the rest go.
+    /// A batch holding markers the backend does not take: deletion markers
+    /// for one that does not delete fail (they would be indexed as empty
+    /// documents, in place of the documents they should remove); sweep
+    /// markers for one that does not sweep are done with a warning (a
+    /// full sync's sweep is a cleanup the backend cannot do, not a
+    /// document lost). The rest go.
     fn send_without_markers(
         &mut self,
         docs: &[Document],
+        unwanted: impl Fn(&Document) -> bool,
     ) -> Result<Result<Vec<DocumentFailure>, BatchFailure>, PluginError> {
         let (markers, kept): (Vec<usize>, Vec<usize>) =
-            (0..docs.len()).partition(|&i| docs[i].is_deleted());
+            (0..docs.len()).partition(|&i| unwanted(&docs[i]));
+        let name = self.inner.loaded().name.clone();
+        let (sweeps, markers): (Vec<usize>, Vec<usize>) = markers
+            .into_iter()
+            .partition(|&i| crate::core::sync::is_sweep(&docs[i]));
+        for &i in &sweeps {
+            tracing::warn!(
+                indexer = %name,
+                sweep = %crate::core::text::for_log(docs[i].id()),
+                "indexer does not sweep after a full sync (its batch format does not pick `_weir_sweep`): what the sync indexed before and its source no longer holds stays in the index"
+            );
+        }
         let rest: Vec<Document> = kept.iter().map(|&i| docs[i].clone()).collect();
         let mut failures = if rest.is_empty() {
             Vec::new()

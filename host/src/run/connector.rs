@@ -10,6 +10,7 @@ use super::dead_letters::DeadLetterFile;
 use super::pipeline::{join_all, spawn_in_span, start_stages};
 use super::publisher::{Abort, Accounting, Publish, Skip};
 use super::state::Ledger;
+use super::sync::SyncRun;
 use super::{LoadedPlugins, Runner, StopReason, replay, watch};
 use crate::config::ConnectorConfig;
 use crate::core::document::Document;
@@ -32,10 +33,17 @@ pub(crate) enum Source {
     Documents(Vec<Document>),
 }
 
-/// A [`Source`], ready: a connector with its state, or documents.
+/// A [`Source`], ready: a connector with its state and sync (a syncing
+/// connector's), or documents.
 enum Started {
-    Plugin(Box<ConnectorInstance>, Arc<Ledger>),
+    Plugin(Box<ConnectorInstance>, Option<Synced>),
     Documents(Vec<Document>),
+}
+
+/// A syncing connector's state and sync.
+struct Synced {
+    ledger: Arc<Ledger>,
+    sync: Arc<SyncRun>,
 }
 
 /// What one connector's lifecycle steps share.
@@ -51,6 +59,8 @@ struct ConnectorRun<'a> {
     /// A resumed run's connector: whether it had published its last
     /// document, and what it had published.
     resumed: Option<(bool, &'a Arc<Skip>)>,
+    /// A syncing connector's sync.
+    sync: Option<&'a Arc<SyncRun>>,
 }
 
 impl Runner {
@@ -119,21 +129,44 @@ impl Runner {
 
         let mut source = match source {
             Source::Plugin => {
-                let mut connector = plugins
+                let plugin = plugins
                     .connectors
                     .get(&c.name)
-                    .ok_or_else(|| format!("connector `{}` was not loaded", c.name))?
+                    .ok_or_else(|| format!("connector `{}` was not loaded", c.name))?;
+                let mut connector = plugin
                     .instantiate()
                     .map_err(|e| format!("the connector could not start: {e}"))?;
-                let ledger = Arc::new(self.load_state(c, accounting)?);
-                connector
-                    .set_state(Arc::clone(&ledger) as Arc<dyn crate::plugin::ConnectorState>)
-                    .map_err(|e| format!("the connector could not start: {e}"))?;
-                Started::Plugin(Box::new(connector), ledger)
+                // Only a connector that keeps state has any: no store is
+                // opened (no file made) for one that does not.
+                let synced = if plugin.keeps_state() {
+                    let opened = super::sync::open(
+                        self.states.as_ref(),
+                        self.sync_id.as_deref(),
+                        c,
+                        accounting,
+                        self.full_sync,
+                        self.max_delete_share(),
+                    )?;
+                    let ledger = Arc::new(opened.ledger);
+                    connector
+                        .set_state(Arc::clone(&ledger) as Arc<dyn crate::plugin::ConnectorState>)
+                        .map_err(|e| format!("the connector could not start: {e}"))?;
+                    Some(Synced {
+                        ledger,
+                        sync: Arc::new(opened.sync),
+                    })
+                } else {
+                    None
+                };
+                Started::Plugin(Box::new(connector), synced)
             }
             Source::Documents(docs) => Started::Documents(docs),
         };
 
+        let sync = match &source {
+            Started::Plugin(_, Some(synced)) => Some(Arc::clone(&synced.sync)),
+            _ => None,
+        };
         let abort = Abort::default();
         let pipeline: Arc<str> = Arc::from(c.pipeline.as_str());
         thread::scope(|scope| {
@@ -169,6 +202,7 @@ impl Runner {
                 abort: &abort,
                 remote,
                 resumed: resumed.as_ref().map(|(done, skip)| (*done, skip)),
+                sync: sync.as_ref(),
             };
             let outcome = self.connector_lifecycle(&run, &mut source);
             if let Err(reason) = &outcome {
@@ -198,8 +232,8 @@ impl Runner {
         run: &ConnectorRun<'_>,
         source: &mut Started,
     ) -> Result<(), StopReason> {
-        let (connector, ledger) = match source {
-            Started::Plugin(connector, ledger) => (connector, ledger),
+        let (connector, synced) = match source {
+            Started::Plugin(connector, synced) => (connector, synced),
             Started::Documents(docs) => {
                 let cancel = crate::plugin::Cancel::default();
                 let docs = std::mem::take(docs);
@@ -210,7 +244,7 @@ impl Runner {
                 });
             }
         };
-        let ledger = Some(&**ledger);
+        let ledger = synced.as_ref().map(|s| &*s.ledger);
         if let Some((true, _)) = run.resumed {
             // It had published its last document: only its events are waited for.
             let cancel = connector.canceller();
@@ -254,29 +288,15 @@ impl Runner {
             }
             kept
         });
-        result.and(closed).and(kept)
-    }
-
-    /// The state connector `c` kept in earlier runs, for this run.
-    fn load_state(
-        &self,
-        c: &ConnectorConfig,
-        accounting: &Arc<Accounting>,
-    ) -> Result<Ledger, StopReason> {
-        let unreadable = |e: crate::core::state::StateError| {
-            StopReason::from(format!(
-                "the connector's state ({}) cannot be read: {e}",
-                self.states.describe(&c.pipeline)
-            ))
-        };
-        let store = self.states.open(&c.pipeline, &c.name).map_err(unreadable)?;
-        Ledger::load(
-            store,
-            Arc::clone(accounting),
-            c.plugin.limits.max_state_bytes(),
-            self.full_sync,
-        )
-        .map_err(unreadable)
+        let kept_sync = synced.as_ref().map_or(Ok(()), |s| {
+            s.sync.commit().map_err(|e| {
+                format!(
+                    "the sync's own state could not be kept: {e} (the next full sync sweeps again)"
+                )
+                .into()
+            })
+        });
+        result.and(closed).and(kept).and(kept_sync)
     }
 
     /// Run `execute` on its own thread and count events until every published
@@ -298,11 +318,12 @@ impl Runner {
             abort,
             remote,
             resumed,
+            sync,
         } = *run;
         let timeout = self.config.runner.connector_timeout;
         tracing::debug!("connector executing");
         let scope = self.scope(&c.pipeline);
-        let sink = Publish {
+        let sink = || Publish {
             messenger: Arc::clone(publisher),
             accounting: Arc::clone(accounting),
             stats: Arc::clone(&self.stats),
@@ -310,11 +331,14 @@ impl Runner {
             interrupt: self.interrupt.clone(),
             pause: self.pause.clone(),
             published: scope.published(&c.name),
-            scope,
+            scope: scope.clone(),
             throttle: self.throttle.clone(),
             skip: resumed.map(|(_, skip)| Arc::clone(skip)),
+            sync: sync.cloned(),
         };
+        let (execute_sink, mut sweep_sink) = (sink(), sink());
         let messenger = Arc::clone(publisher);
+        let (run_id, interrupt) = (run.run_id, &self.interrupt);
         // The runner's own deadline check reports a connector timeout; the
         // connector's deadline comes a little later so it never wins that race.
         let execute_timeout = c
@@ -326,13 +350,20 @@ impl Runner {
             let stats = &self.stats;
             let mut execution = Some(spawn_in_span(scope, "weir-connector", move || {
                 let _cpu = crate::telemetry::ThreadCpu::count_into(&stats.connector_cpu_nanos);
-                execute(Box::new(sink), execute_timeout).and_then(|()| {
-                    messenger.publishing_done().map_err(|e| {
-                        format!(
-                            "cannot confirm the connector's documents reached the pipeline: {e}"
-                        )
+                execute(Box::new(execute_sink), execute_timeout)
+                    .and_then(|()| {
+                        // A full sync's documents all done: its sweep.
+                        sync.map_or(Ok(()), |sync| {
+                            sync.sweep_after(&mut sweep_sink, accounting, abort, interrupt, run_id)
+                        })
                     })
-                })
+                    .and_then(|()| {
+                        messenger.publishing_done().map_err(|e| {
+                            format!(
+                                "cannot confirm the connector's documents reached the pipeline: {e}"
+                            )
+                        })
+                    })
             }));
             let mut executed: Option<Result<(), String>> = None;
             let mut watch = watch::Watch::new(&self.config.runner, &c.pipeline, &self.stats);

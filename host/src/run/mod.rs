@@ -23,6 +23,7 @@ mod shadow_report;
 mod stages;
 mod state;
 mod stop;
+pub mod sync;
 mod throttle;
 mod validate;
 mod watch;
@@ -64,6 +65,8 @@ pub struct Runner {
     states: Arc<dyn crate::core::state::StateStores>,
     /// Connectors send everything again (`weir run --full`).
     full_sync: bool,
+    /// The sync this config's connectors keep state for (`[state] id`).
+    sync_id: Option<String>,
     /// The stages reloads handed the workers.
     reloads: reload::Reloads,
 }
@@ -109,6 +112,7 @@ impl Runner {
                 .map(|rate| Arc::new(Throttle::new(rate))),
             states: Arc::new(Arc::<crate::core::state::MemoryStates>::default()),
             full_sync: false,
+            sync_id: config.state.id.clone(),
             reloads: reload::Reloads::default(),
             config,
         }
@@ -117,6 +121,13 @@ impl Runner {
     /// Keep connectors' state in `states` (by default in memory only).
     pub fn with_states(mut self, states: Arc<dyn crate::core::state::StateStores>) -> Self {
         self.states = states;
+        self
+    }
+
+    /// Keep state for sync `id` (local mode: `[state] id`, else the config
+    /// file's stem).
+    pub fn with_sync_id(mut self, id: Option<String>) -> Self {
+        self.sync_id = id;
         self
     }
 

@@ -344,6 +344,8 @@ pub(crate) struct Publish {
     /// Publications an earlier runner of the run made (a resumed run): not
     /// made again.
     pub(crate) skip: Option<Arc<Skip>>,
+    /// A syncing connector's sync: every document is stamped with it.
+    pub(crate) sync: Option<Arc<super::sync::SyncRun>>,
 }
 
 /// How many more publications of each id to skip: those an earlier runner
@@ -410,9 +412,12 @@ impl PublishSink for Publish {
             }
         }
         let id = doc.id().to_owned();
+        let mut doc = doc;
+        if let Some(sync) = &self.sync {
+            sync.stamp(&mut doc);
+        }
         // Pending before sending: a fast FINISH must never precede it.
         self.accounting.published(&id);
-        let mut doc = doc;
         // The first try waits for nothing (and reads no clock); later ones
         // wait for room, up to the deadline.
         let mut wait = Duration::ZERO;

@@ -19,7 +19,7 @@ use super::shadow::Shadow;
 use crate::config::{StageBatch, WorkerConfig};
 use crate::core::condition::When;
 use crate::core::document::Document;
-use crate::core::event::{Event, EventKind};
+use crate::core::event::Event;
 use crate::messenger::Failure;
 use crate::plugin::{DocumentOutcome, PluginError, StageInstance, TrapCause};
 use crate::telemetry::meters::{Scope, StageMeters};
@@ -161,6 +161,9 @@ impl StageRetry {
 /// A document in flight, and what became of it so far.
 struct Node {
     doc: Option<Document>,
+    /// The id of the published document it descends from (its own, for
+    /// one of the batch): what its children's CREATE events name.
+    root: Arc<str>,
     /// Its children, each announced and then all that became of it, in the
     /// order they were made.
     entries: Vec<Entry>,
@@ -173,9 +176,16 @@ enum Entry {
 }
 
 impl Node {
-    fn new(doc: Document) -> Self {
+    /// A document of the batch: its own root.
+    fn top(doc: Document) -> Self {
+        let root = Arc::from(doc.id());
+        Self::new(doc, root)
+    }
+
+    fn new(doc: Document, root: Arc<str>) -> Self {
         Self {
             doc: Some(doc),
+            root,
             entries: Vec::new(),
             end: None,
         }
@@ -204,7 +214,7 @@ impl Stages<'_> {
     /// the children they made to `out`, in order. Returns why it halted, if
     /// it did.
     pub(crate) fn run(&mut self, docs: Vec<Document>, out: &mut Vec<Outcome>) -> Option<Halt> {
-        let mut nodes: Vec<Node> = docs.into_iter().map(Node::new).collect();
+        let mut nodes: Vec<Node> = docs.into_iter().map(Node::top).collect();
         let tops = nodes.len();
         let mut active: Vec<usize> = (0..tops).collect();
         let mut fatal = None;
@@ -258,13 +268,15 @@ impl Stages<'_> {
                             .meters
                             .created
                             .increment(children.len() as u64);
-                        for child in children {
+                        for mut child in children {
+                            crate::core::sync::inherit(&doc, &mut child);
                             let c = nodes.len();
+                            let root = Arc::clone(&nodes[n].root);
                             nodes[n]
                                 .entries
-                                .push(Entry::Created(Event::new(&child, EventKind::Create)));
+                                .push(Entry::Created(Event::created(&child, &root)));
                             nodes[n].entries.push(Entry::Child(c));
-                            nodes.push(Node::new(child));
+                            nodes.push(Node::new(child, root));
                             next.push(c);
                         }
                         nodes[n].doc = Some(doc);

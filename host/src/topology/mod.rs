@@ -73,7 +73,13 @@ pub fn runner(config: Config, mode: Mode) -> Result<Runner, SetupError> {
             )
         }
     };
-    Ok(Runner::new(config, runtime, messengers).with_states(states))
+    let sync_id = match mode {
+        Mode::Local => config.state.local_id().map(str::to_owned),
+        Mode::Kafka => config.state.id.clone(),
+    };
+    Ok(Runner::new(config, runtime, messengers)
+        .with_states(states)
+        .with_sync_id(sync_id))
 }
 
 /// A Kafka-mode runner that resumes a run an earlier runner started
@@ -120,9 +126,20 @@ pub fn runtime_for(config: &Config) -> Result<PluginRuntime, SetupError> {
         cache_dir: config.runner.cache_dir.clone().or_else(default_cache_dir),
         cache_max_bytes: config.runner.cache_max_mib.saturating_mul(1 << 20),
         pool,
+        host_cache: host_cache_of(config),
         ..RuntimeOptions::default()
     })
     .map_err(|e| SetupError::Failed(format!("cannot start the plugin runtime: {e:#}")))
+}
+
+/// Where the plugins of `config` keep what they cache (`[cache]`).
+fn host_cache_of(config: &Config) -> Option<crate::plugin::HostCacheOptions> {
+    let cache = &config.cache;
+    cache.enabled.then(|| crate::plugin::HostCacheOptions {
+        path: cache.path.clone(),
+        max_entries: cache.max_entries,
+        max_bytes: cache.max_bytes(),
+    })
 }
 
 /// The operations routes of a process: `/metrics`, `/healthz` and

@@ -18,6 +18,14 @@ pub const MAX_STAGES: usize = 256;
 
 pub(super) fn check(config: &Config, found: &mut Found) {
     bounded(config, found);
+    if let Some(why) = config
+        .state
+        .id
+        .as_deref()
+        .and_then(crate::config::state::state_id_problem)
+    {
+        found.push(ConfigError::new("state.id", why));
+    }
     // Without connectors and an indexer, a config is one of pipelines only:
     // `weir test` runs its cases, and a run refuses it (see `needs_a_source`).
     if config.connectors.is_empty() && config.indexers().next().is_some() {

@@ -150,6 +150,12 @@ impl Ledger {
         })
     }
 
+    /// The same state, for a run that is (or is not) a full sync.
+    pub(crate) fn with_full(mut self, full: bool) -> Self {
+        self.full = full;
+        self
+    }
+
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }

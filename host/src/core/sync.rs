@@ -1,0 +1,33 @@
+//! What documents of a sync carry, and the sweep marker that ends a
+//! complete full sync (see `run::sync`).
+
+use serde_json::Value;
+
+use super::document::Document;
+
+/// The field naming the sync a document came from (its scope's name).
+pub const SOURCE_FIELD: &str = "_weir_source";
+/// The field holding the generation of the run that sent a document.
+pub const GENERATION_FIELD: &str = "_weir_sync";
+/// Set (`true`) on a sweep marker.
+pub const SWEEP_FIELD: &str = "_weir_sweep";
+/// On a sweep marker: the largest share of the sync's documents in the
+/// index it may delete.
+pub const SWEEP_SHARE_FIELD: &str = "_weir_max_delete_share";
+
+/// Whether `doc` is a sweep marker: made by the host, it skips the stages.
+pub fn is_sweep(doc: &Document) -> bool {
+    doc.skips_stages() && doc.get(SWEEP_FIELD) == Some(&Value::Bool(true))
+}
+
+/// Give `child`, made from `parent`, the sync and generation its parent
+/// carries (what a stage set in their place is overwritten): a full
+/// sync's sweep then finds children of older generations too.
+pub fn inherit(parent: &Document, child: &mut Document) {
+    for name in [SOURCE_FIELD, GENERATION_FIELD] {
+        if let Some(value) = parent.get(name) {
+            // Not reserved, and a value the parent holds: cannot fail.
+            let _ = child.replace(name, value.clone());
+        }
+    }
+}

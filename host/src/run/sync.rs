@@ -1,0 +1,358 @@
+//! The sync a syncing connector's run belongs to: which state it reads
+//! (its [`SyncScope`]), whether the run is a full sync and why, the
+//! generation its documents are stamped with, and the sweep that ends a
+//! complete full sync.
+//!
+//! A full sync sends every item the source holds, each stamped with the
+//! run's generation. Once all of them are done, and none failed, the host
+//! sends the indexer one **sweep marker**: delete what this sync indexed
+//! in older generations. So what the source lost while no state knew it
+//! (state deleted, a new identity, changed source settings) leaves the
+//! index too, and a full sync that did not complete deletes nothing.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::StopReason;
+use super::publisher::{Abort, Accounting};
+use super::state::Ledger;
+use crate::config::ConnectorConfig;
+use crate::core::document::Document;
+use crate::core::state::{StateStores, SyncScope};
+use crate::plugin::ConnectorState;
+
+pub use crate::core::sync::{
+    GENERATION_FIELD, SOURCE_FIELD, SWEEP_FIELD, SWEEP_SHARE_FIELD, is_sweep,
+};
+
+/// The host part of a scope keeping the sync's own facts.
+const META: &str = "meta";
+/// Meta key: the fingerprint of the source settings the state was kept for.
+const SOURCE_KEY: &str = "source";
+/// Meta key: the generation of the last full sync that swept.
+const GENERATION_KEY: &str = "generation";
+
+/// How often the connector's thread looks whether the documents of a full
+/// sync are done, before it sends the sweep.
+const DONE_POLL: Duration = Duration::from_millis(10);
+
+/// Why a run is a full sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FullReason {
+    /// `weir run --full`.
+    Asked,
+    /// The connector had no state: a first run, or its state was lost.
+    NoState,
+    /// The source settings differ from those the state was kept for.
+    SourceChanged,
+}
+
+impl FullReason {
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Self::Asked => "asked for (--full)",
+            Self::NoState => "no state was kept for this sync (a first run, or the state was lost)",
+            Self::SourceChanged => {
+                "the connector's source settings changed since its state was kept (that state was set aside)"
+            }
+        }
+    }
+}
+
+/// The share of a sync's documents a run may delete unless the config
+/// says otherwise.
+pub const DEFAULT_MAX_DELETE_SHARE: f64 = 0.5;
+
+impl super::Runner {
+    /// The largest share of what a sync holds one run may delete.
+    pub(crate) fn max_delete_share(&self) -> f64 {
+        DEFAULT_MAX_DELETE_SHARE
+    }
+}
+
+/// One syncing connector's run of its sync.
+pub(crate) struct SyncRun {
+    pub(crate) scope: SyncScope,
+    /// What this run's documents are stamped with: its start in
+    /// milliseconds since the epoch, past every earlier sweep's.
+    pub(crate) generation: u64,
+    /// Why this run is a full sync; none for an incremental run.
+    pub(crate) full: Option<FullReason>,
+    /// The scope's name, as documents carry it.
+    source: Value,
+    /// The largest share of the sync's documents a sweep may delete.
+    max_delete_share: f64,
+    meta: Ledger,
+}
+
+impl std::fmt::Debug for SyncRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyncRun")
+            .field("scope", &self.scope)
+            .field("generation", &self.generation)
+            .field("full", &self.full)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What opening a sync gives: the connector's state and the sync.
+pub(crate) struct Opened {
+    pub(crate) ledger: Ledger,
+    pub(crate) sync: SyncRun,
+}
+
+/// Open the sync of connector `c` under `id`: its meta and its state (set
+/// aside when the source settings changed), and decide whether the run
+/// is a full sync.
+pub(crate) fn open(
+    states: &dyn StateStores,
+    id: Option<&str>,
+    c: &ConnectorConfig,
+    accounting: &Arc<Accounting>,
+    asked_full: bool,
+    max_delete_share: f64,
+) -> Result<Opened, StopReason> {
+    let scope = SyncScope::new(id, &c.pipeline, &c.name);
+    let unreadable = |e: crate::core::state::StateError| {
+        StopReason::from(format!(
+            "the connector's state ({}, sync `{scope}`) cannot be read: {e}",
+            states.describe(&c.pipeline)
+        ))
+    };
+    let limit = c.plugin.limits.max_state_bytes();
+    let meta_store = states
+        .open(&c.pipeline, &scope.part(META).within_pipeline())
+        .map_err(unreadable)?;
+    let meta =
+        Ledger::load(meta_store, Arc::clone(accounting), limit, false).map_err(unreadable)?;
+    let fingerprint = source_fingerprint(c);
+    let mut store = states
+        .open(&c.pipeline, &scope.within_pipeline())
+        .map_err(unreadable)?;
+    let changed = meta.get(SOURCE_KEY).is_some_and(|kept| kept != fingerprint);
+    if changed {
+        // Never diffed against another source's state: it is set aside,
+        // and the full sync's sweep removes what that source indexed.
+        store.clear().map_err(unreadable)?;
+    }
+    let ledger = Ledger::load(store, Arc::clone(accounting), limit, false).map_err(unreadable)?;
+    let full = if changed {
+        Some(FullReason::SourceChanged)
+    } else if ledger.size().0 == 0 {
+        Some(FullReason::NoState)
+    } else if asked_full {
+        Some(FullReason::Asked)
+    } else {
+        None
+    };
+    let ledger = ledger.with_full(full.is_some());
+    let kept_generation = meta
+        .get(GENERATION_KEY)
+        .and_then(|g| g.parse::<u64>().ok())
+        .unwrap_or(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let generation = now.max(kept_generation.saturating_add(1));
+    meta.change(SOURCE_KEY, Some(&fingerprint))
+        .map_err(StopReason::from)?;
+    // The source it is kept for is known at once: a run cut short after
+    // this point is not taken for a change of source next time.
+    meta.commit().map_err(unreadable)?;
+    match full {
+        Some(reason @ (FullReason::NoState | FullReason::SourceChanged)) => tracing::warn!(
+            sync = %scope,
+            generation,
+            "full sync: {}; when every document is done, what this sync indexed before and the source no longer holds is deleted",
+            reason.describe()
+        ),
+        Some(FullReason::Asked) => {
+            tracing::info!(sync = %scope, generation, "full sync: asked for (--full)")
+        }
+        None => tracing::debug!(sync = %scope, generation, "incremental sync"),
+    }
+    Ok(Opened {
+        ledger,
+        sync: SyncRun {
+            source: Value::String(scope.name()),
+            scope,
+            generation,
+            full,
+            max_delete_share: max_delete_share.clamp(0.0, 1.0),
+            meta,
+        },
+    })
+}
+
+/// SHA-256 of what says which source a connector reads: its plugin's
+/// config, canonical (keys sorted), the host folders it is granted, the
+/// HTTP hosts and the databases (without passwords) it may reach.
+/// Secrets in granted variables are left out: a rotated key is the same
+/// source.
+fn source_fingerprint(c: &ConnectorConfig) -> String {
+    let grants = &c.plugin.grants;
+    let dirs: Vec<Value> = grants
+        .dirs
+        .iter()
+        .map(|d| Value::from(format!("{}={}", d.host.display(), d.guest)))
+        .collect();
+    let sql: serde_json::Map<String, Value> = grants
+        .sql
+        .iter()
+        .map(|(name, url)| (name.clone(), Value::from(without_password(url))))
+        .collect();
+    let settings = serde_json::json!({
+        "config": canonical(&c.plugin.config),
+        "dirs": dirs,
+        "http": grants.http,
+        "sql": sql,
+    });
+    hex::encode(Sha256::digest(settings.to_string()))
+}
+
+/// `value` with every object's keys in order.
+fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&map[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A connection URL or key-value string without its password.
+fn without_password(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+        let authority = match authority.rsplit_once('@') {
+            Some((user, host)) => {
+                let user = user.split(':').next().unwrap_or_default();
+                format!("{user}@{host}")
+            }
+            None => authority.to_owned(),
+        };
+        let tail = match tail.split_once('?') {
+            Some((path, query)) => {
+                let kept: Vec<&str> = query
+                    .split('&')
+                    .filter(|p| !p.to_ascii_lowercase().starts_with("password="))
+                    .collect();
+                if kept.is_empty() {
+                    path.to_owned()
+                } else {
+                    format!("{path}?{}", kept.join("&"))
+                }
+            }
+            None => tail.to_owned(),
+        };
+        return format!("{scheme}://{authority}{tail}");
+    }
+    url.split_whitespace()
+        .filter(|p| !p.to_ascii_lowercase().starts_with("password="))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl SyncRun {
+    /// Mark `doc`, published by the connector, as this sync's, of this
+    /// run's generation (a deletion marker is left as it is).
+    pub(crate) fn stamp(&self, doc: &mut Document) {
+        if doc.is_deleted() {
+            return;
+        }
+        // Neither name is reserved, and both values are small: cannot fail.
+        let _ = doc.replace(SOURCE_FIELD, self.source.clone());
+        let _ = doc.replace(GENERATION_FIELD, Value::from(self.generation));
+    }
+
+    /// After a full sync's `execute`: wait until every document is done,
+    /// then, when none failed, send the sweep marker through `sink`. Only
+    /// from the connector's thread; ends early (no sweep) when the run
+    /// aborts or is interrupted.
+    pub(crate) fn sweep_after(
+        &self,
+        sink: &mut dyn crate::plugin::PublishSink,
+        accounting: &Accounting,
+        abort: &Abort,
+        interrupt: &super::Interrupt,
+        run_id: &str,
+    ) -> Result<(), String> {
+        let Some(reason) = self.full else {
+            return Ok(());
+        };
+        while accounting.pending() > 0 {
+            if abort.is_set() || interrupt.is_set() {
+                return Ok(());
+            }
+            std::thread::sleep(DONE_POLL);
+        }
+        let failed = Accounting::get(&accounting.failed);
+        if failed > 0 {
+            tracing::warn!(
+                sync = %self.scope,
+                failed,
+                "full sync: {failed} documents failed, so nothing is swept (what the source no longer holds may stay in the index until a full sync with no failures)"
+            );
+            return Ok(());
+        }
+        let mut marker = Document::new(format!("{SWEEP_FIELD}:{}", self.scope));
+        marker.set_run_id(Some(run_id.to_owned()));
+        marker.set_skip_stages(true);
+        // Plain small values: cannot fail.
+        let _ = marker.set(SWEEP_FIELD, Value::Bool(true));
+        let _ = marker.set(SOURCE_FIELD, self.source.clone());
+        let _ = marker.set(GENERATION_FIELD, Value::from(self.generation));
+        let _ = marker.set(SWEEP_SHARE_FIELD, Value::from(self.max_delete_share));
+        tracing::info!(
+            sync = %self.scope,
+            generation = self.generation,
+            reason = reason.describe(),
+            "full sync complete: the indexer deletes what this sync indexed in older generations"
+        );
+        sink.publish(marker, Instant::now() + Duration::from_secs(60))?;
+        // Kept once the sweep is done: the next generation is past it.
+        self.meta
+            .change(GENERATION_KEY, Some(&self.generation.to_string()))
+    }
+
+    /// Keep what the sync's own facts allow, as the run ends.
+    pub(crate) fn commit(&self) -> Result<(), crate::core::state::StateError> {
+        self.meta.commit()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_not_part_of_the_source() {
+        assert_eq!(
+            without_password(
+                "postgres://app:s3cret@db.local:5432/items?sslmode=disable&password=x"
+            ),
+            "postgres://app@db.local:5432/items?sslmode=disable"
+        );
+        assert_eq!(
+            without_password("host=db user=app password=s3cret dbname=items"),
+            "host=db user=app dbname=items"
+        );
+    }
+
+    #[test]
+    fn key_order_does_not_change_the_source() {
+        let a: Value = serde_json::json!({"paths": ["/d"], "opts": {"x": 1, "y": 2}});
+        let b: Value = serde_json::json!({"opts": {"y": 2, "x": 1}, "paths": ["/d"]});
+        assert_eq!(canonical(&a).to_string(), canonical(&b).to_string());
+    }
+}
