@@ -30,7 +30,7 @@ pub(super) const MAX_QUEUE_MIB: usize = 1024;
 pub(super) const MAX_INSTANCES: usize = 256;
 
 /// Keys a submitted config may not set: the operator's.
-const OPERATOR_KEYS: [(&str, &str); 7] = [
+const OPERATOR_KEYS: [(&str, &str); 8] = [
     (
         "include",
         "a submitted config cannot include files of the server",
@@ -44,6 +44,10 @@ const OPERATOR_KEYS: [(&str, &str); 7] = [
     (
         "state",
         "each tenant's connector state is kept by weir serve, apart from every other tenant's",
+    ),
+    (
+        "cache.path",
+        "each tenant's cache is kept by weir serve, apart from every other tenant's",
     ),
     ("runner.cache_dir", "the component cache is the operator's"),
     (
@@ -126,6 +130,12 @@ pub fn admit(
         .server
         .data_dir
         .join("state")
+        .join(format!("{}.sqlite", tenant.name));
+    // The same for the plugins' cache: a tenant never sees another's entries.
+    config.cache.path = operator
+        .server
+        .data_dir
+        .join("cache")
         .join(format!("{}.sqlite", tenant.name));
     Ok(config)
 }
@@ -232,6 +242,27 @@ fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorCo
                  indexer instances) are more than a run may have here ({MAX_INSTANCES})"
             ),
         );
+    }
+    // The cache's file is on the server's disk: a tenant keeps at most the
+    // default there.
+    for (key, value, max) in [
+        (
+            "cache.max_mib",
+            config.cache.max_mib,
+            crate::config::CacheConfig::default().max_mib,
+        ),
+        (
+            "cache.max_entries",
+            config.cache.max_entries,
+            crate::config::CacheConfig::default().max_entries,
+        ),
+    ] {
+        if value > max {
+            out.at(
+                key,
+                format!("{value} is more than a tenant may keep here ({max})"),
+            );
+        }
     }
     if config.publisher.queue_max_mib > MAX_QUEUE_MIB {
         out.at(

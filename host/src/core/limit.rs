@@ -29,11 +29,18 @@ pub enum Limit {
     /// Bytes of SQL the host takes in at once (a page or row of 64 MiB, a
     /// statement of 1 MiB): fixed by the host, not a config key.
     SqlBytes,
+    /// `[cache] max_entries`: entries the host's cache keeps for a tenant;
+    /// past it the least recently used are removed.
+    CacheEntries,
+    /// `[cache] max_mib`, and the 1 MiB of one value: bytes the host's
+    /// cache keeps for a tenant; past it the least recently used entries
+    /// are removed, and a value over 1 MiB is not kept.
+    CacheBytes,
 }
 
 impl Limit {
     /// Every limit.
-    pub const ALL: [Limit; 9] = [
+    pub const ALL: [Limit; 11] = [
         Limit::MemoryMib,
         Limit::CallTimeout,
         Limit::ExecuteTimeout,
@@ -43,6 +50,8 @@ impl Limit {
         Limit::LogLinesPerSecond,
         Limit::Handles,
         Limit::SqlBytes,
+        Limit::CacheEntries,
+        Limit::CacheBytes,
     ];
 
     /// Its key in a plugin's `limits` table (`memory_mib`), if the config
@@ -56,7 +65,9 @@ impl Limit {
             Limit::MaxDocumentMib => "max_document_mib",
             Limit::MaxDepth => "max_depth",
             Limit::LogLinesPerSecond => "log_lines_per_second",
-            Limit::Handles | Limit::SqlBytes => return None,
+            Limit::Handles | Limit::SqlBytes | Limit::CacheEntries | Limit::CacheBytes => {
+                return None;
+            }
         })
     }
 
@@ -71,15 +82,19 @@ impl Limit {
             Limit::MaxDocumentMib => "limits.max_document_mib",
             Limit::MaxDepth => "limits.max_depth",
             Limit::LogLinesPerSecond => "limits.log_lines_per_second",
-            Limit::Handles | Limit::SqlBytes => return None,
+            Limit::Handles | Limit::SqlBytes | Limit::CacheEntries | Limit::CacheBytes => {
+                return None;
+            }
         })
     }
 
     /// Its `limit` label on the limit metrics: the config key without its
-    /// table, or `handles`, `sql_bytes`.
+    /// table, or `handles`, `sql_bytes`, `cache_entries`, `cache_bytes`.
     pub fn label(self) -> &'static str {
         match self {
             Limit::SqlBytes => "sql_bytes",
+            Limit::CacheEntries => "cache_entries",
+            Limit::CacheBytes => "cache_bytes",
             other => other.key().unwrap_or("handles"),
         }
     }
@@ -136,7 +151,10 @@ mod tests {
                     assert_eq!(config_key, format!("limits.{key}"));
                     assert_eq!(limit.label(), key);
                 }
-                (None, None) => assert!(["handles", "sql_bytes"].contains(&limit.label())),
+                (None, None) => assert!(
+                    ["handles", "sql_bytes", "cache_entries", "cache_bytes"]
+                        .contains(&limit.label())
+                ),
                 other => panic!("{limit:?}: {other:?}"),
             }
         }

@@ -46,6 +46,17 @@ pub mod lent_stage {
     });
 }
 
+/// The `caching-stage` world: its `cache` import is linked for every
+/// plugin; it exports what `batch-stage` does.
+pub mod caching_stage {
+    world_bindings!("caching-stage", {
+        "weir:plugin/types": super::stage::weir::plugin::types,
+        "weir:plugin/log": super::stage::weir::plugin::log,
+        "weir:plugin/document": super::stage::weir::plugin::document,
+        "weir:plugin/fields": super::batch_stage::weir::plugin::fields,
+    });
+}
+
 pub mod connector {
     world_bindings!("connector", {
         "weir:plugin/types": super::stage::weir::plugin::types,

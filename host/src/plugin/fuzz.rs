@@ -263,6 +263,7 @@ pub(crate) fn plugin_state() -> PluginState {
         interrupt_at: None,
         sync: None,
         sql: Default::default(),
+        cache: Default::default(),
     }
 }
 

@@ -45,7 +45,7 @@ pub use contract::ContractError;
 pub use contract::{SUPPORTED as SUPPORTED_CONTRACTS, supported_list as supported_contracts};
 pub use error::{KindError, PluginError, RuntimeError, TrapCause};
 pub use grant::{OpenedDir, relative_below};
-pub use host::{ConnectorState, PublishSink};
+pub use host::{ConnectorState, HostCache, HostCacheOptions, PublishSink};
 pub(crate) use host::{HttpAllow, SqlTarget};
 pub use kinds::{ConnectorInstance, ConnectorPlugin, IndexerInstance, IndexerPlugin};
 pub use spec::{DirGrant, Grants, InstancePolicy, Limits, PluginSpec};
@@ -93,6 +93,10 @@ pub struct RuntimeOptions {
     /// cheap to reuse) instead of allocating each instance afresh; for fresh
     /// instances per document. `None`: no pool.
     pub pool: Option<PoolOptions>,
+    /// The cache plugins keep bytes in (the `cache` interface), shared by
+    /// every instance of the runtime. `None`: calls find nothing and keep
+    /// nothing.
+    pub host_cache: Option<HostCacheOptions>,
 }
 
 /// The pooling allocator's slots.
@@ -112,6 +116,7 @@ impl Default for RuntimeOptions {
             epoch_tick: Duration::from_millis(5),
             deadlines: true,
             pool: None,
+            host_cache: None,
         }
     }
 }
@@ -154,6 +159,8 @@ pub(crate) struct RuntimeInner {
     /// Drives what plugin calls wait on (timers, sockets, HTTP, file work
     /// on its blocking pool). The calls themselves run on the caller's thread.
     io: IoRuntime,
+    /// The cache of the `cache` interface, if the run keeps one.
+    host_cache: Option<Arc<HostCache>>,
 }
 
 /// Most threads plugins' file I/O runs on at once, in one process. A file
@@ -315,6 +322,7 @@ impl PluginRuntime {
             &mut linker,
             |s| s,
         )?;
+        bindings::caching_stage::weir::plugin::cache::add_to_linker::<_, Own>(&mut linker, |s| s)?;
 
         let stop_ticker = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(engine.weak(), options.epoch_tick, Arc::clone(&stop_ticker))?;
@@ -327,6 +335,7 @@ impl PluginRuntime {
                 epoch_tick: options.epoch_tick,
                 stop_ticker,
                 io: IoRuntime::new()?,
+                host_cache: options.host_cache.map(|o| Arc::new(HostCache::new(o))),
             }),
         })
     }

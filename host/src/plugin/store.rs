@@ -96,6 +96,10 @@ impl Loaded {
             interrupt_at: None,
             sync: None,
             sql: super::host::SqlSession::new(Arc::clone(&self.sql_grants), self.tenant.clone()),
+            cache: super::host::CacheAccess {
+                cache: self.runtime.host_cache.clone(),
+                tenant: self.tenant.clone(),
+            },
         };
         let handles = state.budget.component_handles();
         let mut store = Store::new(&self.runtime.engine, state);

@@ -149,3 +149,30 @@ impl HttpRefused<'_> {
         meters::http_refused(self.plugin, self.tenant, self.reason);
     }
 }
+
+/// The host's cache could not serve a plugin's call (a broken or locked
+/// file, a full disk): the plugin goes on without it. Counted in
+/// `weir_cache_failures_total` every time; logged as a warning when `warn`
+/// (the cache logs the first failure and then at most one a minute).
+#[derive(Debug)]
+pub(crate) struct CacheFailed<'a> {
+    pub(crate) plugin: &'a str,
+    pub(crate) tenant: Option<&'a str>,
+    pub(crate) path: &'a std::path::Path,
+    pub(crate) error: &'a str,
+    pub(crate) warn: bool,
+}
+
+impl CacheFailed<'_> {
+    pub(crate) fn emit(self) {
+        if self.warn {
+            tracing::warn!(
+                plugin = %self.plugin,
+                path = %self.path.display(),
+                error = %self.error,
+                "the cache cannot be used: going on without it (what it would have kept is computed again)"
+            );
+        }
+        meters::cache_failed(self.plugin, self.tenant);
+    }
+}

@@ -83,6 +83,12 @@ const TAP_DOCS: &str = "weir_tap_documents_total";
 
 /// Describe every metric to the recorder (Prometheus' `# HELP` lines).
 pub(crate) fn describe() {
+/// Keys plugins looked up in the host's cache (the `cache` interface), by
+/// outcome (`hit`, `miss`).
+const CACHE_LOOKUPS: &str = "weir_cache_lookups_total";
+/// Calls of the `cache` interface the host's cache could not serve (a
+/// broken or locked file, a full disk): the plugin went on without it.
+const CACHE_FAILURES: &str = "weir_cache_failures_total";
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
     describe_counter!(DOCS_PUBLISHED, "Documents published by connectors");
     describe_counter!(
@@ -156,6 +162,14 @@ pub(crate) fn describe() {
 pub(crate) struct Scope {
     pipeline: Arc<str>,
     tenant: Arc<str>,
+    describe_counter!(
+        CACHE_LOOKUPS,
+        "Keys looked up in the host's cache, by outcome (hit, miss)"
+    );
+    describe_counter!(
+        CACHE_FAILURES,
+        "Cache calls the host's cache could not serve (the plugin went on without it)"
+    );
 }
 
 impl Scope {
@@ -413,4 +427,28 @@ impl Drop for RunMeter {
     fn drop(&mut self) {
         self.active.decrement(1.0);
     }
+}
+
+/// `plugin` (of `tenant`) looked up keys in the host's cache: `hits` were
+/// kept, `misses` were not.
+pub(crate) fn cache_lookups(plugin: &str, tenant: Option<&str>, hits: u64, misses: u64) {
+    for (outcome, n) in [("hit", hits), ("miss", misses)] {
+        counter!(
+            CACHE_LOOKUPS,
+            "plugin" => plugin.to_owned(),
+            "tenant" => tenant.unwrap_or("").to_owned(),
+            "outcome" => outcome
+        )
+        .increment(n);
+    }
+}
+
+/// A call of `plugin` (of `tenant`) on the host's cache could not be served.
+pub(crate) fn cache_failed(plugin: &str, tenant: Option<&str>) {
+    counter!(
+        CACHE_FAILURES,
+        "plugin" => plugin.to_owned(),
+        "tenant" => tenant.unwrap_or("").to_owned()
+    )
+    .increment(1);
 }

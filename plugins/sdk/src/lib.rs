@@ -58,9 +58,12 @@ pub mod bindings {
             default_bindings_module: "weir_plugin::bindings::stage",
         });
     }
+    /// Stages are built for `caching-stage` (`batch-stage` and the host's
+    /// cache): a stage that never calls [`crate::cache`] imports nothing
+    /// more than `batch-stage` does.
     pub mod batch_stage {
         wit_bindgen::generate!({
-            world: "batch-stage",
+            world: "caching-stage",
             path: "../../wit",
             pub_export_macro: true,
             export_macro_name: "__export_batch_stage_world",
@@ -106,6 +109,7 @@ pub mod bindings {
 }
 
 mod batch;
+pub mod cache;
 mod fields;
 mod packed;
 pub mod sql;

@@ -29,6 +29,7 @@ impl Config {
         names::check(self, &mut found);
         counts::check(self, &mut found);
         bounds::check(self, &mut found);
+        found.extend(self.cache.problems());
         conditions::check(self, &mut found);
         if let Some(kafka) = &self.kafka {
             kafka::check(kafka, &mut found);

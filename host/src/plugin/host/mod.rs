@@ -6,11 +6,13 @@
 //! - [`output`]: the guest's stdout and stderr ([`GuestOutput`]).
 //! - [`publisher`]: a connector's `publishing` interface ([`PublishSink`]).
 //! - [`sync`]: a connector's state between runs and its deletion markers ([`ConnectorState`]).
+//! - [`cache`]: bytes by key, kept for a tenant between calls and runs ([`HostCache`]).
 //! - [`http`]: outgoing HTTP: what `grants.http` allows, and sending it ([`HttpPolicy`]).
 //! - [`wasi`]: the WASI view of the store.
 //! - [`fields`] and [`lending`]: several fields, or a whole batch's, in one call.
 //! - [`convert`]: values between JSON and WIT.
 
+mod cache;
 mod convert;
 mod document;
 mod fields;
@@ -34,6 +36,8 @@ use super::bindings::stage;
 use super::budget::Budget;
 use crate::core::document::Document;
 
+pub(crate) use cache::CacheAccess;
+pub use cache::{HostCache, HostCacheOptions};
 pub(crate) use http::{HttpAllow, HttpPolicy, add_http_to_linker};
 pub use lending::LentBatch;
 pub(crate) use lent::{Lent, MAX_HANDLES_PER_DOCUMENT};
@@ -77,6 +81,8 @@ pub(crate) struct PluginState {
     pub(crate) sync: Option<Arc<dyn ConnectorState>>,
     /// The databases the plugin's config grants, and its connections.
     pub(crate) sql: SqlSession,
+    /// The host's cache (the `cache` interface), when the run keeps one.
+    pub(crate) cache: CacheAccess,
 }
 
 impl stage::weir::plugin::types::Host for PluginState {}

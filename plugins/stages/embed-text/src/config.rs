@@ -21,6 +21,13 @@ use std::time::Duration;
 /// finite numbers, or not of `dimensions` numbers, fails its document.
 /// `timeout` bounds each request; the stage's `limits.call_timeout` bounds
 /// the whole batch call, so size `batch.size` and `max_inputs` to fit in it.
+///
+/// With `cache` (the default), each vector is kept in the host's cache (the
+/// run's `[cache]`) under a SHA-256 of the model, the API's URL,
+/// `dimensions` and the text, and looked up there first: only texts not
+/// found are sent (each text once per batch), so a page edited in one
+/// place has only its changed chunks embedded again. A cache that cannot be
+/// used is skipped with a warning in the log; it never fails a document.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -58,6 +65,10 @@ pub struct Config {
     #[serde(default = "Config::timeout", with = "seconds")]
     #[schemars(with = "f64")]
     pub timeout: Duration,
+    /// Look vectors up in the host's cache before asking the service, and
+    /// keep the ones it answers there.
+    #[serde(default = "Config::cache")]
+    pub cache: bool,
 }
 
 /// The API an embedding service speaks.
@@ -114,5 +125,8 @@ impl Config {
     }
     fn timeout() -> Duration {
         Duration::from_secs(30)
+    }
+    fn cache() -> bool {
+        true
     }
 }

@@ -4,6 +4,8 @@
 
 mod config;
 
+use std::collections::HashMap;
+
 use config::{Api, Config};
 use serde_json::{Value as Json, json};
 use weir_plugin::http::{HttpError, Request, Url};
@@ -87,11 +89,46 @@ impl BatchStage for EmbedText {
             .filter(|&i| texts[i].as_deref().is_some_and(|t| !t.trim().is_empty()))
             .collect();
         let mut outcomes: Vec<Outcome> = docs.iter().map(|_| Outcome::done()).collect();
-        for chunk in wanted.chunks(c.max_inputs) {
-            let inputs: Vec<&str> = chunk
-                .iter()
-                .map(|&i| texts[i].as_deref().unwrap_or_default())
-                .collect();
+        // Each distinct text once: its cache key, and the documents it is for.
+        let mut unique: Vec<(String, &str, Vec<usize>)> = Vec::new();
+        let mut by_key: HashMap<String, usize> = HashMap::new();
+        for &i in &wanted {
+            let text = texts[i].as_deref().unwrap_or_default();
+            let key = self.key(text);
+            match by_key.get(&key) {
+                Some(&u) => unique[u].2.push(i),
+                None => {
+                    by_key.insert(key.clone(), unique.len());
+                    unique.push((key, text, vec![i]));
+                }
+            }
+        }
+        // What the cache holds is written as the service's answer would be.
+        let mut missing: Vec<usize> = Vec::new();
+        let found = if c.cache {
+            let keys: Vec<String> = unique.iter().map(|(k, _, _)| k.clone()).collect();
+            weir_plugin::cache::get(&keys)
+        } else {
+            Vec::new()
+        };
+        for (u, (_, _, at)) in unique.iter().enumerate() {
+            let kept = found
+                .get(u)
+                .cloned()
+                .flatten()
+                .and_then(|bytes| serde_json::from_slice::<Json>(&bytes).ok())
+                .filter(|vector| self.check(vector).is_ok());
+            match kept {
+                Some(vector) => {
+                    for &i in at {
+                        outcomes[i] = self.write(&docs[i], &vector).into();
+                    }
+                }
+                None => missing.push(u),
+            }
+        }
+        for chunk in missing.chunks(c.max_inputs) {
+            let inputs: Vec<&str> = chunk.iter().map(|&u| unique[u].1).collect();
             let vectors = self.embed(&inputs)?;
             if vectors.len() != inputs.len() {
                 return Err(PluginError::Document(format!(
@@ -101,8 +138,24 @@ impl BatchStage for EmbedText {
                     inputs.len()
                 )));
             }
-            for (&i, vector) in chunk.iter().zip(vectors) {
-                outcomes[i] = self.write(&docs[i], vector).into();
+            let mut keep: Vec<(&str, Vec<u8>)> = Vec::new();
+            for (&u, vector) in chunk.iter().zip(vectors) {
+                let (key, _, at) = &unique[u];
+                let checked = self.check(&vector);
+                if checked.is_ok() && c.cache {
+                    keep.push((key.as_str(), vector.to_string().into_bytes()));
+                }
+                for &i in at {
+                    outcomes[i] = match &checked {
+                        Ok(()) => self.write(&docs[i], &vector).into(),
+                        Err(e) => Err::<(), _>(e.clone()).into(),
+                    };
+                }
+            }
+            if !keep.is_empty() {
+                let entries: Vec<(&str, &[u8])> =
+                    keep.iter().map(|(k, v)| (*k, v.as_slice())).collect();
+                weir_plugin::cache::put(&entries);
             }
         }
         Ok(outcomes)
@@ -194,10 +247,24 @@ impl EmbedText {
         })
     }
 
-    /// Write `vector` to the target, after checking it is one.
-    fn write(&self, doc: &Document, vector: Json) -> Result<(), PluginError> {
+    /// The cache key of `text`: everything that decides its vector.
+    fn key(&self, text: &str) -> String {
         let c = &self.config;
-        let Json::Array(numbers) = &vector else {
+        let dimensions = c.dimensions.map(|d| d.to_string()).unwrap_or_default();
+        let endpoint = self.endpoint.to_string();
+        weir_plugin::cache::key(&[
+            b"embed-text/1",
+            c.model.as_deref().unwrap_or_default().as_bytes(),
+            endpoint.as_bytes(),
+            dimensions.as_bytes(),
+            text.as_bytes(),
+        ])
+    }
+
+    /// Whether `vector` is one: a list of finite numbers, of `dimensions`
+    /// numbers when that is set.
+    fn check(&self, vector: &Json) -> Result<(), PluginError> {
+        let Json::Array(numbers) = vector else {
             return Err(PluginError::Document(
                 "the service answered a vector that is not a list".into(),
             ));
@@ -210,7 +277,7 @@ impl EmbedText {
                 "the service answered a vector with a value that is not a finite number".into(),
             ));
         }
-        if let Some(d) = c.dimensions
+        if let Some(d) = self.config.dimensions
             && numbers.len() != d
         {
             return Err(PluginError::Document(format!(
@@ -218,8 +285,16 @@ impl EmbedText {
                 numbers.len()
             )));
         }
-        doc.update(&[FieldChange::set_json(c.target.as_str(), vector.to_string())])
-            .map_err(doc_error)
+        Ok(())
+    }
+
+    /// Write `vector`, checked, to the target.
+    fn write(&self, doc: &Document, vector: &Json) -> Result<(), PluginError> {
+        doc.update(&[FieldChange::set_json(
+            self.config.target.as_str(),
+            vector.to_string(),
+        )])
+        .map_err(doc_error)
     }
 }
 
