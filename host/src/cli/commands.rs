@@ -138,6 +138,7 @@ fn run_with_controls(
 pub(super) struct RunOptions<'a> {
     pub(super) mode: Mode,
     pub(super) full: bool,
+    pub(super) allow_deletes: bool,
     pub(super) no_progress: bool,
     pub(super) resume: Option<&'a str>,
     pub(super) watch: bool,
@@ -152,6 +153,7 @@ pub(super) fn run(
     let RunOptions {
         mode,
         full,
+        allow_deletes,
         no_progress,
         resume,
         watch,
@@ -178,7 +180,9 @@ pub(super) fn run(
             report_invalid(path, &weir::config::ConfigErrors::one(error));
             return Err(Stopped::Invalid);
         }
-        let runner = runner.with_full_sync(full);
+        let runner = runner
+            .with_full_sync(full)
+            .with_allow_deletes(allow_deletes);
         run_with_controls(&runner, metrics_addr, no_progress, || {
             super::reload::reloading(&runner, path, watch, || {
                 runner.run_validated(&plugins, &run_id)

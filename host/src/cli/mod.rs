@@ -133,6 +133,11 @@ enum Command {
         /// every item again, and still delete what is gone since the last run.
         #[arg(long)]
         full: bool,
+        /// Let syncing connectors delete more than `[state] max_delete_share`
+        /// of what their state knew (the mass-delete guard refuses such a
+        /// run otherwise): for a source that really lost that much.
+        #[arg(long)]
+        allow_deletes: bool,
         /// Do not draw a progress bar.
         #[arg(long)]
         no_progress: bool,
@@ -406,6 +411,7 @@ fn execute(
             config,
             mode,
             full,
+            allow_deletes,
             no_progress,
             resume,
             watch,
@@ -414,6 +420,7 @@ fn execute(
             commands::RunOptions {
                 mode: mode.into(),
                 full,
+                allow_deletes,
                 no_progress,
                 resume: resume.as_deref(),
                 watch,

@@ -69,7 +69,7 @@ pub(super) fn print_summary(result: &RunResult) {
         result.elapsed
     );
     println!(
-        "{:<20} {:<16} {:>10} {:>9} {:>10} {:>8} {:>8} {:>10} {:>10}  outcome",
+        "{:<20} {:<16} {:>10} {:>9} {:>10} {:>8} {:>8} {:>8} {:>10} {:>10}  outcome",
         "connector",
         "pipeline",
         "published",
@@ -77,6 +77,7 @@ pub(super) fn print_summary(result: &RunResult) {
         "succeeded",
         "failed",
         "dropped",
+        "deleted",
         "duplicates",
         "time"
     );
@@ -89,7 +90,7 @@ pub(super) fn print_summary(result: &RunResult) {
             (None, ..) => "ok".to_owned(),
         };
         println!(
-            "{:<20} {:<16} {:>10} {:>9} {:>10} {:>8} {:>8} {:>10} {:>10.2?}  {}",
+            "{:<20} {:<16} {:>10} {:>9} {:>10} {:>8} {:>8} {:>8} {:>10} {:>10.2?}  {}",
             c.name,
             c.pipeline,
             c.published,
@@ -97,6 +98,7 @@ pub(super) fn print_summary(result: &RunResult) {
             c.succeeded,
             c.failed,
             c.dropped,
+            c.deleted,
             c.duplicates,
             c.elapsed,
             outcome

@@ -37,6 +37,7 @@ fn summary_json(result: &RunResult) -> serde_json::Value {
                 "succeeded": c.succeeded,
                 "failed": c.failed,
                 "dropped": c.dropped,
+                "deleted": c.deleted,
                 "duplicates": c.duplicates,
                 "elapsed_ms": c.elapsed.as_millis() as u64,
                 "error": c.error,

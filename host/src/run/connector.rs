@@ -323,6 +323,7 @@ impl Runner {
         let timeout = self.config.runner.connector_timeout;
         tracing::debug!("connector executing");
         let scope = self.scope(&c.pipeline);
+        let guard = super::guard::Guard::for_run(ledger, self.delete_share());
         let sink = || Publish {
             messenger: Arc::clone(publisher),
             accounting: Arc::clone(accounting),
@@ -335,7 +336,9 @@ impl Runner {
             throttle: self.throttle.clone(),
             skip: resumed.map(|(_, skip)| Arc::clone(skip)),
             sync: sync.cloned(),
+            guard: guard.clone(),
         };
+        let mut held_sink = sink();
         let (execute_sink, mut sweep_sink) = (sink(), sink());
         let messenger = Arc::clone(publisher);
         let (run_id, interrupt) = (run.run_id, &self.interrupt);
@@ -351,6 +354,7 @@ impl Runner {
             let mut execution = Some(spawn_in_span(scope, "weir-connector", move || {
                 let _cpu = crate::telemetry::ThreadCpu::count_into(&stats.connector_cpu_nanos);
                 execute(Box::new(execute_sink), execute_timeout)
+                    .and_then(|()| held_sink.release_held(execute_timeout))
                     .and_then(|()| {
                         // A full sync's documents all done: its sweep.
                         sync.map_or(Ok(()), |sync| {

@@ -185,12 +185,13 @@ impl IndexerLoop {
                 .collect::<HashMap<_, _>>(),
             BatchOutcome::Abandoned => return Ok(()),
         };
-        let mut finished = 0u64;
+        let (mut finished, mut deleted) = (0u64, 0u64);
         let mut completed = Vec::with_capacity(docs.len());
         for (index, doc) in docs.into_iter().enumerate() {
             match refused.remove(&index) {
                 None => {
                     finished += 1;
+                    deleted += u64::from(doc.is_deleted());
                     self.messenger
                         .send_event(Event::new(&doc, EventKind::Finish))?;
                     completed.push(doc);
@@ -227,6 +228,7 @@ impl IndexerLoop {
         }
         RunStats::add(&self.stats.indexed, finished);
         self.meters.indexed.increment(finished);
+        self.meters.deleted.increment(deleted);
         self.messenger.batch_complete(&completed)?;
         self.messenger.retire(completed);
         Ok(())

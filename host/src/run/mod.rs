@@ -10,6 +10,7 @@
 mod cases;
 mod connector;
 mod dead_letters;
+mod guard;
 mod indexer;
 mod outcome;
 mod pipeline;
@@ -33,6 +34,7 @@ pub use crate::telemetry::{CpuSummary, RunStats, StageSummary, StatsSnapshot};
 pub use cases::Span;
 use dead_letters::DeadLetterFile;
 pub use dead_letters::{DeadLetter, read_dead_letters};
+pub use guard::{MIN_DELETES, MassDelete};
 pub use outcome::{ConnectorResult, RunResult, RunStatus};
 pub use reload::{ReloadRefused, Reloaded};
 pub use serve::Shutdown;
@@ -65,6 +67,9 @@ pub struct Runner {
     states: Arc<dyn crate::core::state::StateStores>,
     /// Connectors send everything again (`weir run --full`).
     full_sync: bool,
+    /// Syncing connectors may delete any share of what they knew
+    /// (`weir run --allow-deletes`).
+    allow_deletes: bool,
     /// The sync this config's connectors keep state for (`[state] id`).
     sync_id: Option<String>,
     /// The stages reloads handed the workers.
@@ -112,6 +117,7 @@ impl Runner {
                 .map(|rate| Arc::new(Throttle::new(rate))),
             states: Arc::new(Arc::<crate::core::state::MemoryStates>::default()),
             full_sync: false,
+            allow_deletes: false,
             sync_id: config.state.id.clone(),
             reloads: reload::Reloads::default(),
             config,
@@ -128,6 +134,13 @@ impl Runner {
     /// file's stem).
     pub fn with_sync_id(mut self, id: Option<String>) -> Self {
         self.sync_id = id;
+        self
+    }
+
+    /// Let syncing connectors delete any share of what their state knew
+    /// (`weir run --allow-deletes`): the mass-delete guard holds nothing.
+    pub fn with_allow_deletes(mut self, allow: bool) -> Self {
+        self.allow_deletes = allow;
         self
     }
 
@@ -242,6 +255,7 @@ impl Runner {
                     succeeded: 0,
                     failed: 0,
                     dropped: 0,
+                    deleted: 0,
                     duplicates: 0,
                     elapsed: Duration::ZERO,
                     error: None,
@@ -325,6 +339,7 @@ impl Runner {
             succeeded: Accounting::get(&accounting.succeeded),
             failed: Accounting::get(&accounting.failed),
             dropped: Accounting::get(&accounting.dropped),
+            deleted: Accounting::get(&accounting.deleted),
             duplicates: settled.duplicates,
             elapsed: start.elapsed(),
             interrupted: error.as_ref().is_some_and(StopReason::is_interrupted),
@@ -337,6 +352,7 @@ impl Runner {
             succeeded = result.succeeded,
             failed = result.failed,
             dropped = result.dropped,
+            deleted = result.deleted,
             elapsed = ?result.elapsed,
             "connector finished"
         );

@@ -50,6 +50,8 @@ pub struct ConnectorResult {
     pub succeeded: u64,
     pub failed: u64,
     pub dropped: u64,
+    /// Deletion markers indexed: documents deleted.
+    pub deleted: u64,
     /// Terminal events for documents already done (at-least-once
     /// redelivery): not counted above.
     pub duplicates: u64,

@@ -40,6 +40,8 @@ pub(crate) struct Accounting {
     pub(crate) succeeded: AtomicU64,
     pub(crate) failed: AtomicU64,
     pub(crate) dropped: AtomicU64,
+    /// Deletion markers done with FINISH: documents deleted.
+    pub(crate) deleted: AtomicU64,
 }
 
 /// Randomly seeded maps: document ids come from sources, so no hash flooding.
@@ -59,6 +61,8 @@ struct Counts {
     waiting: foldhash::HashMap<u64, Vec<Event>>,
     /// Events of other runs.
     foreign: u64,
+    /// The positions of pending deletion markers, with their ids.
+    markers: foldhash::HashMap<u64, Box<str>>,
 }
 
 /// What a connector's events came to, duplicates apart.
@@ -128,6 +132,16 @@ impl Counts {
         true
     }
 
+    /// Whether the oldest pending version of `id` is a deletion marker
+    /// (then no longer kept as one: it is being released).
+    fn take_marker(&mut self, id: &str) -> bool {
+        let Some(position) = self.pending.get(id).map(|held| held.first) else {
+            return false;
+        };
+        let marker = self.markers.get(&position).is_some_and(|m| **m == *id);
+        marker && self.markers.remove(&position).is_some()
+    }
+
     /// The least position still pending, else the next to be published:
     /// every document published before it is done.
     fn watermark(&self) -> u64 {
@@ -153,6 +167,16 @@ impl Accounting {
         let position = counts.next;
         counts.next += 1;
         counts.hold(id, position);
+    }
+
+    /// A deletion marker was published (or held to be): [`Self::published`],
+    /// and its FINISH is counted in `deleted`.
+    pub(crate) fn published_marker(&self, id: &str) {
+        let mut counts = self.lock();
+        let position = counts.next;
+        counts.next += 1;
+        counts.hold(id, position);
+        counts.markers.insert(position, id.into());
     }
 
     /// Take up what an earlier runner of the run left of this connector:
@@ -256,6 +280,9 @@ impl Accounting {
         counter.fetch_add(1, Ordering::Relaxed);
         let id = event.document_id.as_str();
         if event.kind.is_terminal() {
+            if counts.take_marker(id) && event.kind == EventKind::Finish {
+                self.deleted.fetch_add(1, Ordering::Relaxed);
+            }
             if !counts.release(id, false) {
                 counts
                     .early
@@ -346,6 +373,9 @@ pub(crate) struct Publish {
     pub(crate) skip: Option<Arc<Skip>>,
     /// A syncing connector's sync: every document is stamped with it.
     pub(crate) sync: Option<Arc<super::sync::SyncRun>>,
+    /// A syncing connector's mass-delete guard, holding its deletion
+    /// markers until its `execute` returns.
+    pub(crate) guard: Option<Arc<super::guard::Guard>>,
 }
 
 /// How many more publications of each id to skip: those an earlier runner
@@ -385,6 +415,23 @@ impl PublishSink for Publish {
             // In Kafka already, and counted: the earlier runner sent it.
             return Ok(());
         }
+        match self.guard.clone() {
+            Some(guard) => self.guarded(&guard, doc, deadline),
+            None => self.send(doc, deadline, false),
+        }
+    }
+}
+
+impl Publish {
+    /// Send `doc`. With `held`, a deletion marker the guard held, whose
+    /// place was taken when it was made: when it cannot be sent it stays
+    /// pending, so no state change made after it is committed.
+    pub(super) fn send(
+        &mut self,
+        doc: Document,
+        deadline: std::time::Instant,
+        held: bool,
+    ) -> Result<(), String> {
         if self.pause.is_paused() {
             // The connector waits in its call, as for room in the pipeline.
             let stop = || {
@@ -417,17 +464,27 @@ impl PublishSink for Publish {
             sync.stamp(&mut doc);
         }
         // Pending before sending: a fast FINISH must never precede it.
-        self.accounting.published(&id);
+        if held {
+        } else if doc.is_deleted() {
+            self.accounting.published_marker(&id);
+        } else {
+            self.accounting.published(&id);
+        }
+        let undo = |accounting: &Accounting| {
+            if !held {
+                accounting.unpublished(&id);
+            }
+        };
         // The first try waits for nothing (and reads no clock); later ones
         // wait for room, up to the deadline.
         let mut wait = Duration::ZERO;
         loop {
             if let Some(reason) = self.abort.reason() {
-                self.accounting.unpublished(&id);
+                undo(&self.accounting);
                 return Err(format!("the run is stopping: {reason}"));
             }
             if self.interrupt.is_set() {
-                self.accounting.unpublished(&id);
+                undo(&self.accounting);
                 return Err("the run was interrupted".into());
             }
             match self.messenger.send_for_processing(doc, wait) {
@@ -450,13 +507,13 @@ impl PublishSink for Publish {
                     return Ok(());
                 }
                 Err(e) => {
-                    self.accounting.unpublished(&id);
+                    undo(&self.accounting);
                     return Err(e.to_string());
                 }
             }
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
-                self.accounting.unpublished(&id);
+                undo(&self.accounting);
                 return Err(
                     "the connector's execute deadline passed while waiting for room in the pipeline"
                         .into(),

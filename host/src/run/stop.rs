@@ -19,6 +19,9 @@ pub enum StopReason {
     Shutdown,
     /// Something failed; the text says what.
     Failed(String),
+    /// The mass-delete guard refused the run: it would delete more than
+    /// `[state] max_delete_share` of what its state knew.
+    MassDelete(super::guard::MassDelete),
 }
 
 impl StopReason {
@@ -33,6 +36,7 @@ impl std::fmt::Display for StopReason {
             Self::Interrupted { pending } => write!(f, "interrupted{pending}"),
             Self::Shutdown => f.write_str("shutdown requested"),
             Self::Failed(why) => f.write_str(why),
+            Self::MassDelete(refusal) => refusal.fmt(f),
         }
     }
 }

@@ -30,6 +30,9 @@ const DOCS_SKIPPED: &str = "weir_docs_skipped_total";
 const DOCS_DROPPED: &str = "weir_docs_dropped_total";
 /// Documents the backend took.
 const DOCS_INDEXED: &str = "weir_docs_indexed_total";
+/// Deletion markers the backend took (among those indexed): documents
+/// deleted.
+const DOCS_DELETED: &str = "weir_docs_deleted_total";
 /// Documents that failed for good (after their retries).
 const DOCS_FAILED: &str = "weir_docs_failed_total";
 /// Failed documents kept as dead letters (file or plugin; Kafka's fail
@@ -80,15 +83,15 @@ const STAGES_GENERATION: &str = "weir_stages_generation";
 const SHADOW_DOCS: &str = "weir_shadow_documents_total";
 /// Documents a tap sent to its reader, or dropped when the reader was behind.
 const TAP_DOCS: &str = "weir_tap_documents_total";
-
-/// Describe every metric to the recorder (Prometheus' `# HELP` lines).
-pub(crate) fn describe() {
 /// Keys plugins looked up in the host's cache (the `cache` interface), by
 /// outcome (`hit`, `miss`).
 const CACHE_LOOKUPS: &str = "weir_cache_lookups_total";
 /// Calls of the `cache` interface the host's cache could not serve (a
 /// broken or locked file, a full disk): the plugin went on without it.
 const CACHE_FAILURES: &str = "weir_cache_failures_total";
+
+/// Describe every metric to the recorder (Prometheus' `# HELP` lines).
+pub(crate) fn describe() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
     describe_counter!(DOCS_PUBLISHED, "Documents published by connectors");
     describe_counter!(
@@ -118,6 +121,10 @@ const CACHE_FAILURES: &str = "weir_cache_failures_total";
     );
     describe_counter!(DOCS_DROPPED, "Documents dropped by a stage");
     describe_counter!(DOCS_INDEXED, "Documents the indexer's backend took");
+    describe_counter!(
+        DOCS_DELETED,
+        "Deletion markers the indexer's backend took: documents deleted"
+    );
     describe_counter!(DOCS_FAILED, "Documents that failed for good");
     describe_counter!(DEAD_LETTERS, "Failed documents kept as dead letters");
     describe_histogram!(PLUGIN_CALL_SECONDS, Unit::Seconds, "Time per plugin call");
@@ -155,13 +162,6 @@ const CACHE_FAILURES: &str = "weir_cache_failures_total";
         API_REQUESTS_LIMITED,
         "API requests answered 429 by a rate limit, by sender"
     );
-}
-
-/// The labels every document metric of a pipeline carries.
-#[derive(Debug, Clone)]
-pub(crate) struct Scope {
-    pipeline: Arc<str>,
-    tenant: Arc<str>,
     describe_counter!(
         CACHE_LOOKUPS,
         "Keys looked up in the host's cache, by outcome (hit, miss)"
@@ -170,6 +170,13 @@ pub(crate) struct Scope {
         CACHE_FAILURES,
         "Cache calls the host's cache could not serve (the plugin went on without it)"
     );
+}
+
+/// The labels every document metric of a pipeline carries.
+#[derive(Debug, Clone)]
+pub(crate) struct Scope {
+    pipeline: Arc<str>,
+    tenant: Arc<str>,
 }
 
 impl Scope {
@@ -293,6 +300,7 @@ impl StageMeters {
 #[derive(Debug)]
 pub(crate) struct IndexerMeters {
     pub(crate) indexed: Counter,
+    pub(crate) deleted: Counter,
     pub(crate) call_seconds: Histogram,
     pub(crate) batch_size: Histogram,
     pub(crate) batch_retries: Counter,
@@ -304,6 +312,7 @@ impl IndexerMeters {
         let labels = scope.with(&[("plugin", plugin)]);
         Self {
             indexed: counter!(DOCS_INDEXED, &labels),
+            deleted: counter!(DOCS_DELETED, &labels),
             call_seconds: scope.call_seconds(plugin, "send-batch"),
             batch_size: histogram!(BATCH_SIZE, &labels),
             batch_retries: scope.retries(plugin, "batch"),

@@ -142,6 +142,9 @@ fn wide(value: usize) -> u64 {
 }
 
 pub(super) fn check(config: &Config, found: &mut Found) {
+    if let Some(why) = config.state.max_delete_share_problem() {
+        found.push(ConfigError::new("state.max_delete_share", why));
+    }
     let runner = &config.runner;
     for (name, value) in [
         ("connector_timeout", runner.connector_timeout),

@@ -395,3 +395,31 @@ fn every_duration_has_a_shortest_and_a_longest_named_in_its_refusal() {
         assert_eq!(span_of(key).max, span.max);
     }
 }
+
+#[test]
+fn the_mass_delete_share_is_a_share_from_0_to_1() {
+    let config = parse(MINIMAL, &[]).expect("valid");
+    assert_eq!(config.state.max_delete_share, 0.5, "the default");
+    for fine in ["0", "0.25", "1"] {
+        let config = parse(MINIMAL, &[("WEIR__STATE__MAX_DELETE_SHARE", fine)]).expect("valid");
+        assert!(
+            config
+                .check()
+                .iter()
+                .all(|e| e.location != "state.max_delete_share"),
+            "{fine}"
+        );
+    }
+    for wrong in ["1.5", "-0.1", "nan"] {
+        let config = parse(MINIMAL, &[("WEIR__STATE__MAX_DELETE_SHARE", wrong)]).expect("parses");
+        let errors = config.check();
+        let error = errors
+            .iter()
+            .find(|e| e.location == "state.max_delete_share")
+            .unwrap_or_else(|| panic!("{wrong} is refused: {errors:?}"));
+        assert!(
+            error.message.contains("from 0 to 1") && error.message.contains("--allow-deletes"),
+            "{error}"
+        );
+    }
+}

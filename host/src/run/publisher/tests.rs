@@ -120,3 +120,29 @@ fn duplicates_are_counted_apart_and_events_of_other_runs_set_aside() {
     assert_eq!(Accounting::get(&a.succeeded), 2, "each document once");
     assert_eq!(Accounting::get(&a.failed), 0);
 }
+
+#[test]
+fn deletion_markers_done_with_finish_are_counted_deleted() {
+    let a = Accounting::new("run");
+    a.published_marker("gone");
+    a.published_marker("failed");
+    a.published("kept");
+    // A child made while the first marker is the least pending shares its
+    // position: its FINISH is not a delete.
+    a.apply(&event("child", EventKind::Create));
+    a.apply(&event("child", EventKind::Finish));
+    assert_eq!(Accounting::get(&a.deleted), 0);
+    a.apply(&event("gone", EventKind::Finish));
+    a.apply(&event("failed", EventKind::Fail));
+    a.apply(&event("kept", EventKind::Finish));
+    assert_eq!(a.pending(), 0);
+    assert_eq!(Accounting::get(&a.deleted), 1);
+    assert_eq!(Accounting::get(&a.succeeded), 3);
+    // A marker then a new version of its id: the marker is the older.
+    a.published_marker("again");
+    a.published("again");
+    a.apply(&event("again", EventKind::Finish));
+    assert_eq!(Accounting::get(&a.deleted), 2);
+    a.apply(&event("again", EventKind::Finish));
+    assert_eq!(Accounting::get(&a.deleted), 2);
+}
