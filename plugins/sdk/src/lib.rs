@@ -113,6 +113,7 @@ pub mod cache;
 mod fields;
 mod packed;
 pub mod sql;
+pub mod sweep;
 pub mod sync;
 mod values;
 

@@ -3,10 +3,12 @@
 //! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
 mod config;
+mod sweep;
 
 use std::fs::{File, OpenOptions};
 
 use config::Config;
+use weir_plugin::sweep::{SOURCE_FIELD, SYNC_FIELD, Sweep};
 use weir_plugin::{
     BatchEntry, BatchError, BatchFormat, ConfigIssue, DocumentFailure, Indexer, Packed, failure,
     issue, picked,
@@ -22,7 +24,11 @@ enum Column {
 
 struct CsvIndexer {
     config: Config,
+    path: String,
     columns: Vec<Column>,
+    /// Where the sweep fields start in `pick`, when the columns hold the
+    /// stamps a sweep reads.
+    sweep_at: Option<usize>,
     writer: csv::Writer<File>,
     /// A multi-valued field's values joined, reused from row to row.
     joined: String,
@@ -36,6 +42,21 @@ const WRITE_BUFFER: usize = 256 << 10;
 /// Each column's source, and the fields the host is asked to pick (only
 /// the ones that are fields: `id` and `run_id` come with every entry).
 fn layout(columns: &[String]) -> (Vec<Column>, Vec<String>) {
+    let (layout, mut fields) = columns_of(columns);
+    if sweeps(columns) {
+        fields.extend(weir_plugin::sweep::picks());
+    }
+    (layout, fields)
+}
+
+/// Whether the columns hold what a sweep reads.
+fn sweeps(columns: &[String]) -> bool {
+    [SOURCE_FIELD, SYNC_FIELD]
+        .iter()
+        .all(|name| columns.iter().any(|c| c == name))
+}
+
+fn columns_of(columns: &[String]) -> (Vec<Column>, Vec<String>) {
     let mut fields = Vec::new();
     let layout = columns
         .iter()
@@ -59,34 +80,30 @@ impl Indexer for CsvIndexer {
     type Config = Config;
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
+        let mut issues = Vec::new();
         if config.columns.is_empty() {
-            return vec![issue("columns", "needs at least one column")];
+            issues.push(issue("columns", "needs at least one column"));
         }
-        Vec::new()
+        if !config.append {
+            issues.push(issue(
+                "append",
+                "`append = false` would empty the file at every start, so an incremental run \
+                 would leave only what it changed: remove it (files are appended to, and full \
+                 syncs clean up when `columns` hold `_weir_source` and `_weir_sync`), or set \
+                 `truncate_at_start = true` to start every run from an empty file",
+            ));
+        }
+        issues
     }
 
     fn start(config: Config) -> Result<Self, String> {
         let path = weir_plugin::instance_path(&config.path)?;
-        let exists = std::fs::metadata(&path).is_ok_and(|m| m.len() > 0);
-        let file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .append(config.append)
-            .truncate(!config.append)
-            .open(&path)
-            .map_err(|e| format!("cannot open {path}: {e}"))?;
-        let mut writer = csv::WriterBuilder::new()
-            .buffer_capacity(WRITE_BUFFER)
-            .from_writer(file);
-        if !(config.append && exists) {
-            writer
-                .write_record(&config.columns)
-                .map_err(|e| e.to_string())?;
-            writer.flush().map_err(|e| e.to_string())?;
-        }
-        let (columns, _) = layout(&config.columns);
+        let writer = open(&path, &config, config.truncate_at_start)?;
+        let (columns, fields) = columns_of(&config.columns);
         Ok(Self {
+            sweep_at: sweeps(&config.columns).then_some(fields.len()),
             config,
+            path,
             columns,
             writer,
             joined: String::new(),
@@ -100,16 +117,69 @@ impl Indexer for CsvIndexer {
     fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError> {
         self.rows(batch.iter(), |indexer, entry| {
             let picked = |at: usize| entry.picked.get(at).map_or(&[][..], Vec::as_slice);
-            indexer.write_row(&entry.id, entry.run_id.as_deref(), picked)
+            if let Some(sweep) = indexer
+                .sweep_at
+                .and_then(|at| weir_plugin::sweep::sweep_of(&entry.picked, at))
+            {
+                return Row::Sweep(sweep);
+            }
+            Row::Written(indexer.write_row(&entry.id, entry.run_id.as_deref(), picked))
         })
     }
 
     /// Rows straight from the batch's text: no string copied per value.
     fn index_packed(&mut self, batch: &Packed<'_>) -> Result<Vec<DocumentFailure>, BatchError> {
         self.rows(batch.entries(), |indexer, entry| {
-            indexer.write_row(entry.id, entry.run_id, |at| entry.picked(at))
+            if let Some(sweep) = indexer
+                .sweep_at
+                .and_then(|at| Sweep::from_picked(|i| entry.picked(at + i).first().copied()))
+            {
+                return Row::Sweep(sweep);
+            }
+            Row::Written(indexer.write_row(entry.id, entry.run_id, |at| entry.picked(at)))
         })
     }
+}
+
+/// What became of an entry: a row written (or not), or a sweep to make.
+enum Row {
+    Written(csv::Result<()>),
+    Sweep(Result<Sweep, String>),
+}
+
+/// The writer of `path`: emptied when `truncate`, a header written
+/// when it is empty, and an existing header checked against the columns.
+fn open(path: &str, config: &Config, truncate: bool) -> Result<csv::Writer<File>, String> {
+    let existing = match truncate {
+        true => None,
+        false => sweep::header(path)?,
+    };
+    if let Some(header) = &existing
+        && header != &config.columns
+    {
+        return Err(format!(
+            "{path} starts with the header {header:?}, not the `columns` {:?}: rows would not \
+             line up; write to another file, or set `truncate_at_start = true` to empty it",
+            config.columns
+        ));
+    }
+    let file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(!truncate)
+        .truncate(truncate)
+        .open(path)
+        .map_err(|e| format!("cannot open {path}: {e}"))?;
+    let mut writer = csv::WriterBuilder::new()
+        .buffer_capacity(WRITE_BUFFER)
+        .from_writer(file);
+    if existing.is_none() {
+        writer
+            .write_record(&config.columns)
+            .map_err(|e| e.to_string())?;
+        writer.flush().map_err(|e| e.to_string())?;
+    }
+    Ok(writer)
 }
 
 impl CsvIndexer {
@@ -118,16 +188,50 @@ impl CsvIndexer {
     fn rows<E>(
         &mut self,
         entries: impl Iterator<Item = E>,
-        mut write: impl FnMut(&mut Self, E) -> csv::Result<()>,
+        mut write: impl FnMut(&mut Self, E) -> Row,
     ) -> Result<Vec<DocumentFailure>, BatchError> {
         let mut failures = Vec::new();
         for (index, entry) in entries.enumerate() {
-            if let Err(e) = write(self, entry) {
-                failures.push(failure(index, format!("cannot write row: {e}")));
+            match write(self, entry) {
+                Row::Written(Ok(())) => {}
+                Row::Written(Err(e)) => {
+                    failures.push(failure(index, format!("cannot write row: {e}")));
+                }
+                Row::Sweep(sweep) => {
+                    self.writer.flush().map_err(write_failed)?;
+                    if let Err(message) = sweep.and_then(|sweep| self.sweep(&sweep)) {
+                        failures.push(failure(index, message));
+                    }
+                }
             }
         }
         self.writer.flush().map_err(write_failed)?;
         Ok(failures)
+    }
+
+    fn sweep(&mut self, sweep: &Sweep) -> Result<(), String> {
+        let (_, instances) = weir_plugin::indexer_instance();
+        if instances > 1 {
+            return Err(format!(
+                "sweep of `{}` refused: {instances} indexer instances write one file each, and a \
+                 sweep reaches one of them; set `indexer.instances = 1` for full syncs to clean up",
+                sweep.source
+            ));
+        }
+        let swept = sweep::sweep_file(&self.path, sweep)?;
+        // The file is a new one now: append to it, not to the one replaced.
+        self.writer = open(&self.path, &self.config, false)?;
+        weir_plugin::info!(
+            "swept {}: {} of {} rows of `{}` older than generation {} deleted; {} rows kept of {}",
+            self.path,
+            swept.deleted,
+            swept.of_source,
+            sweep.source,
+            sweep.generation,
+            swept.rows_after,
+            swept.rows_before
+        );
+        Ok(())
     }
 
     /// One row, field by field into the writer's buffer (no row built

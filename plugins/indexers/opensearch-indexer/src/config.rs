@@ -29,6 +29,17 @@ use weir_plugin::search::{Children, VectorField};
 /// present must be a `knn_vector` of that size, or the run stops at start.
 /// A document whose vector has another size fails before the cluster sees
 /// it. The plugin needs the cluster's host and port granted (`grants.http`).
+///
+/// Full syncs clean up: at start `_weir_source` (keyword) and `_weir_sync`
+/// (long), the source and generation the host stamps on documents of
+/// connectors that sync, are added to `index`'s mapping (the index is
+/// created when missing). At the end of a complete full sync the host sends
+/// a sweep marker: the plugin refreshes, counts the source's documents and
+/// those of older generations, refuses when that would delete more than
+/// `[state] max_delete_share` of them (and more than 10), and deletes them
+/// with `_delete_by_query` (in every index when `index_field` is set).
+/// `weir run --full --rebuild` writes into a new index and swaps an alias
+/// when complete (docs/sync.md).
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -90,6 +101,13 @@ pub struct Config {
     /// set), each of 1 to 16,000 dimensions.
     #[serde(default)]
     pub vectors: Vec<VectorField>,
+    /// Set by the host under `weir run --full --rebuild`, never by hand: the
+    /// run's generation. Documents then go to a new index
+    /// `<index>-weir-<generation>`, and alias `<index>` is swapped to it
+    /// when the full sync is complete (docs/sync.md).
+    #[serde(rename = "_weir_rebuild", default)]
+    #[schemars(skip)]
+    pub rebuild: Option<String>,
 }
 
 fn default_deletion_value() -> String {

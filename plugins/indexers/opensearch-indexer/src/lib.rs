@@ -4,6 +4,8 @@
 //! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
 mod config;
+mod rebuild;
+mod sweep;
 mod vectors;
 
 use std::time::Duration;
@@ -19,6 +21,9 @@ use weir_plugin::{
 
 struct OpenSearch {
     config: Config,
+    /// Where documents without `index_field` go: `index`, or the new index
+    /// of a rebuild.
+    default_index: Option<String>,
     bulk: Url,
     root: Url,
     auth: Option<String>,
@@ -36,6 +41,8 @@ struct Picks {
     deletion: Option<usize>,
     /// Where `_deleted`, the mark of a deletion marker, is.
     marker: usize,
+    /// Where the sweep fields start.
+    sweep: usize,
     names: Vec<String>,
 }
 
@@ -53,12 +60,15 @@ impl Picks {
         let version = add(&config.version_field);
         let deletion = add(&config.deletion_field);
         let marker = add(&Some(weir_plugin::DELETED_FIELD.to_owned())).unwrap_or_default();
+        let sweep = picks.names.len();
+        picks.names.extend(weir_plugin::sweep::picks());
         Picks {
             index,
             routing,
             version,
             deletion,
             marker,
+            sweep,
             ..picks
         }
     }
@@ -108,7 +118,7 @@ impl OpenSearch {
                 .filter(|v| !v.is_empty())
         };
         let index = first(self.picks.index)
-            .or(self.config.index.as_deref())
+            .or(self.default_index.as_deref())
             .ok_or_else(|| {
                 format!(
                     "no index: `{}` is empty or missing and no default `index` is set",
@@ -250,6 +260,7 @@ impl Indexer for OpenSearch {
                 "needs `index`: the index whose mapping gets the vector fields",
             ));
         }
+        issues.extend(rebuild::check(config));
         issues
     }
 
@@ -266,6 +277,7 @@ impl Indexer for OpenSearch {
         }
         let auth = config.auth.header()?;
         Ok(OpenSearch {
+            default_index: rebuild::new_index(&config).or_else(|| config.index.clone()),
             picks: Picks::new(&config),
             config,
             bulk,
@@ -293,7 +305,11 @@ impl Indexer for OpenSearch {
             .send()
             .map_err(|e| PluginError::Fatal(format!("cannot reach the cluster: {e}")))?;
         match response.status {
-            200..=299 => self.set_up_vectors().map_err(PluginError::Fatal),
+            200..=299 => self
+                .prepare_rebuild()
+                .and_then(|()| self.set_up_vectors())
+                .map(|()| self.set_up_stamps())
+                .map_err(PluginError::Fatal),
             401 | 403 => Err(PluginError::Fatal(format!(
                 "the cluster at {} refused the credentials (status {}): check `auth` and the granted environment",
                 self.root, response.status
@@ -306,12 +322,43 @@ impl Indexer for OpenSearch {
         }
     }
 
+    /// The entries up to each sweep marker in one bulk request, then the
+    /// sweep, then the rest.
     fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError> {
+        let mut failures = Vec::new();
+        let mut start = 0;
+        for (at, entry) in batch.iter().enumerate() {
+            let Some(sweep) = weir_plugin::sweep::sweep_of(&entry.picked, self.picks.sweep) else {
+                continue;
+            };
+            failures.extend(self.send_bulk(&batch[start..at], start)?);
+            if let Err(failure) = sweep
+                .map_err(|m| weir_plugin::failure(at, m))
+                .and_then(|sweep| self.sweep(&sweep).map_err(|e| e.failure(at)))
+            {
+                failures.push(failure);
+            }
+            start = at + 1;
+        }
+        failures.extend(self.send_bulk(&batch[start..], start)?);
+        Ok(failures)
+    }
+}
+
+impl OpenSearch {
+    /// One bulk request for `batch`, whose first entry is entry `offset` of
+    /// the whole batch.
+    fn send_bulk(
+        &mut self,
+        batch: &[BatchEntry],
+        offset: usize,
+    ) -> Result<Vec<DocumentFailure>, BatchError> {
         self.body.clear();
         let mut failures = Vec::new();
         // The entry each bulk action belongs to.
         let mut owners = Vec::with_capacity(batch.len());
         for (index, entry) in batch.iter().enumerate() {
+            let index = offset + index;
             let mark = self.body.len();
             match self.add_entry(entry) {
                 Ok(actions) => owners.extend(std::iter::repeat_n(index, actions)),
@@ -362,7 +409,7 @@ impl Indexer for OpenSearch {
             )));
         }
         let versioned = self.config.version_field.is_some();
-        let mut failed = vec![false; batch.len()];
+        let mut failed = vec![false; offset + batch.len()];
         for (item, &owner) in parsed.items.iter().zip(&owners) {
             let Some(result) = item.values().next() else {
                 continue;

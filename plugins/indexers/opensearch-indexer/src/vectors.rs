@@ -32,7 +32,7 @@ fn mapping(v: &VectorField) -> Json {
 }
 
 impl OpenSearch {
-    fn call(&self, request: Request) -> Result<(u16, Json), String> {
+    pub(crate) fn call(&self, request: Request) -> Result<(u16, Json), String> {
         let response = self
             .request(request)
             .send()
@@ -42,7 +42,7 @@ impl OpenSearch {
         Ok((response.status, body))
     }
 
-    fn put(&self, path: &str, body: &Json) -> Result<(u16, Json), String> {
+    pub(crate) fn put(&self, path: &str, body: &Json) -> Result<(u16, Json), String> {
         self.call(
             Request::new("PUT", &self.root.join(path))
                 .header("content-type", "application/json")
@@ -53,7 +53,11 @@ impl OpenSearch {
     /// Make sure `index` has each configured vector field.
     pub fn set_up_vectors(&self) -> Result<(), String> {
         let vectors = &self.config.vectors;
-        let Some(index) = self.config.index.as_deref().filter(|_| !vectors.is_empty()) else {
+        let Some(index) = self
+            .default_index
+            .as_deref()
+            .filter(|_| !vectors.is_empty())
+        else {
             return Ok(());
         };
         let (status, found) =

@@ -27,6 +27,15 @@ use weir_plugin::search::{Children, VectorField};
 /// managed, mutable schema; otherwise the run stops, saying what to add by
 /// hand), or checked to be a `DenseVectorField` of that size. The plugin
 /// needs Solr's host and port granted (`grants.http`).
+///
+/// Full syncs clean up: at start `_weir_source` (string) and `_weir_sync`
+/// (plong), the source and generation the host stamps on documents of
+/// connectors that sync, are added to the schema when missing (a managed
+/// schema; a classic one needs them by hand, which the log says). At the end
+/// of a complete full sync the host sends a sweep marker: the plugin
+/// commits, counts the source's documents and those of older generations,
+/// refuses when that would delete more than `[state] max_delete_share` of
+/// them (and more than 10), and deletes them by query, then commits.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -79,6 +88,11 @@ pub struct Config {
     /// 1 to 1,024 dimensions (Lucene's default limit).
     #[serde(default)]
     pub vectors: Vec<VectorField>,
+    /// Set by the host under `weir run --rebuild`: refused (a rebuild is not
+    /// supported for Solr yet).
+    #[serde(rename = "_weir_rebuild", default)]
+    #[schemars(skip)]
+    pub rebuild: Option<String>,
 }
 
 fn default_deletion_value() -> String {

@@ -3,6 +3,7 @@
 //! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
 mod config;
+mod sweep;
 mod vectors;
 
 use std::time::Duration;
@@ -22,6 +23,14 @@ struct Solr {
     commit: Url,
     ping: Url,
     auth: Option<String>,
+    /// Whether the schema has the sync stamp fields (see `sweep.rs`).
+    stamps: bool,
+}
+
+/// Where the sweep fields start in `pick`: after `_deleted` and the
+/// deletion field.
+fn sweep_at(config: &Config) -> usize {
+    1 + usize::from(config.deletion_field.is_some())
 }
 
 /// One command of an update request: its JSON (`"add": {...}` or
@@ -133,6 +142,14 @@ impl Indexer for Solr {
             &config.vectors,
             vectors::MAX_DIMENSIONS,
         ));
+        if config.rebuild.is_some() {
+            issues.push(issue(
+                weir_plugin::sweep::REBUILD_KEY,
+                "solr-indexer cannot rebuild (`--rebuild`): swapping a collection alias needs \
+                 SolrCloud's Collections API, not supported yet; run `--full` without `--rebuild` \
+                 (a full sync removes what the source no longer holds)",
+            ));
+        }
         issues
     }
 
@@ -149,6 +166,7 @@ impl Indexer for Solr {
             update,
             core,
             config,
+            stamps: false,
         })
     }
 
@@ -161,6 +179,7 @@ impl Indexer for Solr {
             omit,
             pick: std::iter::once(weir_plugin::DELETED_FIELD.to_owned())
                 .chain(self.config.deletion_field.iter().cloned())
+                .chain(weir_plugin::sweep::picks())
                 .collect(),
         }
     }
@@ -171,7 +190,11 @@ impl Indexer for Solr {
             .send()
             .map_err(|e| PluginError::Fatal(format!("cannot reach Solr: {e}")))?;
         match response.status {
-            200..=299 => self.set_up_vectors(&self.core),
+            200..=299 => {
+                self.set_up_vectors(&self.core)?;
+                self.set_up_stamps();
+                Ok(())
+            }
             401 | 403 => Err(PluginError::Fatal(format!(
                 "Solr at {} refused the credentials (status {}): check `auth` and the granted environment",
                 self.ping, response.status
@@ -188,11 +211,64 @@ impl Indexer for Solr {
         }
     }
 
+    /// The entries up to each sweep marker in one update request, then the
+    /// sweep, then the rest.
     fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError> {
+        let mut failures = Vec::new();
+        let mut start = 0;
+        let at = sweep_at(&self.config);
+        for (index, entry) in batch.iter().enumerate() {
+            let Some(sweep) = weir_plugin::sweep::sweep_of(&entry.picked, at) else {
+                continue;
+            };
+            failures.extend(self.update(&batch[start..index], start)?);
+            let swept = sweep
+                .map_err(|m| weir_plugin::failure(index, m))
+                .and_then(|sweep| self.sweep(&sweep).map_err(|e| e.failure(index)));
+            failures.extend(swept.err());
+            start = index + 1;
+        }
+        failures.extend(self.update(&batch[start..], start)?);
+        Ok(failures)
+    }
+
+    fn close(&mut self) -> Result<(), PluginError> {
+        if !self.config.commit_on_close {
+            return Ok(());
+        }
+        let response = self
+            .request(
+                Request::post(&self.commit)
+                    .header("content-type", "application/json")
+                    .body("{}"),
+            )
+            .send()
+            .map_err(|e| PluginError::Document(format!("commit failed: {e}")))?;
+        if response.ok() {
+            Ok(())
+        } else {
+            Err(PluginError::Document(format!(
+                "commit refused (status {}): {}",
+                response.status,
+                solr_message(&response)
+            )))
+        }
+    }
+}
+
+impl Solr {
+    /// One update request for `batch`, whose first entry is entry `offset`
+    /// of the whole batch.
+    fn update(
+        &self,
+        batch: &[BatchEntry],
+        offset: usize,
+    ) -> Result<Vec<DocumentFailure>, BatchError> {
         let mut failures = Vec::new();
         // Each entry's commands, or none when it failed to shape.
         let mut per_entry: Vec<(usize, Vec<String>)> = Vec::with_capacity(batch.len());
         for (index, entry) in batch.iter().enumerate() {
+            let index = offset + index;
             match commands(&self.config, entry) {
                 Ok(commands) => per_entry.push((index, commands)),
                 Err(message) => failures.push(weir_plugin::failure(index, message)),
@@ -230,29 +306,6 @@ impl Indexer for Solr {
         }
         failures.sort_by_key(|f| f.index);
         Ok(failures)
-    }
-
-    fn close(&mut self) -> Result<(), PluginError> {
-        if !self.config.commit_on_close {
-            return Ok(());
-        }
-        let response = self
-            .request(
-                Request::post(&self.commit)
-                    .header("content-type", "application/json")
-                    .body("{}"),
-            )
-            .send()
-            .map_err(|e| PluginError::Document(format!("commit failed: {e}")))?;
-        if response.ok() {
-            Ok(())
-        } else {
-            Err(PluginError::Document(format!(
-                "commit refused (status {}): {}",
-                response.status,
-                solr_message(&response)
-            )))
-        }
     }
 }
 

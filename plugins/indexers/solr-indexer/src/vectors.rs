@@ -23,7 +23,11 @@ fn similarity_name(similarity: Similarity) -> &'static str {
 
 impl Solr {
     /// GET a schema resource: its JSON, or None when Solr has none (404).
-    fn schema_get(&self, core: &Url, what: &str) -> Result<Option<serde_json::Value>, String> {
+    pub(crate) fn schema_get(
+        &self,
+        core: &Url,
+        what: &str,
+    ) -> Result<Option<serde_json::Value>, String> {
         let url = core.join(&format!("schema/{what}?wt=json"));
         let response = self
             .request(Request::get(&url))
@@ -41,7 +45,7 @@ impl Solr {
         }
     }
 
-    fn schema_post(&self, core: &Url, command: serde_json::Value) -> Result<(), String> {
+    pub(crate) fn schema_post(&self, core: &Url, command: serde_json::Value) -> Result<(), String> {
         let url = core.join("schema?wt=json");
         let response = self
             .request(
