@@ -60,6 +60,12 @@ pub struct Event {
     /// never complete the run early.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub after_creates: u32,
+    /// On a CREATE: the id of the published document the child descends
+    /// from (its parent's, or its parent's root for a grandchild), so the
+    /// runner knows which children each version of a document made (see
+    /// `run/family.rs`). Absent on other events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -75,6 +81,15 @@ impl Event {
             message: None,
             attempt: None,
             after_creates: 0,
+            root: None,
+        }
+    }
+
+    /// A CREATE for `child`, made from the published document `root`.
+    pub fn created(child: &Document, root: &str) -> Self {
+        Self {
+            root: Some(root.to_owned()),
+            ..Self::new(child, EventKind::Create)
         }
     }
 

@@ -97,18 +97,6 @@ impl Runner {
         let publisher: Arc<dyn PublisherMessenger> = Arc::from(publisher);
         let remote = self.messengers.workers_are_remote();
         tracing::debug!("messengers ready");
-        let resumed = publisher.resumed().map(|resumed| {
-            tracing::info!(
-                published = resumed.published.len(),
-                events = resumed.events.len(),
-                done = resumed.done,
-                "resuming the connector where the run's last runner left it"
-            );
-            accounting.resume(&resumed);
-            RunStats::add(&self.stats.published, resumed.published.len() as u64);
-            (resumed.done, Arc::new(Skip::new(&resumed.published)))
-        });
-
         // Indexers first (where they run in this process): no document is
         // processed if one cannot connect.
         let count = indexer_messengers.len();
@@ -148,6 +136,14 @@ impl Runner {
                         self.max_delete_share(),
                     )?;
                     let ledger = Arc::new(opened.ledger);
+                    super::family::open(
+                        self.states.as_ref(),
+                        &opened.sync.scope,
+                        c,
+                        accounting,
+                        &ledger,
+                        run_id,
+                    )?;
                     connector
                         .set_state(Arc::clone(&ledger) as Arc<dyn crate::plugin::ConnectorState>)
                         .map_err(|e| format!("the connector could not start: {e}"))?;
@@ -162,6 +158,24 @@ impl Runner {
             }
             Source::Documents(docs) => Started::Documents(docs),
         };
+
+        // After the sync is open: the events an earlier runner saw end
+        // roots whose stale children are then deleted.
+        let resumed = publisher.resumed().map(|resumed| {
+            tracing::info!(
+                published = resumed.published.len(),
+                events = resumed.events.len(),
+                done = resumed.done,
+                "resuming the connector where the run's last runner left it"
+            );
+            let skip = Arc::new(Skip::new(&resumed.published));
+            if let Some(family) = accounting.family.get() {
+                family.resumed(&skip);
+            }
+            accounting.resume(&resumed);
+            RunStats::add(&self.stats.published, resumed.published.len() as u64);
+            (resumed.done, skip)
+        });
 
         let sync = match &source {
             Started::Plugin(_, Some(synced)) => Some(Arc::clone(&synced.sync)),
@@ -296,6 +310,9 @@ impl Runner {
                 .into()
             })
         });
+        if let Some(family) = run.accounting.family.get() {
+            family.report();
+        }
         result.and(closed).and(kept).and(kept_sync)
     }
 
@@ -397,6 +414,13 @@ impl Runner {
                 drained += events.len();
                 accounting.apply_all(&events);
                 events.clear();
+                if let Some(Err(e)) = accounting
+                    .family
+                    .get()
+                    .map(|f| f.flush(&**publisher, accounting))
+                {
+                    abort.trigger(e);
+                }
                 if drained == 0 {
                     thread::sleep(EVENT_POLL);
                 } else {

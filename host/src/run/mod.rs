@@ -11,6 +11,7 @@ mod cases;
 mod connector;
 mod dead_letters;
 mod guard;
+mod family;
 mod indexer;
 mod outcome;
 mod pipeline;

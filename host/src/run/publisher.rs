@@ -42,6 +42,8 @@ pub(crate) struct Accounting {
     pub(crate) dropped: AtomicU64,
     /// Deletion markers done with FINISH: documents deleted.
     pub(crate) deleted: AtomicU64,
+    /// A syncing connector's children, told of CREATEs and of roots done.
+    pub(crate) family: std::sync::OnceLock<Arc<super::family::Family>>,
 }
 
 /// Randomly seeded maps: document ids come from sources, so no hash flooding.
@@ -279,16 +281,29 @@ impl Accounting {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         let id = event.document_id.as_str();
+        let family = self.family.get();
+        if let (Some(family), Some(root)) = (family, &event.root)
+            && counts.pending.contains_key(root.as_str())
+        {
+            family.created(root, id);
+        }
         if event.kind.is_terminal() {
             if counts.take_marker(id) && event.kind == EventKind::Finish {
                 self.deleted.fetch_add(1, Ordering::Relaxed);
             }
+            let position = counts.pending.get(id).map(|held| held.first);
             if !counts.release(id, false) {
                 counts
                     .early
                     .entry(id.to_owned())
                     .or_default()
                     .push(event.kind);
+            } else if let (Some(family), Some(position)) = (family, position) {
+                // Deletion markers for its stale children hold back what it did.
+                let pending = counts.pending.contains_key(id);
+                for marker in family.ended(id, event.kind, position, pending, counts.next) {
+                    counts.hold(&marker, position);
+                }
             }
         } else if let Some(kinds) = counts.early.get_mut(id) {
             kinds.remove(0);
@@ -393,7 +408,7 @@ impl Skip {
     }
 
     /// Whether this publication of `id` was made already (counted off).
-    fn take(&self, id: &str) -> bool {
+    pub(crate) fn take(&self, id: &str) -> bool {
         let mut counts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         match counts.get_mut(id) {
             Some(1) => {

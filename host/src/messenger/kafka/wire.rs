@@ -178,6 +178,7 @@ pub(super) fn fail_event(message: &BorrowedMessage<'_>, why: String) -> Option<E
         message: Some(why),
         attempt: None,
         after_creates: 0,
+        root: None,
     })
 }
 

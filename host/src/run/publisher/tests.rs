@@ -10,6 +10,7 @@ fn event(id: &str, kind: EventKind) -> Event {
         message: None,
         attempt: None,
         after_creates: 0,
+        root: None,
     }
 }
 

@@ -147,7 +147,14 @@ impl Ledger {
             full,
             last_commit: Mutex::new(Instant::now()),
             committed: Default::default(),
+            first: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Commit `part` before this state, to the same watermark, whenever
+    /// this state commits.
+    pub(crate) fn commit_first(&self, part: Arc<Ledger>) {
+        let _ = self.first.set(part);
     }
 
     /// The same state, for a run that is (or is not) a full sync.
@@ -168,6 +175,69 @@ impl Ledger {
     /// Changes made and not yet committed.
     pub(crate) fn uncommitted(&self) -> usize {
         self.held().changes.len()
+    }
+
+    /// Set (`Some`) or remove (`None`) `key`, committed once every document
+    /// published before `position` is done. The queue stays in position
+    /// order: a change made for an earlier position (the host's, for a
+    /// document published earlier) goes before those made after it.
+    pub(crate) fn change_at(
+        &self,
+        key: &str,
+        value: Option<&str>,
+        position: u64,
+    ) -> Result<(), String> {
+        let mut held = self.held();
+        let old = held.view.get(key);
+        let old_text = old.map_or(0, |v| key.len() + v.len());
+        let old_bytes = old.map_or(0, |v| view_entry(key, v));
+        let new_text = value.map_or(0, |v| key.len() + v.len());
+        let new_bytes = value.map_or(0, |v| view_entry(key, v));
+        // A change made at the same position as the last one of its key
+        // replaces it: they would be committed together.
+        let at = held.changes.partition_point(|c| c.position <= position);
+        let last = at
+            .checked_sub(1)
+            .and_then(|i| held.changes.get(i))
+            .filter(|c| c.position == position && c.key == key);
+        let replaces = last.is_some();
+        let replaced_bytes = last.map_or(0, Change::bytes);
+        let change_bytes = change_entry(key, value);
+        let view_bytes = held.view_bytes - old_bytes + new_bytes;
+        let changes_bytes = held.changes_bytes - replaced_bytes + change_bytes;
+        let total = view_bytes + changes_bytes;
+        // Checked before anything is taken in. A change that does not grow
+        // what is held (a removal, a shorter value) is let through even
+        // over the limit (state loaded near it leaves little room for the
+        // changes' own cost): it is how a connector gets back under it.
+        if total > self.limit && total > held.view_bytes + held.changes_bytes {
+            return Err(format!(
+                "the connector's state would hold {total} bytes in the host ({} keys: their keys and values and {VIEW_ENTRY_BYTES} bytes a key, {view_bytes}; the changes not yet committed, {CHANGE_ENTRY_BYTES} bytes each beside their text, {changes_bytes}), over limits.max_state_mib = {}",
+                held.view.len() + usize::from(old.is_none() && value.is_some()),
+                self.limit >> 20
+            ));
+        }
+        match value {
+            Some(value) => held.view.insert(key.to_owned(), value.to_owned()),
+            None => held.view.remove(key),
+        };
+        held.view_text = held.view_text - old_text + new_text;
+        held.view_bytes = view_bytes;
+        held.changes_bytes = changes_bytes;
+        let seq = held.next_seq;
+        held.next_seq += 1;
+        let change = Change {
+            seq,
+            position,
+            key: key.to_owned(),
+            value: value.map(str::to_owned),
+        };
+        if replaces {
+            held.changes[at - 1] = change;
+        } else {
+            held.changes.insert(at, change);
+        }
+        Ok(())
     }
 
     /// Commit what the documents allow, when the last commit is old enough.
@@ -192,26 +262,28 @@ impl Ledger {
     /// stay, to be tried again.
     pub(crate) fn commit(&self) -> Result<(), StateError> {
         let watermark = self.accounting.watermark();
+        if let Some(first) = self.first.get() {
+            first.commit_upto(watermark)?;
+        }
+        self.commit_upto(watermark)
+    }
+
+    /// [`commit`](Self::commit) the changes made at `watermark` or before.
+    fn commit_upto(&self, watermark: u64) -> Result<(), StateError> {
         loop {
             // The changes are copied and the lock let go while the store
             // writes them: the connector goes on changing its state. Its
             // change may replace the last one copied (same key and
             // position); the replacement has a new number, so it is not
             // removed below as written, and the next commit writes it.
-            let (ready, last): (Vec<StateChange>, u64) = {
+            let (ready, written): (Vec<StateChange>, Vec<u64>) = {
                 let held = self.held();
-                let mut last = 0;
-                let ready = held
-                    .changes
+                held.changes
                     .iter()
                     .take_while(|c| c.position <= watermark)
                     .take(COMMIT_SLICE)
-                    .map(|c| {
-                        last = c.seq;
-                        (c.key.clone(), c.value.clone())
-                    })
-                    .collect();
-                (ready, last)
+                    .map(|c| ((c.key.clone(), c.value.clone()), c.seq))
+                    .unzip()
             };
             if ready.is_empty() {
                 return Ok(());
@@ -221,9 +293,13 @@ impl Ledger {
                 .unwrap_or_else(PoisonError::into_inner)
                 .commit(&ready)?;
             let mut held = self.held();
-            // Numbers grow along the queue: those written are a prefix.
+            // Those written are a prefix of the queue, each as it was when
+            // copied (a change replaced meanwhile has a new number).
             let mut removed = 0u64;
-            while let Some(change) = held.changes.pop_front_if(|c| c.seq <= last) {
+            for seq in written {
+                let Some(change) = held.changes.pop_front_if(|c| c.seq == seq) else {
+                    break;
+                };
                 held.changes_bytes -= change.bytes();
                 removed += 1;
             }
@@ -262,57 +338,7 @@ impl ConnectorState for Ledger {
     }
 
     fn change(&self, key: &str, value: Option<&str>) -> Result<(), String> {
-        let position = self.accounting.position();
-        let mut held = self.held();
-        let old = held.view.get(key);
-        let old_text = old.map_or(0, |v| key.len() + v.len());
-        let old_bytes = old.map_or(0, |v| view_entry(key, v));
-        let new_text = value.map_or(0, |v| key.len() + v.len());
-        let new_bytes = value.map_or(0, |v| view_entry(key, v));
-        // A change made at the same position as the last one of its key
-        // replaces it: they would be committed together.
-        let last = held
-            .changes
-            .back()
-            .filter(|c| c.position == position && c.key == key);
-        let replaces = last.is_some();
-        let replaced_bytes = last.map_or(0, Change::bytes);
-        let change_bytes = change_entry(key, value);
-        let view_bytes = held.view_bytes - old_bytes + new_bytes;
-        let changes_bytes = held.changes_bytes - replaced_bytes + change_bytes;
-        let total = view_bytes + changes_bytes;
-        // Checked before anything is taken in. A change that does not grow
-        // what is held (a removal, a shorter value) is let through even
-        // over the limit (state loaded near it leaves little room for the
-        // changes' own cost): it is how a connector gets back under it.
-        if total > self.limit && total > held.view_bytes + held.changes_bytes {
-            return Err(format!(
-                "the connector's state would hold {total} bytes in the host ({} keys: their keys and values and {VIEW_ENTRY_BYTES} bytes a key, {view_bytes}; the changes not yet committed, {CHANGE_ENTRY_BYTES} bytes each beside their text, {changes_bytes}), over limits.max_state_mib = {}",
-                held.view.len() + usize::from(old.is_none() && value.is_some()),
-                self.limit >> 20
-            ));
-        }
-        match value {
-            Some(value) => held.view.insert(key.to_owned(), value.to_owned()),
-            None => held.view.remove(key),
-        };
-        held.view_text = held.view_text - old_text + new_text;
-        held.view_bytes = view_bytes;
-        held.changes_bytes = changes_bytes;
-        let seq = held.next_seq;
-        held.next_seq += 1;
-        let change = Change {
-            seq,
-            position,
-            key: key.to_owned(),
-            value: value.map(str::to_owned),
-        };
-        if let Some(last) = held.changes.back_mut().filter(|_| replaces) {
-            *last = change;
-        } else {
-            held.changes.push_back(change);
-        }
-        Ok(())
+        self.change_at(key, value, self.accounting.position())
     }
 
     fn full_sync(&self) -> bool {
