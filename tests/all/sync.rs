@@ -314,7 +314,7 @@ fn csv_sync(dir: &Path, columns: &str) -> i32 {
         [[pipelines]]
         name = "p"
         [indexer]
-        plugin = {{ path = @csv-indexer, config = {{ path = "/out/out.csv", columns = {columns} }}, grants = {{ dirs = [{{ host = "out", guest = "/out", writable = true }}] }} }}
+        plugin = {{ path = @csv-indexer, config = {{ path = "/out/out.csv", columns = {columns}, truncate_at_start = true }}, grants = {{ dirs = [{{ host = "out", guest = "/out", writable = true }}] }} }}
         "#
     ));
     std::fs::write(dir.join("csv.toml"), config).expect("config");

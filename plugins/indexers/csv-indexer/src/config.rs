@@ -25,7 +25,9 @@
 /// id when there is an `id` column (a `_deleted` column of `true` dropping
 /// it); a sweep that would delete more than `[state] max_delete_share` of
 /// the source's rows (and more than 10) is refused and changes nothing.
-/// Without those columns the host warns that gone documents may stay.
+/// Without those columns the host warns that gone documents may stay,
+/// unless `truncate_at_start` is set: the file then holds only the rows of
+/// the run (local mode), which after a complete full sync are the source's.
 ///
 /// The plugin needs the file's folder granted writable (`grants.dirs`).
 #[derive(serde::Deserialize, schemars::JsonSchema)]

@@ -41,19 +41,26 @@ const WRITE_BUFFER: usize = 256 << 10;
 
 /// Each column's source, and the fields the host is asked to pick (only
 /// the ones that are fields: `id` and `run_id` come with every entry).
-fn layout(columns: &[String]) -> (Vec<Column>, Vec<String>) {
-    let (layout, mut fields) = columns_of(columns);
-    if sweeps(columns) {
+fn layout(config: &Config) -> (Vec<Column>, Vec<String>) {
+    let (layout, mut fields) = columns_of(&config.columns);
+    if sweeps(config) {
         fields.extend(weir_plugin::sweep::picks());
     }
     (layout, fields)
 }
 
+/// Whether the indexer takes sweep markers: its columns hold what a sweep
+/// reads, or its file holds only this run's rows (emptied at start), so
+/// that after a complete full sync it is already the source's.
+fn sweeps(config: &Config) -> bool {
+    config.truncate_at_start || stamped(config)
+}
+
 /// Whether the columns hold what a sweep reads.
-fn sweeps(columns: &[String]) -> bool {
+fn stamped(config: &Config) -> bool {
     [SOURCE_FIELD, SYNC_FIELD]
         .iter()
-        .all(|name| columns.iter().any(|c| c == name))
+        .all(|name| config.columns.iter().any(|c| c == name))
 }
 
 fn columns_of(columns: &[String]) -> (Vec<Column>, Vec<String>) {
@@ -101,7 +108,7 @@ impl Indexer for CsvIndexer {
         let writer = open(&path, &config, config.truncate_at_start)?;
         let (columns, fields) = columns_of(&config.columns);
         Ok(Self {
-            sweep_at: sweeps(&config.columns).then_some(fields.len()),
+            sweep_at: sweeps(&config).then_some(fields.len()),
             config,
             path,
             columns,
@@ -111,7 +118,7 @@ impl Indexer for CsvIndexer {
     }
 
     fn batch_format(&self) -> BatchFormat {
-        picked(layout(&self.config.columns).1)
+        picked(layout(&self.config).1)
     }
 
     fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError> {
@@ -210,6 +217,15 @@ impl CsvIndexer {
     }
 
     fn sweep(&mut self, sweep: &Sweep) -> Result<(), String> {
+        if !stamped(&self.config) {
+            // `truncate_at_start` (see `sweeps`).
+            weir_plugin::debug!(
+                "sweep of `{}`: {} was emptied at start, so it holds only this run's rows",
+                sweep.source,
+                self.path
+            );
+            return Ok(());
+        }
         let (_, instances) = weir_plugin::indexer_instance();
         if instances > 1 {
             return Err(format!(
