@@ -168,7 +168,8 @@ impl Project {
         let db = rusqlite::Connection::open(self.dir.path().join("weir-state.sqlite"))
             .expect("the state file");
         let mut rows = db
-            .prepare("SELECT key, value FROM connector_state")
+            // The connector's own state: the host's parts (`#meta`, ...) apart.
+            .prepare("SELECT key, value FROM connector_state WHERE scope NOT LIKE '%#%'")
             .expect("the state table");
         rows.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
             .expect("state rows")

@@ -106,9 +106,12 @@ impl Sync {
         let Ok(db) = rusqlite::Connection::open(self.path("weir-state.sqlite")) else {
             return 0;
         };
-        db.query_row("SELECT count(*) FROM connector_state", [], |r| {
-            r.get::<_, i64>(0)
-        })
+        // The connector's own state: the host's parts (`#meta`, ...) apart.
+        db.query_row(
+            "SELECT count(*) FROM connector_state WHERE scope NOT LIKE '%#%'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
         .map_or(0, |n| usize::try_from(n).unwrap_or(0))
     }
 }
