@@ -9,7 +9,12 @@
 //! spin until interrupted), `sleep_ms` (after publishing, sleep that long
 //! in the host: WASI), `check_sleep_ms` (sleep in `check-config`),
 //! `state_keys` (first keep that many 8-byte keys, `k0000000` on, with
-//! empty values in its state; a refusal fails it with the host's reason).
+//! empty values in its state; a refusal fails it with the host's reason),
+//! `sync_keys` and `delete_kept` (a sync that alternates: with an empty
+//! state, keep `sync_keys` keys `s0000000` on and publish a document for
+//! each; else delete the documents of the first `delete_kept` kept keys
+//! and remove those keys, logging `deleted <n> kept keys`), both before
+//! `sleep_ms`.
 
 use weir_plugin::serde_json::{Map, Value as Json};
 use weir_plugin::{Connector, Document, PluginError, Publisher};
@@ -44,6 +49,10 @@ struct Config {
     check_sleep_ms: u64,
     #[serde(default)]
     state_keys: u64,
+    #[serde(default)]
+    sync_keys: u64,
+    #[serde(default)]
+    delete_kept: u64,
 }
 
 struct TestConnector(Config);
@@ -52,6 +61,30 @@ fn publish(publisher: &Publisher, json: String) -> Result<(), PluginError> {
     let doc = Document::from_json(&json)
         .map_err(|e| PluginError::Fatal(weir_plugin::field_error_message(&e)))?;
     publisher.publish(doc).map_err(PluginError::Fatal)
+}
+
+/// `sync_keys` and `delete_kept`: keep and publish keys on an empty state,
+/// else delete some of those kept.
+fn sync_keys(c: &Config, publisher: &Publisher) -> Result<(), PluginError> {
+    use weir_plugin::sync;
+    if sync::size().0 == 0 {
+        for n in 0..c.sync_keys {
+            let key = format!("s{n:07}");
+            publish(publisher, format!(r#"{{"id":"{key}","n":{n}}}"#))?;
+            sync::set(&key, "")?;
+        }
+        return Ok(());
+    }
+    let kept: Vec<String> = sync::entries()
+        .map(|(key, _)| key)
+        .take(c.delete_kept as usize)
+        .collect();
+    for key in &kept {
+        sync::delete(publisher, key)?;
+        sync::remove(key)?;
+    }
+    weir_plugin::info!("deleted {} kept keys", kept.len());
+    Ok(())
 }
 
 impl Connector for TestConnector {
@@ -98,6 +131,9 @@ impl Connector for TestConnector {
                 )));
             }
             publish(publisher, json)?;
+        }
+        if c.sync_keys > 0 || c.delete_kept > 0 {
+            sync_keys(c, publisher)?;
         }
         if c.hang {
             loop {
