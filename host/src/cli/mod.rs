@@ -9,6 +9,7 @@ mod plugin_test;
 mod reload;
 mod scaffold;
 mod signals;
+mod state;
 mod summary;
 mod tap;
 
@@ -310,6 +311,9 @@ enum Command {
     /// behind misses documents and never slows the pipeline. Documents
     /// over 64 KiB come as their id and size.
     Tap(tap::TapArgs),
+    /// See and clear what a config's syncing connectors keep between runs.
+    #[command(subcommand)]
+    State(state::StateCommand),
     /// Check a config and every plugin's settings without running anything.
     Validate {
         /// The run configuration (TOML).
@@ -328,6 +332,7 @@ impl Command {
                 | Self::Test { .. }
                 | Self::New { .. }
                 | Self::Validate { .. }
+                | Self::State(_)
                 | Self::Tap(_)
         )
     }
@@ -358,6 +363,7 @@ fn execute(
     match command {
         Command::Validate { config } => commands::validate(&config),
         Command::Tap(args) => tap::tap(args),
+        Command::State(command) => state::state(command),
         Command::Test { plugin, cases, .. }
             if cases.is_some() || plugin.extension().is_some_and(|e| e == "toml") =>
         {

@@ -145,6 +145,13 @@ pub trait StateStores: Send + Sync {
     fn open(&self, pipeline: &str, connector: &str) -> Result<Box<dyn StateStore>, StateError>;
     /// Where state is kept, for messages (a file, a topic).
     fn describe(&self, pipeline: &str) -> String;
+    /// Whether the place pipeline `pipeline`'s state is kept exists (its
+    /// file, its topic), asked without making it: a store that is not
+    /// there keeps nothing. A store that is always there says yes.
+    fn exists(&self, pipeline: &str) -> Result<bool, StateError> {
+        let _ = pipeline;
+        Ok(true)
+    }
 }
 
 /// State kept in memory only, gone when the process ends: for embedders

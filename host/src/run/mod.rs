@@ -39,7 +39,10 @@ pub use guard::{MIN_DELETES, MassDelete};
 pub use outcome::{ConnectorResult, RunResult, RunStatus};
 pub use reload::{ReloadRefused, Reloaded};
 pub use serve::Shutdown;
-pub use state::SqliteStates;
+pub use state::{
+    DEFAULT_SHOWN_KEYS, MAX_SHOWN_KEYS, ShownKey, SqliteStates, StateInspectError, StateQuery,
+    SyncReset, SyncState,
+};
 pub use stop::{Interrupt, Pause, StopReason};
 pub use throttle::Throttle;
 pub use validate::LoadedPlugins;

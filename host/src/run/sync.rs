@@ -29,11 +29,11 @@ pub use crate::core::sync::{
 };
 
 /// The host part of a scope keeping the sync's own facts.
-const META: &str = "meta";
+pub(crate) const META: &str = "meta";
 /// Meta key: the fingerprint of the source settings the state was kept for.
-const SOURCE_KEY: &str = "source";
+pub(crate) const SOURCE_KEY: &str = "source";
 /// Meta key: the generation of the last full sync that swept.
-const GENERATION_KEY: &str = "generation";
+pub(crate) const GENERATION_KEY: &str = "generation";
 
 /// How often the connector's thread looks whether the documents of a full
 /// sync are done, before it sends the sweep.
@@ -192,7 +192,7 @@ pub(crate) fn open(
 /// HTTP hosts and the databases (without passwords) it may reach.
 /// Secrets in granted variables are left out: a rotated key is the same
 /// source.
-fn source_fingerprint(c: &ConnectorConfig) -> String {
+pub(crate) fn source_fingerprint(c: &ConnectorConfig) -> String {
     let grants = &c.plugin.grants;
     let dirs: Vec<Value> = grants
         .dirs

@@ -103,6 +103,16 @@ impl StateStores for KafkaStates {
     fn describe(&self, pipeline: &str) -> String {
         format!("Kafka topic {}", state_topic(&self.config, pipeline))
     }
+
+    /// Whether the cluster has the pipeline's state topic (asked without
+    /// making it).
+    fn exists(&self, pipeline: &str) -> Result<bool, StateError> {
+        let topic = state_topic(&self.config, pipeline);
+        KafkaTopics::new(self.config.clone(), pipeline)
+            .partitions(&topic)
+            .map(|partitions| partitions.is_some())
+            .map_err(|e| failed(&topic, e))
+    }
 }
 
 impl KafkaStore {

@@ -12,10 +12,15 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+mod inspect;
 mod sqlite;
 #[cfg(test)]
 mod tests;
 
+pub use inspect::{
+    DEFAULT_SHOWN_KEYS, MAX_SHOWN_KEYS, ShownKey, StateInspectError, StateQuery, SyncReset,
+    SyncState,
+};
 pub use sqlite::SqliteStates;
 
 use super::publisher::Accounting;

@@ -224,6 +224,79 @@ fn sqlite_keeps_each_scope_apart_across_opens() {
     );
 }
 
+#[test]
+fn sqlite_makes_its_file_only_to_keep_a_connectors_own_keys() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("deep/state.sqlite");
+    let states = SqliteStates::new(&file);
+    assert!(!states.exists("p").expect("asked"));
+    // A load that finds nothing, a clear, a commit of nothing or of
+    // removals only: no file (and no folder).
+    let mut own = states.open("p", "s/c").expect("open");
+    assert!(own.load().expect("load").is_empty());
+    own.clear().expect("clear");
+    own.commit(&[]).expect("commit");
+    own.commit(&[("gone".into(), None)]).expect("commit");
+    // The host's parts are held in memory while there is no file: seen by
+    // a later open of the same states, written by the first commit that
+    // makes the file.
+    let mut meta = states.open("p", "s/c#meta").expect("open");
+    meta.commit(&[("source".into(), Some("f1".into()))])
+        .expect("commit");
+    meta.commit(&[("generation".into(), Some("7".into()))])
+        .expect("commit");
+    let mut children = states.open("p", "s/c#children").expect("open");
+    children
+        .commit(&[("parent".into(), Some("[]".into()))])
+        .expect("commit");
+    children.clear().expect("clear");
+    assert!(!file.exists() && !file.parent().expect("dir").exists());
+    let mut seen = states
+        .open("p", "s/c#meta")
+        .expect("open")
+        .load()
+        .expect("load");
+    seen.sort();
+    assert_eq!(seen, [pair("generation", "7"), pair("source", "f1")]);
+    own.commit(&[("k".into(), Some("v".into()))])
+        .expect("commit");
+    assert!(states.exists("p").expect("asked"));
+    // Read from the file alone, as another process would.
+    let fresh = SqliteStates::new(&file);
+    let load = |scope: &str| {
+        let mut kept = fresh.open("p", scope).expect("open").load().expect("load");
+        kept.sort();
+        kept
+    };
+    assert_eq!(load("s/c"), [pair("k", "v")]);
+    assert_eq!(
+        load("s/c#meta"),
+        [pair("generation", "7"), pair("source", "f1")]
+    );
+    assert!(
+        load("s/c#children").is_empty(),
+        "cleared before the file was made"
+    );
+    // Once the file exists, the host's parts write to it at once.
+    meta.commit(&[("generation".into(), Some("8".into()))])
+        .expect("commit");
+    assert_eq!(
+        load("s/c#meta"),
+        [pair("generation", "8"), pair("source", "f1")]
+    );
+}
+
+#[test]
+fn sqlite_refuses_a_file_that_is_not_a_database_and_leaves_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("state.sqlite");
+    std::fs::write(&file, vec![b'x'; 4096]).expect("write");
+    let states = SqliteStates::new(&file);
+    let e = states.open("p", "c").err().expect("refused");
+    assert!(e.to_string().contains("not a database"), "{e}");
+    assert_eq!(std::fs::read(&file).expect("read"), vec![b'x'; 4096]);
+}
+
 /// What a store runs once, while it writes a commit.
 type Hook = Arc<std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>>;
 
