@@ -38,7 +38,9 @@ $keep || trap stop EXIT
 curl -fsS "$solr/admin/cores?action=UNLOAD&core=rag&deleteIndex=true" >/dev/null 2>&1 || true
 curl -fsS "$solr/admin/cores?action=CREATE&name=rag&configSet=weir-managed" >/dev/null
 
-cargo run --quiet --release -p weir -- run --no-progress examples/rag/rag.toml
+# The core is new, so every file is sent (`--full`): the state kept beside
+# rag.toml remembers what the last run sent, not what this core holds.
+cargo run --quiet --release -p weir -- run --full --no-progress examples/rag/rag.toml
 
 python3 - "$question" "$solr" "$embedder" <<'PY'
 import json, sys, urllib.parse, urllib.request

@@ -19,6 +19,7 @@ mod extraction;
 mod failures;
 mod field_stages;
 mod fleet;
+mod folder_sync;
 mod isolation;
 mod kafka;
 mod kafka_state;

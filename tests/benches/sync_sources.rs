@@ -22,19 +22,26 @@
 //!   same query's rows and each of their values on one thread. The
 //!   server's own CPU is in neither figure.
 //!
+//! - `folder`: the file connector walking a folder of 100,000 small files
+//!   -> nop indexer: a full sync, then a run after 1% of the files changed
+//!   (the goal: at most 0.1x the full run's CPU), one with no change, and
+//!   `--full` with the state kept (`common/folder.rs`).
+//!
 //! Wall and CPU (user + system, every thread) of the whole `weir` process,
 //! from outside; the native client's wall and this process's CPU.
 //!
 //! `WEIR_BIN=target/release/weir cargo bench -p weir-tests --bench sync_sources`
 //! (`WEIR_BENCH_ROUNDS`, default 3, medians; `WEIR_BENCH_SCALE`, default 1,
 //! multiplies the record and object counts; `WEIR_S3_URL` for a running server;
-//! `WEIR_BENCH_ONLY=state,s3,sql` runs only those parts).
+//! `WEIR_BENCH_ONLY=state,s3,sql,folder` runs only those parts).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+#[path = "common/folder.rs"]
+mod folder;
 #[path = "common/measure.rs"]
 mod measure;
 #[path = "common/process.rs"]
@@ -64,6 +71,9 @@ fn main() {
     }
     if runs("sql") {
         sql_cost(&mut report, &weir, &dist, dir, rounds, 200_000 * scale);
+    }
+    if runs("folder") {
+        folder::folder_cost(&mut report, &weir, &dist, dir, rounds, 100_000 * scale);
     }
     println!("{report}");
 }

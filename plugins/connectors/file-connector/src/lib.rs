@@ -1,8 +1,13 @@
-//! file-connector: publish one document per JSONL line or CSV row.
+//! file-connector: publish one document per file of a folder (`folder.rs`),
+//! or one per JSONL line or CSV row of record files (here).
 //!
 //! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
 mod config;
+mod folder;
+mod manifest;
+mod stamp;
+mod walk;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -30,24 +35,13 @@ fn format_of(config: &Config, path: &str) -> Option<Format> {
 
 struct FileConnector {
     config: Config,
-    /// With `incremental`: the ids read this run.
+    /// Record files with `incremental`: the ids read this run.
     seen: std::collections::HashSet<String>,
 }
 
 /// A record's fingerprint: the first 128 bits of the SHA-256 of its text.
 fn fingerprint(text: &str) -> String {
-    use sha2::Digest;
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = sha2::Sha256::digest(text.trim_end().as_bytes());
-    digest[..16]
-        .iter()
-        .flat_map(|b| {
-            [
-                HEX[usize::from(b >> 4)] as char,
-                HEX[usize::from(b & 15)] as char,
-            ]
-        })
-        .collect()
+    stamp::fingerprint(text.trim_end().as_bytes())
 }
 
 fn fatal(path: &str, line: usize, message: impl std::fmt::Display) -> PluginError {
@@ -109,24 +103,52 @@ impl FileConnector {
         format!("{name}-{line}")
     }
 
+    fn incremental(&self) -> bool {
+        self.config.incremental.unwrap_or(false)
+    }
+
+    /// The file a record names in `file_field` (a manifest), when it is
+    /// followed: `record` is the record's fields.
+    fn listed(&self, record: &Map<String, Json>) -> Option<String> {
+        let field = self.config.file_field.as_deref()?;
+        match record.get(field) {
+            Some(Json::String(path)) if !path.is_empty() && self.incremental() => {
+                Some(path.clone())
+            }
+            _ => None,
+        }
+    }
+
     /// Publish the JSON object `fields` under the id found in it (or the fallback).
-    /// With `incremental`, only when the record is new or changed, and
-    /// its fingerprint is kept after it.
+    /// With `incremental`, only when the record is new or changed (or the
+    /// file it lists, `listed`, is), and its fingerprint is kept after it.
     fn publish(
         &mut self,
         publisher: &Publisher,
-        path: &str,
-        line: usize,
+        at: (&str, usize),
         id: Option<String>,
         fields: &str,
+        listed: Option<String>,
     ) -> Result<(), PluginError> {
+        let (path, line) = at;
         let id = id.unwrap_or_else(|| Self::fallback_id(path, line));
         let id = format!("{}{id}", self.config.id_prefix);
-        let print = self.config.incremental.then(|| fingerprint(fields));
-        if let Some(print) = &print {
+        let mut keep = None;
+        if self.incremental() {
             self.seen.insert(id.clone());
-            if !sync::full_sync() && sync::get(&id).as_deref() == Some(print.as_str()) {
-                return Ok(());
+            let print = fingerprint(fields);
+            let before = sync::get(&id);
+            let full = sync::full_sync();
+            match listed {
+                None if !full && before.as_deref() == Some(print.as_str()) => return Ok(()),
+                None => keep = Some(print),
+                Some(file) => match manifest::check(&print, before.as_deref(), &file, full) {
+                    manifest::Listed::Unchanged => return Ok(()),
+                    manifest::Listed::Touched(value) => return sync::set(&id, &value),
+                    manifest::Listed::Changed(value) => keep = Some(value),
+                    // Sent as listed, not kept: tried again next run.
+                    manifest::Listed::Unreadable => {}
+                },
             }
         }
         let doc = Document::from_json_with_id(&id, fields)
@@ -134,8 +156,8 @@ impl FileConnector {
         publisher
             .publish(doc)
             .map_err(|e| fatal(path, line, format!("publish refused: {e}")))?;
-        match print {
-            Some(print) => sync::set(&id, &print),
+        match keep {
+            Some(value) => sync::set(&id, &value),
             None => Ok(()),
         }
     }
@@ -170,8 +192,26 @@ impl FileConnector {
             }
             // Only the id is read here; the host parses the whole line once
             // (and says where it is broken, if it is).
+            if self.config.file_field.is_some() && self.incremental() {
+                // A manifest: the whole record, for the file it lists.
+                let record: Map<String, Json> = serde_json::from_str(&line).map_err(|e| {
+                    fatal(
+                        path,
+                        line_no,
+                        format!("a line must be one JSON object: {e}"),
+                    )
+                })?;
+                let id = match record.get(&self.config.id_field) {
+                    Some(Json::String(s)) if !s.is_empty() => Some(s.clone()),
+                    Some(Json::Number(n)) => Some(n.to_string()),
+                    _ => None,
+                };
+                let listed = self.listed(&record);
+                self.publish(publisher, (path, line_no), id, &line, listed)?;
+                continue;
+            }
             if let Some(id) = leading_id(&line, &id_key) {
-                self.publish(publisher, path, line_no, Some(id.to_owned()), &line)?;
+                self.publish(publisher, (path, line_no), Some(id.to_owned()), &line, None)?;
                 continue;
             }
             let mut de = serde_json::Deserializer::from_str(&line);
@@ -185,7 +225,7 @@ impl FileConnector {
                             format!("a line must be one JSON object: {e}"),
                         )
                     })?;
-            self.publish(publisher, path, line_no, id, &line)?;
+            self.publish(publisher, (path, line_no), id, &line, None)?;
         }
         Ok(())
     }
@@ -208,12 +248,13 @@ impl FileConnector {
                 Some(Json::String(s)) if !s.is_empty() => Some(s.clone()),
                 _ => None,
             };
+            let listed = self.listed(&fields);
             self.publish(
                 publisher,
-                path,
-                line_no,
+                (path, line_no),
                 id,
                 &Json::Object(fields).to_string(),
+                listed,
             )?;
         }
         Ok(())
@@ -226,17 +267,35 @@ impl Connector for FileConnector {
     fn check(config: &Config) -> Vec<ConfigIssue> {
         let mut issues = Vec::new();
         if config.paths.is_empty() {
-            issues.push(issue("paths", "needs at least one file"));
+            issues.push(issue("paths", "needs at least one folder or file"));
         }
-        for (i, path) in config.paths.iter().enumerate() {
-            if format_of(config, path).is_none() {
-                issues.push(issue(
-                    format!("paths[{i}]"),
-                    format!(
-                        "cannot tell the format of `{path}`: use .jsonl or .csv, or set `format`"
-                    ),
-                ));
+        for (setting, globs) in [("include", &config.include), ("exclude", &config.exclude)] {
+            for (i, pattern) in globs.iter().enumerate() {
+                if let Err(e) = walk::glob(pattern) {
+                    issues.push(issue(format!("{setting}[{i}]"), e.to_string()));
+                }
             }
+        }
+        if config.max_depth == Some(0) {
+            issues.push(issue("max_depth", "must be at least 1"));
+        }
+        if !(1..=1024).contains(&config.max_file_mib) {
+            issues.push(issue("max_file_mib", "must be 1 to 1,024"));
+        }
+        if config.content_field.is_empty() {
+            issues.push(issue("content_field", "must name a field"));
+        }
+        issues.extend(weir_plugin::reserved_field_issues(
+            "content_field",
+            std::slice::from_ref(&config.content_field),
+        ));
+        match config.file_field.as_deref() {
+            Some("") => issues.push(issue("file_field", "must name a field")),
+            Some(_) if config.incremental != Some(true) => issues.push(issue(
+                "file_field",
+                "follows listed files for `incremental = true` only: set it",
+            )),
+            _ => {}
         }
         if !config.delimiter.is_ascii() {
             issues.push(issue("delimiter", "must be a single ASCII character"));
@@ -252,18 +311,65 @@ impl Connector for FileConnector {
     }
 
     fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
-        for path in self.config.paths.clone() {
+        let (folders, files) = self.sort_paths()?;
+        if !folders.is_empty() {
+            return folder::FolderSync::new(&self.config)?.run(publisher, &folders);
+        }
+        for (path, format) in files {
             weir_plugin::info!("reading {path}");
-            match format_of(&self.config, &path) {
-                Some(Format::Jsonl) => self.read_jsonl(publisher, &path)?,
-                Some(Format::Csv) => self.read_csv(publisher, &path)?,
-                None => return Err(fatal(&path, 0, "unknown format")),
+            match format {
+                Format::Jsonl => self.read_jsonl(publisher, &path)?,
+                Format::Csv => self.read_csv(publisher, &path)?,
             }
         }
-        if self.config.incremental {
+        if self.incremental() {
             self.delete_gone(publisher)?;
         }
         Ok(())
+    }
+}
+
+impl FileConnector {
+    /// `paths` as folders or as record files and their formats: one kind
+    /// only, each path there.
+    #[allow(clippy::type_complexity)]
+    fn sort_paths(&self) -> Result<(Vec<String>, Vec<(String, Format)>), PluginError> {
+        let (mut folders, mut files) = (Vec::new(), Vec::new());
+        for path in &self.config.paths {
+            let meta = std::fs::metadata(path).map_err(|e| {
+                fatal(
+                    path,
+                    0,
+                    format!("cannot read it (is its folder granted to the plugin?): {e}"),
+                )
+            })?;
+            if meta.is_dir() {
+                folders.push(path.clone());
+                continue;
+            }
+            match format_of(&self.config, path) {
+                Some(format) => files.push((path.clone(), format)),
+                None => {
+                    return Err(fatal(
+                        path,
+                        0,
+                        "not a folder, and its format cannot be told: use .jsonl or .csv, or set `format`",
+                    ));
+                }
+            }
+        }
+        if !folders.is_empty() && !files.is_empty() {
+            return Err(PluginError::Fatal(format!(
+                "`paths` names folders ({}) and record files ({}): one connector reads one kind; use two connectors",
+                folders.join(", "),
+                files
+                    .iter()
+                    .map(|(p, _)| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        Ok((folders, files))
     }
 }
 
