@@ -12,6 +12,8 @@ use weir::run::{RunStatus, Runner, Shutdown, new_run_id};
 use weir::topology::serving::{self, Role};
 use weir::topology::{self, Health, Mode, SetupError};
 
+mod rebuild;
+
 use super::EXIT_INVALID_CONFIG;
 use super::signals::{control_by_signals, on_pause_signals, on_signal};
 use super::summary::{Progress, print_summary};
@@ -139,6 +141,7 @@ pub(super) struct RunOptions<'a> {
     pub(super) mode: Mode,
     pub(super) full: bool,
     pub(super) allow_deletes: bool,
+    pub(super) rebuild: bool,
     pub(super) no_progress: bool,
     pub(super) resume: Option<&'a str>,
     pub(super) watch: bool,
@@ -154,11 +157,13 @@ pub(super) fn run(
         mode,
         full,
         allow_deletes,
+        rebuild,
         no_progress,
         resume,
         watch,
     } = options;
     let prepared = match resume {
+        None if rebuild => rebuild::prepare_rebuild(path, mode),
         None => prepare_validated(path, mode),
         Some(_) if mode != Mode::Kafka => {
             eprintln!("error: --resume resumes a Kafka-mode run: add --mode kafka");

@@ -139,6 +139,12 @@ enum Command {
         /// run otherwise): for a source that really lost that much.
         #[arg(long)]
         allow_deletes: bool,
+        /// With `--full`: write a new index and swap it in (an alias) only
+        /// when the full sync is complete, so searches answer from the old
+        /// index until then; an interrupted rebuild leaves it untouched.
+        /// Indexers that support it: opensearch-indexer (docs/sync.md).
+        #[arg(long, requires = "full")]
+        rebuild: bool,
         /// Do not draw a progress bar.
         #[arg(long)]
         no_progress: bool,
@@ -418,6 +424,7 @@ fn execute(
             mode,
             full,
             allow_deletes,
+            rebuild,
             no_progress,
             resume,
             watch,
@@ -427,6 +434,7 @@ fn execute(
                 mode: mode.into(),
                 full,
                 allow_deletes,
+                rebuild,
                 no_progress,
                 resume: resume.as_deref(),
                 watch,
