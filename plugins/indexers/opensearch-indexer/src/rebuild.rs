@@ -3,7 +3,8 @@
 //! start with the live index's settings and mappings; the sweep marker at
 //! the end of the complete full sync swaps alias `<index>` to it in one
 //! `_aliases` call (removing the live index when `<index>` was one), then
-//! deletes the index the alias named before. A rebuild that never gets its
+//! deletes the index the alias named before. The configured `vectors` win
+//! over the live mapping: a rebuild is how a vector field's size changes. A rebuild that never gets its
 //! marker leaves the live index as it was; its new index is an orphan,
 //! removed when the next rebuild starts.
 
@@ -146,11 +147,19 @@ impl OpenSearch {
             for (field, mapping) in stamps {
                 properties.entry(field).or_insert(mapping);
             }
+            // The configured vector fields win: a rebuild is how their size
+            // or similarity changes.
+            for v in &self.config.vectors {
+                properties.insert(v.field.clone(), crate::vectors::mapping(v));
+            }
         }
-        let settings = current
+        let mut settings = current
             .as_ref()
             .map(|(_, index)| settings_to_copy(&index["settings"]))
             .unwrap_or_default();
+        if !self.config.vectors.is_empty() {
+            settings.insert("index.knn".to_owned(), json!(true));
+        }
         let body = json!({ "settings": settings, "mappings": mappings });
         let (status, answer) = self.put(new, &body)?;
         let made = ok(status)

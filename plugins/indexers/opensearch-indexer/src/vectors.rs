@@ -23,7 +23,7 @@ fn space_type(similarity: Similarity) -> &'static str {
 }
 
 /// The mapping of one vector field.
-fn mapping(v: &VectorField) -> Json {
+pub(crate) fn mapping(v: &VectorField) -> Json {
     json!({
         "type": "knn_vector",
         "dimension": v.dimensions,
