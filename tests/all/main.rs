@@ -10,6 +10,7 @@ mod blocking_io;
 mod bundled_batch;
 mod cache;
 mod changes;
+mod children;
 mod cli;
 mod conditions;
 mod conformance;

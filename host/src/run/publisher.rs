@@ -301,7 +301,8 @@ impl Accounting {
             } else if let (Some(family), Some(position)) = (family, position) {
                 // Deletion markers for its stale children hold back what it did.
                 let pending = counts.pending.contains_key(id);
-                for marker in family.ended(id, event.kind, position, pending, counts.next) {
+                let next = counts.next;
+                for marker in family.ended(id, event.kind, position, pending, next, &self.deleted) {
                     counts.hold(&marker, position);
                 }
             }

@@ -113,6 +113,8 @@ struct Inner {
     made: foldhash::HashMap<String, Made>,
     /// Markers held and not yet published, oldest first.
     queue: VecDeque<String>,
+    /// Markers pending: the root of each, and the position its key waits for.
+    markers: foldhash::HashMap<String, (String, u64)>,
     /// Why the run must stop: the children could not be kept.
     error: Option<String>,
     /// Markers made in this run.
@@ -175,7 +177,10 @@ impl Family {
     /// A version of `root`, published at `position`, ended with `kind`;
     /// `pending` whether another version of it still is, `next` the next
     /// publish position. The ids of the markers to hold at `position`
-    /// (called under the accounting's lock, which holds them).
+    /// (called under the accounting's lock, which holds them). One of this
+    /// family's markers ended instead: a FINISH counts in `deleted`; a
+    /// FAIL keeps its child for the root again, so a later version deletes
+    /// it.
     pub(crate) fn ended(
         &self,
         root: &str,
@@ -183,8 +188,19 @@ impl Family {
         position: u64,
         pending: bool,
         next: u64,
+        deleted: &std::sync::atomic::AtomicU64,
     ) -> Vec<String> {
         let mut inner = self.inner();
+        if let Some((parent, at)) = inner.markers.remove(root) {
+            match kind {
+                EventKind::Finish => {
+                    deleted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                EventKind::Fail => self.keep_again(&mut inner, &parent, root, at),
+                EventKind::Drop | EventKind::Create => {}
+            }
+            return Vec::new();
+        }
         if pending {
             if kind == EventKind::Fail {
                 inner.made.entry(root.to_owned()).or_default().failed = true;
@@ -227,9 +243,11 @@ impl Family {
         // everything published so far.
         let mut position_after = position + 1;
         let mut held = Vec::with_capacity(stale.len());
+        let mut skipped = Vec::new();
         for id in stale {
             if self.skip.get().is_some_and(|skip| skip.take(&id)) {
                 position_after = next;
+                skipped.push(id);
             } else {
                 held.push(id);
             }
@@ -249,7 +267,35 @@ impl Family {
         }
         inner.deleted += held.len() as u64;
         inner.queue.extend(held.iter().cloned());
+        for id in held.iter().chain(&skipped) {
+            inner
+                .markers
+                .insert(id.clone(), (root.to_owned(), position_after));
+        }
         held
+    }
+
+    /// The marker of `child` of `root` failed: the child may still be in
+    /// the index, so it is kept for `root` again (at `at`, where the key's
+    /// change waits).
+    fn keep_again(&self, inner: &mut Inner, root: &str, child: &str, at: u64) {
+        let mut kept = self
+            .kept
+            .get(root)
+            .and_then(|v| codec::decode(root, &v).ok())
+            .unwrap_or_default();
+        kept.push(child.to_owned());
+        if let Err(e) = self
+            .kept
+            .set(root, codec::encode(root, &kept).as_deref(), at)
+        {
+            inner.error.get_or_insert_with(|| {
+                format!(
+                    "the children of `{}` cannot be kept: {e}",
+                    crate::core::text::for_log(root)
+                )
+            });
+        }
     }
 
     /// Why the run must stop, if it must.
@@ -304,6 +350,10 @@ impl Family {
                 }
                 Err(MessengerError::Refused(reason)) => {
                     // It fails alone, as a refused document does.
+                    let removed = self.inner().markers.remove(&id);
+                    if let Some((root, at)) = removed {
+                        self.keep_again(&mut self.inner(), &root, &id, at);
+                    }
                     accounting.unpublished(&id);
                     accounting.refused();
                     tracing::warn!(%reason, "a deletion marker for a child of an earlier version was refused");

@@ -428,3 +428,31 @@ fn kept_children_commit_in_position_order_and_before_the_connectors_state() {
     assert_eq!((stored("c#children"), stored("c")), (2, 1));
     assert_eq!(children.uncommitted(), 0);
 }
+
+#[test]
+fn a_marker_done_counts_as_a_delete_and_one_that_failed_keeps_its_child() {
+    let memory = Arc::new(Memory::default());
+    let (accounting, family) = setup(&memory);
+    version(
+        &accounting,
+        "page",
+        &["page-0", "page-1", "page-2"],
+        EventKind::Finish,
+    );
+    version(&accounting, "page", &["page-0"], EventKind::Finish);
+    assert_eq!(queued(&family), ids(&["page-1", "page-2"]));
+    assert_eq!(memory.children("page"), ids(&["page-0"]));
+    let (_, _, position) = memory.changes.lock().unwrap().last().cloned().unwrap();
+    accounting.apply(&event("page-1", EventKind::Finish));
+    assert_eq!(Accounting::get(&accounting.deleted), 1);
+    accounting.apply(&event("page-2", EventKind::Fail));
+    assert_eq!(Accounting::get(&accounting.deleted), 1);
+    assert_eq!(
+        memory.children("page"),
+        ids(&["page-0", "page-2"]),
+        "page-2 may still be in the index: a later version deletes it"
+    );
+    let (_, _, again) = memory.changes.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(again, position, "with the key's change, where it waits");
+    assert!(family.error().is_none());
+}
