@@ -123,6 +123,10 @@ pub(crate) struct Ledger {
     /// When the last commit ran.
     last_commit: Mutex<Instant>,
     committed: std::sync::atomic::AtomicU64,
+    /// A host part committed before this state, to the same watermark, in
+    /// each commit (the children kept per parent: never behind the
+    /// connector's state that says the parent is done).
+    first: std::sync::OnceLock<Arc<Ledger>>,
 }
 
 impl std::fmt::Debug for Ledger {
