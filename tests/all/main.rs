@@ -15,6 +15,7 @@ mod cli;
 mod conditions;
 mod conformance;
 mod connector_indexer;
+mod delete_guard;
 mod embeddings;
 mod extraction;
 mod failures;

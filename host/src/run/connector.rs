@@ -370,8 +370,11 @@ impl Runner {
             let stats = &self.stats;
             let mut execution = Some(spawn_in_span(scope, "weir-connector", move || {
                 let _cpu = crate::telemetry::ThreadCpu::count_into(&stats.connector_cpu_nanos);
-                execute(Box::new(execute_sink), execute_timeout)
-                    .and_then(|()| held_sink.release_held(execute_timeout))
+                held_sink
+                    .after_execute(
+                        execute(Box::new(execute_sink), execute_timeout),
+                        execute_timeout,
+                    )
                     .and_then(|()| {
                         // A full sync's documents all done: its sweep.
                         sync.map_or(Ok(()), |sync| {

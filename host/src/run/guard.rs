@@ -111,8 +111,8 @@ pub(crate) enum Hold {
     Held,
     /// To be sent now (the second), after these markers held before it.
     Send(Vec<Document>, Document),
-    /// The run is over its limit: refused.
-    Refused(MassDelete),
+    /// The run is over its limit: refused, and the markers held dropped.
+    Refused(MassDelete, Vec<Document>),
 }
 
 impl Guard {
@@ -156,7 +156,7 @@ impl Guard {
     pub(crate) fn hold(&self, marker: Document, take_place: impl FnOnce()) -> Hold {
         let mut held = self.held();
         if held.refused {
-            return Hold::Refused(self.refusal(&held));
+            return Hold::Refused(self.refusal(&held), Vec::new());
         }
         held.made += 1;
         if held.unjudged {
@@ -171,9 +171,9 @@ impl Guard {
         }
         if held.made > self.limit {
             held.refused = true;
-            held.markers.clear();
             held.ids.clear();
-            return Hold::Refused(self.refusal(&held));
+            let dropped = std::mem::take(&mut held.markers).into_values().collect();
+            return Hold::Refused(self.refusal(&held), dropped);
         }
         take_place();
         let number = held.made;
@@ -246,9 +246,7 @@ impl Publish {
         deadline: Instant,
     ) -> Result<(), String> {
         if !doc.is_deleted() {
-            for marker in guard.take_id(doc.id()) {
-                self.send(marker, deadline, true)?;
-            }
+            self.send_held(guard.take_id(doc.id()), deadline)?;
             return self.send(doc, deadline, false);
         }
         let id = doc.id().to_owned();
@@ -256,12 +254,11 @@ impl Publish {
         match guard.hold(doc, || accounting.published_marker(&id)) {
             Hold::Held => Ok(()),
             Hold::Send(earlier, doc) => {
-                for marker in earlier {
-                    self.send(marker, deadline, true)?;
-                }
+                self.send_held(earlier, deadline)?;
                 self.send(doc, deadline, false)
             }
-            Hold::Refused(refusal) => {
+            Hold::Refused(refusal, dropped) => {
+                self.abandon(dropped);
                 let message = refusal.to_string();
                 if !self.abort.is_set() {
                     tracing::warn!(
@@ -278,14 +275,27 @@ impl Publish {
         }
     }
 
-    /// `execute` returned: send the markers the guard holds, in order.
-    /// One that cannot be sent stays pending with those after it, so no
-    /// state change made after them is committed.
-    pub(super) fn release_held(&mut self, timeout: Duration) -> Result<(), String> {
+    /// `execute` returned `executed`: when it succeeded, send the markers
+    /// the guard holds, in order; else they are never sent.
+    pub(super) fn after_execute(
+        &mut self,
+        executed: Result<(), String>,
+        timeout: Duration,
+    ) -> Result<(), String> {
         let Some(guard) = self.guard.clone() else {
-            return Ok(());
+            return executed;
         };
         let markers = guard.take_all();
+        if let Err(e) = executed {
+            if !markers.is_empty() {
+                tracing::info!(
+                    deletes = markers.len(),
+                    "the connector's deletion markers are not sent: its execute did not complete (their state changes are not kept)"
+                );
+            }
+            self.abandon(markers);
+            return Err(e);
+        }
         if !markers.is_empty() {
             tracing::info!(
                 deletes = markers.len(),
@@ -293,11 +303,30 @@ impl Publish {
                 "the connector's deletion markers are within the mass-delete guard's limit: sent"
             );
         }
-        let deadline = Instant::now() + timeout;
-        for marker in markers {
-            self.send(marker, deadline, true)?;
+        self.send_held(markers, Instant::now() + timeout)
+    }
+
+    /// Send `markers` the guard held, in order. One that cannot be sent is
+    /// abandoned with those after it: never sent, they still hold back
+    /// every state change made after them.
+    fn send_held(&mut self, markers: Vec<Document>, deadline: Instant) -> Result<(), String> {
+        let mut markers = markers.into_iter();
+        while let Some(marker) = markers.next() {
+            let id = marker.id().to_owned();
+            if let Err(e) = self.send(marker, deadline, true) {
+                self.accounting.abandoned(&id);
+                self.abandon(markers.collect());
+                return Err(e);
+            }
         }
         Ok(())
+    }
+
+    /// Held `markers` that will never be sent: no longer waited for.
+    fn abandon(&self, markers: Vec<Document>) {
+        for marker in &markers {
+            self.accounting.abandoned(marker.id());
+        }
     }
 }
 
@@ -334,7 +363,8 @@ mod tests {
         }
         assert_eq!((guard.holding(), places), (20, 20));
         match guard.hold(marker("d20"), || places += 1) {
-            Hold::Refused(refusal) => {
+            Hold::Refused(refusal, dropped) => {
+                assert_eq!(dropped.len(), 20, "the markers held are dropped");
                 assert_eq!(
                     (refusal.deletes, refusal.limit, refusal.keys, refusal.sent),
                     (21, 20, 40, 0)
@@ -356,7 +386,10 @@ mod tests {
         assert_eq!(places, 20, "the refused marker takes no place");
         assert_eq!(guard.holding(), 0, "nothing held is sent");
         assert!(guard.take_all().is_empty());
-        assert!(matches!(guard.hold(marker("d21"), || ()), Hold::Refused(_)));
+        assert!(matches!(
+            guard.hold(marker("d21"), || ()),
+            Hold::Refused(_, dropped) if dropped.is_empty()
+        ));
     }
 
     #[test]

@@ -63,8 +63,8 @@ struct Counts {
     waiting: foldhash::HashMap<u64, Vec<Event>>,
     /// Events of other runs.
     foreign: u64,
-    /// The positions of pending deletion markers, with their ids.
-    markers: foldhash::HashMap<u64, Box<str>>,
+    /// Pending deletion markers: their positions and ids.
+    markers: foldhash::HashSet<(u64, Box<str>)>,
 }
 
 /// What a connector's events came to, duplicates apart.
@@ -140,8 +140,12 @@ impl Counts {
         let Some(position) = self.pending.get(id).map(|held| held.first) else {
             return false;
         };
-        let marker = self.markers.get(&position).is_some_and(|m| **m == *id);
-        marker && self.markers.remove(&position).is_some()
+        !self.markers.is_empty() && self.markers.remove(&(position, Box::from(id)))
+    }
+
+    /// `id`, held at `position`, is a deletion marker: its FINISH is a delete.
+    fn marker(&mut self, id: &str, position: u64) {
+        self.markers.insert((position, id.into()));
     }
 
     /// The least position still pending, else the next to be published:
@@ -178,7 +182,19 @@ impl Accounting {
         let position = counts.next;
         counts.next += 1;
         counts.hold(id, position);
-        counts.markers.insert(position, id.into());
+        counts.marker(id, position);
+    }
+
+    /// A held deletion marker of `id` (its newest version) will never be
+    /// sent, its run stopping: no longer waited for, while its position
+    /// still holds back every state change made after it.
+    pub(crate) fn abandoned(&self, id: &str) {
+        let mut counts = self.lock();
+        if let Some(held) = counts.pending.get_mut(id)
+            && held.rest.pop_back().is_none()
+        {
+            counts.pending.remove(id);
+        }
     }
 
     /// Take up what an earlier runner of the run left of this connector:

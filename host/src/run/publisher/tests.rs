@@ -147,3 +147,22 @@ fn deletion_markers_done_with_finish_are_counted_deleted() {
     a.apply(&event("again", EventKind::Finish));
     assert_eq!(Accounting::get(&a.deleted), 2);
 }
+
+#[test]
+fn an_abandoned_marker_is_not_waited_for_and_still_holds_back_later_state() {
+    let a = Accounting::new("run");
+    a.published("doc");
+    a.published_marker("doc");
+    a.published("after");
+    let state_change_at = a.position();
+    a.abandoned("doc");
+    assert_eq!(a.pending(), 2, "the marker is no longer waited for");
+    a.apply(&event("doc", EventKind::Finish));
+    a.apply(&event("after", EventKind::Finish));
+    assert_eq!(a.pending(), 0);
+    assert_eq!(Accounting::get(&a.deleted), 0, "the document's FINISH");
+    assert!(
+        a.watermark() < state_change_at,
+        "a change made after the marker is never committed"
+    );
+}
