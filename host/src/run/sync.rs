@@ -67,9 +67,11 @@ impl FullReason {
 pub const DEFAULT_MAX_DELETE_SHARE: f64 = 0.5;
 
 impl super::Runner {
-    /// The largest share of what a sync holds one run may delete.
+    /// The largest share of what a sync holds one run may delete:
+    /// `[state] max_delete_share`, or 1 with `--allow-deletes` (the
+    /// mass-delete guard's share, `run/guard.rs`).
     pub(crate) fn max_delete_share(&self) -> f64 {
-        DEFAULT_MAX_DELETE_SHARE
+        self.delete_share()
     }
 }
 
