@@ -16,6 +16,7 @@ mod conditions;
 mod conformance;
 mod connector_indexer;
 mod delete_guard;
+mod embed_cache;
 mod embeddings;
 mod extraction;
 mod failures;
