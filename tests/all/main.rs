@@ -44,6 +44,7 @@ mod solr_sync;
 mod sql;
 mod sql_capability;
 mod stages;
+mod state_cli;
 mod sync;
 mod tenants;
 mod text_stages;

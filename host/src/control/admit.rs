@@ -42,8 +42,8 @@ const OPERATOR_KEYS: [(&str, &str); 8] = [
     ),
     ("metrics", "weir serve serves the metrics"),
     (
-        "state",
-        "each tenant's connector state is kept by weir serve, apart from every other tenant's",
+        "state.path",
+        "each tenant's connector state is kept by weir serve, apart from every other tenant's (a config may name its sync: `[state] id`)",
     ),
     (
         "cache.path",
@@ -131,6 +131,11 @@ pub fn admit(
         .data_dir
         .join("state")
         .join(format!("{}.sqlite", tenant.name));
+    // Two configs of the tenant share state only when they name the same
+    // sync; one that names none is its sources and destinations.
+    if config.state.id.is_none() {
+        config.state.id = Some(super::state::default_sync_id(&config));
+    }
     // The same for the plugins' cache: a tenant never sees another's entries.
     config.cache.path = operator
         .server

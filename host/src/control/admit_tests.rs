@@ -370,6 +370,19 @@ fn a_tenant_cannot_choose_where_its_state_is_kept() {
         "{:?}",
         config.state.path
     );
+    // Its sync it may name; one that names none is its sources and
+    // destinations, so two configs of a tenant share no state by accident.
+    let unnamed = config.state.id.clone().expect("an id");
+    assert!(unnamed.starts_with("cfg-"), "{unnamed}");
+    let named = format!(
+        "[state]\nid = \"books\"\nmax_delete_share = 0.2\n{}",
+        run("a", "")
+    );
+    let config = admit(&named, acme, &operator, &dir.path().join("dl.jsonl")).expect("admitted");
+    assert_eq!(config.state.id.as_deref(), Some("books"));
+    assert!(config.state.path.ends_with("state/acme.sqlite"));
+    let bad = format!("[state]\nid = \"../x\"\n{}", run("a", ""));
+    assert!(admit(&bad, acme, &operator, &dir.path().join("dl.jsonl")).is_err());
 }
 
 #[test]

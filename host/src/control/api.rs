@@ -9,6 +9,8 @@
 //! | `PUT /api/runs/{id}/config` | reload a live run with a new config (the body): only its stages may change |
 //! | `POST /api/runs/{id}/reload` | reload a live run with its own config: its changed plugins are taken up |
 //! | `GET /api/runs/{id}/dead-letters?offset=&limit=` | a page of the run's failed documents |
+//! | `GET /api/runs/{id}/state?connector=&keys=&after=` | what the syncing connectors of the run's config keep (`weir state show`) |
+//! | `POST /api/runs/{id}/state/reset?connector=` | clear it: their next run is a full sync (`weir state reset`) |
 //! | `GET /api/fleet` | the fleet's workers, what they serve, each pipeline's lag (the operator's) |
 //! | `GET /api/fleet/plugins/{sha256}` | a plugin a spec names, for fleet workers (the fleet's token) |
 //! | `GET /` | the status page |
@@ -63,6 +65,8 @@ pub fn routes(plane: Arc<ControlPlane>) -> Router {
         .route("/api/runs/{id}", get(one))
         .route("/api/runs/{id}/{action}", post(control))
         .route("/api/runs/{id}/dead-letters", get(dead_letters))
+        .route("/api/runs/{id}/state", get(sync_state))
+        .route("/api/runs/{id}/state/reset", post(reset_sync_state))
         .route("/api/runs/{id}/tap", get(tap))
         .route("/api/runs/{id}/config", axum::routing::put(reconfigure))
         .route("/api/fleet", get(fleet))
@@ -237,6 +241,22 @@ struct LettersQuery {
     limit: Option<String>,
 }
 
+/// `?connector=&keys=&after=` of a run's sync state.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StateAsked {
+    connector: Option<String>,
+    keys: Option<String>,
+    after: Option<String>,
+}
+
+/// `?connector=` of a reset.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResetAsked {
+    connector: Option<String>,
+}
+
 /// A query that parses, or 400 saying why not.
 fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
     query
@@ -361,4 +381,52 @@ async fn dead_letters(
         .await
         .map_err(ApiError::internal)?
         .map(Json)
+}
+
+/// `GET /api/runs/{id}/state`: what the syncing connectors of the run's
+/// config keep, `{"syncs": [...]}` (loads its plugins: a blocking
+/// thread's work).
+async fn sync_state(
+    State(plane): State<Plane>,
+    Path(id): Path<String>,
+    who: Principal,
+    asked: Result<Query<StateAsked>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let asked = query(asked)?;
+    let keys = match asked.keys.as_deref().map(str::parse::<usize>) {
+        None => crate::run::DEFAULT_SHOWN_KEYS,
+        Some(Ok(n)) if n <= crate::run::MAX_SHOWN_KEYS => n,
+        Some(_) => {
+            return Err(ApiError::BadRequest(format!(
+                "keys: must be a whole number from 0 to {}",
+                crate::run::MAX_SHOWN_KEYS
+            )));
+        }
+    };
+    let asked = crate::run::StateQuery {
+        connector: asked.connector,
+        keys,
+        after: asked.after,
+    };
+    let syncs = tokio::task::spawn_blocking(move || plane.sync_states(&who, &id, &asked))
+        .await
+        .map_err(ApiError::internal)??;
+    Ok(Json(serde_json::json!({ "syncs": syncs })).into_response())
+}
+
+/// `POST /api/runs/{id}/state/reset`: clear what the syncing connectors of
+/// the run's config keep, `{"reset": [...]}`.
+async fn reset_sync_state(
+    State(plane): State<Plane>,
+    Path(id): Path<String>,
+    who: Principal,
+    asked: Result<Query<ResetAsked>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let asked = query(asked)?;
+    let resets = tokio::task::spawn_blocking(move || {
+        plane.reset_sync_states(&who, &id, asked.connector.as_deref())
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    Ok(Json(serde_json::json!({ "reset": resets })).into_response())
 }

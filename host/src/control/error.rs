@@ -97,6 +97,12 @@ pub enum ApiError {
         .0.join(", ")
     )]
     NeedsRestart(Vec<String>),
+    /// No state is kept for a run's config yet (404).
+    #[error("{0}")]
+    NoState(String),
+    /// State a live run holds cannot be reset (409).
+    #[error("{0}")]
+    StateInUse(String),
     /// A reload of the run is under way (409).
     #[error("a reload of this run is under way: ask again when it has answered")]
     Reloading,
@@ -144,8 +150,10 @@ impl ApiError {
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::SlowBody(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Invalid(_) | Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::NoSuchRun | Self::NoSuchAction(_) => StatusCode::NOT_FOUND,
-            Self::Ended(_) | Self::NeedsRestart(_) | Self::Reloading => StatusCode::CONFLICT,
+            Self::NoSuchRun | Self::NoSuchAction(_) | Self::NoState(_) => StatusCode::NOT_FOUND,
+            Self::Ended(_) | Self::NeedsRestart(_) | Self::Reloading | Self::StateInUse(_) => {
+                StatusCode::CONFLICT
+            }
             Self::Store(_) | Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

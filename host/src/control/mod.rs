@@ -29,6 +29,7 @@ pub mod operator;
 mod rate;
 mod reload;
 mod start;
+mod state;
 pub(crate) mod store;
 mod supervise;
 mod taps;

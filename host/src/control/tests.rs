@@ -162,6 +162,9 @@ async fn a_tenant_sees_only_its_runs_and_the_operator_sees_all() {
         ("POST", "/api/runs/a1/pause"),
         ("POST", "/api/runs/a1/stop"),
         ("GET", "/api/runs/a1/dead-letters"),
+        ("GET", "/api/runs/a1/state"),
+        ("GET", "/api/runs/a1/state?connector=c&keys=5"),
+        ("POST", "/api/runs/a1/state/reset"),
     ] {
         let (status, answer) = call(&plane, method, path, Some(ZETA), "").await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}");

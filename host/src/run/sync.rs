@@ -216,7 +216,7 @@ pub(crate) fn source_fingerprint(c: &ConnectorConfig) -> String {
 }
 
 /// `value` with every object's keys in order.
-fn canonical(value: &Value) -> Value {
+pub(crate) fn canonical(value: &Value) -> Value {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
