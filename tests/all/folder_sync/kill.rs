@@ -48,7 +48,11 @@ fn kill_minus_nine_at_any_point_of_a_folder_sync_then_the_index_equals_the_folde
     // About 2 ms per document on each of 2 workers: seconds per sync.
     let sync = Sync::new(&folder(""), SLOW);
     for i in 0..1500 {
-        put(&sync, &format!("d{}/f{i:04}.txt", i % 7), &format!("v1 {i}"));
+        put(
+            &sync,
+            &format!("d{}/f{i:04}.txt", i % 7),
+            &format!("v1 {i}"),
+        );
     }
     // 1: killed in the first sync.
     let (first, _) = kill_once_committed(&sync, 100);
@@ -56,7 +60,11 @@ fn kill_minus_nine_at_any_point_of_a_folder_sync_then_the_index_equals_the_folde
 
     // 2: edits (in place), adds and deletes, killed in the sync of them.
     for i in (0..1500).step_by(3) {
-        put(&sync, &format!("d{}/f{i:04}.txt", i % 7), &format!("v2 {i}"));
+        put(
+            &sync,
+            &format!("d{}/f{i:04}.txt", i % 7),
+            &format!("v2 {i}"),
+        );
     }
     for i in (1..1500).step_by(5) {
         let _ = std::fs::remove_file(sync.path(&format!("data/d{}/f{i:04}.txt", i % 7)));
@@ -69,7 +77,11 @@ fn kill_minus_nine_at_any_point_of_a_folder_sync_then_the_index_equals_the_folde
 
     // 3: more changes, then a full sync killed part way.
     for i in (2..1500).step_by(11) {
-        put(&sync, &format!("d{}/f{i:04}.txt", i % 7), &format!("v3 {i}"));
+        put(
+            &sync,
+            &format!("d{}/f{i:04}.txt", i % 7),
+            &format!("v3 {i}"),
+        );
     }
     std::fs::remove_dir_all(sync.path("data/d6")).expect("rm -r");
     let lines = kill_after_lines(&sync, &["--full"], (lines, 300), false);
@@ -86,7 +98,7 @@ fn kill_minus_nine_at_any_point_of_a_folder_sync_then_the_index_equals_the_folde
     let stale: Vec<_> = index
         .iter()
         .filter(|(k, v)| source.get(*k) != Some(v))
-        .map(|(k, _)| k)
+        .map(|(k, v)| format!("{k}: {v:?} indexed, {:?} in the folder", source.get(k)))
         .collect();
     assert!(
         missing.is_empty() && stale.is_empty(),

@@ -361,10 +361,11 @@ impl<'a> Walk<'a> {
             }
             real.push(part);
             let here = real.join("/");
-            let stat = self
-                .root
-                .stat_at(PathFlags::empty(), &here)
-                .map_err(broken)?;
+            let stat = match self.root.stat_at(PathFlags::empty(), &here) {
+                Ok(stat) => stat,
+                Err(ErrorCode::NotPermitted) => return Err(out_of_grant()),
+                Err(e) => return Err(broken(e)),
+            };
             if stat.type_ != DescriptorType::SymbolicLink {
                 continue;
             }
@@ -372,11 +373,13 @@ impl<'a> Walk<'a> {
             if hops > MAX_HOPS {
                 return Err(format!("more than {MAX_HOPS} links in a row: not followed"));
             }
-            let target = self.root.readlink_at(&here).map_err(broken)?;
+            let target = self.root.readlink_at(&here).map_err(|e| match e {
+                // WASI refuses to read a link to an absolute path.
+                ErrorCode::NotPermitted => out_of_grant(),
+                e => broken(e),
+            })?;
             if target.starts_with('/') {
-                return Err(format!(
-                    "a link to an absolute path (`{target}`): only links that stay inside the folder are followed"
-                ));
+                return Err(absolute(&target));
             }
             real.pop();
             todo.extend(target.split('/').rev().map(str::to_owned));
@@ -390,6 +393,16 @@ impl<'a> Walk<'a> {
             .map_err(broken)?;
         Ok((real, stat.type_))
     }
+}
+
+fn out_of_grant() -> String {
+    "a link to an absolute path or out of the granted folder: not followed".into()
+}
+
+fn absolute(target: &str) -> String {
+    format!(
+        "a link to an absolute path (`{target}`): only links that stay inside the folder are followed"
+    )
 }
 
 /// Whether `a` is `b` or a folder above it.
