@@ -303,12 +303,20 @@ impl Runner {
             kept
         });
         let kept_sync = synced.as_ref().map_or(Ok(()), |s| {
-            s.sync.commit().map_err(|e| {
-                format!(
+            // A complete run replaces a state set aside, even with no change.
+            let settled = if result.is_ok() {
+                s.ledger.settle_reset()
+            } else {
+                Ok(())
+            };
+            settled
+                .and_then(|()| s.sync.commit(&s.ledger))
+                .map_err(|e| {
+                    format!(
                     "the sync's own state could not be kept: {e} (the next full sync sweeps again)"
                 )
                 .into()
-            })
+                })
         });
         if let Some(family) = run.accounting.family.get() {
             family.report();

@@ -131,16 +131,20 @@ pub(crate) fn open(
     let meta =
         Ledger::load(meta_store, Arc::clone(accounting), limit, false).map_err(unreadable)?;
     let fingerprint = source_fingerprint(c);
-    let mut store = states
+    let store = states
         .open(&c.pipeline, &scope.within_pipeline())
         .map_err(unreadable)?;
     let changed = meta.get(SOURCE_KEY).is_some_and(|kept| kept != fingerprint);
-    if changed {
-        // Never diffed against another source's state: it is set aside,
-        // and the full sync's sweep removes what that source indexed.
-        store.clear().map_err(unreadable)?;
-    }
-    let ledger = Ledger::load(store, Arc::clone(accounting), limit, false).map_err(unreadable)?;
+    // The connector sees `full_sync()` when asked; with no state (none
+    // kept, or set aside) everything is new to it anyway.
+    let ledger = if changed {
+        // Never diffed against another source's state: it is set aside
+        // (cleared once this run commits, not before), and the full sync's
+        // sweep removes what that source indexed.
+        Ledger::set_aside(store, Arc::clone(accounting), limit, asked_full)
+    } else {
+        Ledger::load(store, Arc::clone(accounting), limit, asked_full).map_err(unreadable)?
+    };
     let full = if changed {
         Some(FullReason::SourceChanged)
     } else if ledger.size().0 == 0 {
@@ -150,7 +154,6 @@ pub(crate) fn open(
     } else {
         None
     };
-    let ledger = ledger.with_full(full.is_some());
     let kept_generation = meta
         .get(GENERATION_KEY)
         .and_then(|g| g.parse::<u64>().ok())
@@ -161,9 +164,12 @@ pub(crate) fn open(
     let generation = now.max(kept_generation.saturating_add(1));
     meta.change(SOURCE_KEY, Some(&fingerprint))
         .map_err(StopReason::from)?;
-    // The source it is kept for is known at once: a run cut short after
-    // this point is not taken for a change of source next time.
-    meta.commit().map_err(unreadable)?;
+    if !changed {
+        // Known at once (a first run's too): a run cut short after this
+        // point is not taken for a change of source next time. A changed
+        // source is kept only once the state set aside is gone.
+        meta.commit().map_err(unreadable)?;
+    }
     match full {
         Some(reason @ (FullReason::NoState | FullReason::SourceChanged)) => tracing::warn!(
             sync = %scope,
@@ -207,12 +213,45 @@ pub(crate) fn source_fingerprint(c: &ConnectorConfig) -> String {
         .map(|(name, url)| (name.clone(), Value::from(without_password(url))))
         .collect();
     let settings = serde_json::json!({
-        "config": canonical(&c.plugin.config),
+        "config": canonical(&source_settings(&c.plugin.config)),
         "dirs": dirs,
         "http": grants.http,
         "sql": sql,
     });
     hex::encode(Sha256::digest(settings.to_string()))
+}
+
+/// A connector's settings without those that only bound or pace a run
+/// (`max_*`, `min_*`, timeouts, retries, page and batch sizes,
+/// concurrency, delays, rates, what to delete, the user agent): a crawl
+/// given a lower `max_pages` reads the same site, and is not a new source.
+fn source_settings(config: &Value) -> Value {
+    let Value::Object(map) = config else {
+        return config.clone();
+    };
+    const PACING: [&str; 10] = [
+        "delete",
+        "user_agent",
+        "timeout",
+        "retr",
+        "concurren",
+        "batch",
+        "page_size",
+        "delay",
+        "interval",
+        "rate",
+    ];
+    Value::Object(
+        map.iter()
+            .filter(|(k, _)| {
+                let k = k.to_ascii_lowercase();
+                !(k.starts_with("max_")
+                    || k.starts_with("min_")
+                    || PACING.iter().any(|p| k.contains(p)))
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    )
 }
 
 /// `value` with every object's keys in order.
@@ -327,8 +366,13 @@ impl SyncRun {
             .change(GENERATION_KEY, Some(&self.generation.to_string()))
     }
 
-    /// Keep what the sync's own facts allow, as the run ends.
-    pub(crate) fn commit(&self) -> Result<(), crate::core::state::StateError> {
+    /// Keep what the sync's own facts allow, as the run ends: once the
+    /// connector's state set aside (a changed source) is gone, never
+    /// before, so a run that fails first finds the change again.
+    pub(crate) fn commit(&self, ledger: &Ledger) -> Result<(), crate::core::state::StateError> {
+        if ledger.reset_pending() {
+            return Ok(());
+        }
         self.meta.commit()
     }
 }
@@ -349,6 +393,16 @@ mod tests {
             without_password("host=db user=app password=s3cret dbname=items"),
             "host=db user=app dbname=items"
         );
+    }
+
+    #[test]
+    fn limits_and_pacing_are_not_the_source() {
+        let a: Value = serde_json::json!({"seeds": ["http://s/"], "max_pages": 100, "page_size": 5, "request_timeout": "5s"});
+        let b: Value = serde_json::json!({"seeds": ["http://s/"], "max_pages": 2});
+        let c: Value = serde_json::json!({"seeds": ["http://t/"], "max_pages": 2});
+        let key = |v: &Value| canonical(&source_settings(v)).to_string();
+        assert_eq!(key(&a), key(&b));
+        assert_ne!(key(&b), key(&c));
     }
 
     #[test]

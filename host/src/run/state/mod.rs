@@ -123,6 +123,10 @@ pub(crate) struct Ledger {
     /// When the last commit ran.
     last_commit: Mutex<Instant>,
     committed: std::sync::atomic::AtomicU64,
+    /// The store still holds state this run set aside (the source changed):
+    /// it is cleared as the first change is committed, or when the run
+    /// completes, never before, so a run that fails first keeps it.
+    reset: std::sync::atomic::AtomicBool,
     /// A host part committed before this state, to the same watermark, in
     /// each commit (the children kept per parent: never behind the
     /// connector's state that says the parent is done).
@@ -156,20 +160,56 @@ impl Ledger {
             full,
             last_commit: Mutex::new(Instant::now()),
             committed: Default::default(),
+            reset: Default::default(),
             first: std::sync::OnceLock::new(),
         })
+    }
+
+    /// An empty state over `store`, whose own state is set aside: the store
+    /// is cleared as this state's first change is committed (or by
+    /// [`settle_reset`](Self::settle_reset)), not before.
+    pub(crate) fn set_aside(
+        store: Box<dyn StateStore>,
+        accounting: Arc<Accounting>,
+        limit: usize,
+        full: bool,
+    ) -> Self {
+        Self {
+            held: Mutex::new(Held::default()),
+            store: Mutex::new(store),
+            accounting,
+            limit,
+            full,
+            last_commit: Mutex::new(Instant::now()),
+            committed: Default::default(),
+            reset: std::sync::atomic::AtomicBool::new(true),
+            first: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Whether the state set aside is still in the store.
+    pub(crate) fn reset_pending(&self) -> bool {
+        self.reset.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Clear the state set aside, if it is still in the store: the run
+    /// completed, so this state (even with no change) replaces it.
+    pub(crate) fn settle_reset(&self) -> Result<(), StateError> {
+        if self.reset_pending() {
+            self.store
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear()?;
+            self.reset
+                .store(false, std::sync::atomic::Ordering::Release);
+        }
+        Ok(())
     }
 
     /// Commit `part` before this state, to the same watermark, whenever
     /// this state commits.
     pub(crate) fn commit_first(&self, part: Arc<Ledger>) {
         let _ = self.first.set(part);
-    }
-
-    /// The same state, for a run that is (or is not) a full sync.
-    pub(crate) fn with_full(mut self, full: bool) -> Self {
-        self.full = full;
-        self
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {
@@ -297,6 +337,8 @@ impl Ledger {
             if ready.is_empty() {
                 return Ok(());
             }
+            // The state set aside goes as the first change comes.
+            self.settle_reset()?;
             self.store
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
