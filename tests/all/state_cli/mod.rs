@@ -14,6 +14,8 @@ use weir_tests::with_plugins;
 
 use crate::operations::{Serve, ZETA};
 
+mod kafka;
+
 const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 
 /// A folder with `data/` (sources), `out/` (one JSONL index every config
