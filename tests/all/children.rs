@@ -40,7 +40,8 @@ impl Target {
     }
 
     fn solr() -> Self {
-        Self::Solr(solr_core_of("weir"))
+        // A managed schema: the indexer adds the sync stamps' fields.
+        Self::Solr(solr_core_of("weir-managed"))
     }
 
     /// The `[indexer]` plugin table.

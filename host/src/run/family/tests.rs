@@ -18,20 +18,20 @@ struct Memory {
 
 impl Kept for Memory {
     fn get(&self, root: &str) -> Option<String> {
-        self.keys.lock().unwrap().get(root).cloned()
+        self.keys.lock().expect("lock").get(root).cloned()
     }
     fn set(&self, root: &str, value: Option<&str>, position: u64) -> Result<(), String> {
         if self.refuse {
             return Err("over limits.max_state_mib".into());
         }
-        let mut keys = self.keys.lock().unwrap();
+        let mut keys = self.keys.lock().expect("lock");
         match value {
             Some(v) => keys.insert(root.into(), v.into()),
             None => keys.remove(root),
         };
         self.changes
             .lock()
-            .unwrap()
+            .expect("lock")
             .push((root.into(), value.map(str::to_owned), position));
         Ok(())
     }
@@ -64,7 +64,7 @@ fn create(child: &str, root: &str) -> Event {
 fn setup(memory: &Arc<Memory>) -> (Arc<Accounting>, Arc<Family>) {
     let accounting = Arc::new(Accounting::new(RUN));
     let family = Arc::new(Family::new(Arc::clone(memory) as Arc<dyn Kept>, RUN));
-    accounting.family.set(Arc::clone(&family)).unwrap();
+    accounting.family.set(Arc::clone(&family)).expect("a value");
     (accounting, family)
 }
 
@@ -85,9 +85,9 @@ fn queued(family: &Family) -> Vec<String> {
 #[test]
 fn ids_are_written_compactly_and_read_back() {
     let chunks: Vec<String> = (0..1000).map(|n| format!("page-{n}")).collect();
-    let value = encode("page", &chunks).unwrap();
+    let value = encode("page", &chunks).expect("a value");
     assert_eq!(value, r#"[["+-",0,999]]"#);
-    let mut back = decode("page", &value).unwrap();
+    let mut back = decode("page", &value).expect("a value");
     back.sort();
     let mut want = chunks.clone();
     want.sort();
@@ -107,8 +107,8 @@ fn ids_are_written_compactly_and_read_back() {
         "42",
         "page-18446744073709551615",
     ]);
-    let value = encode("page", &odd).unwrap();
-    let mut back = decode("page", &value).unwrap();
+    let value = encode("page", &odd).expect("a value");
+    let mut back = decode("page", &value).expect("a value");
     back.sort();
     let mut want = odd.clone();
     want.sort();
@@ -169,7 +169,13 @@ fn a_page_that_shrinks_deletes_the_chunks_it_no_longer_makes() {
         memory.children("page"),
         ids(&["page-0", "page-1", "page-2"])
     );
-    let (_, _, position) = memory.changes.lock().unwrap().last().cloned().unwrap();
+    let (_, _, position) = memory
+        .changes
+        .lock()
+        .expect("lock")
+        .last()
+        .cloned()
+        .expect("a value");
     assert_eq!(position, 2, "the key waits for the page (position 1)");
     accounting.apply(&event("unrelated", EventKind::Finish));
     assert!(
@@ -211,7 +217,7 @@ fn a_page_that_grows_or_stays_deletes_nothing() {
         &["page-0", "page-1"],
         EventKind::Finish,
     );
-    let writes = memory.changes.lock().unwrap().len();
+    let writes = memory.changes.lock().expect("lock").len();
     version(
         &accounting,
         "page",
@@ -220,13 +226,13 @@ fn a_page_that_grows_or_stays_deletes_nothing() {
     );
     assert!(queued(&family).is_empty());
     assert_eq!(
-        memory.changes.lock().unwrap().len(),
+        memory.changes.lock().expect("lock").len(),
         writes,
         "the same children: the key is not written again"
     );
     // A document that never made children costs no write.
     version(&accounting, "plain", &[], EventKind::Finish);
-    assert_eq!(memory.changes.lock().unwrap().len(), writes);
+    assert_eq!(memory.changes.lock().expect("lock").len(), writes);
 }
 
 #[test]
@@ -316,22 +322,22 @@ fn children_that_cannot_be_kept_stop_the_run_and_delete_nothing() {
         refuse: true,
         ..Memory::default()
     });
-    memory.keys.lock().unwrap().insert(
+    memory.keys.lock().expect("lock").insert(
         "page".into(),
-        encode("page", &ids(&["page-0", "page-1"])).unwrap(),
+        encode("page", &ids(&["page-0", "page-1"])).expect("a value"),
     );
     let (accounting, family) = setup(&memory);
     version(&accounting, "page", &["page-0"], EventKind::Finish);
     assert!(queued(&family).is_empty());
-    assert!(family.error().unwrap().contains("max_state_mib"));
+    assert!(family.error().expect("a value").contains("max_state_mib"));
 }
 
 #[test]
 fn markers_an_earlier_runner_published_are_not_published_again() {
     let memory = Arc::new(Memory::default());
-    memory.keys.lock().unwrap().insert(
+    memory.keys.lock().expect("lock").insert(
         "page".into(),
-        encode("page", &ids(&["page-0", "page-1"])).unwrap(),
+        encode("page", &ids(&["page-0", "page-1"])).expect("a value"),
     );
     let (accounting, family) = setup(&memory);
     family.resumed(&Arc::new(Skip::new(&ids(&["page-1"]))));
@@ -341,7 +347,13 @@ fn markers_an_earlier_runner_published_are_not_published_again() {
     accounting.published("later");
     accounting.apply(&event("page", EventKind::Finish));
     assert_eq!(queued(&family), ids(&["page-0"]));
-    let (_, _, position) = memory.changes.lock().unwrap().last().cloned().unwrap();
+    let (_, _, position) = memory
+        .changes
+        .lock()
+        .expect("lock")
+        .last()
+        .cloned()
+        .expect("a value");
     assert_eq!(position, 3, "the key waits for everything published so far");
 }
 
@@ -358,12 +370,12 @@ impl PublisherMessenger for Pipe {
         timeout: Duration,
     ) -> Result<Option<Document>, MessengerError> {
         assert_eq!(timeout, Duration::ZERO, "markers never wait for room");
-        let mut room = self.room.lock().unwrap();
+        let mut room = self.room.lock().expect("lock");
         if *room == 0 {
             return Ok(Some(doc));
         }
         *room -= 1;
-        self.sent.lock().unwrap().push(doc);
+        self.sent.lock().expect("lock").push(doc);
         Ok(None)
     }
     fn poll_event(&self, _: Duration) -> Result<crate::messenger::Polled<Event>, MessengerError> {
@@ -374,9 +386,9 @@ impl PublisherMessenger for Pipe {
 #[test]
 fn markers_are_published_as_room_allows_without_waiting() {
     let memory = Arc::new(Memory::default());
-    memory.keys.lock().unwrap().insert(
+    memory.keys.lock().expect("lock").insert(
         "page".into(),
-        encode("page", &ids(&["page-0", "page-1", "page-2"])).unwrap(),
+        encode("page", &ids(&["page-0", "page-1", "page-2"])).expect("a value"),
     );
     let (accounting, family) = setup(&memory);
     version(&accounting, "page", &[], EventKind::Finish);
@@ -384,11 +396,11 @@ fn markers_are_published_as_room_allows_without_waiting() {
         room: Mutex::new(2),
         sent: Mutex::default(),
     };
-    family.flush(&pipe, &accounting).unwrap();
-    assert_eq!(pipe.sent.lock().unwrap().len(), 2);
-    *pipe.room.lock().unwrap() = 5;
-    family.flush(&pipe, &accounting).unwrap();
-    let sent = pipe.sent.lock().unwrap();
+    family.flush(&pipe, &accounting).expect("a value");
+    assert_eq!(pipe.sent.lock().expect("lock").len(), 2);
+    *pipe.room.lock().expect("lock") = 5;
+    family.flush(&pipe, &accounting).expect("a value");
+    let sent = pipe.sent.lock().expect("lock");
     let sent_ids: Vec<&str> = sent.iter().map(Document::id).collect();
     assert_eq!(sent_ids, ["page-0", "page-1", "page-2"]);
     assert!(
@@ -404,27 +416,36 @@ fn kept_children_commit_in_position_order_and_before_the_connectors_state() {
     let states = Arc::new(MemoryStates::default());
     let accounting = Arc::new(Accounting::new(RUN));
     let load = |name: &str| {
-        let store = states.open("p", name).unwrap();
-        Arc::new(Ledger::load(store, Arc::clone(&accounting), 1 << 20, false).unwrap())
+        let store = states.open("p", name).expect("a value");
+        Arc::new(Ledger::load(store, Arc::clone(&accounting), 1 << 20, false).expect("a value"))
     };
     let (state, children) = (load("c"), load("c#children"));
     state.commit_first(Arc::clone(&children));
-    let stored = |name: &str| states.open("p", name).unwrap().load().unwrap().len();
+    let stored = |name: &str| {
+        states
+            .open("p", name)
+            .expect("a value")
+            .load()
+            .expect("a value")
+            .len()
+    };
     accounting.published("a");
     accounting.published("b");
     // `b` ends first: its key waits for `a` too; `a`'s goes before it.
-    Kept::set(&*children, "b", Some("[]"), 2).unwrap();
-    Kept::set(&*children, "a", Some("[]"), 1).unwrap();
-    state.change("fingerprint-of-b", Some("1")).unwrap();
+    Kept::set(&*children, "b", Some("[]"), 2).expect("a value");
+    Kept::set(&*children, "a", Some("[]"), 1).expect("a value");
+    state
+        .change("fingerprint-of-b", Some("1"))
+        .expect("a value");
     accounting.apply(&event("a", EventKind::Finish));
-    state.commit().unwrap();
+    state.commit().expect("a value");
     assert_eq!(
         (stored("c#children"), stored("c")),
         (1, 0),
         "`a`'s key only"
     );
     accounting.apply(&event("b", EventKind::Finish));
-    state.commit().unwrap();
+    state.commit().expect("a value");
     assert_eq!((stored("c#children"), stored("c")), (2, 1));
     assert_eq!(children.uncommitted(), 0);
 }
@@ -442,7 +463,13 @@ fn a_marker_done_counts_as_a_delete_and_one_that_failed_keeps_its_child() {
     version(&accounting, "page", &["page-0"], EventKind::Finish);
     assert_eq!(queued(&family), ids(&["page-1", "page-2"]));
     assert_eq!(memory.children("page"), ids(&["page-0"]));
-    let (_, _, position) = memory.changes.lock().unwrap().last().cloned().unwrap();
+    let (_, _, position) = memory
+        .changes
+        .lock()
+        .expect("lock")
+        .last()
+        .cloned()
+        .expect("a value");
     accounting.apply(&event("page-1", EventKind::Finish));
     assert_eq!(Accounting::get(&accounting.deleted), 1);
     accounting.apply(&event("page-2", EventKind::Fail));
@@ -452,7 +479,13 @@ fn a_marker_done_counts_as_a_delete_and_one_that_failed_keeps_its_child() {
         ids(&["page-0", "page-2"]),
         "page-2 may still be in the index: a later version deletes it"
     );
-    let (_, _, again) = memory.changes.lock().unwrap().last().cloned().unwrap();
+    let (_, _, again) = memory
+        .changes
+        .lock()
+        .expect("lock")
+        .last()
+        .cloned()
+        .expect("a value");
     assert_eq!(again, position, "with the key's change, where it waits");
     assert!(family.error().is_none());
 }
