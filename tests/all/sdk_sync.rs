@@ -123,6 +123,10 @@ impl Project {
             r#"
             [worker]
             threads = 2
+            # The items are the connector's config: a change of them is
+            # not a new source here.
+            [state]
+            track_source = false
             [[connectors]]
             name = "items"
             pipeline = "p"

@@ -35,9 +35,22 @@ pub struct StateConfig {
     /// From 0 to 1; default 0.5.
     #[serde(default = "StateConfig::default_max_delete_share")]
     pub max_delete_share: f64,
+    /// Whether a change of a connector's source settings (its plugin
+    /// config, bar what only bounds or paces a run, and its granted
+    /// folders, hosts and databases) sets its state aside: the run is then
+    /// a full sync whose sweep removes what the old source indexed.
+    /// Default true. With false the change is only logged, and the
+    /// connector diffs against the state it kept (for a change you know
+    /// reads the same items, e.g. a column added to a query).
+    #[serde(default = "StateConfig::default_track_source")]
+    pub track_source: bool,
 }
 
 impl StateConfig {
+    fn default_track_source() -> bool {
+        true
+    }
+
     /// The sync's id in local mode: `id`, else the config file's stem.
     pub fn local_id(&self) -> Option<&str> {
         self.id.as_deref().or(self.default_id.as_deref())
@@ -116,6 +129,7 @@ impl Default for StateConfig {
             id: None,
             default_id: None,
             max_delete_share: Self::DEFAULT_MAX_DELETE_SHARE,
+            track_source: true,
         }
     }
 }

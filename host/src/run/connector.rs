@@ -134,6 +134,7 @@ impl Runner {
                         accounting,
                         self.full_sync,
                         self.max_delete_share(),
+                        self.config.state.track_source,
                     )?;
                     let ledger = Arc::new(opened.ledger);
                     super::family::open(

@@ -116,6 +116,7 @@ pub(crate) fn open(
     accounting: &Arc<Accounting>,
     asked_full: bool,
     max_delete_share: f64,
+    track_source: bool,
 ) -> Result<Opened, StopReason> {
     let scope = SyncScope::new(id, &c.pipeline, &c.name);
     let unreadable = |e: crate::core::state::StateError| {
@@ -135,6 +136,13 @@ pub(crate) fn open(
         .open(&c.pipeline, &scope.within_pipeline())
         .map_err(unreadable)?;
     let changed = meta.get(SOURCE_KEY).is_some_and(|kept| kept != fingerprint);
+    if changed && !track_source {
+        tracing::warn!(
+            sync = %scope,
+            "the connector's source settings changed since its state was kept; with [state] track_source = false it goes on from that state"
+        );
+    }
+    let changed = changed && track_source;
     // The connector sees `full_sync()` when asked; with no state (none
     // kept, or set aside) everything is new to it anyway.
     let ledger = if changed {
