@@ -120,7 +120,9 @@ impl Solr {
 
     fn count(&self, query: &str) -> Result<u64, SweepError> {
         let answer = self.post_json(
-            "query?wt=json",
+            // `/select` takes the JSON request API too, and every
+            // configset has it (`/query` is only in some).
+            "select?wt=json",
             &json!({ "query": "*:*", "filter": [query], "limit": 0 }),
         )?;
         answer
