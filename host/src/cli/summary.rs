@@ -104,6 +104,11 @@ pub(super) fn print_summary(result: &RunResult) {
             outcome
         );
     }
+    for c in &result.connectors {
+        if let Some(sync) = &c.sync {
+            println!("{}: {sync}", c.name);
+        }
+    }
     let cpu = result.cpu;
     if !cpu.workers.is_zero() || !cpu.indexers.is_zero() {
         let documents: u64 = result.connectors.iter().map(|c| c.published).sum();

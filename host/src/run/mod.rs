@@ -10,8 +10,8 @@
 mod cases;
 mod connector;
 mod dead_letters;
-mod guard;
 mod family;
+mod guard;
 mod indexer;
 mod outcome;
 mod pipeline;
@@ -266,6 +266,7 @@ impl Runner {
                     // Stopped before it started: the run was interrupted.
                     interrupted: self.interrupt.is_set(),
                     skipped: true,
+                    sync: None,
                 });
                 continue;
             }
@@ -349,6 +350,7 @@ impl Runner {
             interrupted: error.as_ref().is_some_and(StopReason::is_interrupted),
             error: error.map(|e| e.to_string()),
             skipped: false,
+            sync: accounting.sync_note(),
         };
         tracing::info!(
             published = result.published,

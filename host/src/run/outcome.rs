@@ -62,6 +62,9 @@ pub struct ConnectorResult {
     pub interrupted: bool,
     /// The connector did not run because an earlier one failed.
     pub skipped: bool,
+    /// A syncing connector's run: incremental, or a full sync and why, and
+    /// whether its sweep was sent.
+    pub sync: Option<String>,
 }
 
 /// What a run did.

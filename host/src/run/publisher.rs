@@ -40,6 +40,8 @@ pub(crate) struct Accounting {
     pub(crate) succeeded: AtomicU64,
     pub(crate) failed: AtomicU64,
     pub(crate) dropped: AtomicU64,
+    /// What kind of sync the connector's run is, for the summary.
+    sync_note: Mutex<Option<String>>,
     /// Deletion markers done with FINISH: documents deleted.
     pub(crate) deleted: AtomicU64,
     /// A syncing connector's children, told of CREATEs and of roots done.
@@ -165,6 +167,21 @@ impl Accounting {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
         self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Say what kind of sync the run is (and how it ended).
+    pub(crate) fn note_sync(&self, note: String) {
+        *self
+            .sync_note
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(note);
+    }
+
+    pub(crate) fn sync_note(&self) -> Option<String> {
+        self.sync_note
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// A document was published: it is pending, at the next position.

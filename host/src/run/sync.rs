@@ -178,6 +178,10 @@ pub(crate) fn open(
         // source is kept only once the state set aside is gone.
         meta.commit().map_err(unreadable)?;
     }
+    accounting.note_sync(match full {
+        Some(reason) => format!("full sync: {}", reason.describe()),
+        None => "incremental sync".to_owned(),
+    });
     match full {
         Some(reason @ (FullReason::NoState | FullReason::SourceChanged)) => tracing::warn!(
             sync = %scope,
@@ -341,12 +345,20 @@ impl SyncRun {
         };
         while accounting.pending() > 0 {
             if abort.is_set() || interrupt.is_set() {
+                accounting.note_sync(format!(
+                    "full sync: {}; not swept: the run did not complete",
+                    reason.describe()
+                ));
                 return Ok(());
             }
             std::thread::sleep(DONE_POLL);
         }
         let failed = Accounting::get(&accounting.failed);
         if failed > 0 {
+            accounting.note_sync(format!(
+                "full sync: {}; not swept: {failed} documents failed",
+                reason.describe()
+            ));
             tracing::warn!(
                 sync = %self.scope,
                 failed,
@@ -369,6 +381,10 @@ impl SyncRun {
             "full sync complete: the indexer deletes what this sync indexed in older generations"
         );
         sink.publish(marker, Instant::now() + Duration::from_secs(60))?;
+        accounting.note_sync(format!(
+            "full sync: {}; sweep sent (what this sync indexed before and the source no longer holds is deleted)",
+            reason.describe()
+        ));
         // Kept once the sweep is done: the next generation is past it.
         self.meta
             .change(GENERATION_KEY, Some(&self.generation.to_string()))
