@@ -103,8 +103,9 @@ pub(super) fn prepare_validated_local(
 
 /// `weir validate`.
 pub(super) fn validate(path: &Path) -> anyhow::Result<u8> {
-    stopped(prepare_validated(path, Mode::Local).map(|_| {
+    stopped(prepare_validated(path, Mode::Local).map(|(runner, plugins)| {
         println!("{}: valid", path.display());
+        super::state::print_syncs_of(&runner, &plugins);
         0
     }))
 }

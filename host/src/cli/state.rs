@@ -140,6 +140,19 @@ fn prepare(target: &Target) -> Result<(Runner, LoadedPlugins), u8> {
     Ok((runner, plugins))
 }
 
+/// `weir validate`'s lines on state: the sync each syncing connector
+/// keeps state for, and where (local mode).
+pub(super) fn print_syncs_of(runner: &Runner, plugins: &LoadedPlugins) {
+    for sync in runner.syncs(plugins) {
+        println!(
+            "  connector `{}` syncs as `{}`: its state, once it keeps any, in {} (`weir state show`)",
+            sync.connector,
+            escaped(&sync.sync),
+            sync.kept_in
+        );
+    }
+}
+
 fn failed(config: &Path, e: &StateInspectError) -> u8 {
     eprintln!("{}: {e}", config.display());
     EXIT_FAILED

@@ -41,7 +41,7 @@ pub use reload::{ReloadRefused, Reloaded};
 pub use serve::Shutdown;
 pub use state::{
     DEFAULT_SHOWN_KEYS, MAX_SHOWN_KEYS, ShownKey, SqliteStates, StateInspectError, StateQuery,
-    SyncReset, SyncState,
+    SyncOf, SyncReset, SyncState,
 };
 pub use stop::{Interrupt, Pause, StopReason};
 pub use throttle::Throttle;

@@ -186,6 +186,13 @@ fn show_after_a_sync_then_reset_makes_a_full_sync_that_cleans_up() {
     let next = folder.show(&config, &["--keys", "4", "--after", after]);
     let first = next[0]["shown"][0]["key"].as_str().expect("key");
     assert!(first > after, "{first} after {after}");
+    // `weir validate` names the sync.
+    let valid = folder.weir(&["validate", config.to_str().expect("path")]);
+    assert!(
+        valid.code == 0 && valid.out.contains("syncs as `p/books/source`"),
+        "{}",
+        valid.out
+    );
     // The text form says the same.
     let text = folder.weir(&["state", "show", config.to_str().expect("path")]);
     assert_eq!(text.code, 0);

@@ -82,6 +82,15 @@ pub struct ShownKey {
     pub value_bytes: usize,
 }
 
+/// Which sync a syncing connector keeps state for, and where: what
+/// `weir validate` says of it (nothing is read).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SyncOf {
+    pub connector: String,
+    pub sync: String,
+    pub kept_in: String,
+}
+
 /// What a reset cleared of one syncing connector.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SyncReset {
@@ -228,6 +237,20 @@ impl Runner {
             out.push((*c, exists));
         }
         Ok(out)
+    }
+
+    /// The sync each syncing connector of this config keeps state for, and
+    /// where; none when no connector keeps state. Reads nothing.
+    pub fn syncs(&self, plugins: &LoadedPlugins) -> Vec<SyncOf> {
+        self.syncing(plugins, None)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| SyncOf {
+                connector: c.name.clone(),
+                sync: self.scope_of(c).name(),
+                kept_in: self.states.describe(&c.pipeline),
+            })
+            .collect()
     }
 
     /// What each syncing connector of this config keeps (or connector

@@ -18,7 +18,7 @@ mod sqlite;
 mod tests;
 
 pub use inspect::{
-    DEFAULT_SHOWN_KEYS, MAX_SHOWN_KEYS, ShownKey, StateInspectError, StateQuery, SyncReset,
+    DEFAULT_SHOWN_KEYS, MAX_SHOWN_KEYS, ShownKey, StateInspectError, StateQuery, SyncOf, SyncReset,
     SyncState,
 };
 pub use sqlite::SqliteStates;
