@@ -94,7 +94,7 @@ pub(super) fn state(command: StateCommand) -> anyhow::Result<u8> {
                     Ok(0)
                 }
                 Ok(syncs) => {
-                    print_syncs(&syncs, &query);
+                    print_syncs(&syncs, &query, runner.config().state.track_source);
                     Ok(0)
                 }
                 Err(e) => Ok(failed(&target.config, &e)),
@@ -185,7 +185,8 @@ fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
     weir::core::text::escaped_for_log(text)
 }
 
-fn print_syncs(syncs: &[SyncState], query: &StateQuery) {
+/// `syncs` as text; `track_source`: a changed source is set aside.
+fn print_syncs(syncs: &[SyncState], query: &StateQuery, track_source: bool) {
     for (i, s) in syncs.iter().enumerate() {
         if i > 0 {
             println!();
@@ -205,8 +206,12 @@ fn print_syncs(syncs: &[SyncState], query: &StateQuery) {
         let source = match (&s.source, s.source_changed) {
             (None, _) => "none recorded".to_owned(),
             (Some(kept), false) => format!("{} (this config's)", short(kept)),
-            (Some(kept), true) => format!(
+            (Some(kept), true) if track_source => format!(
                 "{} -- this config's source settings differ: its next run sets this state aside and is a full sync",
+                short(kept)
+            ),
+            (Some(kept), true) => format!(
+                "{} -- this config's source settings differ ([state] track_source = false: its next run goes on from this state)",
                 short(kept)
             ),
         };
