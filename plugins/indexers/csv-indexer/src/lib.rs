@@ -26,9 +26,9 @@ struct CsvIndexer {
     config: Config,
     path: String,
     columns: Vec<Column>,
-    /// Where the sweep fields start in `pick`, when the columns hold the
-    /// stamps a sweep reads.
-    sweep_at: Option<usize>,
+    /// Where each sweep field is in `pick` (see `weir_plugin::sweep::PICKS`),
+    /// when the indexer takes sweep markers.
+    sweep_at: Option<[usize; 4]>,
     writer: csv::Writer<File>,
     /// A multi-valued field's values joined, reused from row to row.
     joined: String,
@@ -41,12 +41,21 @@ const WRITE_BUFFER: usize = 256 << 10;
 
 /// Each column's source, and the fields the host is asked to pick (only
 /// the ones that are fields: `id` and `run_id` come with every entry).
-fn layout(config: &Config) -> (Vec<Column>, Vec<String>) {
+/// With the sweep fields' places, when the indexer takes sweep markers.
+fn layout(config: &Config) -> (Vec<Column>, Vec<String>, Option<[usize; 4]>) {
     let (layout, mut fields) = columns_of(&config.columns);
-    if sweeps(config) {
-        fields.extend(weir_plugin::sweep::picks());
-    }
-    (layout, fields)
+    let sweep_at =
+        sweeps(config).then(|| weir_plugin::sweep::PICKS.map(|name| pick_of(&mut fields, name)));
+    (layout, fields, sweep_at)
+}
+
+/// Where field `name` is picked, added when it is not yet: the host takes
+/// each field once.
+fn pick_of(fields: &mut Vec<String>, name: &str) -> usize {
+    fields.iter().position(|f| f == name).unwrap_or_else(|| {
+        fields.push(name.to_owned());
+        fields.len() - 1
+    })
 }
 
 /// Whether the indexer takes sweep markers: its columns hold what a sweep
@@ -70,10 +79,7 @@ fn columns_of(columns: &[String]) -> (Vec<Column>, Vec<String>) {
         .map(|column| match column.as_str() {
             "id" => Column::Id,
             "run_id" => Column::RunId,
-            field => {
-                fields.push(field.to_owned());
-                Column::Picked(fields.len() - 1)
-            }
+            field => Column::Picked(pick_of(&mut fields, field)),
         })
         .collect();
     (layout, fields)
@@ -106,9 +112,9 @@ impl Indexer for CsvIndexer {
     fn start(config: Config) -> Result<Self, String> {
         let path = weir_plugin::instance_path(&config.path)?;
         let writer = open(&path, &config, config.truncate_at_start)?;
-        let (columns, fields) = columns_of(&config.columns);
+        let (columns, _, sweep_at) = layout(&config);
         Ok(Self {
-            sweep_at: sweeps(&config).then_some(fields.len()),
+            sweep_at,
             config,
             path,
             columns,
@@ -124,10 +130,15 @@ impl Indexer for CsvIndexer {
     fn index_batch(&mut self, batch: Vec<BatchEntry>) -> Result<Vec<DocumentFailure>, BatchError> {
         self.rows(batch.iter(), |indexer, entry| {
             let picked = |at: usize| entry.picked.get(at).map_or(&[][..], Vec::as_slice);
-            if let Some(sweep) = indexer
-                .sweep_at
-                .and_then(|at| weir_plugin::sweep::sweep_of(&entry.picked, at))
-            {
+            if let Some(sweep) = indexer.sweep_at.and_then(|at| {
+                Sweep::from_picked(|i| {
+                    entry
+                        .picked
+                        .get(at[i])
+                        .and_then(|v| v.first())
+                        .map(String::as_str)
+                })
+            }) {
                 return Row::Sweep(sweep);
             }
             Row::Written(indexer.write_row(&entry.id, entry.run_id.as_deref(), picked))
@@ -139,7 +150,7 @@ impl Indexer for CsvIndexer {
         self.rows(batch.entries(), |indexer, entry| {
             if let Some(sweep) = indexer
                 .sweep_at
-                .and_then(|at| Sweep::from_picked(|i| entry.picked(at + i).first().copied()))
+                .and_then(|at| Sweep::from_picked(|i| entry.picked(at[i]).first().copied()))
             {
                 return Row::Sweep(sweep);
             }
