@@ -466,3 +466,48 @@ fn a_run_killed_mid_shrink_then_a_complete_one_leave_no_stale_chunk() {
 fn a_kafka_run_killed_mid_shrink_then_a_complete_one_leave_no_stale_chunk() {
     killed_mid_shrink_then_complete(true);
 }
+
+/// The run id in a runner's log (`run{run_id="..."}`).
+fn run_id_in(log: &str) -> Option<String> {
+    let at = log.find("run_id=\"")? + "run_id=\"".len();
+    let id: String = log[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
+    (!id.is_empty()).then_some(id)
+}
+
+#[test]
+fn a_kafka_run_killed_mid_shrink_and_resumed_leaves_no_stale_chunk() {
+    let pages = Pages::new(Target::Jsonl, &format!("{CHUNK}, {SLOW}"), true);
+    let mut source: BTreeMap<String, String> = (0..150)
+        .map(|i| (format!("page{i:03}"), words(5, "a")))
+        .collect();
+    pages.write(&source);
+    pages.synced();
+    let first = pages.lines();
+    for text in source.values_mut() {
+        *text = words(3, "b");
+    }
+    source.retain(|id, _| !id.ends_with('7'));
+    pages.write(&source);
+    kill_once_written(&pages, first + 150);
+    let log = std::fs::read_to_string(pages.path("killed.log")).expect("log");
+    let run_id = run_id_in(&log).expect("the killed run's id");
+    // Another runner takes the run up where the journal says it was: what
+    // the first published is not published again, the events it saw end
+    // their roots here.
+    let mut args = pages.args();
+    let config = args.pop().expect("config");
+    args.extend(["--resume".to_owned(), run_id, config]);
+    let output = std::process::Command::new(WEIR)
+        .args(&args)
+        .output()
+        .expect("weir starts");
+    let resumed = String::from_utf8_lossy(&output.stderr);
+    print!("{resumed}");
+    assert_eq!(output.status.code(), Some(0), "the resumed run succeeds");
+    pages.assert_matches(&source, "after the resumed run");
+    pages.synced();
+    pages.assert_matches(&source, "after one more run");
+}

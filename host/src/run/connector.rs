@@ -267,7 +267,17 @@ impl Runner {
             let closed = connector
                 .close()
                 .map_err(|e| format!("close failed: {e}").into());
-            return waited.and(closed);
+            // What the events seen here allow (the children kept per
+            // parent, with the state): kept as a run that executed keeps it.
+            let kept = ledger.map_or(Ok(()), |ledger| {
+                ledger.commit().map_err(|e| {
+                    format!("the connector's state could not be kept: {e} (the next run sends its documents again)").into()
+                })
+            });
+            if let Some(family) = run.accounting.family.get() {
+                family.report();
+            }
+            return waited.and(closed).and(kept);
         }
         let result = connector
             .pre_execute(run.run_id)
