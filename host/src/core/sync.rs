@@ -20,6 +20,14 @@ pub fn is_sweep(doc: &Document) -> bool {
     doc.skips_stages() && doc.get(SWEEP_FIELD) == Some(&Value::Bool(true))
 }
 
+/// The start of a sweep marker's id (`_weir_sweep:<sync>`).
+pub const SWEEP_ID_PREFIX: &str = "_weir_sweep:";
+
+/// Whether `id` is a sweep marker's.
+pub fn is_sweep_id(id: &str) -> bool {
+    id.starts_with(SWEEP_ID_PREFIX)
+}
+
 /// Give `child`, made from `parent`, the sync and generation its parent
 /// carries (what a stage set in their place is overwritten): a full
 /// sync's sweep then finds children of older generations too.

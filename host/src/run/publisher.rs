@@ -312,8 +312,12 @@ impl Accounting {
             EventKind::Fail => &self.failed,
             EventKind::Drop => &self.dropped,
         };
-        counter.fetch_add(1, Ordering::Relaxed);
         let id = event.document_id.as_str();
+        // A full sync's sweep done is not a document indexed (one that
+        // fails is counted: the run says it).
+        if !(event.kind == EventKind::Finish && crate::core::sync::is_sweep_id(id)) {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
         let family = self.family.get();
         if let (Some(family), Some(root)) = (family, &event.root)
             && counts.pending.contains_key(root.as_str())
@@ -508,6 +512,7 @@ impl Publish {
             }
         }
         let id = doc.id().to_owned();
+        let sweep = crate::core::sync::is_sweep(&doc);
         let mut doc = doc;
         if let Some(sync) = &self.sync {
             sync.stamp(&mut doc);
@@ -570,9 +575,12 @@ impl Publish {
             }
             wait = PUBLISH_WAIT.min(left);
         }
-        self.accounting.published.fetch_add(1, Ordering::Relaxed);
-        RunStats::add(&self.stats.published, 1);
-        self.published.increment(1);
+        if !sweep {
+            // A full sync's sweep is not a document the connector sent.
+            self.accounting.published.fetch_add(1, Ordering::Relaxed);
+            RunStats::add(&self.stats.published, 1);
+            self.published.increment(1);
+        }
         Ok(())
     }
 }

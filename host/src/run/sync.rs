@@ -366,7 +366,11 @@ impl SyncRun {
             );
             return Ok(());
         }
-        let mut marker = Document::new(format!("{SWEEP_FIELD}:{}", self.scope));
+        let mut marker = Document::new(format!(
+            "{}{}",
+            crate::core::sync::SWEEP_ID_PREFIX,
+            self.scope
+        ));
         marker.set_run_id(Some(run_id.to_owned()));
         marker.set_skip_stages(true);
         // Plain small values: cannot fail.
