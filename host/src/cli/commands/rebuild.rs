@@ -91,9 +91,9 @@ fn inject(mut config: Config, mode: Mode, generation: u64) -> Result<Config, Set
 }
 
 /// The runner of `path` for a rebuild, its plugins validated. An indexer
-/// that does not take the key refuses it as unknown, at its config's root:
-/// such a problem, which a validation without the key does not have, is
-/// said to be the rebuild's.
+/// that does not take the key refuses it as unknown (at the key, or at its
+/// config's root): such a problem, which a validation without the key does
+/// not have, is said to be the rebuild's.
 pub(super) fn prepare_rebuild(path: &Path, mode: Mode) -> Result<(Runner, LoadedPlugins), Stopped> {
     let runner = prepare_with(path, |config| {
         topology::runner(inject(config, mode, generation())?, mode)
@@ -115,8 +115,9 @@ pub(super) fn prepare_rebuild(path: &Path, mode: Mode) -> Result<(Runner, Loaded
     let mut explained = ConfigErrors::default();
     for error in errors.iter() {
         let mut error = error.clone();
-        let at_root = error.location.ends_with(".plugin.config");
-        if at_root && !plain.contains(&(error.location.clone(), error.message.clone())) {
+        let at_key = error.location.ends_with(".plugin.config")
+            || error.location.ends_with(&format!(".plugin.config.{KEY}"));
+        if at_key && !plain.contains(&(error.location.clone(), error.message.clone())) {
             error.message = format!(
                 "this indexer does not support `--rebuild` (opensearch-indexer does): {}",
                 error.message
