@@ -241,7 +241,7 @@ fn show_after_a_sync_then_reset_makes_a_full_sync_that_cleans_up() {
 #[test]
 fn two_configs_in_one_folder_with_the_same_names_keep_their_own_state() {
     let folder = Folder::new();
-    let big = ids("a", 100);
+    let big = ids("a", 1000);
     let small = ids("b", 10);
     folder.source("big.jsonl", &big);
     folder.source("small.jsonl", &small);
@@ -257,7 +257,7 @@ fn two_configs_in_one_folder_with_the_same_names_keep_their_own_state() {
     let mut both: Vec<String> = big.iter().chain(&small).cloned().collect();
     both.sort();
     assert_eq!(folder.ids_indexed(), both);
-    assert_eq!(folder.show(&first, &[])[0]["keys"], 100);
+    assert_eq!(folder.show(&first, &[])[0]["keys"], 1000);
     assert_eq!(folder.show(&copy, &[])[0]["keys"], 10);
     assert_eq!(folder.show(&copy, &[])[0]["sync"], "p/copy/source");
     // Each goes on incrementally: nothing to send, nothing to delete.
@@ -270,7 +270,7 @@ fn two_configs_in_one_folder_with_the_same_names_keep_their_own_state() {
     // Resetting one leaves the other's state as it was.
     let reset = folder.weir(&["state", "reset", "--yes", copy.to_str().expect("path")]);
     assert_eq!(reset.code, 0);
-    assert_eq!(folder.show(&first, &[])[0]["keys"], 100);
+    assert_eq!(folder.show(&first, &[])[0]["keys"], 1000);
 }
 
 #[test]
