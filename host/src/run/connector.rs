@@ -397,7 +397,14 @@ impl Runner {
                     .and_then(|()| {
                         // A full sync's documents all done: its sweep.
                         sync.map_or(Ok(()), |sync| {
-                            sync.sweep_after(&mut sweep_sink, accounting, abort, interrupt, run_id)
+                            sync.sweep_after(
+                                &mut sweep_sink,
+                                accounting,
+                                abort,
+                                interrupt,
+                                run_id,
+                                ledger,
+                            )
                         })
                     })
                     .and_then(|()| {

@@ -339,10 +339,21 @@ impl SyncRun {
         abort: &Abort,
         interrupt: &super::Interrupt,
         run_id: &str,
+        state: Option<&Ledger>,
     ) -> Result<(), String> {
         let Some(reason) = self.full else {
             return Ok(());
         };
+        // A connector that keeps nothing in its state (none kept, none
+        // made) is not syncing this source: nothing to sweep. (One whose
+        // source emptied would have its sweep refused by the share.)
+        if state.is_none_or(|s| s.size().0 == 0) {
+            accounting.note_sync(format!(
+                "full sync: {}; not swept: the connector kept no state",
+                reason.describe()
+            ));
+            return Ok(());
+        }
         while accounting.pending() > 0 {
             if abort.is_set() || interrupt.is_set() {
                 accounting.note_sync(format!(
