@@ -37,7 +37,8 @@ use weir_plugin::search::{Children, VectorField};
 /// a sweep marker: the plugin refreshes, counts the source's documents and
 /// those of older generations, refuses when that would delete more than
 /// `[state] max_delete_share` of them (and more than 10), and deletes them
-/// with `_delete_by_query` (in every index when `index_field` is set).
+/// with `_delete_by_query` (with `index_field`, in `index` and the indices
+/// documents went to since the indexer started).
 /// `weir run --full --rebuild` writes into a new index and swaps an alias
 /// when complete (docs/sync.md).
 #[derive(serde::Deserialize, schemars::JsonSchema)]

@@ -24,6 +24,9 @@ struct OpenSearch {
     /// Where documents without `index_field` go: `index`, or the new index
     /// of a rebuild.
     default_index: Option<String>,
+    /// With `index_field`: the indices documents went to since start, where
+    /// a sweep looks.
+    written: std::collections::BTreeSet<String>,
     bulk: Url,
     root: Url,
     auth: Option<String>,
@@ -168,6 +171,9 @@ impl OpenSearch {
             &self.config.children_field,
             &self.config.parent_field,
         )?;
+        if self.config.index_field.is_some() && !self.written.contains(&index) {
+            self.written.insert(index.clone());
+        }
         self.write_action("index", &action);
         self.body.extend_from_slice(shaped.parent.as_bytes());
         self.body.push(b'\n');
@@ -278,6 +284,7 @@ impl Indexer for OpenSearch {
         let auth = config.auth.header()?;
         Ok(OpenSearch {
             default_index: rebuild::new_index(&config).or_else(|| config.index.clone()),
+            written: Default::default(),
             picks: Picks::new(&config),
             config,
             bulk,

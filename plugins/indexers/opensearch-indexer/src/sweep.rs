@@ -96,13 +96,25 @@ impl OpenSearch {
         }
     }
 
-    /// Where a sweep looks: the default index, or every index when
-    /// documents name theirs.
-    fn sweep_target(&self) -> String {
-        match (&self.config.index_field, &self.default_index) {
-            (None, Some(index)) => index.clone(),
-            _ => "*".to_owned(),
+    /// Where a sweep looks: the default index, and with `index_field` the
+    /// indices documents went to since start (a full sync sends every
+    /// document, so the source's documents are there).
+    fn sweep_target(&self) -> Result<String, SweepError> {
+        let indices: std::collections::BTreeSet<&str> = self
+            .default_index
+            .iter()
+            .chain(&self.written)
+            .map(String::as_str)
+            .collect();
+        let target = indices.into_iter().collect::<Vec<_>>().join(",");
+        if target.len() > 2048 {
+            return Err(SweepError::Refused(format!(
+                "sweep refused: documents went to {} indices, too many to name in one request; \
+                 sweep them by `_weir_source` and `_weir_sync` yourself",
+                self.written.len()
+            )));
         }
+        Ok(target)
     }
 
     /// A POST of `body` to `path`, its answer's JSON when it succeeds.
@@ -152,7 +164,10 @@ impl OpenSearch {
         if self.config.rebuild.is_some() {
             return self.swap(sweep);
         }
-        let target = self.sweep_target();
+        let target = self.sweep_target()?;
+        if target.is_empty() {
+            return Ok(());
+        }
         self.refresh(&target)?;
         let total = self.count(&target, of_source(sweep))?;
         let stale = self.count(&target, older(sweep))?;

@@ -31,7 +31,8 @@ use weir_plugin::search::{Children, VectorField};
 /// Full syncs clean up: at start `_weir_source` (string) and `_weir_sync`
 /// (plong), the source and generation the host stamps on documents of
 /// connectors that sync, are added to the schema when missing (a managed
-/// schema; a classic one needs them by hand, which the log says). At the end
+/// schema; a classic one needs them by hand, which the log says: until then
+/// documents go without them, and sweeps are skipped). At the end
 /// of a complete full sync the host sends a sweep marker: the plugin
 /// commits, counts the source's documents and those of older generations,
 /// refuses when that would delete more than `[state] max_delete_share` of

@@ -11,6 +11,7 @@ use std::time::Duration;
 use config::Config;
 use weir_plugin::http::{HttpError, Request, Response, Url};
 use weir_plugin::search;
+use weir_plugin::sweep::{SOURCE_FIELD, SYNC_FIELD};
 use weir_plugin::{
     BatchEntry, BatchError, BatchFormat, ConfigIssue, DocumentFailure, Indexer, PluginError,
     batch_error, issue,
@@ -159,20 +160,31 @@ impl Indexer for Solr {
         if let Some(ms) = config.commit_within_ms {
             update.path.push_str(&format!("&commitWithin={ms}"));
         }
-        Ok(Solr {
+        let mut solr = Solr {
             auth: config.auth.header()?,
             commit: core.join("update?wt=json&commit=true"),
             ping: core.join("admin/ping?wt=json"),
             update,
             core,
             config,
-            stamps: false,
-        })
+            stamps: true,
+        };
+        // Before the batch format: documents carry the stamps only when
+        // the schema takes them. A short wait: Solr unreachable is said by
+        // `validate_connection`.
+        let timeout = solr.config.timeout_secs;
+        solr.config.timeout_secs = timeout.min(5);
+        solr.stamps = solr.set_up_stamps().unwrap_or(true);
+        solr.config.timeout_secs = timeout;
+        Ok(solr)
     }
 
     fn batch_format(&self) -> BatchFormat {
         let mut omit = vec!["run_id".to_owned()];
         omit.extend(self.config.omit.iter().cloned());
+        if !self.stamps {
+            omit.extend([SOURCE_FIELD.to_owned(), SYNC_FIELD.to_owned()]);
+        }
         BatchFormat {
             json: true,
             fields: None,
@@ -190,11 +202,7 @@ impl Indexer for Solr {
             .send()
             .map_err(|e| PluginError::Fatal(format!("cannot reach Solr: {e}")))?;
         match response.status {
-            200..=299 => {
-                self.set_up_vectors(&self.core)?;
-                self.set_up_stamps();
-                Ok(())
-            }
+            200..=299 => self.set_up_vectors(&self.core),
             401 | 403 => Err(PluginError::Fatal(format!(
                 "Solr at {} refused the credentials (status {}): check `auth` and the granted environment",
                 self.ping, response.status

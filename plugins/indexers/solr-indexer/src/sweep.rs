@@ -56,10 +56,11 @@ impl SweepError {
 }
 
 impl Solr {
-    /// `_weir_source` (string) and `_weir_sync` (plong) in the schema,
-    /// added through the Schema API when missing. A schema Solr will not
-    /// change is logged with what to add: sweeps are refused until then.
-    pub fn set_up_stamps(&mut self) {
+    /// Whether the schema has `_weir_source` (string) and `_weir_sync`
+    /// (plong), added through the Schema API when missing; `None` when it
+    /// cannot be read. A schema Solr will not change is logged with what to
+    /// add: documents then go without the stamps, and sweeps are skipped.
+    pub fn set_up_stamps(&self) -> Option<bool> {
         let mut missing = Vec::new();
         for (field, kind) in [(SOURCE_FIELD, "string"), (SYNC_FIELD, "plong")] {
             match self.schema_get(&self.core, &format!("fields/{field}")) {
@@ -68,26 +69,22 @@ impl Solr {
                     "name": field, "type": kind, "indexed": true, "stored": true,
                     "docValues": true, "multiValued": false,
                 })),
-                Err(e) => {
-                    weir_plugin::warn!("cannot read the schema's sync fields: {e}");
-                    self.stamps = false;
-                    return;
-                }
+                Err(_) => return None,
             }
         }
         if missing.is_empty() {
-            self.stamps = true;
-            return;
+            return Some(true);
         }
         match self.schema_post(&self.core, json!({ "add-field": missing })) {
-            Ok(()) => self.stamps = true,
+            Ok(()) => Some(true),
             Err(e) => {
-                self.stamps = false;
                 weir_plugin::warn!(
-                    "core `{}` has no fields for the sync stamps and {e}: full syncs cannot remove \
-                     documents the source no longer holds until the schema has {SCHEMA_LINES}",
+                    "core `{}` has no fields for the sync stamps and {e}: documents go without \
+                     them, and full syncs cannot remove what the source no longer holds until the \
+                     schema has {SCHEMA_LINES}",
                     self.config.collection
                 );
+                Some(false)
             }
         }
     }
@@ -135,11 +132,15 @@ impl Solr {
     /// query and commit.
     pub fn sweep(&self, sweep: &Sweep) -> Result<(), SweepError> {
         if !self.stamps {
-            return Err(SweepError::refused(format!(
-                "sweep of `{}` refused: core `{}` has no fields for the sync stamps; add {SCHEMA_LINES} \
-                 to its schema (or use a managed schema, where the indexer adds them)",
-                sweep.source, self.config.collection
-            )));
+            // As for an indexer that does not sweep: said, not failed.
+            weir_plugin::warn!(
+                "sweep of `{}` skipped: core `{}` has no fields for the sync stamps, so what the \
+                 source no longer holds stays; add {SCHEMA_LINES} to its schema (or use a managed \
+                 schema, where the indexer adds them)",
+                sweep.source,
+                self.config.collection
+            );
+            return Ok(());
         }
         self.post_json("update?wt=json&commit=true", &json!({}))?;
         let total = self.count(&of_source(sweep))?;
