@@ -71,7 +71,10 @@ fn run(config: weir::config::Config) {
 const QUESTIONS: [(&str, &str); 3] = [
     ("how long should bread bake in the oven?", "bread.docx"),
     ("when is my income tax return due?", "taxes.pdf"),
-    ("why did millers build barriers across rivers?", "rivers.html"),
+    (
+        "why did millers build barriers across rivers?",
+        "rivers.html",
+    ),
 ];
 
 #[test]

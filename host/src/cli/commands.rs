@@ -103,11 +103,13 @@ pub(super) fn prepare_validated_local(
 
 /// `weir validate`.
 pub(super) fn validate(path: &Path) -> anyhow::Result<u8> {
-    stopped(prepare_validated(path, Mode::Local).map(|(runner, plugins)| {
-        println!("{}: valid", path.display());
-        super::state::print_syncs_of(&runner, &plugins);
-        0
-    }))
+    stopped(
+        prepare_validated(path, Mode::Local).map(|(runner, plugins)| {
+            println!("{}: valid", path.display());
+            super::state::print_syncs_of(&runner, &plugins);
+            0
+        }),
+    )
 }
 
 /// The ops server, signals and progress of a run, around `run`.

@@ -242,7 +242,10 @@ mod tests {
     fn a_config_without_an_id_is_its_sources_and_destinations() {
         let id = default_sync_id(&config(ONE));
         assert!(id.starts_with("cfg-") && id.len() == 20, "{id}");
-        assert!(crate::config::state::state_id_problem(&id).is_none(), "{id}");
+        assert!(
+            crate::config::state::state_id_problem(&id).is_none(),
+            "{id}"
+        );
         // Stages, threads, limits: the same sync.
         let more = ONE.replace(
             "stages = []",

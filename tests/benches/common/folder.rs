@@ -75,13 +75,11 @@ pub fn folder_cost(
         write_files(&files, n, round + 2, 100);
         all[1].push(run(weir, &folder));
         all[2].push(run(weir, &folder));
-        all[3].push(
-            process::timed(
-                std::process::Command::new(weir)
-                    .args(["run", "--no-progress", "--full"])
-                    .arg(&folder),
-            ),
-        );
+        all[3].push(process::timed(
+            std::process::Command::new(weir)
+                .args(["run", "--no-progress", "--full"])
+                .arg(&folder),
+        ));
     }
     let med = |runs: &[process::Usage], pick: fn(&process::Usage) -> f64| {
         median_of(runs.iter().map(pick).collect())
@@ -92,10 +90,7 @@ pub fn folder_cost(
         report,
         "folder: {n} files of ~190 bytes in folders of {PER_FOLDER}, {rounds} rounds, medians (weir process)"
     );
-    let _ = writeln!(
-        report,
-        "| run | wall | CPU | CPU/file | vs full (CPU) |"
-    );
+    let _ = writeln!(report, "| run | wall | CPU | CPU/file | vs full (CPU) |");
     let _ = writeln!(report, "| --- | --- | --- | --- | --- |");
     for (name, runs) in [
         ("full (first sync)", &all[0]),
