@@ -40,7 +40,7 @@ impl Places {
         let generation = text(self.sync).and_then(|g| g.trim().parse::<u64>().ok());
         let deleted = self.deleted.is_some_and(|at| text(at) == Some("true"));
         (
-            self.id.and_then(|at| text(at)).map(id_key),
+            self.id.and_then(text).map(id_key),
             source == Some(sweep.source.as_str()),
             deleted || sweep.removes(source, generation),
         )
