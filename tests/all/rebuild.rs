@@ -222,18 +222,18 @@ fn a_rebuild_is_refused_without_full_and_for_indexers_that_cannot() {
     assert!(!sync.path("out/out.jsonl").exists(), "nothing ran: {said}");
 
     // Solr says why it cannot.
-    let solr = with_plugins(&format!(
+    let solr = with_plugins(
         r#"
         [[connectors]]
         name = "c"
         pipeline = "p"
-        plugin = {{ path = @test-connector, config = {{ count = 1 }} }}
+        plugin = { path = @test-connector, config = { count = 1 } }
         [[pipelines]]
         name = "p"
         [indexer]
-        plugin = {{ path = @solr-indexer, config = {{ url = "http://127.0.0.1:1/solr", collection = "c" }}, grants = {{ http = ["127.0.0.1:1"] }} }}
-        "#
-    ));
+        plugin = { path = @solr-indexer, config = { url = "http://127.0.0.1:1/solr", collection = "c" }, grants = { http = ["127.0.0.1:1"] } }
+        "#,
+    );
     let path = sync.path("solr.toml");
     std::fs::write(&path, solr).expect("config");
     let (code, said) = weir(&["run", "--no-progress", "--full", "--rebuild"], &path);
