@@ -321,7 +321,7 @@ impl Runner {
                 Ok(())
             };
             settled
-                .and_then(|()| s.sync.commit(&s.ledger))
+                .and_then(|()| s.sync.commit(&s.ledger, result.is_ok()))
                 .map_err(|e| {
                     format!(
                     "the sync's own state could not be kept: {e} (the next full sync sweeps again)"

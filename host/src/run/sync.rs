@@ -32,6 +32,11 @@ pub use crate::core::sync::{
 pub(crate) const META: &str = "meta";
 /// Meta key: the fingerprint of the source settings the state was kept for.
 pub(crate) const SOURCE_KEY: &str = "source";
+/// Meta key: set while a run of the sync goes, removed when one completes:
+/// found set, the last run did not end cleanly (killed, failed, stopped),
+/// and what it indexed but could not yet keep in the state may be gone
+/// from the source without any state knowing it.
+const UNCLEAN_KEY: &str = "running";
 /// Meta key: the generation of the last full sync that swept.
 pub(crate) const GENERATION_KEY: &str = "generation";
 
@@ -48,6 +53,9 @@ pub(crate) enum FullReason {
     NoState,
     /// The source settings differ from those the state was kept for.
     SourceChanged,
+    /// The last run did not end cleanly: documents it indexed may be
+    /// unknown to the state.
+    Unclean,
 }
 
 impl FullReason {
@@ -55,6 +63,9 @@ impl FullReason {
         match self {
             Self::Asked => "asked for (--full)",
             Self::NoState => "no state was kept for this sync (a first run, or the state was lost)",
+            Self::Unclean => {
+                "the last run of this sync did not end cleanly (what it indexed and could not keep in the state is swept)"
+            }
             Self::SourceChanged => {
                 "the connector's source settings changed since its state was kept (that state was set aside)"
             }
@@ -143,8 +154,11 @@ pub(crate) fn open(
         );
     }
     let changed = changed && track_source;
-    // The connector sees `full_sync()` when asked; with no state (none
-    // kept, or set aside) everything is new to it anyway.
+    let unclean = meta.get(UNCLEAN_KEY).is_some();
+    // The connector sees `full_sync()` when asked, and after a run that did
+    // not end cleanly (its sweep needs every item sent again); with no
+    // state (none kept, or set aside) everything is new to it anyway.
+    let asked_full = asked_full || unclean;
     let ledger = if changed {
         // Never diffed against another source's state: it is set aside
         // (cleared once this run commits, not before), and the full sync's
@@ -157,6 +171,8 @@ pub(crate) fn open(
         Some(FullReason::SourceChanged)
     } else if ledger.size().0 == 0 {
         Some(FullReason::NoState)
+    } else if unclean {
+        Some(FullReason::Unclean)
     } else if asked_full {
         Some(FullReason::Asked)
     } else {
@@ -172,6 +188,8 @@ pub(crate) fn open(
     let generation = now.max(kept_generation.saturating_add(1));
     meta.change(SOURCE_KEY, Some(&fingerprint))
         .map_err(StopReason::from)?;
+    meta.change(UNCLEAN_KEY, Some(&generation.to_string()))
+        .map_err(StopReason::from)?;
     if !changed {
         // Known at once (a first run's too): a run cut short after this
         // point is not taken for a change of source next time. A changed
@@ -183,7 +201,13 @@ pub(crate) fn open(
         None => "incremental sync".to_owned(),
     });
     match full {
-        Some(reason @ (FullReason::NoState | FullReason::SourceChanged)) => tracing::warn!(
+        Some(FullReason::NoState) => tracing::info!(
+            sync = %scope,
+            generation,
+            "full sync: {}",
+            FullReason::NoState.describe()
+        ),
+        Some(reason @ (FullReason::Unclean | FullReason::SourceChanged)) => tracing::warn!(
             sync = %scope,
             generation,
             "full sync: {}; when every document is done, what this sync indexed before and the source no longer holds is deleted",
@@ -408,9 +432,20 @@ impl SyncRun {
     /// Keep what the sync's own facts allow, as the run ends: once the
     /// connector's state set aside (a changed source) is gone, never
     /// before, so a run that fails first finds the change again.
-    pub(crate) fn commit(&self, ledger: &Ledger) -> Result<(), crate::core::state::StateError> {
+    pub(crate) fn commit(
+        &self,
+        ledger: &Ledger,
+        complete: bool,
+    ) -> Result<(), crate::core::state::StateError> {
         if ledger.reset_pending() {
             return Ok(());
+        }
+        if complete {
+            // Ended cleanly: the next run need not be a full one. Kept
+            // once every document before it is done, as it is now.
+            self.meta
+                .change(UNCLEAN_KEY, None)
+                .map_err(crate::core::state::StateError::new)?;
         }
         self.meta.commit()
     }
