@@ -115,6 +115,8 @@ impl Runner {
             ));
         }
 
+        // What an earlier runner of this run did (a resumed Kafka run).
+        let earlier = publisher.resumed();
         let mut source = match source {
             Source::Plugin => {
                 let plugin = plugins
@@ -132,9 +134,12 @@ impl Runner {
                         self.sync_id.as_deref(),
                         c,
                         accounting,
-                        self.full_sync,
-                        self.max_delete_share(),
-                        self.config.state.track_source,
+                        super::sync::How {
+                            full: self.full_sync,
+                            max_delete_share: self.max_delete_share(),
+                            track_source: self.config.state.track_source,
+                            resuming: earlier.is_some(),
+                        },
                     )?;
                     let ledger = Arc::new(opened.ledger);
                     super::family::open(
@@ -162,7 +167,7 @@ impl Runner {
 
         // After the sync is open: the events an earlier runner saw end
         // roots whose stale children are then deleted.
-        let resumed = publisher.resumed().map(|resumed| {
+        let resumed = earlier.map(|resumed| {
             tracing::info!(
                 published = resumed.published.len(),
                 events = resumed.events.len(),

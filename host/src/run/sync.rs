@@ -117,6 +117,19 @@ pub(crate) struct Opened {
     pub(crate) sync: SyncRun,
 }
 
+/// What a run asks of the syncs it opens.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct How {
+    /// `weir run --full`.
+    pub(crate) full: bool,
+    /// The largest share of a sync's documents a sweep may delete.
+    pub(crate) max_delete_share: f64,
+    /// `[state] track_source`.
+    pub(crate) track_source: bool,
+    /// The run is resumed (Kafka mode): it carries on an earlier runner's.
+    pub(crate) resuming: bool,
+}
+
 /// Open the sync of connector `c` under `id`: its meta and its state (set
 /// aside when the source settings changed), and decide whether the run
 /// is a full sync.
@@ -125,10 +138,14 @@ pub(crate) fn open(
     id: Option<&str>,
     c: &ConnectorConfig,
     accounting: &Arc<Accounting>,
-    asked_full: bool,
-    max_delete_share: f64,
-    track_source: bool,
+    how: How,
 ) -> Result<Opened, StopReason> {
+    let How {
+        full: asked_full,
+        max_delete_share,
+        track_source,
+        resuming,
+    } = how;
     let scope = SyncScope::new(id, &c.pipeline, &c.name);
     let unreadable = |e: crate::core::state::StateError| {
         StopReason::from(format!(
@@ -154,7 +171,10 @@ pub(crate) fn open(
         );
     }
     let changed = changed && track_source;
-    let unclean = meta.get(UNCLEAN_KEY).is_some();
+    // A resumed run carries on the run that left the mark: it is that run,
+    // not a new one after it (and it does not send everything again, so a
+    // sweep after it would delete what the earlier runner sent).
+    let unclean = meta.get(UNCLEAN_KEY).is_some() && !resuming;
     // The connector sees `full_sync()` when asked, and after a run that did
     // not end cleanly (its sweep needs every item sent again); with no
     // state (none kept, or set aside) everything is new to it anyway.
@@ -167,7 +187,10 @@ pub(crate) fn open(
     } else {
         Ledger::load(store, Arc::clone(accounting), limit, asked_full).map_err(unreadable)?
     };
-    let full = if changed {
+    let full = if resuming {
+        // What the earlier runner sent carries its generation: no sweep.
+        None
+    } else if changed {
         Some(FullReason::SourceChanged)
     } else if ledger.size().0 == 0 {
         Some(FullReason::NoState)
