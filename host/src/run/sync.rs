@@ -178,26 +178,26 @@ pub(crate) fn open(
     // The connector sees `full_sync()` when asked, and after a run that did
     // not end cleanly (its sweep needs every item sent again); with no
     // state (none kept, or set aside) everything is new to it anyway.
-    let asked_full = asked_full || unclean;
+    let tell_full = asked_full || unclean;
     let ledger = if changed {
         // Never diffed against another source's state: it is set aside
         // (cleared once this run commits, not before), and the full sync's
         // sweep removes what that source indexed.
-        Ledger::set_aside(store, Arc::clone(accounting), limit, asked_full)
+        Ledger::set_aside(store, Arc::clone(accounting), limit, tell_full)
     } else {
-        Ledger::load(store, Arc::clone(accounting), limit, asked_full).map_err(unreadable)?
+        Ledger::load(store, Arc::clone(accounting), limit, tell_full).map_err(unreadable)?
     };
     let full = if resuming {
         // What the earlier runner sent carries its generation: no sweep.
         None
     } else if changed {
         Some(FullReason::SourceChanged)
+    } else if asked_full {
+        Some(FullReason::Asked)
     } else if ledger.size().0 == 0 {
         Some(FullReason::NoState)
     } else if unclean {
         Some(FullReason::Unclean)
-    } else if asked_full {
-        Some(FullReason::Asked)
     } else {
         None
     };
@@ -391,10 +391,11 @@ impl SyncRun {
         let Some(reason) = self.full else {
             return Ok(());
         };
-        // A connector that keeps nothing in its state (none kept, none
-        // made) is not syncing this source: nothing to sweep. (One whose
-        // source emptied would have its sweep refused by the share.)
-        if state.is_none_or(|s| s.size().0 == 0) {
+        // A connector that found no state and keeps none (none made) is
+        // not syncing this source: nothing to sweep. (One whose source
+        // emptied would have its sweep refused by the share.) Asked for
+        // (`--full`, a rebuild), the sweep goes all the same.
+        if reason == FullReason::NoState && state.is_none_or(|s| s.size().0 == 0) {
             accounting.note_sync(format!(
                 "full sync: {}; not swept: the connector kept no state",
                 reason.describe()
