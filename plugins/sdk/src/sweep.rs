@@ -25,6 +25,9 @@ pub const SHARE_FIELD: &str = "_weir_max_delete_share";
 /// their config take it; others refuse it as unknown.
 pub const REBUILD_KEY: &str = "_weir_rebuild";
 
+/// The start of a sweep marker's id: `_weir_sweep:<source>`.
+pub const MARKER_ID_PREFIX: &str = "_weir_sweep:";
+
 /// What an indexer picks to be told sweep markers, in this order.
 pub const PICKS: [&str; 4] = [SWEEP_FIELD, SOURCE_FIELD, SYNC_FIELD, SHARE_FIELD];
 
@@ -47,15 +50,19 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    /// The sweep an entry asks for, from its picked values: `value(i)` is
-    /// the first value of [`PICKS`]`[i]`. `None` for an ordinary entry;
-    /// `Some(Err)` for a marker that cannot be read.
+    /// The sweep entry `id` asks for, from its picked values: `value(i)` is
+    /// the first value of [`PICKS`]`[i]`. `None` for an ordinary entry
+    /// (one a source or a stage gave a `_weir_sweep` field is one: only the
+    /// host's marker has an id of [`MARKER_ID_PREFIX`]); `Some(Err)` for a
+    /// marker that cannot be read.
     pub fn from_picked<'v>(
+        id: &str,
         value: impl Fn(usize) -> Option<&'v str>,
     ) -> Option<Result<Sweep, String>> {
         if value(0).map(str::trim) != Some("true") {
             return None;
         }
+        let named = id.strip_prefix(MARKER_ID_PREFIX)?;
         let read = || {
             let source = value(1)
                 .filter(|s| !s.is_empty())
@@ -77,6 +84,11 @@ impl Sweep {
                         format!("a sweep marker whose `{SHARE_FIELD}` is not in 0..=1")
                     })?,
             };
+            if source != named {
+                return Err(format!(
+                    "a sweep marker `{id}` whose `{SOURCE_FIELD}` is `{source}`"
+                ));
+            }
             Ok(Sweep {
                 source,
                 generation,
@@ -123,9 +135,10 @@ pub fn id_key(id: &str) -> u128 {
     (u128::from(half(1)) << 64) | u128::from(half(2))
 }
 
-/// The first value of each of [`PICKS`], from `picked` starting at `at`.
-pub fn sweep_of(picked: &[Vec<String>], at: usize) -> Option<Result<Sweep, String>> {
-    Sweep::from_picked(|i| {
+/// Entry `id`'s sweep (see [`Sweep::from_picked`]): the first value of
+/// each of [`PICKS`], from `picked` starting at `at`.
+pub fn sweep_of(id: &str, picked: &[Vec<String>], at: usize) -> Option<Result<Sweep, String>> {
+    Sweep::from_picked(id, |i| {
         picked
             .get(at + i)
             .and_then(|values| values.first())
@@ -149,11 +162,21 @@ mod tests {
 
     #[test]
     fn a_marker_is_read_and_an_ordinary_entry_is_not() {
-        assert_eq!(sweep_of(&picked(&["", "s", "5", ""]), 0), None);
-        assert_eq!(sweep_of(&picked(&["false", "s", "5", ""]), 0), None);
-        let sweep = sweep_of(&picked(&["x", "true", "c/p/s", "17", "0.5"]), 1)
-            .expect("a marker")
-            .expect("readable");
+        assert_eq!(
+            sweep_of("_weir_sweep:s", &picked(&["", "s", "5", ""]), 0),
+            None
+        );
+        assert_eq!(
+            sweep_of("_weir_sweep:s", &picked(&["false", "s", "5", ""]), 0),
+            None
+        );
+        let sweep = sweep_of(
+            "_weir_sweep:c/p/s",
+            &picked(&["x", "true", "c/p/s", "17", "0.5"]),
+            1,
+        )
+        .expect("a marker")
+        .expect("readable");
         assert_eq!(
             sweep,
             Sweep {
@@ -163,17 +186,32 @@ mod tests {
             }
         );
         assert!(
-            sweep_of(&picked(&["true", "", "17", "0.5"]), 0)
+            sweep_of("_weir_sweep:", &picked(&["true", "", "17", "0.5"]), 0)
                 .expect("a marker")
                 .is_err()
         );
         assert!(
-            sweep_of(&picked(&["true", "s", "x", "0.5"]), 0)
+            sweep_of("_weir_sweep:s", &picked(&["true", "s", "x", "0.5"]), 0)
                 .expect("a marker")
                 .is_err()
         );
         assert!(
-            sweep_of(&picked(&["true", "s", "1", "1.5"]), 0)
+            sweep_of("_weir_sweep:s", &picked(&["true", "s", "1", "1.5"]), 0)
+                .expect("a marker")
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn only_the_hosts_marker_is_a_sweep() {
+        let fields = picked(&["true", "s", "5", "1"]);
+        assert_eq!(
+            sweep_of("doc-1", &fields, 0),
+            None,
+            "a document with the field"
+        );
+        assert!(
+            sweep_of("_weir_sweep:t", &fields, 0)
                 .expect("a marker")
                 .is_err()
         );

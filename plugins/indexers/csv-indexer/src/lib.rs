@@ -131,7 +131,7 @@ impl Indexer for CsvIndexer {
         self.rows(batch.iter(), |indexer, entry| {
             let picked = |at: usize| entry.picked.get(at).map_or(&[][..], Vec::as_slice);
             if let Some(sweep) = indexer.sweep_at.and_then(|at| {
-                Sweep::from_picked(|i| {
+                Sweep::from_picked(&entry.id, |i| {
                     entry
                         .picked
                         .get(at[i])
@@ -148,10 +148,9 @@ impl Indexer for CsvIndexer {
     /// Rows straight from the batch's text: no string copied per value.
     fn index_packed(&mut self, batch: &Packed<'_>) -> Result<Vec<DocumentFailure>, BatchError> {
         self.rows(batch.entries(), |indexer, entry| {
-            if let Some(sweep) = indexer
-                .sweep_at
-                .and_then(|at| Sweep::from_picked(|i| entry.picked(at[i]).first().copied()))
-            {
+            if let Some(sweep) = indexer.sweep_at.and_then(|at| {
+                Sweep::from_picked(entry.id, |i| entry.picked(at[i]).first().copied())
+            }) {
                 return Row::Sweep(sweep);
             }
             Row::Written(indexer.write_row(entry.id, entry.run_id, |at| entry.picked(at)))

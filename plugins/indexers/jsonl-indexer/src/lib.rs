@@ -67,7 +67,7 @@ impl Indexer for JsonlIndexer {
         self.write_lines(batch.iter().map(|entry| {
             (
                 entry.json.as_deref(),
-                weir_plugin::sweep::sweep_of(&entry.picked, SWEEP_AT),
+                weir_plugin::sweep::sweep_of(&entry.id, &entry.picked, SWEEP_AT),
             )
         }))
     }
@@ -75,7 +75,8 @@ impl Indexer for JsonlIndexer {
     /// Lines straight from the batch's text: no copy of each document.
     fn index_packed(&mut self, batch: &Packed<'_>) -> Result<Vec<DocumentFailure>, BatchError> {
         self.write_lines(batch.entries().map(|entry| {
-            let sweep = Sweep::from_picked(|i| entry.picked(SWEEP_AT + i).first().copied());
+            let sweep =
+                Sweep::from_picked(entry.id, |i| entry.picked(SWEEP_AT + i).first().copied());
             (entry.json, sweep)
         }))
     }

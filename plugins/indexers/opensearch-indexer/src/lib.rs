@@ -335,7 +335,9 @@ impl Indexer for OpenSearch {
         let mut failures = Vec::new();
         let mut start = 0;
         for (at, entry) in batch.iter().enumerate() {
-            let Some(sweep) = weir_plugin::sweep::sweep_of(&entry.picked, self.picks.sweep) else {
+            let Some(sweep) =
+                weir_plugin::sweep::sweep_of(&entry.id, &entry.picked, self.picks.sweep)
+            else {
                 continue;
             };
             failures.extend(self.send_bulk(&batch[start..at], start)?);

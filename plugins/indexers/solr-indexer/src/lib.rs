@@ -226,7 +226,7 @@ impl Indexer for Solr {
         let mut start = 0;
         let at = sweep_at(&self.config);
         for (index, entry) in batch.iter().enumerate() {
-            let Some(sweep) = weir_plugin::sweep::sweep_of(&entry.picked, at) else {
+            let Some(sweep) = weir_plugin::sweep::sweep_of(&entry.id, &entry.picked, at) else {
                 continue;
             };
             failures.extend(self.update(&batch[start..index], start)?);
