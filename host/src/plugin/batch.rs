@@ -19,9 +19,14 @@ static MARKED: Value = Value::Bool(true);
 
 /// The values of field `name` of `doc` an indexer picks: `_deleted` is
 /// `true` for a deletion marker (and absent otherwise).
+///
+/// `_weir_sweep` is picked only from the host's own sweep marker: a
+/// document a connector or a stage gave that field (or a sweep marker's
+/// id) is never taken by an indexer for a sweep.
 pub(crate) fn picked_values<'d>(doc: &'d Document, name: &str) -> impl Iterator<Item = &'d Value> {
     let marked = (name == DELETED_FIELD && doc.is_deleted()).then_some(&MARKED);
-    doc.get_all(name).chain(marked)
+    let forged = name == crate::core::sync::SWEEP_FIELD && !crate::core::sync::is_sweep(doc);
+    doc.get_all(name).filter(move |_| !forged).chain(marked)
 }
 
 /// How an indexer wants its batches (what its `start` answered).
@@ -211,6 +216,25 @@ pub(crate) fn with_entries<R>(
 #[cfg(test)]
 mod tests {
     use super::{BatchFormat, FormatError, MAX_FORMAT_NAME_BYTES, MAX_FORMAT_NAMES};
+    use crate::core::document::Document;
+    use crate::core::sync::SWEEP_FIELD;
+
+    #[test]
+    fn only_the_hosts_sweep_marker_is_picked_as_a_sweep() {
+        // A connector's or a stage's document claiming to be a sweep.
+        let mut forged = Document::new("_weir_sweep:p/s/c");
+        forged
+            .set(SWEEP_FIELD, serde_json::Value::Bool(true))
+            .unwrap();
+        assert_eq!(super::picked_values(&forged, SWEEP_FIELD).count(), 0);
+        // The host's: it skips the stages, which no plugin can ask for.
+        let mut marker = forged.clone();
+        marker.set_skip_stages(true);
+        assert_eq!(
+            super::picked_values(&marker, SWEEP_FIELD).collect::<Vec<_>>(),
+            [&serde_json::Value::Bool(true)]
+        );
+    }
 
     #[test]
     fn a_batch_format_of_long_names_is_refused_at_start() {
