@@ -35,8 +35,9 @@ pub enum Lang {
 }
 
 /// The contract, vendored into every project.
-const WIT: [(&str, &str); 8] = [
+const WIT: [(&str, &str); 9] = [
     ("wit/batch.wit", include_str!("../../../wit/batch.wit")),
+    ("wit/cache.wit", include_str!("../../../wit/cache.wit")),
     (
         "wit/document.wit",
         include_str!("../../../wit/document.wit"),

@@ -13,6 +13,10 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
         include_str!("../../../../plugins/sdk/src/batch.rs"),
     ),
     (
+        ".weir/sdk-rust/src/cache.rs",
+        include_str!("../../../../plugins/sdk/src/cache.rs"),
+    ),
+    (
         ".weir/sdk-rust/src/fields.rs",
         include_str!("../../../../plugins/sdk/src/fields.rs"),
     ),
@@ -23,6 +27,10 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
     (
         ".weir/sdk-rust/src/sql.rs",
         include_str!("../../../../plugins/sdk/src/sql.rs"),
+    ),
+    (
+        ".weir/sdk-rust/src/sweep.rs",
+        include_str!("../../../../plugins/sdk/src/sweep.rs"),
     ),
     (
         ".weir/sdk-rust/src/sync.rs",
@@ -47,6 +55,8 @@ serde_json = { version = "1", features = ["preserve_order", "arbitrary_precision
 serde_path_to_error = "0.1"
 # `sql` hands bytes over as base64.
 base64 = "0.22"
+# Content addresses for the host's cache (`weir_plugin::cache::key`).
+sha2 = "0.10"
 # Its setting types describe themselves (the plugin reference is made from them).
 schemars = { version = "1.2", default-features = false, features = ["derive", "std"] }
 "#,
