@@ -225,7 +225,7 @@ mod tests {
         let mut forged = Document::new("_weir_sweep:p/s/c");
         forged
             .set(SWEEP_FIELD, serde_json::Value::Bool(true))
-            .unwrap();
+            .expect("a plain field");
         assert_eq!(super::picked_values(&forged, SWEEP_FIELD).count(), 0);
         // The host's: it skips the stages, which no plugin can ask for.
         let mut marker = forged.clone();

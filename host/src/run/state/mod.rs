@@ -152,17 +152,7 @@ impl Ledger {
         // Bounded as it is read, a key at a time: refused before a state
         // past the limit is in memory.
         store.load_each(&mut |change| held.load(change, limit))?;
-        Ok(Self {
-            held: Mutex::new(held),
-            store: Mutex::new(store),
-            accounting,
-            limit,
-            full,
-            last_commit: Mutex::new(Instant::now()),
-            committed: Default::default(),
-            reset: Default::default(),
-            first: std::sync::OnceLock::new(),
-        })
+        Ok(Self::over(held, store, accounting, limit, full, false))
     }
 
     /// An empty state over `store`, whose own state is set aside: the store
@@ -174,15 +164,27 @@ impl Ledger {
         limit: usize,
         full: bool,
     ) -> Self {
+        Self::over(Held::default(), store, accounting, limit, full, true)
+    }
+
+    /// `held` over `store`; with `reset`, what the store holds is set aside.
+    fn over(
+        held: Held,
+        store: Box<dyn StateStore>,
+        accounting: Arc<Accounting>,
+        limit: usize,
+        full: bool,
+        reset: bool,
+    ) -> Self {
         Self {
-            held: Mutex::new(Held::default()),
+            held: Mutex::new(held),
             store: Mutex::new(store),
             accounting,
             limit,
             full,
             last_commit: Mutex::new(Instant::now()),
             committed: Default::default(),
-            reset: std::sync::atomic::AtomicBool::new(true),
+            reset: std::sync::atomic::AtomicBool::new(reset),
             first: std::sync::OnceLock::new(),
         }
     }
