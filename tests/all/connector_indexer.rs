@@ -161,13 +161,15 @@ fn file_connector_config_issues_are_all_reported() {
             "files",
             &spec(
                 "file-connector",
-                json!({ "paths": ["/data/a.txt", "/data/b.xml"] }),
+                // Any file is a document now (a folder too): what is
+                // wrong is two globs that do not parse and a depth of 0.
+                json!({ "paths": ["/data"], "include": ["[", "{a"], "max_depth": 0 }),
             ),
         )
         .expect("load");
     let issues = plugin.check_config().expect("check");
     let paths: Vec<&str> = issues.iter().map(|i| i.path.as_str()).collect();
-    assert_eq!(paths, ["paths[0]", "paths[1]"]);
+    assert_eq!(paths, ["include[0]", "include[1]", "max_depth"]);
 }
 
 #[test]

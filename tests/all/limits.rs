@@ -132,6 +132,9 @@ fn state_past_the_limit_is_refused_as_a_run_loads_it() {
             &config,
             weir_tests::with_plugins(&format!(
                 r#"
+                # The keys are the connector's config: not a new source.
+                [state]
+                track_source = false
                 [[connectors]]
                 name = "c"
                 pipeline = "p"

@@ -15,13 +15,13 @@ pub const SWEEP_FIELD: &str = "_weir_sweep";
 /// index it may delete.
 pub const SWEEP_SHARE_FIELD: &str = "_weir_max_delete_share";
 
-/// Whether `doc` is a sweep marker: made by the host, it skips the stages
-/// and its id is the sweep's. (A plugin can make such a document too, as
-/// it can publish deletion markers: within its own index it can delete
-/// what a deletion marker could; a field `_weir_sweep` that a record merely
-/// holds is never taken for one.)
+/// Whether `doc` is a sweep marker: the host's, by its id (`_weir_sweep:`
+/// and the sync) and its `_weir_sweep` of `true`. Both travel with the
+/// document (Kafka mode too). A record that merely holds the field is never
+/// taken for one; a plugin that forges the id as well can do within its
+/// own index what its deletion markers could.
 pub fn is_sweep(doc: &Document) -> bool {
-    doc.skips_stages() && is_sweep_id(doc.id()) && doc.get(SWEEP_FIELD) == Some(&Value::Bool(true))
+    is_sweep_id(doc.id()) && doc.get(SWEEP_FIELD) == Some(&Value::Bool(true))
 }
 
 /// The start of a sweep marker's id (`_weir_sweep:<sync>`).

@@ -220,16 +220,19 @@ mod tests {
     use crate::core::sync::SWEEP_FIELD;
 
     #[test]
-    fn only_the_hosts_sweep_marker_is_picked_as_a_sweep() {
-        // A connector's or a stage's document claiming to be a sweep.
-        let mut forged = Document::new("_weir_sweep:p/s/c");
-        forged
+    fn only_a_sweep_marker_is_picked_as_a_sweep() {
+        // A record that merely holds the field, even skipping stages.
+        let mut record = Document::new("r1");
+        record
             .set(SWEEP_FIELD, serde_json::Value::Bool(true))
             .expect("a plain field");
-        assert_eq!(super::picked_values(&forged, SWEEP_FIELD).count(), 0);
-        // The host's: it skips the stages, which no plugin can ask for.
-        let mut marker = forged.clone();
-        marker.set_skip_stages(true);
+        record.set_skip_stages(true);
+        assert_eq!(super::picked_values(&record, SWEEP_FIELD).count(), 0);
+        // The host's marker: a sweep's id and the field, as they travel.
+        let mut marker = Document::new("_weir_sweep:p/s/c");
+        marker
+            .set(SWEEP_FIELD, serde_json::Value::Bool(true))
+            .expect("a plain field");
         assert_eq!(
             super::picked_values(&marker, SWEEP_FIELD).collect::<Vec<_>>(),
             [&serde_json::Value::Bool(true)]

@@ -224,7 +224,11 @@ impl Stages<'_> {
             let mut due = Vec::with_capacity(active.len());
             for n in active {
                 let doc = nodes[n].doc.as_ref().expect("in flight");
-                if doc.is_dropped() || doc.skips_stages() || doc.is_deleted() {
+                if doc.is_dropped()
+                    || doc.skips_stages()
+                    || doc.is_deleted()
+                    || crate::core::sync::is_sweep(doc)
+                {
                     nodes[n].finish();
                 } else {
                     due.push(n);

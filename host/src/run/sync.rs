@@ -412,6 +412,27 @@ impl SyncRun {
             }
             std::thread::sleep(DONE_POLL);
         }
+        // A connector that does not send everything on a full sync (it
+        // ignores `full_sync()`) would have its unchanged items swept: one
+        // that sent fewer documents than its state holds keys is taken at
+        // its word for nothing. (Connectors keep a key per item, or a
+        // cursor: a real full sync sends at least as many.)
+        let sent = Accounting::get(&accounting.published)
+            .saturating_sub(Accounting::get(&accounting.deleted));
+        let keys = state.map_or(0, |s| s.size().0);
+        if sent < keys {
+            accounting.note_sync(format!(
+                "full sync: {}; not swept: the connector sent {sent} documents for the {keys} keys of its state (does it send everything on a full sync?)",
+                reason.describe()
+            ));
+            tracing::warn!(
+                sync = %self.scope,
+                sent,
+                keys,
+                "full sync not swept: the connector sent fewer documents than its state holds keys, so it may not send everything on a full sync (what the source no longer holds may stay in the index)"
+            );
+            return Ok(());
+        }
         let failed = Accounting::get(&accounting.failed);
         if failed > 0 {
             accounting.note_sync(format!(
