@@ -414,13 +414,13 @@ impl SyncRun {
         }
         // A connector that does not send everything on a full sync (it
         // ignores `full_sync()`) would have its unchanged items swept: one
-        // that sent fewer documents than its state holds keys is taken at
-        // its word for nothing. (Connectors keep a key per item, or a
-        // cursor: a real full sync sends at least as many.)
+        // that sent fewer than half as many documents as its state holds
+        // keys is not swept. (Connectors keep a key per item, a few of
+        // their own, or a cursor: a real full sync sends about as many.)
         let sent = Accounting::get(&accounting.published)
             .saturating_sub(Accounting::get(&accounting.deleted));
         let keys = state.map_or(0, |s| s.size().0);
-        if sent < keys {
+        if sent.saturating_mul(2) < keys {
             accounting.note_sync(format!(
                 "full sync: {}; not swept: the connector sent {sent} documents for the {keys} keys of its state (does it send everything on a full sync?)",
                 reason.describe()
@@ -429,7 +429,7 @@ impl SyncRun {
                 sync = %self.scope,
                 sent,
                 keys,
-                "full sync not swept: the connector sent fewer documents than its state holds keys, so it may not send everything on a full sync (what the source no longer holds may stay in the index)"
+                "full sync not swept: the connector sent fewer than half as many documents as its state holds keys, so it may not send everything on a full sync (what the source no longer holds may stay in the index)"
             );
             return Ok(());
         }
