@@ -269,7 +269,12 @@ pub(crate) fn source_fingerprint(c: &ConnectorConfig) -> String {
     let sql: serde_json::Map<String, Value> = grants
         .sql
         .iter()
-        .map(|(name, url)| (name.clone(), Value::from(without_password(url))))
+        .map(|(name, url)| {
+            // As the connection reads it: where and as whom, never the
+            // password (a URL the parser refuses is refused at validation).
+            let target = crate::plugin::SqlTarget::parse(url).map(|t| t.identity());
+            (name.clone(), Value::from(target.unwrap_or_default()))
+        })
         .collect();
     let settings = serde_json::json!({
         "config": canonical(&source_settings(&c.plugin.config)),
@@ -328,39 +333,6 @@ pub(crate) fn canonical(value: &Value) -> Value {
         Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
         other => other.clone(),
     }
-}
-
-/// A connection URL or key-value string without its password.
-fn without_password(url: &str) -> String {
-    if let Some((scheme, rest)) = url.split_once("://") {
-        let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-        let authority = match authority.rsplit_once('@') {
-            Some((user, host)) => {
-                let user = user.split(':').next().unwrap_or_default();
-                format!("{user}@{host}")
-            }
-            None => authority.to_owned(),
-        };
-        let tail = match tail.split_once('?') {
-            Some((path, query)) => {
-                let kept: Vec<&str> = query
-                    .split('&')
-                    .filter(|p| !p.to_ascii_lowercase().starts_with("password="))
-                    .collect();
-                if kept.is_empty() {
-                    path.to_owned()
-                } else {
-                    format!("{path}?{}", kept.join("&"))
-                }
-            }
-            None => tail.to_owned(),
-        };
-        return format!("{scheme}://{authority}{tail}");
-    }
-    url.split_whitespace()
-        .filter(|p| !p.to_ascii_lowercase().starts_with("password="))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 impl SyncRun {
@@ -502,15 +474,18 @@ mod tests {
 
     #[test]
     fn passwords_are_not_part_of_the_source() {
+        let identity = |url: &str| crate::plugin::SqlTarget::parse(url).map(|t| t.identity());
         assert_eq!(
-            without_password(
-                "postgres://app:s3cret@db.local:5432/items?sslmode=disable&password=x"
-            ),
-            "postgres://app@db.local:5432/items?sslmode=disable"
+            identity("postgres://app:s3cret@db.local:5432/items"),
+            identity("postgres://app:other@db.local:5432/items")
         );
         assert_eq!(
-            without_password("host=db user=app password=s3cret dbname=items"),
-            "host=db user=app dbname=items"
+            identity("host=db user=app password=s3cret dbname=items"),
+            identity("host=db user=app password=other dbname=items")
+        );
+        assert_ne!(
+            identity("postgres://app:s3cret@db.local:5432/items"),
+            identity("postgres://app:s3cret@db.local:5432/other")
         );
     }
 

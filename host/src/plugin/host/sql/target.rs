@@ -137,6 +137,18 @@ impl SqlTarget {
     }
 
     /// The servers tried on connecting, in order.
+    /// Where it connects and as whom, without the password: which
+    /// database a grant reads (`user@host:port,.../dbname`).
+    pub(crate) fn identity(&self) -> String {
+        let servers: Vec<String> = self.servers.iter().map(ToString::to_string).collect();
+        format!(
+            "{}@{}/{}",
+            self.user.as_deref().unwrap_or_default(),
+            servers.join(","),
+            self.dbname.as_deref().unwrap_or_default()
+        )
+    }
+
     pub(crate) fn servers(&self) -> &[SqlServer] {
         &self.servers
     }
