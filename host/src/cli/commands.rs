@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use weir::config::{Config, ConfigErrors};
+use weir::config::{Config, Problems};
 use weir::messenger::kafka::KafkaTopics;
 use weir::run::{RunStatus, Runner, Shutdown, new_run_id};
 use weir::topology::serving::{self, Role};
@@ -82,7 +82,7 @@ fn stopped(result: Result<u8, Stopped>) -> anyhow::Result<u8> {
     }
 }
 
-fn report_invalid(path: &Path, errors: &ConfigErrors) -> u8 {
+fn report_invalid(path: &Path, errors: &Problems) -> u8 {
     eprint!("{}: {errors}", path.display());
     EXIT_INVALID_CONFIG
 }
@@ -185,7 +185,7 @@ pub(super) fn run(
     let run_id = resume.map_or_else(new_run_id, str::to_owned);
     stopped(prepared.and_then(|(runner, plugins)| {
         if let Some(error) = runner.config().needs_a_source() {
-            report_invalid(path, &weir::config::ConfigErrors::one(error));
+            report_invalid(path, &weir::config::Problems::one(error));
             return Err(Stopped::Invalid);
         }
         let runner = runner

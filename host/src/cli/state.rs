@@ -124,7 +124,7 @@ pub(super) fn state(command: StateCommand) -> anyhow::Result<u8> {
 /// an invalid config (reported) or one that cannot be set up.
 fn prepare(target: &Target) -> Result<(Runner, LoadedPlugins), u8> {
     let path = &target.config;
-    let invalid = |errors: &weir::config::ConfigErrors| {
+    let invalid = |errors: &weir::config::Problems| {
         eprint!("{}: {errors}", path.display());
         EXIT_INVALID_CONFIG
     };

@@ -57,10 +57,10 @@ impl CacheConfig {
     }
 
     /// Every problem of these settings: the bounds out of range.
-    pub fn problems(&self) -> Vec<crate::config::ConfigError> {
+    pub fn problems(&self) -> Vec<crate::config::Problem> {
         let mut out = Vec::new();
         if !(1..=MAX_CACHE_ENTRIES).contains(&self.max_entries) {
-            out.push(crate::config::ConfigError::new(
+            out.push(crate::config::Problem::new(
                 "cache.max_entries",
                 format!(
                     "{} is out of range: 1 to {MAX_CACHE_ENTRIES} (`enabled = false` turns the cache off)",
@@ -69,7 +69,7 @@ impl CacheConfig {
             ));
         }
         if !(1..=MAX_CACHE_MIB).contains(&self.max_mib) {
-            out.push(crate::config::ConfigError::new(
+            out.push(crate::config::Problem::new(
                 "cache.max_mib",
                 format!(
                     "{} is out of range: 1 to {MAX_CACHE_MIB} (`enabled = false` turns the cache off)",

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Config, ConfigError, ConfigErrors, shape, vars};
+use super::{Config, Problem, Problems, shape, vars};
 
 /// The prefix of environment overrides.
 pub const ENV_PREFIX: &str = "WEIR__";
@@ -26,9 +26,9 @@ impl Config {
     /// Read `path`, apply environment overrides, and resolve relative paths
     /// against the file's directory. Checks only the file's own shape; see
     /// [`Config::check`] and the runner's validation for the rest.
-    pub fn load(path: &Path) -> Result<Self, ConfigErrors> {
-        let table = vars::load_file(path)
-            .map_err(|e| ConfigErrors::one(ConfigError::whole(e.to_string())))?;
+    pub fn load(path: &Path) -> Result<Self, Problems> {
+        let table =
+            vars::load_file(path).map_err(|e| Problems::one(Problem::whole(e.to_string())))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let mut config = Self::from_table(table, base, std::env::vars())?;
         // Its own sync unless it names one: a copy of this config under
@@ -44,12 +44,12 @@ impl Config {
         text: &str,
         base: &Path,
         env: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<Self, ConfigErrors> {
+    ) -> Result<Self, Problems> {
         let table: toml::Table = text
             .parse()
-            .map_err(|e: toml::de::Error| ConfigErrors::one(ConfigError::whole(e.to_string())))?;
+            .map_err(|e: toml::de::Error| Problems::one(Problem::whole(e.to_string())))?;
         let table = vars::with_includes(table, base)
-            .map_err(|e| ConfigErrors::one(ConfigError::new("include", e.to_string())))?;
+            .map_err(|e| Problems::one(Problem::new("include", e.to_string())))?;
         Self::from_table(table, base, env)
     }
 
@@ -57,7 +57,7 @@ impl Config {
         mut table: toml::Table,
         base: &Path,
         env: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<Self, ConfigErrors> {
+    ) -> Result<Self, Problems> {
         let env: Vec<(String, String)> = env.into_iter().collect();
         let lookup = |name: &str| {
             env.iter()
@@ -81,9 +81,9 @@ impl Config {
                 // serde stops at the first problem: list them all.
                 let mut errors = shape::problems(&table);
                 if errors.is_empty() {
-                    errors.push(ConfigError::whole(e.message().trim()));
+                    errors.push(Problem::whole(e.message().trim()));
                 }
-                return Err(ConfigErrors(errors));
+                return Err(Problems(errors));
             }
         };
         config.resolve_paths(base);

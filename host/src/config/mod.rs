@@ -58,7 +58,7 @@ mod tests;
 mod vars;
 mod worker;
 
-pub use crate::core::problem::{Problem as ConfigError, Problems as ConfigErrors};
+pub use crate::core::problem::{Problem, Problems};
 pub use cache::CacheConfig;
 pub use dead_letters::DeadLetterConfig;
 pub use indexer::IndexerConfig;
@@ -161,9 +161,9 @@ impl Config {
     /// pipeline's own (`pipelines.<name>.indexer`).
     /// Why this config cannot be run, when it has no connectors (a config
     /// of pipelines only, for `weir test`).
-    pub fn needs_a_source(&self) -> Option<ConfigError> {
+    pub fn needs_a_source(&self) -> Option<Problem> {
         self.connectors.is_empty().then(|| {
-            ConfigError::new(
+            Problem::new(
                 "connectors",
                 "at least one connector is needed to run: a config of pipelines only (no connectors, no indexer) is for `weir test <config>`",
             )

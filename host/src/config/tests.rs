@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Config, ConfigError, ConfigErrors};
+use super::{Config, Problem, Problems};
 use crate::plugin::PluginSpec;
 
 pub(super) const MINIMAL: &str = r#"
@@ -23,7 +23,7 @@ pub(super) const MINIMAL: &str = r#"
 "#;
 
 /// Each of `expected` is one of `errors`, as printed; the printed errors.
-pub(super) fn assert_reported(errors: &[ConfigError], expected: &[&str]) -> Vec<String> {
+pub(super) fn assert_reported(errors: &[Problem], expected: &[&str]) -> Vec<String> {
     let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
     for expected in expected {
         assert!(
@@ -34,7 +34,7 @@ pub(super) fn assert_reported(errors: &[ConfigError], expected: &[&str]) -> Vec<
     messages
 }
 
-pub(super) fn parse(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
+pub(super) fn parse(text: &str, env: &[(&str, &str)]) -> Result<Config, Problems> {
     let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
     Config::parse(text, Path::new("/etc/weir"), env)
 }

@@ -50,7 +50,7 @@ pub use validate::LoadedPlugins;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::{Config, ConfigErrors, ConnectorConfig};
+use crate::config::{Config, ConnectorConfig, Problems};
 use crate::messenger::MessengerFactory;
 use crate::plugin::PluginRuntime;
 use crate::telemetry::meters::Scope;
@@ -194,7 +194,7 @@ impl Runner {
     }
 
     /// Validate, then run every connector in order.
-    pub fn run(&self) -> Result<RunResult, ConfigErrors> {
+    pub fn run(&self) -> Result<RunResult, Problems> {
         let plugins = self.validate()?;
         Ok(self.run_validated(&plugins, &new_run_id()))
     }

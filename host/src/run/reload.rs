@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::{LoadedPlugins, Runner};
-use crate::config::{Config, ConfigErrors};
+use crate::config::{Config, Problems};
 
 /// The stages workers run: a config, its plugins loaded, and what each
 /// pipeline's stages are (a digest of their settings and components).
@@ -66,7 +66,7 @@ pub enum Reloaded {
 pub enum ReloadRefused {
     /// The new config is invalid: every problem.
     #[error("the new config is invalid; the old one goes on:\n{0}")]
-    Invalid(ConfigErrors),
+    Invalid(Problems),
     /// The new config changes what a running process cannot take up.
     #[error(
         "the new config changes {}, which a running process cannot take up (only pipelines' stages reload): restart to apply it; the old config goes on",

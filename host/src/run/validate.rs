@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use super::Runner;
 use crate::config::PluginRole;
-use crate::config::{ConfigError, ConfigErrors};
+use crate::config::{Problem, Problems};
 use crate::plugin::{
     ConnectorPlugin, IndexerPlugin, PluginError, PluginLabel, PluginSpec, StagePlugin,
 };
@@ -27,10 +27,10 @@ pub struct LoadedPlugins {
 impl Runner {
     /// Check the whole config, plugins included: every structural problem and
     /// every issue each plugin finds in its own settings, all at once.
-    pub fn validate(&self) -> Result<LoadedPlugins, ConfigErrors> {
+    pub fn validate(&self) -> Result<LoadedPlugins, Problems> {
         let mut errors = self.config.check();
         let load_failed = |location: &str, e: PluginError| {
-            ConfigError::new(format!("{location}.plugin"), e.to_string())
+            Problem::new(format!("{location}.plugin"), e.to_string())
         };
         let mut check =
             |location: &str, issues: Result<Vec<crate::plugin::ConfigIssue>, PluginError>| {
@@ -41,7 +41,7 @@ impl Runner {
                         } else {
                             format!("{location}.plugin.config.{}", i.path)
                         };
-                        ConfigError::new(path, i.message)
+                        Problem::new(path, i.message)
                     })),
                     Err(e) => errors.push(load_failed(location, e)),
                 }
@@ -145,7 +145,7 @@ impl Runner {
             loaded.digests = super::reload::stage_digests(config, &loaded);
             Ok(loaded)
         } else {
-            Err(ConfigErrors(errors))
+            Err(Problems(errors))
         }
     }
 }

@@ -15,7 +15,7 @@ pub mod serving;
 
 use std::sync::Arc;
 
-use crate::config::{Config, ConfigError, ConfigErrors};
+use crate::config::{Config, Problem, Problems};
 use crate::messenger::LocalMessengers;
 use crate::messenger::kafka::{KafkaMessengers, KafkaStates};
 use crate::plugin::{
@@ -39,7 +39,7 @@ pub enum Mode {
 pub enum SetupError {
     /// The config asks for something it cannot have: report every problem.
     #[error("{0}")]
-    Invalid(ConfigErrors),
+    Invalid(Problems),
     /// The process could not set up what a valid config asks for.
     #[error("{0}")]
     Failed(String),
@@ -95,7 +95,7 @@ pub fn resuming_runner(config: Config) -> Result<Runner, SetupError> {
 /// The `[kafka]` settings Kafka mode needs.
 pub(crate) fn kafka_of(config: &Config) -> Result<&crate::config::KafkaConfig, SetupError> {
     config.kafka.as_ref().ok_or_else(|| {
-        SetupError::Invalid(ConfigErrors::one(ConfigError::new(
+        SetupError::Invalid(Problems::one(Problem::new(
             "kafka",
             "Kafka mode needs a [kafka] section (bootstrap_servers, ...)",
         )))

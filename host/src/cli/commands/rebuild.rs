@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use weir::config::{Config, ConfigError, ConfigErrors};
+use weir::config::{Config, Problem, Problems};
 use weir::run::{LoadedPlugins, Runner};
 use weir::topology::{self, Mode, SetupError};
 
@@ -54,16 +54,16 @@ fn indexers(config: &Config) -> Vec<(String, Vec<&str>)> {
 /// `config` with `_weir_rebuild` in every indexer's plugin config, or why
 /// it cannot rebuild.
 fn inject(mut config: Config, mode: Mode, generation: u64) -> Result<Config, SetupError> {
-    let mut errors = ConfigErrors::default();
+    let mut errors = Problems::default();
     if mode != Mode::Local {
-        errors.push(ConfigError::whole(
+        errors.push(Problem::whole(
             "`--rebuild` runs in local mode only: the indexers of Kafka and Hybrid modes are \
              processes of their own (`weir indexer`), which this run cannot switch",
         ));
     }
     for (location, connectors) in indexers(&config) {
         if connectors.len() > 1 {
-            errors.push(ConfigError::new(
+            errors.push(Problem::new(
                 location,
                 format!(
                     "`--rebuild` swaps the index when one connector's full sync is complete, and {} \
@@ -112,7 +112,7 @@ pub(super) fn prepare_rebuild(path: &Path, mode: Mode) -> Result<(Runner, Loaded
                 .collect()
         })
         .unwrap_or_default();
-    let mut explained = ConfigErrors::default();
+    let mut explained = Problems::default();
     for error in errors.iter() {
         let mut error = error.clone();
         let at_key = error.location.ends_with(".plugin.config")

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use super::Found;
-use crate::config::{Config, ConfigError, KafkaConfig, StageBatch};
+use crate::config::{Config, KafkaConfig, Problem, StageBatch};
 
 /// Longest any duration a config sets: 30 days.
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
@@ -51,7 +51,7 @@ pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(24 * 24 * 60 * 60);
 /// Refuse `value` at `location` when it is over `max`.
 fn count(found: &mut Found, location: impl Into<String>, value: u64, max: u64) {
     if value > max {
-        found.push(ConfigError::new(location, format!("must be at most {max}")));
+        found.push(Problem::new(location, format!("must be at most {max}")));
     }
 }
 
@@ -120,12 +120,12 @@ pub fn span_of(key: &str) -> Span {
 fn span(found: &mut Found, location: impl Into<String>, key: &str, value: Duration) {
     let Span { min, max } = span_of(key);
     if value > max {
-        found.push(ConfigError::new(
+        found.push(Problem::new(
             location,
             format!("must be at most {}", humantime::format_duration(max)),
         ));
     } else if value < min {
-        found.push(ConfigError::new(
+        found.push(Problem::new(
             location,
             format!(
                 "must be at least {} (is {})",
@@ -143,7 +143,7 @@ fn wide(value: usize) -> u64 {
 
 pub(super) fn check(config: &Config, found: &mut Found) {
     if let Some(why) = config.state.max_delete_share_problem() {
-        found.push(ConfigError::new("state.max_delete_share", why));
+        found.push(Problem::new("state.max_delete_share", why));
     }
     let runner = &config.runner;
     for (name, value) in [
@@ -178,7 +178,7 @@ pub(super) fn check(config: &Config, found: &mut Found) {
     );
     if let Some(rate) = publisher.max_docs_per_second {
         if rate == 0 {
-            found.push(ConfigError::new(
+            found.push(Problem::new(
                 "publisher.max_docs_per_second",
                 "must be at least 1",
             ));
@@ -209,7 +209,7 @@ pub(super) fn check(config: &Config, found: &mut Found) {
         for stage in &pipeline.stages {
             let at = format!("pipelines.{}.stages.{}.batch", pipeline.name, stage.name);
             if stage.batch.size == 0 {
-                found.push(ConfigError::new(format!("{at}.size"), "must be at least 1"));
+                found.push(Problem::new(format!("{at}.size"), "must be at least 1"));
             }
             count(
                 found,

@@ -3,7 +3,7 @@
 //! a stage's shadow runs on.
 
 use super::Found;
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, Problem};
 
 pub(super) fn check(config: &Config, found: &mut Found) {
     for pipeline in &config.pipelines {
@@ -13,13 +13,13 @@ pub(super) fn check(config: &Config, found: &mut Found) {
                 if let Some(percent) = shadow.percent
                     && !(0.0..=100.0).contains(&percent)
                 {
-                    found.push(ConfigError::new(
+                    found.push(Problem::new(
                         format!("{at}.percent"),
                         format!("{percent} is not a share from 0 to 100"),
                     ));
                 }
                 if shadow.ids.len() > crate::config::ShadowConfig::MAX_IDS {
-                    found.push(ConfigError::new(
+                    found.push(Problem::new(
                         format!("{at}.ids"),
                         format!(
                             "{} ids: at most {}",
@@ -38,7 +38,7 @@ pub(super) fn check(config: &Config, found: &mut Found) {
                     } else {
                         format!("{at}.{}", p.at)
                     };
-                    found.push(ConfigError::new(location, p.message));
+                    found.push(Problem::new(location, p.message));
                 }
             }
         }

@@ -2,7 +2,7 @@
 //! indexer instances at most [`IndexerConfig::MAX_INSTANCES`].
 
 use super::Found;
-use crate::config::{Config, ConfigError, IndexerConfig};
+use crate::config::{Config, IndexerConfig, Problem};
 
 pub(super) fn check(config: &Config, found: &mut Found) {
     let mut counts = vec![
@@ -19,7 +19,7 @@ pub(super) fn check(config: &Config, found: &mut Found) {
     for (location, indexer) in config.indexers() {
         counts.push((format!("{location}.instances"), indexer.instances));
         if indexer.instances > IndexerConfig::MAX_INSTANCES {
-            found.push(ConfigError::new(
+            found.push(Problem::new(
                 format!("{location}.instances"),
                 format!("must be at most {}", IndexerConfig::MAX_INSTANCES),
             ));
@@ -32,7 +32,7 @@ pub(super) fn check(config: &Config, found: &mut Found) {
     }
     for (name, value) in counts {
         if value == 0 {
-            found.push(ConfigError::new(name, "must be at least 1"));
+            found.push(Problem::new(name, "must be at least 1"));
         }
     }
 }

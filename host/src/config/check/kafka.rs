@@ -2,7 +2,7 @@
 //! intervals that can work.
 
 use super::Found;
-use crate::config::{ConfigError, KafkaConfig};
+use crate::config::{KafkaConfig, Problem};
 
 /// Whether Kafka takes `topic` as a topic name (as Weir writes them).
 fn safe_topic(topic: &str) -> bool {
@@ -20,32 +20,29 @@ pub(super) fn check(kafka: &KafkaConfig, found: &mut Found) {
         if let Some(topic) = topic
             && !safe_topic(topic)
         {
-            found.push(ConfigError::new(
+            found.push(Problem::new(
                 key,
                 format!("`{topic}` may only hold letters, digits, `.`, `_` and `-`"),
             ));
         }
     }
     if kafka.bootstrap_servers.trim().is_empty() {
-        found.push(ConfigError::new(
+        found.push(Problem::new(
             "kafka.bootstrap_servers",
             "must name at least one broker",
         ));
     }
     if kafka.topic_partitions == Some(0) {
-        found.push(ConfigError::new(
-            "kafka.topic_partitions",
-            "must be at least 1",
-        ));
+        found.push(Problem::new("kafka.topic_partitions", "must be at least 1"));
     }
     if kafka.replication_factor == Some(0) {
-        found.push(ConfigError::new(
+        found.push(Problem::new(
             "kafka.replication_factor",
             "must be at least 1 (unset: the broker's default)",
         ));
     }
     if kafka.max_message_bytes < 1024 {
-        found.push(ConfigError::new(
+        found.push(Problem::new(
             "kafka.max_message_bytes",
             "must be at least 1024",
         ));

@@ -2,7 +2,7 @@
 //! files), all at once, one concern per file. Plugin configs are checked by
 //! the plugins themselves, later (the runner's validation).
 
-use super::{Config, ConfigError};
+use super::{Config, Problem};
 
 pub use bounds::MAX_DURATION;
 
@@ -18,12 +18,12 @@ mod tests;
 mod timeouts;
 
 /// Where the checks put what they find.
-type Found = Vec<ConfigError>;
+type Found = Vec<Problem>;
 
 impl Config {
     /// Every structural problem (names, references, numbers, files), all at
     /// once. Plugin configs are checked by the plugins themselves, later.
-    pub fn check(&self) -> Vec<ConfigError> {
+    pub fn check(&self) -> Vec<Problem> {
         let mut found = Found::new();
         timeouts::check(self, &mut found);
         names::check(self, &mut found);

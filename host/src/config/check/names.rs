@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use super::Found;
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, Problem};
 
 /// Longest name of a connector, pipeline or stage, in bytes.
 pub const MAX_NAME_BYTES: usize = 128;
@@ -24,12 +24,12 @@ pub(super) fn check(config: &Config, found: &mut Found) {
         .as_deref()
         .and_then(crate::config::state::state_id_problem)
     {
-        found.push(ConfigError::new("state.id", why));
+        found.push(Problem::new("state.id", why));
     }
     // Without connectors and an indexer, a config is one of pipelines only:
     // `weir test` runs its cases, and a run refuses it (see `needs_a_source`).
     if config.connectors.is_empty() && config.indexers().next().is_some() {
-        found.push(ConfigError::new(
+        found.push(Problem::new(
             "connectors",
             "at least one connector is needed",
         ));
@@ -37,18 +37,18 @@ pub(super) fn check(config: &Config, found: &mut Found) {
     let mut names = HashSet::new();
     for c in &config.connectors {
         if !names.insert(&c.name) {
-            found.push(ConfigError::new(
+            found.push(Problem::new(
                 format!("connectors.{}", c.name),
                 "duplicate connector name",
             ));
         }
         if config.pipeline(&c.pipeline).is_none() {
-            found.push(ConfigError::new(
+            found.push(Problem::new(
                 format!("connectors.{}.pipeline", c.name),
                 format!("no pipeline is named `{}`", c.pipeline),
             ));
         } else if config.indexer_for(&c.pipeline).is_none() {
-            found.push(ConfigError::new(
+            found.push(Problem::new(
                 format!("pipelines.{}", c.pipeline),
                 "no indexer: add an [indexer] section, or one to this pipeline",
             ));
@@ -57,7 +57,7 @@ pub(super) fn check(config: &Config, found: &mut Found) {
     let mut names = HashSet::new();
     for p in &config.pipelines {
         if !names.insert(&p.name) {
-            found.push(ConfigError::new(
+            found.push(Problem::new(
                 format!("pipelines.{}", p.name),
                 "duplicate pipeline name",
             ));
@@ -65,7 +65,7 @@ pub(super) fn check(config: &Config, found: &mut Found) {
         let mut stage_names = HashSet::new();
         for s in &p.stages {
             if !stage_names.insert(&s.name) {
-                found.push(ConfigError::new(
+                found.push(Problem::new(
                     format!("pipelines.{}.stages.{}", p.name, s.name),
                     "duplicate stage name in this pipeline",
                 ));
@@ -78,7 +78,7 @@ pub(super) fn check(config: &Config, found: &mut Found) {
 fn bounded(config: &Config, found: &mut Found) {
     let mut too_many = |location: String, count: usize, max: usize| {
         if count > max {
-            found.push(ConfigError::new(
+            found.push(Problem::new(
                 location,
                 format!("{count} is more than the {max} a config may have"),
             ));
@@ -117,7 +117,7 @@ fn bounded(config: &Config, found: &mut Found) {
             None
         };
         if let Some(why) = why {
-            found.push(ConfigError::new(format!("{table}.{}", clip(name)), why));
+            found.push(Problem::new(format!("{table}.{}", clip(name)), why));
         }
     }
 }

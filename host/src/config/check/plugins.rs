@@ -4,7 +4,7 @@
 //! instances for stages only.
 
 use super::Found;
-use crate::config::{Config, ConfigError, PluginAt, PluginRole};
+use crate::config::{Config, PluginAt, PluginRole, Problem};
 use crate::plugin::{InstancePolicy, SqlTarget};
 
 /// Connectors and indexers keep state across documents (a crawl, a batch
@@ -18,7 +18,7 @@ pub(super) fn check_instances(config: &Config, found: &mut Found) {
     });
     for at in keep_state {
         if at.spec.instance == InstancePolicy::Fresh {
-            found.push(ConfigError::new(
+            found.push(Problem::new(
                 format!("{}.plugin.instance", at.location),
                 "only stages can have a fresh instance per document",
             ));
@@ -40,7 +40,7 @@ pub(super) fn check_files_and_limits(config: &Config, found: &mut Found) {
 fn check_sql(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Found) {
     for (name, url) in &spec.grants.sql {
         if let Err(e) = SqlTarget::parse(url) {
-            found.push(ConfigError::new(
+            found.push(Problem::new(
                 format!("{location}.plugin.grants.sql.{name}"),
                 e.to_string(),
             ));
@@ -50,7 +50,7 @@ fn check_sql(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Found) 
 
 fn check_files(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Found) {
     if !spec.path.is_file() {
-        found.push(ConfigError::new(
+        found.push(Problem::new(
             format!("{location}.plugin.path"),
             format!("no plugin file at {}", spec.path.display()),
         ));
@@ -58,13 +58,13 @@ fn check_files(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Found
     for (i, dir) in spec.grants.dirs.iter().enumerate() {
         // A grant opened at admission is checked: its path is not used again.
         if dir.opened.is_none() && !dir.host.is_dir() {
-            found.push(ConfigError::new(
+            found.push(Problem::new(
                 format!("{location}.plugin.grants.dirs[{i}].host"),
                 format!("no directory at {}", dir.host.display()),
             ));
         }
         if !dir.guest.starts_with('/') {
-            found.push(ConfigError::new(
+            found.push(Problem::new(
                 format!("{location}.plugin.grants.dirs[{i}].guest"),
                 format!("`{}` must be an absolute path such as /data", dir.guest),
             ));
@@ -75,7 +75,7 @@ fn check_files(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Found
 fn check_limits(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Found) {
     let limits = &spec.limits;
     if limits.memory_mib() == 0 {
-        found.push(ConfigError::new(
+        found.push(Problem::new(
             format!("{location}.plugin.limits.memory_mib"),
             "must be at least 1",
         ));
@@ -86,7 +86,7 @@ fn check_limits(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Foun
         ("log_lines_per_second", limits.log_lines_per_second().into()),
     ] {
         if value == 0 {
-            found.push(ConfigError::new(
+            found.push(Problem::new(
                 format!("{location}.plugin.limits.{name}"),
                 "must be at least 1",
             ));
@@ -94,7 +94,7 @@ fn check_limits(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Foun
     }
     let max_depth = crate::core::document::DocLimits::MAX_DEPTH;
     if !(1..=max_depth).contains(&(limits.max_depth() as usize)) {
-        found.push(ConfigError::new(
+        found.push(Problem::new(
             format!("{location}.plugin.limits.max_depth"),
             format!("must be from 1 to {max_depth}"),
         ));
@@ -105,7 +105,7 @@ fn check_digest(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Foun
     if let Some(digest) = &spec.sha256
         && (digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()))
     {
-        found.push(ConfigError::new(
+        found.push(Problem::new(
             format!("{location}.plugin.sha256"),
             "must be 64 hexadecimal digits (a SHA-256)",
         ));

@@ -10,7 +10,7 @@
 
 use serde::de::DeserializeOwned;
 
-use super::{ConfigError, ConnectorConfig, PipelineConfig, StageConfig, TenantConfig};
+use super::{ConnectorConfig, PipelineConfig, Problem, StageConfig, TenantConfig};
 use value::{Kind, Value, one_of};
 
 mod value;
@@ -20,7 +20,7 @@ const MAX_PROBLEMS: usize = 100;
 
 /// The shape problems in a whole config table, section by section (in key
 /// order within each).
-pub(super) fn problems(table: &toml::Table) -> Vec<ConfigError> {
+pub(super) fn problems(table: &toml::Table) -> Vec<Problem> {
     let mut errors = Vec::new();
     let mut top = table.clone();
     // Arrays of entries are checked entry by entry; the top level without them.
@@ -59,7 +59,7 @@ pub(super) fn problems(table: &toml::Table) -> Vec<ConfigError> {
 }
 
 /// Deserialize `value` as `T` again and again, taking out each problem found.
-fn check<T: DeserializeOwned>(mut value: toml::Value, base: &str, errors: &mut Vec<ConfigError>) {
+fn check<T: DeserializeOwned>(mut value: toml::Value, base: &str, errors: &mut Vec<Problem>) {
     // What was taken out for its type or shape: a key it leaves missing is
     // already reported.
     let mut removed: Vec<Vec<Step>> = Vec::new();
@@ -71,7 +71,7 @@ fn check<T: DeserializeOwned>(mut value: toml::Value, base: &str, errors: &mut V
         let problem = match &e.inner().kind {
             Kind::UnknownKey { key, expected } => {
                 // The path already ends with the unknown key.
-                errors.push(ConfigError::new(
+                errors.push(Problem::new(
                     location(base, &at),
                     format!("unknown key `{key}`{}", help(expected)),
                 ));
@@ -88,7 +88,7 @@ fn check<T: DeserializeOwned>(mut value: toml::Value, base: &str, errors: &mut V
             Kind::Other => Some(e.inner().message.trim().to_owned()),
         };
         if let Some(problem) = problem {
-            errors.push(ConfigError::new(location(base, &at), problem));
+            errors.push(Problem::new(location(base, &at), problem));
         }
         // Take out what holds the problem (a missing key's table, a bad
         // value), and with it any array it is an item of: indices stay as
