@@ -66,7 +66,9 @@ pub(super) fn reload(
         Err(ReloadRefused::Invalid(errors)) => Err(ApiError::Invalid(
             errors.0.iter().map(ToString::to_string).collect(),
         )),
-        Err(ReloadRefused::NeedsRestart(sections)) => Err(ApiError::NeedsRestart(sections)),
+        Err(ReloadRefused::NeedsRestart(sections)) => Err(ApiError::NeedsRestart(
+            sections.iter().map(|p| p.location.clone()).collect(),
+        )),
     }
 }
 

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::document::{Document, ID_FIELD, value_as_text};
+use super::problem::{Problem, Problems};
 
 /// Deepest nesting of `all`, `any` and `not`.
 pub const MAX_DEPTH: usize = 8;
@@ -94,14 +95,6 @@ impl Scalar {
     }
 }
 
-/// What is wrong with a condition: where in it (`any[1].matches`, empty for
-/// the condition itself) and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    pub at: String,
-    pub message: String,
-}
-
 /// A condition ready to test documents with.
 #[derive(Debug, Clone)]
 pub enum When {
@@ -129,20 +122,21 @@ pub struct Expected {
 }
 
 impl Condition {
-    /// This condition checked and made ready, or everything wrong with it.
-    pub fn compile(&self) -> Result<When, Vec<Problem>> {
+    /// This condition checked and made ready, or everything wrong with it:
+    /// each problem's location is where in the condition (`any[1].matches`,
+    /// empty for the condition itself).
+    pub fn compile(&self) -> Result<When, Problems> {
         let mut problems = Vec::new();
         let mut tests = 0;
         let when = self.compiled("", 0, &mut tests, &mut problems);
         if tests > MAX_TESTS {
-            problems.push(Problem {
-                at: String::new(),
-                message: format!("holds {tests} tests and combinations; at most {MAX_TESTS}"),
-            });
+            problems.push(Problem::whole(format!(
+                "holds {tests} tests and combinations; at most {MAX_TESTS}"
+            )));
         }
         match when {
             Some(when) if problems.is_empty() => Ok(when),
-            _ => Err(problems),
+            _ => Err(Problems(problems)),
         }
     }
 
@@ -160,7 +154,7 @@ impl Condition {
                 (true, false) => key.to_owned(),
                 (false, false) => format!("{at}.{key}"),
             };
-            problems.push(Problem { at, message });
+            problems.push(Problem::new(at, message));
         };
         let given: Vec<&str> = [
             ("exists", self.exists.is_some()),

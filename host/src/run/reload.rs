@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::{LoadedPlugins, Runner};
-use crate::config::{Config, Problems};
+use crate::config::{Config, Problem, Problems};
 
 /// The stages workers run: a config, its plugins loaded, and what each
 /// pipeline's stages are (a digest of their settings and components).
@@ -61,18 +61,41 @@ pub enum Reloaded {
     },
 }
 
-/// Why a reload was refused: the old config goes on.
-#[derive(Debug, thiserror::Error)]
+/// Why a reload was refused: the old config goes on. Either way the
+/// refusal is its [`Problems`] (location and message), which the control
+/// plane carries across the process and HTTP boundaries as they are.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReloadRefused {
     /// The new config is invalid: every problem.
     #[error("the new config is invalid; the old one goes on:\n{0}")]
     Invalid(Problems),
-    /// The new config changes what a running process cannot take up.
+    /// The new config changes what a running process cannot take up: one
+    /// problem per section changed, at its key (`worker`, `connectors`,
+    /// `pipelines.books.indexer`, `pipelines` when they were added,
+    /// removed or renamed).
     #[error(
         "the new config changes {}, which a running process cannot take up (only pipelines' stages reload): restart to apply it; the old config goes on",
-        .0.join(", ")
+        sections(.0)
     )]
-    NeedsRestart(Vec<String>),
+    NeedsRestart(Problems),
+}
+
+impl ReloadRefused {
+    /// Every problem of the refusal.
+    pub fn problems(&self) -> &Problems {
+        match self {
+            Self::Invalid(problems) | Self::NeedsRestart(problems) => problems,
+        }
+    }
+}
+
+/// The sections a [`ReloadRefused::NeedsRestart`] names, as a list.
+fn sections(problems: &Problems) -> String {
+    problems
+        .iter()
+        .map(|p| p.location.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The generations of a runner's stages, shared with its workers.
@@ -345,10 +368,11 @@ impl Runner {
     }
 }
 
-/// What differs between `old` and `new` beyond pipelines' stages: the
-/// sections to name when refusing.
-fn needs_restart(old: &Config, new: &Config) -> Vec<String> {
-    let mut changed = Vec::new();
+/// What differs between `old` and `new` beyond pipelines' stages: one
+/// problem per section to name when refusing.
+fn needs_restart(old: &Config, new: &Config) -> Problems {
+    const WHY: &str = "changed: a running process cannot take this up (only pipelines' stages reload); restart to apply it";
+    let mut changed = Problems::default();
     let names = |c: &Config| {
         c.pipelines
             .iter()
@@ -356,29 +380,32 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<String> {
             .collect::<Vec<_>>()
     };
     if names(old) != names(new) {
-        changed.push("the pipelines (added, removed or renamed)".to_owned());
+        changed.push(Problem::new(
+            "pipelines",
+            "added, removed or renamed: a running process cannot take this up (only pipelines' stages reload); restart to apply it",
+        ));
     }
     for (o, n) in old.pipelines.iter().zip(&new.pipelines) {
         if o.indexer != n.indexer {
-            changed.push(format!("pipelines.{}.indexer", n.name));
+            changed.push(Problem::new(format!("pipelines.{}.indexer", n.name), WHY));
         }
     }
     type Same = fn(&Config, &Config) -> bool;
     let sections: [(&str, Same); 10] = [
-        ("[runner]", |a, b| a.runner == b.runner),
-        ("[publisher]", |a, b| a.publisher == b.publisher),
-        ("[worker]", |a, b| a.worker == b.worker),
-        ("[[connectors]]", |a, b| a.connectors == b.connectors),
-        ("[indexer]", |a, b| a.indexer == b.indexer),
-        ("[dead_letters]", |a, b| a.dead_letters == b.dead_letters),
-        ("[state]", |a, b| a.state == b.state),
-        ("[kafka]", |a, b| a.kafka == b.kafka),
-        ("[metrics]", |a, b| a.metrics == b.metrics),
-        ("[[tenants]]", |a, b| a.tenants == b.tenants),
+        ("runner", |a, b| a.runner == b.runner),
+        ("publisher", |a, b| a.publisher == b.publisher),
+        ("worker", |a, b| a.worker == b.worker),
+        ("connectors", |a, b| a.connectors == b.connectors),
+        ("indexer", |a, b| a.indexer == b.indexer),
+        ("dead_letters", |a, b| a.dead_letters == b.dead_letters),
+        ("state", |a, b| a.state == b.state),
+        ("kafka", |a, b| a.kafka == b.kafka),
+        ("metrics", |a, b| a.metrics == b.metrics),
+        ("tenants", |a, b| a.tenants == b.tenants),
     ];
     for (name, same) in sections {
         if !same(old, new) {
-            changed.push(name.to_owned());
+            changed.push(Problem::new(name, WHY));
         }
     }
     changed
@@ -435,17 +462,25 @@ mod tests {
             plugin = { path = "i.wasm" }
         "#;
         let old = config(base);
+        let at = |changed: Problems| changed.into_iter().map(|p| p.location).collect::<Vec<_>>();
         assert!(needs_restart(&old, &config(&base.replace("a = 1", "a = 2"))).is_empty());
         let moved = config(&base.replace("name = \"c\"", "name = \"d\""));
-        assert_eq!(needs_restart(&old, &moved), ["[[connectors]]"]);
+        assert_eq!(at(needs_restart(&old, &moved)), ["connectors"]);
         let more = format!("{base}\n[worker]\nthreads = 7\n");
-        assert_eq!(needs_restart(&old, &config(&more)), ["[worker]"]);
+        assert_eq!(at(needs_restart(&old, &config(&more))), ["worker"]);
         let renamed = config(
             &base
                 .replace("name = \"p\"", "name = \"q\"")
                 .replace("pipeline = \"p\"", "pipeline = \"q\""),
         );
-        let why = needs_restart(&old, &renamed);
+        let why = at(needs_restart(&old, &renamed));
         assert!(why.iter().any(|w| w.contains("pipelines")), "{why:?}");
+        let refused = ReloadRefused::NeedsRestart(needs_restart(&old, &config(&more)));
+        assert!(
+            refused
+                .to_string()
+                .starts_with("the new config changes worker, which"),
+            "{refused}"
+        );
     }
 }

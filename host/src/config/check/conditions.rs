@@ -33,10 +33,10 @@ pub(super) fn check(config: &Config, found: &mut Found) {
             if let Err(problems) = when.compile() {
                 let at = format!("pipelines.{}.stages.{}.when", pipeline.name, stage.name);
                 for p in problems {
-                    let location = if p.at.is_empty() {
+                    let location = if p.location.is_empty() {
                         at.clone()
                     } else {
-                        format!("{at}.{}", p.at)
+                        format!("{at}.{}", p.location)
                     };
                     found.push(Problem::new(location, p.message));
                 }

@@ -13,7 +13,7 @@ fn problems(toml_text: &str) -> Vec<String> {
         .compile()
         .expect_err("an invalid condition")
         .into_iter()
-        .map(|p| format!("{}: {}", p.at, p.message))
+        .map(|p| format!("{}: {}", p.location, p.message))
         .collect()
 }
 
