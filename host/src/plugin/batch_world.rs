@@ -1,4 +1,5 @@
-//! Batch stages handed their batches by position (`stage-lent-api`, 0.2.1).
+//! The batch stage's world: `stage-batch-api`, and the batches handed by
+//! position (`stage-lent-api`, 0.2.1) when the stage exports it.
 //!
 //! `process-batch` lends each document as a handle of its own, and guests
 //! whose bindings make an object per handle (Python, JavaScript) pay for

@@ -35,7 +35,7 @@ pub mod batch_stage {
 
 /// The `lent-stage` world: its `lending` import is linked for every plugin,
 /// and its `stage-lent-api` export is called as a typed function beside the
-/// `batch-stage` bindings (`super::lent`).
+/// `batch-stage` bindings (`super::batch_world`).
 pub mod lent_stage {
     world_bindings!("lent-stage", {
         "weir:plugin/types": super::stage::weir::plugin::types,

@@ -256,7 +256,7 @@ pub(crate) fn plugin_state() -> PluginState {
         http: Default::default(),
         http_policy: HttpPolicy::new(Arc::clone(&plugin), None, Arc::from([]), Arc::clone(&logs)),
         budget,
-        lent: Default::default(),
+        journal: Default::default(),
         stderr: GuestOutput::new(Arc::clone(&plugin), "stderr", Arc::clone(&logs)),
         logs,
         cancel: Default::default(),
@@ -353,7 +353,7 @@ fn run_case(ops: Vec<Op>) {
         .expect("set");
     lent.set_limits(state.budget.doc_limits);
     let rep = state.docs.push(lent).expect("lend").rep();
-    state.lent.start([rep], false, true);
+    state.journal.start([rep], false, true);
     let mut held = vec![rep];
     for op in ops {
         state.budget.start_call();

@@ -496,7 +496,7 @@ impl<W: World> Instance<W> {
             lent.push(own);
         }
         let owned = !matches!(lending, Lending::Borrowed);
-        state.lent.start(
+        state.journal.start(
             lent.iter().map(Resource::rep),
             owned && docs.len() > 1,
             !matches!(lending, Lending::ByPosition),
@@ -516,8 +516,8 @@ impl<W: World> Instance<W> {
         let state = live.store.data_mut();
         // Handles the plugin kept past the call would reach the documents of
         // later calls: the instance is not used again.
-        let kept = if owned { state.lent.kept() } else { 0 };
-        let before = state.lent.finish();
+        let kept = if owned { state.journal.kept() } else { 0 };
+        let before = state.journal.finish();
         for ((own, doc), before) in lent.into_iter().zip(docs.iter_mut()).zip(before) {
             if let Ok(back) = state.docs.delete(own) {
                 *doc = back;

@@ -4,12 +4,12 @@
 use wasmtime::Store;
 use wasmtime::component::{InstancePre, Resource};
 
-use super::batch::{BatchFailure, BatchFormat, DocumentFailure, with_entries};
 use super::bindings::connector::{Connector, ConnectorPre};
 use super::bindings::stage::{Stage, StagePre};
 use super::bindings::{ConfigIssue, GuestError};
 use super::error::{PluginError, TrapCause};
 use super::host::{PluginState, PublishSink, Publisher};
+use super::indexer_batch::{BatchFailure, BatchFormat, DocumentFailure, with_entries};
 use super::instance::{Instance, Loaded, Prepared, World};
 use super::packed::{IndexerWorld, Packed};
 use crate::core::document::Document;

@@ -10,7 +10,7 @@
 //!   memory cap, deadline and WASI grants. An instance that traps is dropped
 //!   and replaced on the next call, so one bad document never poisons the next.
 
-mod batch;
+mod batch_world;
 mod bindings;
 mod budget;
 mod cache;
@@ -20,9 +20,9 @@ mod error;
 mod fuzz;
 mod grant;
 mod host;
+mod indexer_batch;
 mod instance;
 mod kinds;
-mod lent;
 mod packed;
 mod spec;
 mod stage;
@@ -38,7 +38,6 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine};
 
 pub use crate::core::limit::{Limit, LimitHit};
-pub use batch::{BatchFailure, BatchFormat, DocumentFailure};
 pub use bindings::ConfigIssue;
 pub use cache::{CacheError, file_sha256};
 pub use contract::ContractError;
@@ -47,6 +46,7 @@ pub use error::{KindError, PluginError, RuntimeError, TrapCause};
 pub use grant::{OpenedDir, relative_below};
 pub use host::{ConnectorState, HostCache, HostCacheOptions, PublishSink};
 pub(crate) use host::{HttpAllow, SqlTarget};
+pub use indexer_batch::{BatchFailure, BatchFormat, DocumentFailure};
 pub use kinds::{ConnectorInstance, ConnectorPlugin, IndexerInstance, IndexerPlugin};
 pub use spec::{DirGrant, Grants, InstancePolicy, Limits, PluginSpec};
 pub use stage::{DocumentOutcome, StageInstance, StagePlugin};

@@ -12,11 +12,11 @@ use serde_json::Value;
 use wasmtime::Store;
 use wasmtime::component::{ComponentType, Func, Lower};
 
-use super::batch::BatchFormat;
 use super::bindings::GuestError;
 use super::bindings::indexer::exports::weir::plugin::indexer_api::{BatchError, DocumentFailure};
 use super::bindings::indexer::{Indexer, IndexerPre};
 use super::host::PluginState;
+use super::indexer_batch::BatchFormat;
 use super::instance::{World, typed_export};
 use crate::core::document::{self, Document};
 
@@ -149,7 +149,8 @@ impl Packed {
                 let count_at = packed.lengths.len();
                 packed.lengths.push(0);
                 let mut count = 0u32;
-                for value in super::batch::picked_values(doc, name).filter(|v| !v.is_null()) {
+                for value in super::indexer_batch::picked_values(doc, name).filter(|v| !v.is_null())
+                {
                     packed.piece(|out| write_text(out, value))?;
                     count += 1;
                 }

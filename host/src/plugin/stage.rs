@@ -7,7 +7,7 @@
 //!   handle that stays the host's, and gets one outcome per document back.
 //!   One that also exports `stage-lent-api` (0.2.1, world `lent-stage`) is
 //!   called with `process-lent` instead: the batch as one handle whose
-//!   documents are addressed by position (see `lent`), and outcomes only
+//!   documents are addressed by position (see `batch_world`), and outcomes only
 //!   for the documents that failed or made children.
 //!
 //! Callers see one call, [`StageInstance::process_batch`]: a document stage
@@ -15,12 +15,12 @@
 //! time), so the worker has one code path. A component that exports both
 //! interfaces is called through the batch.
 
+use super::batch_world::BatchWorld;
 use super::bindings::stage::Stage;
 use super::bindings::{BatchOutcome, ConfigIssue, GuestError};
 use super::error::PluginError;
 use super::instance::{Instance, Lending, Loaded, Prepared};
 use super::kinds::{check_config, flatten, guest_error};
-use super::lent::BatchWorld;
 use crate::core::document::Document;
 
 /// What one document of a stage call became: the children it made (which

@@ -89,7 +89,7 @@ impl Loaded {
                 Arc::clone(&logs),
             ),
             budget,
-            lent: Default::default(),
+            journal: Default::default(),
             stderr,
             logs,
             cancel: cancel.clone(),

@@ -1,8 +1,8 @@
-//! The documents the host lends a plugin for one call: which handles they
-//! are, whether the plugin gave each back, and, for a batch, enough of each
-//! one as it was before the plugin changed it to put it back (so a batch
-//! that traps can be run again document by document, each from where it
-//! started).
+//! The call journal: the documents the host lends a plugin for one call,
+//! which handles they are, whether the plugin gave each back, and, for a
+//! batch, enough of each one as it was before the plugin changed it to put
+//! it back (so a batch that traps can be run again document by document,
+//! each from where it started).
 //!
 //! Keeping a whole copy of every document a stage changes would cost more
 //! than most stages' work, so the common changes are journaled by field: a
@@ -21,7 +21,7 @@ use crate::core::document::Document;
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Touch<'a> {
     /// The value of this field: appended to or added (or set, where the
-    /// caller does not use [`Lent::keeps`] and [`Lent::replaced`]).
+    /// caller does not use [`CallJournal::keeps`] and [`CallJournal::replaced`]).
     Field(&'a str),
     /// Its flags (dropped, skip stages).
     Flags,
@@ -74,7 +74,7 @@ pub(crate) const MAX_HANDLES_PER_DOCUMENT: u32 = 16;
 
 /// The lent documents of the current call; empty between calls.
 #[derive(Default)]
-pub(crate) struct Lent {
+pub(crate) struct CallJournal {
     /// The rep of each lent document, by position.
     order: Vec<u32>,
     /// `(rep, position)` of every lent handle, sorted by rep.
@@ -91,11 +91,11 @@ pub(crate) struct Lent {
     keep_before: bool,
 }
 
-impl Lent {
+impl CallJournal {
     /// Lend the handles `reps`, in the order of the documents; keep what
     /// puts each document back as it was when `keep_before`. `handed`: the
     /// plugin is handed a handle on each; otherwise (a batch lent by
-    /// position) it holds none until it asks for one ([`Lent::hand`]).
+    /// position) it holds none until it asks for one ([`CallJournal::hand`]).
     pub(crate) fn start(
         &mut self,
         reps: impl IntoIterator<Item = u32>,
@@ -183,7 +183,7 @@ impl Lent {
 
     /// Whether the old value of field `name` of the document at `position`
     /// is still to be kept: the caller replaces it whole, then hands the
-    /// value it replaced to [`Lent::replaced`] (moved, never copied).
+    /// value it replaced to [`CallJournal::replaced`] (moved, never copied).
     pub(crate) fn keeps(&self, position: usize, name: &str) -> bool {
         self.keep_before
             && match &self.before[position] {
@@ -194,7 +194,7 @@ impl Lent {
     }
 
     /// Field `name` of the document at `position` held `old` before the
-    /// plugin replaced it (asked of [`Lent::keeps`] first).
+    /// plugin replaced it (asked of [`CallJournal::keeps`] first).
     pub(crate) fn replaced(&mut self, position: usize, name: &str, old: Option<Value>) {
         let before = self.before[position].get_or_insert_with(|| Before::Fields {
             fields: Vec::new(),
@@ -229,7 +229,7 @@ impl Lent {
 mod tests {
     use serde_json::json;
 
-    use super::{Lent, Touch};
+    use super::{CallJournal, Touch};
     use crate::core::document::Document;
 
     fn original() -> Document {
@@ -238,54 +238,54 @@ mod tests {
 
     #[test]
     fn positions_follow_the_documents_whatever_the_reps() {
-        let mut lent = Lent::default();
-        lent.start([7, 2, 9], false, true);
-        assert_eq!(lent.position(7), Some(0));
-        assert_eq!(lent.position(2), Some(1));
-        assert_eq!(lent.position(9), Some(2));
-        assert_eq!(lent.position(3), None);
-        assert_eq!(lent.kept(), 3);
-        lent.release(1);
-        assert_eq!(lent.kept(), 2);
-        lent.before_change(0, &original(), Touch::Whole);
-        assert!(lent.finish().iter().all(Option::is_none), "nothing kept");
-        assert_eq!(lent.position(7), None);
+        let mut journal = CallJournal::default();
+        journal.start([7, 2, 9], false, true);
+        assert_eq!(journal.position(7), Some(0));
+        assert_eq!(journal.position(2), Some(1));
+        assert_eq!(journal.position(9), Some(2));
+        assert_eq!(journal.position(3), None);
+        assert_eq!(journal.kept(), 3);
+        journal.release(1);
+        assert_eq!(journal.kept(), 2);
+        journal.before_change(0, &original(), Touch::Whole);
+        assert!(journal.finish().iter().all(Option::is_none), "nothing kept");
+        assert_eq!(journal.position(7), None);
     }
 
     #[test]
     fn a_batch_lent_by_position_holds_only_the_handles_asked_for() {
-        let mut lent = Lent::default();
-        lent.start([7, 2, 9], true, false);
-        assert_eq!(lent.order(), [7, 2, 9]);
-        assert_eq!(lent.kept(), 0, "no handle until one is asked for");
+        let mut journal = CallJournal::default();
+        journal.start([7, 2, 9], true, false);
+        assert_eq!(journal.order(), [7, 2, 9]);
+        assert_eq!(journal.kept(), 0, "no handle until one is asked for");
         assert_eq!(
-            lent.position(2),
+            journal.position(2),
             Some(1),
             "changes are journaled by position"
         );
-        assert_eq!(lent.hand(2), Ok(9));
-        assert_eq!(lent.kept(), 1);
-        let past = lent.hand(3).expect_err("past the batch");
+        assert_eq!(journal.hand(2), Ok(9));
+        assert_eq!(journal.kept(), 1);
+        let past = journal.hand(3).expect_err("past the batch");
         assert!(past.contains("document 3 of a batch of 3"), "{past}");
-        assert_eq!(lent.hand(2), Ok(9), "asked again: a second handle");
-        lent.release(2);
-        assert_eq!(lent.kept(), 1, "one of the two handles is still held");
-        lent.release(2);
-        assert_eq!(lent.kept(), 0);
+        assert_eq!(journal.hand(2), Ok(9), "asked again: a second handle");
+        journal.release(2);
+        assert_eq!(journal.kept(), 1, "one of the two handles is still held");
+        journal.release(2);
+        assert_eq!(journal.kept(), 0);
         // Handles are rows of a table in the host: bounded per document.
         for _ in 0..super::MAX_HANDLES_PER_DOCUMENT {
-            lent.hand(0).expect("within the bound");
+            journal.hand(0).expect("within the bound");
         }
-        let over = lent.hand(0).expect_err("one too many");
+        let over = journal.hand(0).expect_err("one too many");
         assert!(over.contains("more than 16 handles"), "{over}");
-        lent.release(0);
+        journal.release(0);
         assert_eq!(
-            lent.hand(0),
+            journal.hand(0),
             Ok(7),
             "one dropped: one more may be asked for"
         );
-        lent.finish();
-        assert!(lent.order().is_empty());
+        journal.finish();
+        assert!(journal.order().is_empty());
     }
 
     /// One change of a test: journaled first (what it touches, then the
@@ -300,26 +300,26 @@ mod tests {
     /// Apply `steps` to a lent copy of the original the way the host does,
     /// put it back, and compare with the original, field order included.
     fn put_back(steps: &[Step<'_>]) {
-        let mut lent = Lent::default();
-        lent.start([1, 2], true, true);
+        let mut journal = CallJournal::default();
+        journal.start([1, 2], true, true);
         let mut doc = original();
         for step in steps {
             match step {
                 Edit(touch, change) => {
-                    lent.before_change(0, &doc, *touch);
+                    journal.before_change(0, &doc, *touch);
                     change(&mut doc);
                 }
                 Replace(name, value) => {
-                    let keep = lent.keeps(0, name);
+                    let keep = journal.keeps(0, name);
                     let old = doc.replace(name, value.clone()).expect("replace");
                     if keep {
-                        lent.replaced(0, name, old);
+                        journal.replaced(0, name, old);
                     }
                 }
             }
         }
         assert_ne!(doc.to_json_string(), original().to_json_string());
-        let mut before = lent.finish();
+        let mut before = journal.finish();
         assert!(before[1].is_none(), "an untouched document keeps nothing");
         before[0].take().expect("kept").restore(&mut doc);
         assert_eq!(doc.to_json_string(), original().to_json_string());

@@ -3,8 +3,8 @@
 
 use serde_json::Value as Json;
 
+use super::call_journal::Touch;
 use super::convert::{from_wit, from_wit_all, to_wit, to_wit_error, wit_result};
-use super::lent::Touch;
 use super::{Handle, PluginState, Wasm};
 use crate::core::document::{self, Document};
 use crate::core::limit::Limit;
@@ -27,10 +27,10 @@ impl PluginState {
         touch: Touch<'_>,
         change: impl FnOnce(&mut Document) -> Result<T, document::FieldError>,
     ) -> Wasm<Result<T, FieldError>> {
-        let lent = self.lent.position(h.rep());
+        let lent = self.journal.position(h.rep());
         let doc = self.docs.get_mut(h)?;
         if let Some(position) = lent {
-            self.lent.before_change(position, doc, touch);
+            self.journal.before_change(position, doc, touch);
         }
         let before = doc.approx_json_bytes();
         let result = change(doc);
@@ -49,15 +49,15 @@ impl PluginState {
         name: &str,
         value: impl FnOnce(usize) -> Result<Json, document::FieldError>,
     ) -> Wasm<Result<(), FieldError>> {
-        let lent = self.lent.position(h.rep());
-        let journal = lent.filter(|&position| self.lent.keeps(position, name));
+        let lent = self.journal.position(h.rep());
+        let keep_old = lent.filter(|&position| self.journal.keeps(position, name));
         let doc = self.docs.get_mut(h)?;
         let before = doc.approx_json_bytes();
         let result = value(doc.limits().max_bytes).and_then(|value| doc.replace(name, value));
         let after = doc.approx_json_bytes();
-        let result = match (result, journal) {
+        let result = match (result, keep_old) {
             (Ok(old), Some(position)) => {
-                self.lent.replaced(position, name, old);
+                self.journal.replaced(position, name, old);
                 Ok(())
             }
             (result, _) => result.map(drop),
@@ -92,10 +92,10 @@ impl PluginState {
     /// Change a flag of the document behind `h` (not charged: flags take
     /// no room).
     fn flag(&mut self, h: &Handle, change: impl FnOnce(&mut Document)) -> Wasm<()> {
-        let lent = self.lent.position(h.rep());
+        let lent = self.journal.position(h.rep());
         let doc = self.docs.get_mut(h)?;
         if let Some(position) = lent {
-            self.lent.before_change(position, doc, Touch::Flags);
+            self.journal.before_change(position, doc, Touch::Flags);
         }
         change(doc);
         Ok(())
@@ -105,8 +105,8 @@ impl PluginState {
     /// returned or dropped it). A lent document stays the host's: the
     /// plugin gives up its handle, and what it handed on is a copy.
     pub(crate) fn take_back(&mut self, h: Handle) -> Wasm<Document> {
-        if let Some(position) = self.lent.position(h.rep()) {
-            self.lent.release(position);
+        if let Some(position) = self.journal.position(h.rep()) {
+            self.journal.release(position);
             return Ok(self.docs.get(&h)?.clone());
         }
         let doc = self.docs.delete(h)?;
@@ -343,10 +343,10 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
     }
 
     fn drop(&mut self, h: Handle) -> Wasm<()> {
-        match self.lent.position(h.rep()) {
+        match self.journal.position(h.rep()) {
             // A lent document stays where it is: the host takes it back
             // when the call ends.
-            Some(position) => self.lent.release(position),
+            Some(position) => self.journal.release(position),
             None => {
                 self.take_back(h)?;
             }

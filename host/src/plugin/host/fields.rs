@@ -17,8 +17,8 @@
 
 use serde_json::Value as Json;
 
+use super::call_journal::Touch;
 use super::convert::{from_wit, from_wit_all, to_wit};
-use super::lent::Touch;
 use super::{Handle, PluginState, Wasm};
 use crate::core::document::{self, Document};
 use crate::core::limit::Limit;

@@ -22,7 +22,7 @@ pub struct LentBatch;
 impl PluginState {
     /// Borrowed handles on the lent documents, in order.
     fn lent_handles(&self) -> Vec<Handle> {
-        self.lent
+        self.journal
             .order()
             .iter()
             .map(|&rep| Resource::new_borrow(rep))
@@ -32,7 +32,7 @@ impl PluginState {
 
 impl HostBatch for PluginState {
     fn size(&mut self, _: Resource<LentBatch>) -> Wasm<u32> {
-        Ok(u32::try_from(self.lent.order().len())?)
+        Ok(u32::try_from(self.journal.order().len())?)
     }
 
     fn ids(&mut self, _: Resource<LentBatch>) -> Wasm<Vec<String>> {
@@ -58,8 +58,8 @@ impl HostBatch for PluginState {
 
     fn document(&mut self, _: Resource<LentBatch>, at: u32) -> Wasm<Handle> {
         let at = usize::try_from(at).unwrap_or(usize::MAX);
-        let size = self.lent.order().len();
-        match self.lent.hand(at) {
+        let size = self.journal.order().len();
+        match self.journal.hand(at) {
             Ok(rep) => Ok(Resource::new_own(rep)),
             // A limit of the contract, named as the host's own (the engine
             // has room for every handle it allows: see `lent_handles`).

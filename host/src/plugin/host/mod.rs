@@ -10,15 +10,17 @@
 //! - [`http`]: outgoing HTTP: what `grants.http` allows, and sending it ([`HttpPolicy`]).
 //! - [`wasi`]: the WASI view of the store.
 //! - [`fields`] and [`lending`]: several fields, or a whole batch's, in one call.
+//! - [`call_journal`]: the documents lent for the call in progress, the
+//!   handles the plugin holds on them, and how to put each back ([`CallJournal`]).
 //! - [`convert`]: values between JSON and WIT.
 
 mod cache;
+mod call_journal;
 mod convert;
 mod document;
 mod fields;
 mod http;
 mod lending;
-mod lent;
 mod log;
 mod output;
 mod publisher;
@@ -38,9 +40,9 @@ use crate::core::document::Document;
 
 pub(crate) use cache::CacheAccess;
 pub use cache::{HostCache, HostCacheOptions};
+pub(crate) use call_journal::{CallJournal, MAX_HANDLES_PER_DOCUMENT};
 pub(crate) use http::{HttpAllow, HttpPolicy, add_http_to_linker};
 pub use lending::LentBatch;
-pub(crate) use lent::{Lent, MAX_HANDLES_PER_DOCUMENT};
 pub(crate) use log::{LogBucket, LogLimiter};
 pub(crate) use output::GuestOutput;
 pub use publisher::{PublishSink, Publisher};
@@ -66,9 +68,9 @@ pub(crate) struct PluginState {
     pub(crate) http_policy: HttpPolicy,
     /// What the instance holds, against its limits; also its memory limiter.
     pub(crate) budget: Budget,
-    /// The documents the host lent for the current call: the host's, so
-    /// not counted as held by the plugin.
-    pub(crate) lent: Lent,
+    /// The documents the host lent for the current call (the host's, so
+    /// not counted as held by the plugin), and how to put each back.
+    pub(crate) journal: CallJournal,
     pub(crate) stderr: GuestOutput,
     pub(crate) logs: Arc<Mutex<LogLimiter>>,
     /// Set from outside to stop the call in progress (a run interrupted).

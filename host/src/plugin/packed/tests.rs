@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::{ABSENT, Packed};
 use crate::core::document::Document;
-use crate::plugin::batch::{BatchFormat, with_entries};
+use crate::plugin::indexer_batch::{BatchFormat, with_entries};
 
 fn doc(json: serde_json::Value) -> Document {
     Document::from_json(json).expect("doc")

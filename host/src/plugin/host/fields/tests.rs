@@ -22,7 +22,7 @@ fn lending(docs: Vec<serde_json::Value>) -> (PluginState, Vec<u32>) {
         doc.set_limits(state.budget.doc_limits);
         reps.push(state.docs.push(doc).expect("lend").rep());
     }
-    state.lent.start(reps.iter().copied(), true, true);
+    state.journal.start(reps.iter().copied(), true, true);
     (state, reps)
 }
 
@@ -139,7 +139,7 @@ fn changes_of_a_batch_are_journaled_as_one_by_one() {
         ])
         .expect("answered");
     assert!(results.iter().all(Result::is_ok), "{results:?}");
-    let kept = state.lent.finish();
+    let kept = state.journal.finish();
     for ((rep, kept), was) in reps.iter().zip(kept).zip(&before) {
         let mut doc = state
             .docs
