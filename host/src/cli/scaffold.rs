@@ -61,17 +61,18 @@ macro_rules! vendored {
 /// The Python SDK (`plugins/sdk-python`) and its build script.
 const PYTHON_SDK: &[(&str, &str)] = vendored!("sdk-python":
     "build.sh", "requirements.txt", "README.md",
-    "weir/__init__.py", "weir/_codec.py", "weir/_config.py", "weir/_connector.py",
+    "weir/__init__.py", "weir/_batches.py", "weir/_codec.py", "weir/_config.py", "weir/_connector.py",
     "weir/_document.py", "weir/_errors.py", "weir/_indexer.py", "weir/_indexing.py",
-    "weir/_log.py", "weir/_plugins.py", "weir/_runtime.py", "weir/_stage.py", "weir/sync.py",
+    "weir/_log.py", "weir/_plugins.py", "weir/_runtime.py", "weir/_stage.py", "weir/_values.py",
+    "weir/sync.py",
 );
 
 /// The JavaScript SDK (`plugins/sdk-js`), its pinned tools and build script.
 const JS_SDK: &[(&str, &str)] = vendored!("sdk-js":
     "build.sh", "package.json", "package-lock.json", "README.md",
-    "src/batch.js", "src/config.js", "src/connector.js", "src/document.js", "src/errors.js", "src/file.js",
-    "src/index.js", "src/indexer.js", "src/json.js", "src/lent.js", "src/log.js", "src/plugin.js",
-    "src/stage.js", "src/sync.js",
+    "src/batch.js", "src/batch_fields.js", "src/config.js", "src/connector.js", "src/document.js",
+    "src/errors.js", "src/file.js", "src/index.js", "src/indexer.js", "src/json.js", "src/lent.js",
+    "src/log.js", "src/plugin.js", "src/stage.js", "src/sync.js", "src/values.js",
 );
 
 /// Write a new project for a `kind` plugin in `lang` named `name` into

@@ -4,54 +4,19 @@
  * Values go in and out as native JavaScript values (see `json.js` for
  * numbers), through the host's `get-json`/`set-json`. A field holds one value,
  * or several as an array (a multi-valued field).
+ *
+ * This module holds the document itself (fields, paths, children, the whole
+ * document) and its loans; `values.js` reads values from JSON text and names
+ * the host's refusals, and `batch_fields.js` reads and writes the fields of a
+ * whole batch at once.
  */
 
 import { Document as HostDocument } from "weir:plugin/document@0.2.2";
+import { MAX_CHANGES, flushBatch, prefetchEach } from "./batch_fields.js";
 import { parseJson, toJsonText } from "./json.js";
+import { attempt, every, fieldError, fieldList, first, isFieldError, parsePath } from "./values.js";
 
 const MODES = ["overwrite", "append", "skip"];
-
-/** A document method the host refused; the message names the field. */
-export class FieldError extends Error {
-  name = "FieldError";
-
-  /**
-   * @param {string} message
-   * @param {"reserved-field"|"wrong-type"|"invalid-path"|"invalid-json"|"too-large"} kind
-   */
-  constructor(message, kind) {
-    super(message);
-    this.kind = kind;
-  }
-}
-
-const FIELD_ERRORS = {
-  "reserved-field": (m) => `\`${m}\` is a reserved field name`,
-  "wrong-type": (m) => `wrong type: ${m}`,
-  "invalid-path": (m) => `invalid path: ${m}`,
-  "invalid-json": (m) => `invalid JSON: ${m}`,
-  "too-large": (m) => `document too large: ${m}`,
-};
-
-/**
- * Run a host call for `what` (e.g. "set `title`"), turning a host field error,
- * or a value with no JSON form, into an error that names the field.
- */
-function attempt(what, call) {
-  try {
-    return call();
-  } catch (e) {
-    const payload = e?.payload;
-    if (payload && FIELD_ERRORS[payload.tag]) throw fieldError(what, payload);
-    if (e instanceof TypeError) throw new TypeError(`${what}: ${e.message}`);
-    throw e;
-  }
-}
-
-/** The error for the host's refusal `payload` (a WIT `field-error`) of `what`. */
-function fieldError(what, payload) {
-  return new FieldError(`${what}: ${FIELD_ERRORS[payload.tag](payload.val)}`, payload.tag);
-}
 
 /** Documents the plugin made during the current call and has not handed over. */
 const made = new Set();
@@ -62,14 +27,8 @@ const made = new Set();
  */
 let fields;
 
-/** The most changes the host takes in one `update` call (and for one document of `update-each`). */
-const MAX_CHANGES = 4096;
-
-/** The most answers one `get-json-each` gives (documents times names), and the most changes one `update-each` makes in all. */
-const MAX_EACH = 65536;
-
-/** The most documents one `get-json-each` or `update-each` takes. */
-const MAX_DOCS = 4096;
+/** Accessors of a document's private state, for `batch_fields.js` (set by the class). */
+let inside;
 
 /** Names no field may have: a change to one goes to the host at once, which refuses it. */
 const RESERVED = new Set(["id", "run_id", "_children"]);
@@ -203,7 +162,7 @@ export class Document {
       fields.update(this.#use(), changes.map(asChange));
     } catch (e) {
       this.#json.clear(); // what the refused changes left out is not known here
-      if (e?.payload && FIELD_ERRORS[e.payload.tag]) throw fieldError(`document \`${this.id}\``, e.payload);
+      if (isFieldError(e?.payload)) throw fieldError(`document \`${this.id}\``, e.payload);
       throw e;
     }
   }
@@ -542,13 +501,6 @@ export class Document {
     };
   }
 
-  /** The batch `docs` are lent from by position (all of one), or undefined. */
-  static #batchOf(docs) {
-    const batch = docs[0]?.#batch;
-    if (batch === undefined) return undefined;
-    return docs.every((doc) => doc.#batch === batch) ? batch : undefined;
-  }
-
   /**
    * Read the fields `names` of every one of `docs` in one host call (one per
    * `MAX_EACH` answers), answered as one JSON text, for the reads to come.
@@ -556,29 +508,7 @@ export class Document {
    */
   static prefetchEach(docs, names) {
     if (!fields) return;
-    const batch = Document.#batchOf(docs);
-    if (batch !== undefined && batch.size * names.length <= MAX_EACH) {
-      // Lent by position: the whole batch's in one call, kept for `docs` only (the
-      // others may hold changes of their own).
-      const answers = JSON.parse(batch.lent.getJson(names));
-      for (const doc of docs) {
-        const texts = answers[doc.#at];
-        const kept = doc.#json;
-        for (let n = 0; n < names.length; n++) kept.set(names[n], texts[n] ?? undefined);
-      }
-      return;
-    }
-    const step = Math.max(1, Math.min(MAX_DOCS, Math.floor(MAX_EACH / names.length)));
-    for (let at = 0; at < docs.length; at += step) {
-      const chunk = docs.slice(at, at + step);
-      // One string for the batch: each string and list element that crosses costs here.
-      const answers = JSON.parse(fields.getJsonEachText(chunk.map((doc) => doc.#use()), names));
-      for (let i = 0; i < chunk.length; i++) {
-        const texts = answers[i];
-        const kept = chunk[i].#json;
-        for (let n = 0; n < names.length; n++) kept.set(names[n], texts[n] ?? undefined);
-      }
-    }
+    prefetchEach(docs, names, fields, inside);
   }
 
   /**
@@ -590,52 +520,21 @@ export class Document {
    */
   static flushBatch(docs) {
     if (!fields) return undefined;
-    const waiting = [];
-    for (let at = 0; at < docs.length; at++) {
-      if (docs[at].#pending?.length) waiting.push(at);
-    }
-    let refused;
-    if (waiting.length === 0) return refused;
-    const batch = Document.#batchOf(docs);
-    const total = waiting.reduce((sum, at) => sum + docs[at].#pending.length, 0);
-    if (batch !== undefined && docs.length === batch.size && total <= MAX_EACH) {
-      // Lent by position: the whole batch's changes in one call, failures answered by position.
-      const changes = docs.map((doc) => doc.#pending);
-      for (const at of waiting) docs[at].#pending = [];
-      for (const [at, error] of batch.lent.update(JSON.stringify(changes))) {
-        const doc = docs[at];
-        doc.#json.clear();
-        (refused ??= [])[at] = fieldError(`document \`${doc.id}\``, error);
-      }
-      return refused;
-    }
-    for (let start = 0; start < waiting.length; ) {
-      let end = start;
-      let total = 0;
-      while (end < waiting.length && end - start < MAX_DOCS) {
-        total += docs[waiting[end]].#pending.length;
-        if (total > MAX_EACH) break;
-        end += 1;
-      }
-      const sent = waiting.slice(start, end);
-      const hosts = [];
-      const changes = [];
-      for (const at of sent) {
-        const doc = docs[at];
-        hosts.push(doc.#use());
-        changes.push(doc.#pending);
+    return flushBatch(docs, fields, inside);
+  }
+
+  // What `batch_fields.js` reads and writes of a document (its private state).
+  static {
+    inside = {
+      batch: (doc) => doc.#batch,
+      at: (doc) => doc.#at,
+      kept: (doc) => doc.#json,
+      host: (doc) => doc.#use(),
+      pending: (doc) => doc.#pending,
+      restart: (doc) => {
         doc.#pending = [];
-      }
-      // The changes as one string, as for reads.
-      fields.updateEachText(hosts, JSON.stringify(changes)).forEach((result, i) => {
-        if (result.tag !== "err") return;
-        const doc = docs[sent[i]];
-        doc.#json.clear();
-        (refused ??= [])[sent[i]] = fieldError(`document \`${doc.id}\``, result.val);
-      });
-      start = end;
-    }
-    return refused;
+      },
+    };
   }
 
   /**
@@ -689,51 +588,4 @@ export class Document {
     }
     made.clear();
   }
-}
-
-/** The first value of a field whose JSON text is `text`. */
-function first(text) {
-  if (text === undefined) return undefined;
-  const value = parseJson(text);
-  return Array.isArray(value) ? value[0] : value;
-}
-
-/** Every value of a field whose JSON text is `text`. */
-function every(text) {
-  if (text === undefined) return [];
-  const value = parseJson(text);
-  return Array.isArray(value) ? value : [value];
-}
-
-/** `names` as an array of field names (a lone string is refused: it would read letters). */
-function fieldList(names) {
-  if (typeof names === "string" || typeof names?.[Symbol.iterator] !== "function") {
-    throw new TypeError("expected an array of field names");
-  }
-  const list = [...names];
-  for (const name of list) {
-    if (typeof name !== "string") throw new TypeError(`a field name must be a string, not ${typeof name}`);
-  }
-  return list;
-}
-
-/** Steps of a path `a.b[2].c`: keys (any characters but `.`, `[`, `]`) and indexes. */
-function parsePath(path) {
-  const steps = [];
-  const step = /([^.[\]]+)|\[(\d+)\]|(\.)/y;
-  let expectKey = true;
-  while (step.lastIndex < path.length || expectKey) {
-    const at = step.lastIndex;
-    const [, key, index, dot] = step.exec(path) ?? [];
-    if (key !== undefined && expectKey) {
-      steps.push(key);
-    } else if (index !== undefined && steps.length > 0) {
-      steps.push(Number(index));
-    } else if (dot === undefined || expectKey) {
-      const why = steps.length === 0 ? "it must start with a field name" : `malformed at character ${at}`;
-      throw new FieldError(`path \`${path}\`: invalid path: ${why}`, "invalid-path");
-    }
-    expectKey = dot !== undefined;
-  }
-  return steps;
 }

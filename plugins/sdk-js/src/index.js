@@ -28,7 +28,8 @@
 import "./log.js";
 
 export { Config } from "./config.js";
-export { Document, FieldError, REMOVE } from "./document.js";
+export { Document, REMOVE } from "./document.js";
+export { FieldError } from "./values.js";
 export { BatchError, DocumentFailure, Failure, Fatal, Transient } from "./errors.js";
 export { File } from "./file.js";
 export { Decimal } from "./json.js";

@@ -3,52 +3,30 @@
 Field values are Python values: None, bool, int (any size), float, str, list, dict
 and `decimal.Decimal` (a number a float cannot hold exactly as written). A field
 holding a list is multi-valued: `get` gives its first value, `get_all` every value.
+
+This module holds the document itself (fields, paths, children, flow, the whole
+document) and its loans; `_values` converts values and names the host's refusals,
+and `_batches` reads and writes the fields of a whole batch at once.
 """
 
 from __future__ import annotations
 
-import json
-from decimal import Decimal
 from typing import Any, Iterable
 
 from componentize_py_types import Err
 from wit_world.imports import document as wit
 
 from . import _codec
-from ._errors import FieldError
+from ._batches import _MAX_CHANGES, _Batch, _fields, _Unlent
+from ._values import _encode, _encode_field, _every, _field_error, _first, _from_wit, _names, _string, _to_wit
 
 _encode_string = _codec.encode_string
-
-try:  # the batch-stage world's several-fields-in-one-call functions (new in 0.2.1)
-    from wit_world.imports import fields as _fields
-except ImportError:  # the connector and per-document stage worlds have none
-    _fields = None
 
 _MODES = {
     "overwrite": wit.UpdateMode.OVERWRITE,
     "append": wit.UpdateMode.APPEND,
     "skip": wit.UpdateMode.SKIP,
 }
-
-_REASONS = {
-    wit.FieldError_ReservedField: "reserved field",
-    wit.FieldError_WrongType: "wrong type",
-    wit.FieldError_InvalidPath: "invalid path",
-    wit.FieldError_InvalidJson: "invalid JSON",
-    wit.FieldError_TooLarge: "too large",
-}
-
-_S64 = range(-(2**63), 2**63)
-
-_MAX_CHANGES = 4096
-"""The most changes the host takes in one `update` call (and for one document of `update-each`)."""
-
-_MAX_EACH = 65536
-"""The most answers one `get-json-each` gives (documents times names), and the most
-changes one `update-each` makes in all."""
-
-_MAX_DOCS = 4096
-"""The most documents one `get-json-each` or `update-each` takes."""
 
 _RESERVED = frozenset(("id", "run_id", "_children"))
 """Names no field may have: a change to one goes to the host at once, which refuses it."""
@@ -85,47 +63,6 @@ class _Revoked:
 
     def __getattr__(self, name: str):
         raise RuntimeError(self._message)
-
-
-class _Batch:
-    """A batch lent by position (`lending.batch`, the lent-stage world) for one call:
-    its documents' ids and the handles made on them, each asked of the host once."""
-
-    __slots__ = ("batch", "size", "_ids", "handles")
-
-    def __init__(self, batch: Any):
-        self.batch = batch
-        self.size = batch.size()
-        self._ids: list[str] | None = None
-        self.handles: dict[int, wit.Document] = {}
-
-    def id(self, at: int) -> str:
-        if self._ids is None:
-            self._ids = self.batch.ids()
-        return self._ids[at]
-
-    def handle(self, at: int) -> wit.Document:
-        handle = self.handles.get(at)
-        if handle is None:
-            handle = self.handles[at] = self.batch.document(at)
-        return handle
-
-
-class _Unlent:
-    """Stands in for the handle of a document of a batch lent by position, until a
-    call needs the handle itself: then it is asked of the host, once."""
-
-    __slots__ = ("_batch", "_at")
-
-    def __init__(self, batch: _Batch, at: int):
-        self._batch = batch
-        self._at = at
-
-    def id(self) -> str:
-        return self._batch.id(self._at)
-
-    def __getattr__(self, name: str):
-        return getattr(self._batch.handle(self._at), name)
 
 
 class Document:
@@ -564,167 +501,3 @@ class Document:
         if type(self._handle) is _Revoked:
             return f"<weir.Document (unusable) {self._handle._message}>"
         return f"<weir.Document {self.id!r}>"
-
-
-def _string(value: Any, what: str) -> str:
-    """`value`, which goes to the host as a string: anything else is refused here (the
-    bindings would trap on it)."""
-    if isinstance(value, str):
-        return value
-    raise TypeError(f"{what} must be a string, not {type(value).__name__}")
-
-
-def _encode(value: Any, subject: str) -> str:
-    try:
-        return _codec.dumps(value)
-    except (TypeError, ValueError) as error:
-        raise type(error)(f"{subject}: {error}") from None
-
-
-def _encode_field(value: Any, name: str) -> str:
-    """`value` as JSON text for field `name` (the message formatted only on failure)."""
-    try:
-        return _codec.dumps(value)
-    except (TypeError, ValueError) as error:
-        raise type(error)(f"field `{name}`: {error}") from None
-
-
-def _first(text: str | None) -> Any:
-    """The first value of a field whose JSON text is `text`."""
-    if text is None:
-        return None
-    if text[:1] == '"' and "\\" not in text:  # a string without escapes: no parser needed
-        return text[1:-1]
-    value = _codec.loads(text)
-    if type(value) is list:
-        return value[0] if value else None
-    return value
-
-
-def _every(text: str | None) -> list:
-    """Every value of a field whose JSON text is `text`."""
-    if text is None:
-        return []
-    value = _codec.loads(text)
-    return value if type(value) is list else [value]
-
-
-def _names(names: Iterable[str]) -> list[str]:
-    """`names` as a list of field names (a lone string is refused: it would read letters)."""
-    if isinstance(names, str):
-        raise TypeError("expected a list of field names, not a string")
-    names = list(names)
-    for name in names:
-        _string(name, "a field name")
-    return names
-
-
-def _to_wit(value: Any, subject: str) -> wit.Value:
-    """A Python value as a WIT `value` (lists, dicts, big integers and Decimals as JSON text)."""
-    kind = type(value)
-    if value is None:
-        return wit.Value_Null()
-    if kind is str and value.isascii():  # other text goes as JSON, checked to be valid Unicode
-        return wit.Value_Text(value)
-    if kind is bool:
-        return wit.Value_Boolean(value)
-    if kind is int and value in _S64:
-        return wit.Value_Integer(value)
-    if kind is float and value - value == 0:  # finite
-        return wit.Value_Float(value)
-    return wit.Value_Json(_encode(value, subject))
-
-
-def _from_wit(value: wit.Value) -> Any:
-    """A WIT `value` as a Python value."""
-    kind = type(value)
-    if kind is wit.Value_Null:
-        return None
-    if kind is wit.Value_Json:
-        return _codec.loads(value.value)
-    if kind is wit.Value_Number:
-        text = value.value
-        return Decimal(text) if any(c in text for c in ".eE") else int(text)
-    return value.value
-
-
-def _field_error(error: Err, subject: str) -> FieldError:
-    """The exception for the host's refusal `error` of an operation on `subject`."""
-    reason = error.value
-    return FieldError(f"{subject}: {_REASONS[type(reason)]}: {reason.value}")
-
-
-def _read_ahead(docs: list[Document], names: list[str]) -> None:
-    """Read the fields `names` of every one of `docs` in one host call (one per
-    `_MAX_EACH` answers), for the reads to come."""
-    batch = _batch_of(docs)
-    if batch is not None and batch.size * len(names) <= _MAX_EACH:
-        # Lent by position: the whole batch's in one call, kept for `docs` only
-        # (the others may hold changes of their own).
-        answers = json.loads(batch.batch.get_json(names))
-        for doc in docs:
-            doc._json.update(zip(names, answers[doc._handle._at]))
-        return
-    step = max(1, min(_MAX_DOCS, _MAX_EACH // len(names)))
-    for at in range(0, len(docs), step):
-        chunk = docs[at : at + step]
-        # One string for the batch, parsed natively: fewer values cross than with
-        # get-json-each's list of lists.
-        answers = json.loads(_fields.get_json_each_text([doc._host() for doc in chunk], names))
-        for doc, texts in zip(chunk, answers):
-            doc._json.update(zip(names, texts))
-
-
-def _flush_batch(docs: list[Document], outcomes: list) -> None:
-    """Send the changes kept for each of `docs` to the host, in one call for the batch
-    (one per `_MAX_DOCS` documents or `_MAX_EACH` changes). A document whose change the
-    host refuses fails with that `weir.FieldError` in `outcomes` (unless it failed
-    already), as the change itself would have failed it; the others are not affected."""
-    waiting = [(at, doc) for at, doc in enumerate(docs) if doc._pending]
-    if not waiting:
-        return
-    batch = _batch_of(docs)
-    if batch is not None and len(docs) == batch.size and sum(len(doc._pending) for _, doc in waiting) <= _MAX_EACH:
-        # Lent by position: the whole batch's changes in one call, failures answered by position.
-        changes = [doc._pending for doc in docs]
-        for _, doc in waiting:
-            doc._pending = []
-        for at, error in batch.batch.update(json.dumps(changes, ensure_ascii=False, separators=(",", ":"))):
-            doc = docs[at]
-            doc._json.clear()
-            if not isinstance(outcomes[at], BaseException):
-                outcomes[at] = _field_error(Err(error), f"document `{doc.id}`")
-        return
-    start = 0
-    while start < len(waiting):
-        end, total = start, 0
-        while end < len(waiting) and end - start < _MAX_DOCS:
-            total += len(waiting[end][1]._pending)
-            if total > _MAX_EACH:
-                break
-            end += 1
-        sent = waiting[start:end]
-        handles = []
-        changes = []
-        for _, doc in sent:
-            handles.append(doc._host())
-            changes.append(doc._pending)
-            doc._pending = []
-        results = _fields.update_each_text(handles, json.dumps(changes, ensure_ascii=False, separators=(",", ":")))
-        for (at, doc), result in zip(sent, results):
-            if type(result) is Err:
-                doc._json.clear()
-                if not isinstance(outcomes[at], BaseException):
-                    outcomes[at] = _field_error(result, f"document `{doc.id}`")
-        start = end
-
-
-def _batch_of(docs: list[Document]) -> _Batch | None:
-    """The batch `docs` are lent from by position, if they are (all of one batch)."""
-    first = docs[0]._handle if docs else None
-    if type(first) is not _Unlent:
-        return None
-    batch = first._batch
-    if all(type(doc._handle) is _Unlent and doc._handle._batch is batch for doc in docs):
-        return batch
-    return None

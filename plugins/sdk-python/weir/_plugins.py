@@ -15,7 +15,7 @@ from typing import Any
 
 from componentize_py_types import Err
 
-from . import _document
+from . import _batches, _document
 from ._config import Config
 from ._document import Document, _Revoked
 from ._errors import PublishError
@@ -58,10 +58,10 @@ class Stage:
         """
         outcomes = []
         process = self.process
-        reads = _document._reads = [] if _document._fields is not None else None
+        reads = _document._reads = [] if _batches._fields is not None else None
         try:
             if _ahead and reads is not None:
-                _document._read_ahead(docs, _ahead)
+                _batches._read_ahead(docs, _ahead)
             for at, doc in enumerate(docs):
                 try:
                     outcomes.append(process(doc))
@@ -70,7 +70,7 @@ class Stage:
                 if reads:
                     learned = _learn(reads)
                     if learned and at + 1 < len(docs):
-                        _document._read_ahead(docs[at + 1 :], learned)
+                        _batches._read_ahead(docs[at + 1 :], learned)
         finally:
             _document._reads = None
         return outcomes

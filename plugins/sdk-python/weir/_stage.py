@@ -22,7 +22,7 @@ from typing import Any
 
 from componentize_py_types import Err
 
-from . import _document, _log, _runtime
+from . import _batches, _log, _runtime
 from ._document import Document
 from ._plugins import Stage
 
@@ -75,7 +75,7 @@ def export_lent(app: Any) -> type:
         def process_lent(self, batch: Any) -> list:
             _log.go_live()
             lent: list = []
-            lending = _document._Batch(batch)
+            lending = _batches._Batch(batch)
             try:
                 outcomes = _run(Document._lend_batch(lending), lent)
                 return [
@@ -145,9 +145,9 @@ def _run(docs: list, lent: list) -> list:
     try:
         outcomes = list(_outcomes(_runtime.plugin.process_batch(docs), len(docs)))
     except BaseException:
-        _document._flush_batch(docs, [None] * len(docs))  # left as the plugin left them
+        _batches._flush_batch(docs, [None] * len(docs))  # left as the plugin left them
         raise
-    _document._flush_batch(docs, outcomes)
+    _batches._flush_batch(docs, outcomes)
     return outcomes
 
 

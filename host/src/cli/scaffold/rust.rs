@@ -17,8 +17,28 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
         include_str!("../../../../plugins/sdk/src/cache.rs"),
     ),
     (
+        ".weir/sdk-rust/src/config.rs",
+        include_str!("../../../../plugins/sdk/src/config.rs"),
+    ),
+    (
+        ".weir/sdk-rust/src/connector.rs",
+        include_str!("../../../../plugins/sdk/src/connector.rs"),
+    ),
+    (
+        ".weir/sdk-rust/src/document.rs",
+        include_str!("../../../../plugins/sdk/src/document.rs"),
+    ),
+    (
         ".weir/sdk-rust/src/fields.rs",
         include_str!("../../../../plugins/sdk/src/fields.rs"),
+    ),
+    (
+        ".weir/sdk-rust/src/indexer.rs",
+        include_str!("../../../../plugins/sdk/src/indexer.rs"),
+    ),
+    (
+        ".weir/sdk-rust/src/logging.rs",
+        include_str!("../../../../plugins/sdk/src/logging.rs"),
     ),
     (
         ".weir/sdk-rust/src/packed.rs",
