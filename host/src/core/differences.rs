@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::core::document::same_json;
+use super::document::same_json;
 
 /// One difference: where, and each side's value there (`None` for a side
 /// without it).
@@ -72,7 +72,7 @@ impl<'v> Differences<'v> {
         self.path_len += dot.len() + key.len();
         for part in [dot, key] {
             let room = self.max_path.saturating_sub(self.path.len());
-            match crate::core::text::cut_at(part, room) {
+            match super::text::cut_at(part, room) {
                 None => self.path.push_str(part),
                 Some(kept) => {
                     self.path.push_str(kept);
@@ -119,6 +119,20 @@ impl<'v> Differences<'v> {
             self.within(key, |d| d.record(None, Some(Cow::Borrowed(av))));
         }
     }
+}
+
+/// Where `a` differs from `e`, by field path (`title`, `meta.lang`; empty
+/// for the whole value, or under `path` when one is given): inside objects
+/// present in both, key by key; whole values elsewhere. `None` is a field
+/// one side does not have.
+pub(crate) fn field_differences<'v>(path: &str, e: &'v Value, a: &'v Value) -> Vec<Difference<'v>> {
+    let mut found = Differences::unbounded();
+    if path.is_empty() {
+        found.compare(e, a);
+    } else {
+        found.within(path, |d| d.compare(e, a));
+    }
+    found.into_found()
 }
 
 #[cfg(test)]

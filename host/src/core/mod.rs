@@ -1,12 +1,14 @@
 //! The core layer: the types every other part of Weir speaks in, and that
 //! depend on nothing else in the crate (only std and data crates such as
 //! serde). Documents, the events a run counts, failures and dead letters,
-//! limit names, and the one shape of a reported problem live here.
+//! limit names, the one shape of a reported problem, and where two JSON
+//! values differ (for `weir test` and shadow stages) live here.
 //!
 //! The rule is checked by `tests/all/architecture.rs`: no file under
 //! `core/` names another module of the crate.
 
 pub mod condition;
+pub(crate) mod differences;
 pub mod document;
 pub mod event;
 pub mod failure;

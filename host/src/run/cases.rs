@@ -1,5 +1,5 @@
 //! A pipeline's stages on given documents, for pipeline tests
-//! ([`crate::testing::pipeline`]): the same stage instances, conditions,
+//! (`weir test`, in `testing/pipeline.rs`): the same stage instances, conditions,
 //! batching and retries as a worker, with what became of each document
 //! written as transcript lines instead of sent on.
 

@@ -19,11 +19,11 @@ pub(crate) use super::shadow_report::ShadowReport;
 use super::shadow_report::{MAX_DIFFERENCES, MAX_ID_BYTES, difference_line};
 
 use crate::config::ShadowConfig;
+use crate::core::differences::Differences;
 use crate::core::document::Document;
 use crate::core::sample::id_hash;
 use crate::plugin::{DocumentOutcome, StageInstance};
 use crate::telemetry::meters::Scope;
-use crate::testing::Differences;
 
 /// Which documents a shadow runs on.
 #[derive(Debug)]
@@ -397,7 +397,7 @@ mod tests {
             (Ok(vec![]), Document::new("d-1"), Ok(vec![]), doc("a")),
         ];
         for (i, (outcome, shadow, live_outcome, live)) in cases.iter().enumerate() {
-            let full = crate::testing::field_differences(
+            let full = crate::core::differences::field_differences(
                 "",
                 &output(live_outcome, live),
                 &output(outcome, shadow),
@@ -418,7 +418,7 @@ mod tests {
 
     /// Each difference as text, sorted: the in-place comparison and the
     /// JSON one may find them in another order.
-    fn shown(found: &[crate::testing::differences::Difference<'_>]) -> Vec<String> {
+    fn shown(found: &[crate::core::differences::Difference<'_>]) -> Vec<String> {
         let mut shown: Vec<String> = found
             .iter()
             .map(|(at, l, s)| format!("{at}: {:?} / {:?}", l.as_deref(), s.as_deref()))

@@ -16,8 +16,8 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::{Value, json};
 
 use crate::config::ShadowConfig;
+use crate::core::differences::Difference;
 use crate::core::text::{clip_message, cut_at};
-use crate::testing::differences::Difference;
 
 /// How many differing documents a shadow without a report file logs.
 pub(crate) const LOGGED: u64 = 20;

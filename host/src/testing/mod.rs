@@ -27,7 +27,6 @@
 //!   an indexer's failures add `status` when the backend gave one;
 //! - `{"event": "ERROR", "call": ..., "message": ...}`: a connector call failed.
 
-pub(crate) mod differences;
 pub mod pipeline;
 pub mod recording;
 mod state;
@@ -37,8 +36,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-pub(crate) use differences::Differences;
-
+use crate::core::differences::field_differences;
 use crate::core::document::Document;
 use crate::plugin::{
     ConfigIssue, DirGrant, KindError, PluginError, PluginRuntime, PluginSpec, PublishSink,
@@ -409,23 +407,6 @@ fn differences(path: &str, e: &Value, a: &Value, report: &mut String) {
             show(av)
         ));
     }
-}
-
-/// Where `a` differs from `e`, by field path (`title`, `meta.lang`; empty
-/// for the whole value): inside objects present in both, key by key; whole
-/// values elsewhere. `None` is a field one side does not have.
-pub(crate) fn field_differences<'v>(
-    path: &str,
-    e: &'v Value,
-    a: &'v Value,
-) -> Vec<differences::Difference<'v>> {
-    let mut found = Differences::unbounded();
-    if path.is_empty() {
-        found.compare(e, a);
-    } else {
-        found.within(path, |d| d.compare(e, a));
-    }
-    found.into_found()
 }
 
 /// Why a JSON-lines file could not be read.
