@@ -14,8 +14,9 @@ use wasmtime::component::{Func, Resource};
 
 use super::bindings::batch_stage::{BatchStage, BatchStagePre};
 use super::bindings::{BatchOutcome, GuestError};
-use super::host::{LentBatch, PluginState};
+use super::host::PluginState;
 use super::instance::{World, typed_export};
+use super::resources::LentBatch;
 
 /// The interface a stage exports beside `stage-batch-api` to be lent by position.
 const LENT_EXPORT: &str = "weir:plugin/stage-lent-api@0.2.2";

@@ -3,6 +3,10 @@
 //! The interfaces shared by every world (`types`, `log`, `document`) are
 //! generated once, with the stage world, and reused by the others, so the host
 //! implements each of them once.
+//!
+//! The host types behind WIT resources are in `super::resources`: these
+//! bindings name them there, never in `host/`, which implements the traits
+//! generated here.
 
 /// One `bindgen!` for `world`: imports trappable, exports async, and the
 /// WIT names in `with` mapped to host types or to interfaces already
@@ -27,9 +31,9 @@ pub mod stage {
 
 pub mod batch_stage {
     world_bindings!("batch-stage", {
-        "weir:plugin/types": super::stage::weir::plugin::types,
-        "weir:plugin/log": super::stage::weir::plugin::log,
-        "weir:plugin/document": super::stage::weir::plugin::document,
+        "weir:plugin/types": crate::plugin::bindings::stage::weir::plugin::types,
+        "weir:plugin/log": crate::plugin::bindings::stage::weir::plugin::log,
+        "weir:plugin/document": crate::plugin::bindings::stage::weir::plugin::document,
     });
 }
 
@@ -38,11 +42,11 @@ pub mod batch_stage {
 /// `batch-stage` bindings (`super::batch_world`).
 pub mod lent_stage {
     world_bindings!("lent-stage", {
-        "weir:plugin/types": super::stage::weir::plugin::types,
-        "weir:plugin/log": super::stage::weir::plugin::log,
-        "weir:plugin/document": super::stage::weir::plugin::document,
-        "weir:plugin/fields": super::batch_stage::weir::plugin::fields,
-        "weir:plugin/lending.batch": crate::plugin::host::LentBatch,
+        "weir:plugin/types": crate::plugin::bindings::stage::weir::plugin::types,
+        "weir:plugin/log": crate::plugin::bindings::stage::weir::plugin::log,
+        "weir:plugin/document": crate::plugin::bindings::stage::weir::plugin::document,
+        "weir:plugin/fields": crate::plugin::bindings::batch_stage::weir::plugin::fields,
+        "weir:plugin/lending.batch": crate::plugin::resources::LentBatch,
     });
 }
 
@@ -50,19 +54,19 @@ pub mod lent_stage {
 /// plugin; it exports what `batch-stage` does.
 pub mod caching_stage {
     world_bindings!("caching-stage", {
-        "weir:plugin/types": super::stage::weir::plugin::types,
-        "weir:plugin/log": super::stage::weir::plugin::log,
-        "weir:plugin/document": super::stage::weir::plugin::document,
-        "weir:plugin/fields": super::batch_stage::weir::plugin::fields,
+        "weir:plugin/types": crate::plugin::bindings::stage::weir::plugin::types,
+        "weir:plugin/log": crate::plugin::bindings::stage::weir::plugin::log,
+        "weir:plugin/document": crate::plugin::bindings::stage::weir::plugin::document,
+        "weir:plugin/fields": crate::plugin::bindings::batch_stage::weir::plugin::fields,
     });
 }
 
 pub mod connector {
     world_bindings!("connector", {
-        "weir:plugin/types": super::stage::weir::plugin::types,
-        "weir:plugin/log": super::stage::weir::plugin::log,
-        "weir:plugin/document": super::stage::weir::plugin::document,
-        "weir:plugin/publishing.publisher": crate::plugin::host::Publisher,
+        "weir:plugin/types": crate::plugin::bindings::stage::weir::plugin::types,
+        "weir:plugin/log": crate::plugin::bindings::stage::weir::plugin::log,
+        "weir:plugin/document": crate::plugin::bindings::stage::weir::plugin::document,
+        "weir:plugin/publishing.publisher": crate::plugin::resources::Publisher,
     });
 }
 
@@ -79,11 +83,11 @@ pub mod syncing_connector {
         },
         exports: { default: async },
         with: {
-            "weir:plugin/types": super::stage::weir::plugin::types,
-            "weir:plugin/log": super::stage::weir::plugin::log,
-            "weir:plugin/document": super::stage::weir::plugin::document,
-            "weir:plugin/publishing": super::connector::weir::plugin::publishing,
-            "weir:plugin/sql.rows": crate::plugin::host::SqlRows,
+            "weir:plugin/types": crate::plugin::bindings::stage::weir::plugin::types,
+            "weir:plugin/log": crate::plugin::bindings::stage::weir::plugin::log,
+            "weir:plugin/document": crate::plugin::bindings::stage::weir::plugin::document,
+            "weir:plugin/publishing": crate::plugin::bindings::connector::weir::plugin::publishing,
+            "weir:plugin/sql.rows": crate::plugin::resources::SqlRows,
         },
     });
 }
@@ -99,8 +103,8 @@ pub mod indexer {
         exports: { default: async },
         ownership: Borrowing { duplicate_if_necessary: true },
         with: {
-            "weir:plugin/types": super::stage::weir::plugin::types,
-            "weir:plugin/log": super::stage::weir::plugin::log,
+            "weir:plugin/types": crate::plugin::bindings::stage::weir::plugin::types,
+            "weir:plugin/log": crate::plugin::bindings::stage::weir::plugin::log,
         },
     });
 }

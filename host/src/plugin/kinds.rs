@@ -8,10 +8,11 @@ use super::bindings::connector::{Connector, ConnectorPre};
 use super::bindings::stage::{Stage, StagePre};
 use super::bindings::{ConfigIssue, GuestError};
 use super::error::{PluginError, TrapCause};
-use super::host::{PluginState, PublishSink, Publisher};
+use super::host::PluginState;
 use super::indexer_batch::{BatchFailure, BatchFormat, DocumentFailure, with_entries};
 use super::instance::{Instance, Loaded, Prepared, World};
 use super::packed::{IndexerWorld, Packed};
+use super::resources::{PublishSink, Publisher};
 use crate::core::document::Document;
 use crate::core::text::clip_message;
 

@@ -13,11 +13,7 @@ use crate::core::limit::Limit;
 use crate::plugin::bindings::FieldError;
 use crate::plugin::bindings::batch_stage::weir::plugin::fields::Host as _;
 use crate::plugin::bindings::lent_stage::weir::plugin::lending::{Host, HostBatch};
-
-/// What a `batch` handle stands for: the documents lent for the call in
-/// progress. There is one per call, and its rep means nothing: a borrow
-/// cannot outlive the call it is lent for.
-pub struct LentBatch;
+use crate::plugin::resources::LentBatch;
 
 impl PluginState {
     /// Borrowed handles on the lent documents, in order.

@@ -4,7 +4,7 @@
 //! - [`document`]: the `document` interface, charged to the [`Budget`].
 //! - [`log`]: the `log` interface and the log rate ([`LogLimiter`]).
 //! - [`output`]: the guest's stdout and stderr ([`GuestOutput`]).
-//! - [`publisher`]: a connector's `publishing` interface ([`PublishSink`]).
+//! - [`publisher`]: a connector's `publishing` interface ([`super::PublishSink`]).
 //! - [`sync`]: a connector's state between runs and its deletion markers ([`ConnectorState`]).
 //! - [`cache`]: bytes by key, kept for a tenant between calls and runs ([`HostCache`]).
 //! - [`http`]: outgoing HTTP: what `grants.http` allows, and sending it ([`HttpPolicy`]).
@@ -42,11 +42,8 @@ pub(crate) use cache::CacheAccess;
 pub use cache::{HostCache, HostCacheOptions};
 pub(crate) use call_journal::{CallJournal, MAX_HANDLES_PER_DOCUMENT};
 pub(crate) use http::{HttpAllow, HttpPolicy, add_http_to_linker};
-pub use lending::LentBatch;
 pub(crate) use log::{LogBucket, LogLimiter};
 pub(crate) use output::GuestOutput;
-pub use publisher::{PublishSink, Publisher};
-pub use sql::SqlRows;
 pub(crate) use sql::{END_QUERIES_WAIT, SqlSession, SqlTarget};
 pub use sync::ConnectorState;
 

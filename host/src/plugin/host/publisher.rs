@@ -1,31 +1,12 @@
-//! The host side of the `publishing` interface: a connector's publisher
-//! handle, and the sink its documents go to.
+//! The host side of the `publishing` interface: what a connector's
+//! publisher handle ([`Publisher`]) does with the documents it is given.
 
 use wasmtime::component::Resource;
 
 use super::{Handle, PluginState, Wasm};
 use crate::core::document::Document;
 use crate::plugin::bindings::connector;
-
-/// Where a connector's published documents go. The host's publisher
-/// implements it; `publish` blocks while the pipeline is full.
-pub trait PublishSink: Send {
-    /// Accept `doc`, or refuse it with a message the connector will see.
-    /// Waiting for room ends at `deadline`, the end of the connector's call.
-    fn publish(&mut self, doc: Document, deadline: std::time::Instant) -> Result<(), String>;
-}
-
-/// The host object behind a connector's `publisher` handle.
-pub struct Publisher {
-    sink: Box<dyn PublishSink>,
-    run_id: String,
-}
-
-impl Publisher {
-    pub(crate) fn new(sink: Box<dyn PublishSink>, run_id: String) -> Self {
-        Self { sink, run_id }
-    }
-}
+use crate::plugin::resources::Publisher;
 
 impl connector::weir::plugin::publishing::Host for PluginState {}
 
@@ -35,7 +16,7 @@ impl PluginState {
     pub(super) fn publish_document(
         &mut self,
         h: &Resource<Publisher>,
-        mut doc: Document,
+        doc: Document,
     ) -> Wasm<Result<(), String>> {
         let bytes = doc.approx_json_bytes();
         let max = self.budget.doc_limits.max_bytes;
@@ -53,9 +34,7 @@ impl PluginState {
             .http_policy
             .deadline
             .unwrap_or_else(|| std::time::Instant::now() + std::time::Duration::from_secs(1));
-        let publisher = self.table.get_mut(h)?;
-        doc.set_run_id(Some(publisher.run_id.clone()));
-        Ok(publisher.sink.publish(doc, deadline))
+        Ok(self.table.get_mut(h)?.publish(doc, deadline))
     }
 }
 

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use wasmtime::component::Resource;
 
-use super::{PluginState, Publisher, Wasm};
+use super::{PluginState, Wasm};
 use crate::core::document::Document;
 use crate::plugin::bindings::syncing_connector::weir::plugin::sync;
+use crate::plugin::resources::Publisher;
 
 /// Longest key a connector may keep, in bytes.
 pub const MAX_STATE_KEY_BYTES: usize = 1024;

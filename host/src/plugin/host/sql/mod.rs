@@ -34,6 +34,7 @@ use wasmtime::component::Resource;
 use super::{PluginState, Wasm};
 use crate::core::limit::Limit;
 use crate::plugin::bindings::syncing_connector::weir::plugin::sql::{self, Column, SqlValue};
+use crate::plugin::resources::SqlRows;
 use connection::{Connection, failed};
 use page::{Cursor, MAX_PAGE_BYTES, MAX_PAGE_ROWS, mib};
 pub(crate) use target::SqlTarget;
@@ -50,20 +51,6 @@ const MAX_OPEN_ROWS: usize = 64;
 pub(crate) const END_QUERIES_WAIT: Duration = Duration::from_secs(5);
 /// The longest `statement_timeout` the server takes, in milliseconds.
 const MAX_SERVER_MILLIS: u64 = i32::MAX as u64;
-
-/// The rows of one query: the cursor they are read through.
-pub struct SqlRows {
-    database: String,
-    /// Which query of its connection this is.
-    serial: u64,
-    cursor: String,
-    columns: Vec<(String, Type)>,
-    /// Rows handed over so far: where a refused page puts the cursor back.
-    delivered: u64,
-    done: bool,
-    /// Why every later `next` fails, once one row could not be handed over.
-    failed: Option<String>,
-}
 
 /// A plugin's databases: what its config grants, and the connections made.
 #[derive(Default)]
