@@ -64,6 +64,7 @@ pub mod messenger;
 pub mod plugin;
 pub mod run;
 pub(crate) mod telemetry;
+pub mod tenancy;
 pub mod testing;
 pub mod topology;
 

@@ -42,6 +42,7 @@ use serde::Deserialize;
 use super::letters::{DEFAULT_LETTERS, MAX_LETTERS};
 use super::store::Cursor;
 use super::{ApiError, ControlPlane, LetterPage, Principal, RunPage, RunView};
+use crate::core::problem::{Problem, Problems};
 use crate::telemetry::export::Health;
 
 /// The status page: one file, no build step.
@@ -221,8 +222,11 @@ async fn read_config(mut body: Body, timeout: Duration) -> Result<String, ApiErr
     let bytes = tokio::time::timeout(timeout, read)
         .await
         .map_err(|_| ApiError::SlowBody(timeout))??;
-    String::from_utf8(bytes)
-        .map_err(|_| ApiError::Invalid(vec!["the config is not UTF-8 text".into()]))
+    String::from_utf8(bytes).map_err(|_| {
+        ApiError::Invalid(Problems::one(Problem::whole(
+            "the config is not UTF-8 text",
+        )))
+    })
 }
 
 /// `?limit=&before=` of a list of runs.

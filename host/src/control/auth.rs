@@ -16,8 +16,8 @@ use axum::http::header;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
 
-use super::operator::OperatorConfig;
 use super::{ApiError, ControlPlane};
+use crate::tenancy::operator::OperatorConfig;
 
 /// Who a request comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -7,8 +7,11 @@ use std::time::Duration;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::admit::Refusal;
+use super::isolate::ReloadError;
 use super::store::StoreError;
+use crate::core::problem::Problems;
+use crate::tenancy::process::protocol::Failure;
+use crate::tenancy::refusal::Refusal;
 
 /// Why a request was not done.
 #[derive(Debug, thiserror::Error)]
@@ -75,13 +78,10 @@ pub enum ApiError {
     /// The config is not valid (400): each problem, with its location
     /// where it has one.
     #[error("the config is not valid")]
-    Invalid(Vec<String>),
+    Invalid(Problems),
     /// The config asks for what the tenant may not have (403).
     #[error("the config asks for what tenant `{tenant}` may not have")]
-    Forbidden {
-        tenant: String,
-        problems: Vec<String>,
-    },
+    Forbidden { tenant: String, problems: Problems },
     /// A run that does not exist or is not the caller's (404).
     #[error("no such run")]
     NoSuchRun,
@@ -91,12 +91,13 @@ pub enum ApiError {
     /// Control of a run that has ended, with how it ended (409).
     #[error("the run has ended ({0})")]
     Ended(String),
-    /// A reload changes what a running run cannot take up (409).
+    /// A reload changes what a running run cannot take up (409): one
+    /// problem per section changed, at its key.
     #[error(
         "the new config changes {}, which a running run cannot take up (only pipelines' stages reload): submit it as a new run; the old config goes on",
-        .0.join(", ")
+        sections(.0).join(", ")
     )]
-    NeedsRestart(Vec<String>),
+    NeedsRestart(Problems),
     /// No state is kept for a run's config yet (404).
     #[error("{0}")]
     NoState(String),
@@ -120,16 +121,56 @@ impl ApiError {
         Self::Internal(e.to_string())
     }
 
-    /// A refusal of admission for `tenant`.
-    pub(super) fn refused(refusal: Refusal, tenant: &str) -> Self {
-        match refusal {
-            Refusal::Invalid(problems) => {
-                Self::Invalid(problems.iter().map(ToString::to_string).collect())
-            }
+    /// A config of `tenant` refused.
+    pub(super) fn refused(refusal: impl Into<Refusal>, tenant: &str) -> Self {
+        match refusal.into() {
+            Refusal::Invalid(problems) => Self::Invalid(problems),
             Refusal::Forbidden(problems) => Self::Forbidden {
                 tenant: tenant.to_owned(),
-                problems: problems.iter().map(ToString::to_string).collect(),
+                problems,
             },
+            Refusal::NeedsRestart(problems) => Self::NeedsRestart(problems),
+        }
+    }
+
+    /// The refusal this answer is, if it is one (as a run's process tells
+    /// it to the server); else the answer.
+    pub(super) fn into_refusal(self) -> Result<Refusal, Self> {
+        match self {
+            Self::Invalid(problems) => Ok(Refusal::Invalid(problems)),
+            Self::Forbidden { problems, .. } => Ok(Refusal::Forbidden(problems)),
+            Self::NeedsRestart(problems) => Ok(Refusal::NeedsRestart(problems)),
+            other => Err(other),
+        }
+    }
+
+    /// What a run's process of `tenant` did not do (start its run, or
+    /// reload it), as the API answers it.
+    pub(super) fn failed(failure: Failure, tenant: &str) -> Self {
+        match failure {
+            Failure::Refused(refusal) => Self::refused(refusal, tenant),
+            Failure::Failed(error) => Self::Internal(error),
+        }
+    }
+
+    /// A reload asked of a run's process of `tenant` that was not done.
+    pub(super) fn not_reloaded(error: ReloadError, tenant: &str) -> Self {
+        match error {
+            ReloadError::Failed(failure) => Self::failed(failure, tenant),
+            ReloadError::Late => Self::Internal(
+                "the run's process did not answer the reload in time: it may still take it up"
+                    .into(),
+            ),
+            ReloadError::Gone => Self::Ended("the run's process ended".into()),
+        }
+    }
+
+    /// This answer as a run's process tells the server (the refusal it
+    /// is, or the failure it says).
+    pub(super) fn into_failure(self) -> Failure {
+        match self.into_refusal() {
+            Ok(refusal) => Failure::Refused(refusal),
+            Err(other) => Failure::Failed(other.to_string()),
         }
     }
 
@@ -169,15 +210,23 @@ impl ApiError {
         }
     }
 
-    /// Each problem of a refused config; none for other answers.
-    pub fn problems(&self) -> &[String] {
+    /// Each problem of a refused config (with its location, where it has
+    /// one), or each section a reload may not change; none for other
+    /// answers.
+    pub fn problems(&self) -> Vec<String> {
         match self {
-            Self::Invalid(problems)
-            | Self::Forbidden { problems, .. }
-            | Self::NeedsRestart(problems) => problems,
-            _ => &[],
+            Self::Invalid(problems) | Self::Forbidden { problems, .. } => {
+                problems.iter().map(ToString::to_string).collect()
+            }
+            Self::NeedsRestart(problems) => sections(problems),
+            _ => Vec::new(),
         }
     }
+}
+
+/// The sections a reload may not change, as their keys.
+fn sections(problems: &Problems) -> Vec<String> {
+    problems.iter().map(|p| p.location.clone()).collect()
 }
 
 impl IntoResponse for ApiError {

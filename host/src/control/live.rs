@@ -9,8 +9,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::run::{Interrupt, Pause};
 use crate::telemetry::RunStats;
 
-use super::isolate::{Remote, ToRun};
-use super::store::{Counts, RunRecord, now_ms};
+use super::isolate::Remote;
+use super::reload::LocalReload;
+use crate::tenancy::process::protocol::ToRun;
+use crate::tenancy::record::{Counts, RunRecord, now_ms};
 
 /// Points of throughput history kept per run (one a second).
 const SAMPLES: usize = 600;
@@ -27,7 +29,7 @@ pub(super) struct LiveRun {
     /// The run's own process, when it runs in one: controls go there too.
     pub(super) remote: Option<Arc<Remote>>,
     /// Its runner, when it runs on this process's threads: to reload.
-    pub(super) local: Option<super::reload::LocalReload>,
+    pub(super) local: Option<LocalReload>,
     /// Set while a reload of it is under way: one at a time.
     pub(super) reloading: AtomicBool,
     stopping: AtomicBool,
@@ -43,7 +45,7 @@ impl LiveRun {
         pause: Pause,
         interrupt: Interrupt,
         remote: Option<Arc<Remote>>,
-        local: Option<super::reload::LocalReload>,
+        local: Option<LocalReload>,
     ) -> Self {
         Self {
             id,

@@ -3,19 +3,22 @@
 //! and dead letters; the operator's config says what each tenant may do.
 //!
 //! A submitted run is a local run, exactly as `weir run` makes it (the same
-//! [`Runner`], the same accounting), in a process of its own ([`isolate`];
-//! or on a thread of this one), after its
-//! config is admitted ([`admit`]) and its plugins validated. Runs and their
-//! summaries are kept in a SQLite store ([`store`]), so finished runs
-//! outlive a restart, up to the operator's `keep_runs` per tenant.
+//! [`Runner`](crate::run::Runner), the same accounting), in a process of
+//! its own ([`isolate`]; or on a thread of this one), after its config is
+//! admitted ([`admit`], of the `tenancy` layer below) and its plugins
+//! validated. Runs and their summaries are kept in a SQLite store
+//! ([`store`]), so finished runs outlive a restart, up to the operator's
+//! `keep_runs` per tenant.
 //!
-//! This file is the plane itself (submitting, listing and controlling
-//! runs); [`routes`] puts it on HTTP, the [`Principal`] extractor says who
-//! asks, and every refusal is one [`ApiError`].
+//! This file is the plane itself: its state, how it starts and stops, and
+//! what is asked of it about runs (listing, reading, pausing, resuming,
+//! stopping them, their dead letters, the fleet). The `impl ControlPlane`
+//! is one per concern, each in its file: a run's life from submission to
+//! record (`runs.rs`), reloading a live run (`reload.rs`), tapping one
+//! (`taps.rs`), and a run's sync state (`state.rs`). [`routes`] puts it on
+//! HTTP, the [`Principal`] extractor says who asks, and every refusal is
+//! one [`ApiError`].
 
-pub mod admit;
-#[cfg(test)]
-mod admit_props;
 mod api;
 mod auth;
 #[cfg(test)]
@@ -25,13 +28,13 @@ pub mod fleet;
 pub mod isolate;
 mod letters;
 mod live;
-pub mod operator;
+mod metrics;
 mod rate;
 mod reload;
+mod runs;
 mod start;
 mod state;
 pub(crate) mod store;
-mod supervise;
 mod taps;
 #[cfg(test)]
 mod tests;
@@ -43,18 +46,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
-use crate::run::{Interrupt, Pause, Throttle};
-use crate::telemetry::merge::{Merged, Take};
+use crate::run::Throttle;
+use crate::tenancy::operator::{OperatorConfig, TenantPolicy};
+use crate::tenancy::record::RunRecord;
 use auth::Tokens;
+use fleet::FleetView;
 use isolate::Isolation;
 use live::{Live, LiveRun};
-use operator::{OperatorConfig, TenantPolicy};
-use start::{prepare, run_dir};
-use store::{Cursor, RunRecord, Store, StoreError, now_ms};
-use supervise::RunBody;
+use start::run_dir;
+use store::{Cursor, Store, StoreError};
 
+pub use crate::tenancy::{admit, operator};
 pub use api::{routes, server_routes};
 pub use auth::Principal;
 pub use error::ApiError;
@@ -91,8 +93,8 @@ pub struct ControlPlane {
     tokens: Tokens,
     /// Where runs run: on threads of this process, or each in its own.
     isolation: Isolation,
-    /// What runs that ran in processes of their own counted, summed.
-    finished_metrics: Mutex<Merged>,
+    /// What runs that ran in processes of their own counted.
+    metrics: metrics::RunMetrics,
     /// The control group of each tenant with a `cpus` bound.
     cpu_groups: HashMap<String, isolate::TenantCpu>,
     limiter: rate::Limiter,
@@ -156,7 +158,7 @@ impl ControlPlane {
             throttles,
             tokens,
             isolation,
-            finished_metrics: Mutex::default(),
+            metrics: metrics::RunMetrics::default(),
             cpu_groups,
             limiter,
             shutting_down: AtomicBool::new(false),
@@ -209,190 +211,6 @@ impl ControlPlane {
 
     fn run_dir(&self, id: &str) -> PathBuf {
         run_dir(&self.operator, id)
-    }
-
-    /// Admit, validate and start the run `config` (TOML text) of `who`.
-    pub fn submit(self: &Arc<Self>, who: &Principal, config: &str) -> Result<RunView, ApiError> {
-        if self.shutting_down.load(Ordering::Relaxed) {
-            return Err(ApiError::ShuttingDown);
-        }
-        let tenant = self.tenant(who)?;
-        // Its place in the quota is given back once the run is live (when
-        // it counts as going) or has failed to start, whichever way.
-        let starting = self.reserve(tenant)?;
-        let started = self.start(tenant, config);
-        drop(starting);
-        let (run, thread) = started?;
-        let mut live = self.lock();
-        live.threads.retain(|t| !t.is_finished());
-        live.threads.push(thread);
-        Ok(RunView {
-            record: run.record(),
-            throughput: Vec::new(),
-        })
-    }
-
-    fn start(
-        self: &Arc<Self>,
-        tenant: &TenantPolicy,
-        text: &str,
-    ) -> Result<(Arc<LiveRun>, std::thread::JoinHandle<()>), ApiError> {
-        self.start_as(tenant, crate::run::new_run_id(), text, false)
-    }
-
-    /// Start run `id` of `tenant` (`text`), resuming it with `resume`.
-    fn start_as(
-        self: &Arc<Self>,
-        tenant: &TenantPolicy,
-        id: String,
-        text: &str,
-        resume: bool,
-    ) -> Result<(Arc<LiveRun>, std::thread::JoinHandle<()>), ApiError> {
-        let started = self.start_run(tenant, id.clone(), text, resume);
-        if started.is_err()
-            && let Some(fleet) = &self.fleet
-        {
-            fleet.release(&id);
-        }
-        started
-    }
-
-    fn start_run(
-        self: &Arc<Self>,
-        tenant: &TenantPolicy,
-        id: String,
-        text: &str,
-        resume: bool,
-    ) -> Result<(Arc<LiveRun>, std::thread::JoinHandle<()>), ApiError> {
-        let (run, body) = match &self.isolation {
-            Isolation::Thread => {
-                let throttle = self.throttles.get(&tenant.name).cloned();
-                let (runner, plugins) = prepare(&self.operator, tenant, &id, text, throttle, None)?;
-                let runner = Arc::new(runner);
-                let run = Arc::new(LiveRun::new(
-                    id.clone(),
-                    tenant.name.clone(),
-                    runner.stats(),
-                    runner.pauser(),
-                    runner.interrupter(),
-                    None,
-                    Some(reload::LocalReload(Arc::clone(&runner))),
-                ));
-                let body: RunBody = Box::new(move |live: &LiveRun| {
-                    let result = catch_unwind(AssertUnwindSafe(|| {
-                        runner.run_validated(&plugins, &live.id)
-                    }));
-                    supervise::ended(live, result)
-                });
-                (run, body)
-            }
-            Isolation::Process(process) => {
-                // Refused here, without a process, when admission refuses it.
-                let admitted =
-                    admit::admit(text, tenant, &self.operator, &self.run_dir(&id).join("x"))
-                        .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
-                let fleet = match &self.fleet {
-                    Some(fleet) => {
-                        let spec = fleet.spec_for(&id, &tenant.name, text, &admitted)?;
-                        Some(Box::new(isolate::FleetRun {
-                            kafka: fleet.config.kafka_for(&spec),
-                            resume,
-                        }))
-                    }
-                    None => None,
-                };
-                let start = isolate::ToRun::Start {
-                    operator: Box::new(self.operator.clone()),
-                    tenant: tenant.name.clone(),
-                    run_id: id.clone(),
-                    config: text.to_owned(),
-                    per_second: self.share(tenant, 1),
-                    fleet,
-                };
-                let grace = admitted.runner.grace_period;
-                let group = self.cpu_groups.get(&tenant.name);
-                let remote = isolate::Remote::start(process, &start, &tenant.name, grace, group)?;
-                let run = Arc::new(LiveRun::new(
-                    id.clone(),
-                    tenant.name.clone(),
-                    Arc::default(),
-                    Pause::default(),
-                    Interrupt::default(),
-                    Some(Arc::clone(&remote)),
-                    None,
-                ));
-                let plane = Arc::clone(self);
-                let body: RunBody = Box::new(move |live: &LiveRun| {
-                    let record = remote.wait(live);
-                    plane.keep_totals(&remote.metrics());
-                    record
-                });
-                (run, body)
-            }
-        };
-        if resume {
-            self.store.set_status(&id, "running")?;
-        } else {
-            self.store.insert(&run.record(), text)?;
-        }
-        self.keep(&id);
-        // Listed before its thread starts, which forgets it when it ends.
-        self.lock().runs.insert(id.clone(), Arc::clone(&run));
-        self.rebalance(&tenant.name);
-        let plane = Arc::clone(self);
-        let live = Arc::clone(&run);
-        let thread = std::thread::Builder::new()
-            .name(format!("weir-run-{id}"))
-            .spawn(move || plane.supervise(&live, body))
-            .map_err(|e| {
-                // Never started: not live, and recorded as failed.
-                self.lock().runs.remove(&id);
-                let _ = self.store.finish(&RunRecord {
-                    status: "failure".into(),
-                    finished_ms: Some(now_ms()),
-                    error: Some(format!("cannot start the run's thread: {e}")),
-                    ..run.record()
-                });
-                run.stop();
-                ApiError::internal(e)
-            })?;
-        tracing::info!(run_id = %id, tenant = %tenant.name, "run submitted");
-        Ok((run, thread))
-    }
-
-    /// Remove the finished runs of `tenant` (every tenant's for `None`)
-    /// the operator does not keep (`keep_runs`, `keep_runs_for`): their
-    /// records, configs and dead letters.
-    fn prune(&self, tenant: Option<&str>) {
-        let server = &self.operator.server;
-        let before = server
-            .keep_runs_for
-            .map(|age| now_ms().saturating_sub(u64::try_from(age.as_millis()).unwrap_or(u64::MAX)));
-        let removed = match self.store.prune(tenant, server.keep_runs, before) {
-            Ok(removed) => removed,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot remove the runs past keep_runs");
-                return;
-            }
-        };
-        for id in &removed {
-            if let Some(fleet) = &self.fleet {
-                fleet.forget(id);
-            }
-            match std::fs::remove_dir_all(self.run_dir(id)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => tracing::warn!(run_id = %id, error = %e, "cannot remove the run's files"),
-            }
-        }
-        if !removed.is_empty() {
-            tracing::info!(
-                removed = removed.len(),
-                tenant = tenant.unwrap_or("every tenant"),
-                keep_runs = server.keep_runs,
-                "finished runs removed (keep_runs, keep_runs_for)"
-            );
-        }
     }
 
     /// A page of the runs `who` may see, newest first, from just after
@@ -495,15 +313,6 @@ impl ControlPlane {
         })
     }
 
-    /// Add what a run that ran in its own process counted, as it ended.
-    fn keep_totals(&self, text: &str) {
-        let mut kept = self
-            .finished_metrics
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        kept.add(text, Take::Totals);
-    }
-
     /// The metrics as `/metrics` shows them: this process's `own` and,
     /// for runs in processes of their own, theirs as last reported and the
     /// totals of those that ended (until idle for the metrics idle timeout).
@@ -511,23 +320,33 @@ impl ControlPlane {
         if matches!(self.isolation, Isolation::Thread) {
             return own.to_owned();
         }
-        let mut now = Merged::default();
-        now.add(own, Take::Everything);
         let remotes: Vec<_> = self
             .lock()
             .runs
             .values()
             .filter_map(|r| r.remote.clone())
             .collect();
-        for remote in remotes {
-            now.add(&remote.metrics(), Take::Everything);
+        let live = remotes.iter().map(|remote| remote.metrics());
+        self.metrics
+            .render(own, live, self.operator.server.metrics_idle_timeout)
+    }
+
+    /// What the fleet's workers serve, and each pipeline's lag: the
+    /// operator's to see.
+    pub fn fleet_view(&self, who: &Principal) -> Result<FleetView, ApiError> {
+        if !matches!(who, Principal::Admin) {
+            return Err(ApiError::OperatorOnly);
         }
-        let mut kept = self
-            .finished_metrics
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        kept.expire(self.operator.server.metrics_idle_timeout);
-        kept.with(&now).render()
+        self.fleet
+            .as_ref()
+            .ok_or_else(|| ApiError::BadRequest("this server has no fleet".into()))?
+            .workers()
+    }
+
+    /// The plugin a fleet worker asks for with `token`, by its SHA-256.
+    pub fn fleet_plugin(&self, token: &str, sha256: &str) -> Option<PathBuf> {
+        let fleet = self.fleet.as_ref().filter(|f| f.is_fleet_token(token))?;
+        fleet.plugin(&self.operator.server.plugin_dir, sha256)
     }
 
     /// Stop every live run and wait for them to end (their ends recorded).

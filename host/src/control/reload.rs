@@ -7,50 +7,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
-use super::operator::{OperatorConfig, TenantPolicy};
 use super::{ApiError, ControlPlane, Principal};
-use crate::run::{ReloadRefused, Reloaded, Runner};
-
-/// How long the server waits for a run's process to answer a reload: the
-/// reload waits up to 30 s for workers to switch, validation comes first.
-pub(super) const ANSWER_WITHIN: Duration = Duration::from_secs(120);
-
-/// Why a run's process did not reload, as it tells the server.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(super) enum ReloadFailure {
-    Forbidden(Vec<String>),
-    Invalid(Vec<String>),
-    NeedsRestart(Vec<String>),
-    Failed(String),
-}
-
-impl ReloadFailure {
-    pub(super) fn of(error: ApiError) -> Self {
-        match error {
-            ApiError::Forbidden { problems, .. } => Self::Forbidden(problems),
-            ApiError::Invalid(problems) => Self::Invalid(problems),
-            ApiError::NeedsRestart(sections) => Self::NeedsRestart(sections),
-            other => Self::Failed(other.to_string()),
-        }
-    }
-
-    pub(super) fn into_error(self, tenant: &str) -> ApiError {
-        match self {
-            Self::Forbidden(problems) => ApiError::Forbidden {
-                tenant: tenant.to_owned(),
-                problems,
-            },
-            Self::Invalid(problems) => ApiError::Invalid(problems),
-            Self::NeedsRestart(sections) => ApiError::NeedsRestart(sections),
-            Self::Failed(error) => ApiError::Internal(error),
-        }
-    }
-}
+use crate::run::{Reloaded, Runner};
+use crate::tenancy::operator::{OperatorConfig, TenantPolicy};
 
 /// Admit `text` for run `id` of `tenant` as a submitted config is, and
 /// reload `runner` with it; the old stages go on when it is refused.
@@ -63,12 +23,7 @@ pub(super) fn reload(
 ) -> Result<Reloaded, ApiError> {
     match runner.reload(super::start::admitted(operator, tenant, id, text)?) {
         Ok(reloaded) => Ok(reloaded),
-        Err(ReloadRefused::Invalid(errors)) => Err(ApiError::Invalid(
-            errors.0.iter().map(ToString::to_string).collect(),
-        )),
-        Err(ReloadRefused::NeedsRestart(sections)) => Err(ApiError::NeedsRestart(
-            sections.iter().map(|p| p.location.clone()).collect(),
-        )),
+        Err(refused) => Err(ApiError::refused(refused, &tenant.name)),
     }
 }
 
@@ -131,7 +86,9 @@ impl ControlPlane {
         let _done = Cleared(&run.reloading);
         let outcome = match (&run.local, &run.remote) {
             (Some(local), _) => reload(&local.0, &self.operator, tenant, id, text),
-            (None, Some(remote)) => remote.reload(text, &tenant.name),
+            (None, Some(remote)) => remote
+                .reload(text)
+                .map_err(|e| ApiError::not_reloaded(e, &tenant.name)),
             (None, None) => Err(ApiError::internal("the run has nothing to reload")),
         };
         match &outcome {

@@ -5,10 +5,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::operator::{OperatorConfig, TenantPolicy};
-use super::{ApiError, admit, isolate};
+use super::ApiError;
 use crate::config::Config;
 use crate::run::{Runner, Throttle};
+use crate::tenancy::admit;
+use crate::tenancy::operator::{OperatorConfig, TenantPolicy};
+use crate::tenancy::process::protocol::FleetRun;
 
 /// Where run `id`'s files are kept (its dead letters).
 pub(super) fn run_dir(operator: &OperatorConfig, id: &str) -> PathBuf {
@@ -39,7 +41,7 @@ pub(in crate::control) fn prepare(
     id: &str,
     text: &str,
     throttle: Option<Arc<Throttle>>,
-    fleet: Option<&isolate::FleetRun>,
+    fleet: Option<&FleetRun>,
 ) -> Result<(Runner, crate::run::LoadedPlugins), ApiError> {
     let mut config = admitted(operator, tenant, id, text)?;
     let mut runner = match fleet {
@@ -58,9 +60,7 @@ pub(in crate::control) fn prepare(
     if let Some(throttle) = throttle {
         runner = runner.with_throttle(throttle);
     }
-    let plugins = runner
-        .validate()
-        .map_err(|errors| ApiError::Invalid(errors.0.iter().map(ToString::to_string).collect()))?;
+    let plugins = runner.validate().map_err(ApiError::Invalid)?;
     Ok((runner, plugins))
 }
 

@@ -7,36 +7,8 @@
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
+use crate::tenancy::record::{RunRecord, now_ms};
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::{Deserialize, Serialize};
-
-/// Counts of a run, live or final.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counts {
-    pub published: u64,
-    pub processed: u64,
-    pub indexed: u64,
-    pub failed: u64,
-    pub dropped: u64,
-}
-
-/// One run as the store keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
-    pub id: String,
-    pub tenant: String,
-    /// `running`, `paused`, `stopping`, or how it ended: `success`,
-    /// `partial_success`, `failure`, `interrupted`, `lost` (the server
-    /// stopped while it went on).
-    pub status: String,
-    /// Milliseconds since the epoch.
-    pub submitted_ms: u64,
-    pub finished_ms: Option<u64>,
-    pub counts: Counts,
-    /// The run summary (connectors and stages), once finished.
-    pub summary: Option<serde_json::Value>,
-    pub error: Option<String>,
-}
 
 /// Why the store could not do something.
 #[derive(Debug, thiserror::Error)]
@@ -304,16 +276,10 @@ fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     })
 }
 
-/// Milliseconds since the epoch, now.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tenancy::record::Counts;
 
     fn run(id: &str, tenant: &str, status: &str, at: u64) -> RunRecord {
         RunRecord {

@@ -9,9 +9,9 @@ use axum::http::{Request, StatusCode, header};
 use serde_json::Value;
 use tower::ServiceExt;
 
-use super::operator::OperatorConfig;
-use super::store::{Counts, RunRecord};
 use super::{ControlPlane, routes};
+use crate::tenancy::operator::OperatorConfig;
+use crate::tenancy::record::{Counts, RunRecord};
 
 pub(super) const ACME: &str = "acme-token";
 pub(super) const ZETA: &str = "zeta-token";
@@ -333,7 +333,7 @@ fn a_run_that_panics_is_recorded_as_failed_and_gives_its_tenants_slot_back() {
                     let panicked = std::panic::catch_unwind(|| -> crate::run::RunResult {
                         panic!("a bug in the run")
                     });
-                    super::supervise::ended(live, panicked)
+                    super::view::ended(live, panicked)
                 }),
             )
         })

@@ -1,10 +1,11 @@
 //! Runs as the API shows them: a run's record with its recent throughput;
-//! a finished run's record and its summary as JSON (what `weir run` prints).
+//! a finished run's record and its summary as JSON (what `weir run` prints),
+//! or how it failed when it panicked or its process died.
 
 use crate::run::RunResult;
 
 use super::live::LiveRun;
-use super::store::{Counts, RunRecord, now_ms};
+use crate::tenancy::record::{Counts, RunRecord, now_ms};
 
 /// A run as the API shows it: the record, and for a live run its recent
 /// throughput (documents indexed per second, one point a second).
@@ -84,6 +85,37 @@ pub(super) fn finished_record(run: &LiveRun, result: &RunResult) -> RunRecord {
         },
         summary: Some(summary_json(result)),
         error: result.connectors.iter().find_map(|c| c.error.clone()),
+        ..run.record()
+    }
+}
+
+/// The record of `run` once its runner returned `outcome`: how it ended,
+/// or, for a panic, a failure with the panic's message.
+pub(super) fn ended(run: &LiveRun, outcome: std::thread::Result<RunResult>) -> RunRecord {
+    match outcome {
+        Ok(result) => finished_record(run, &result),
+        Err(panic) => {
+            let why = crate::core::text::panic_text(&*panic);
+            tracing::error!(run_id = %run.id, panic = %why, "the run stopped on a bug in Weir");
+            RunRecord {
+                status: "failure".into(),
+                finished_ms: Some(now_ms()),
+                error: Some(format!(
+                    "the run stopped on a bug in Weir (please report it): {why}"
+                )),
+                ..run.record()
+            }
+        }
+    }
+}
+
+/// The record of `run` whose process died (`why`): a failure saying how.
+pub(super) fn died(run: &LiveRun, why: &str) -> RunRecord {
+    tracing::error!(run_id = %run.id, why = %why, "a run's process died");
+    RunRecord {
+        status: "failure".into(),
+        finished_ms: Some(now_ms()),
+        error: Some(format!("the run's process died: {why}")),
         ..run.record()
     }
 }

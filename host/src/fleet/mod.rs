@@ -20,4 +20,4 @@
 pub mod pipeline;
 pub mod worker;
 
-pub use crate::control::fleet::spec::{FleetConfig, PluginRef, Spec};
+pub use crate::tenancy::spec::{FleetConfig, PluginRef, Spec};

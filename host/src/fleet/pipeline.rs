@@ -10,9 +10,9 @@ use std::io::BufRead;
 use serde::{Deserialize, Serialize};
 
 use crate::config::KafkaConfig;
-use crate::control::admit;
-use crate::control::operator::OperatorConfig;
 use crate::run::Shutdown;
+use crate::tenancy::admit;
+use crate::tenancy::operator::OperatorConfig;
 use crate::topology::serving::{self, Role};
 use crate::topology::{self, Health, Mode};
 
@@ -99,7 +99,7 @@ pub fn serve_pipeline() -> u8 {
         &runner,
         &plugins,
         &job.pipeline,
-        Role::Pairs,
+        Role::Hybrid,
         &shutdown,
         &health,
     ) {

@@ -19,10 +19,10 @@ use sha2::Digest;
 
 use super::pipeline::Job;
 use super::{FleetConfig, PluginRef, Spec};
-use crate::control::fleet::spec::{Served, WorkerStatus};
-use crate::control::isolate::{RunProcess, spawn_bounded};
-use crate::control::operator::OperatorConfig;
 use crate::messenger::kafka::table::Table;
+use crate::tenancy::operator::OperatorConfig;
+use crate::tenancy::process::{RunProcess, spawn_bounded};
+use crate::tenancy::spec::{Served, WorkerStatus};
 
 /// How often the worker says what it serves.
 const STATUS_EVERY: Duration = Duration::from_secs(2);
@@ -123,7 +123,7 @@ impl FleetWorker {
     fn status(&self) -> WorkerStatus {
         WorkerStatus {
             worker: self.id.clone(),
-            time_ms: crate::control::store::now_ms(),
+            time_ms: crate::tenancy::now_ms(),
             pipelines: self
                 .running
                 .iter()

@@ -12,22 +12,15 @@ use crate::plugin::{HttpAllow, OpenedDir, SqlTarget, file_sha256, relative_below
 
 use super::operator::{OperatorConfig, TenantPolicy};
 
-/// Why a submitted config was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// The config is not valid (400): each problem with its location.
-    Invalid(Problems),
-    /// The config is valid but asks for what the tenant may not have (403).
-    Forbidden(Problems),
-}
+pub use super::refusal::Refusal;
 
 /// Most worker threads (per pipeline) a submitted run may have.
-pub(super) const MAX_THREADS: usize = 16;
+pub(crate) const MAX_THREADS: usize = 16;
 /// Most MiB a submitted run's in-memory queues may hold.
-pub(super) const MAX_QUEUE_MIB: usize = 1024;
+pub(crate) const MAX_QUEUE_MIB: usize = 1024;
 /// Most plugin instances a submitted run may hold at once: its connectors,
 /// each stage once per worker thread, and its indexers' instances.
-pub(super) const MAX_INSTANCES: usize = 256;
+pub(crate) const MAX_INSTANCES: usize = 256;
 
 /// Keys a submitted config may not set: the operator's.
 const OPERATOR_KEYS: [(&str, &str); 8] = [
@@ -134,7 +127,7 @@ pub fn admit(
     // Two configs of the tenant share state only when they name the same
     // sync; one that names none is its sources and destinations.
     if config.state.id.is_none() {
-        config.state.id = Some(super::state::default_sync_id(&config));
+        config.state.id = Some(super::sync_id::default_sync_id(&config));
     }
     // The same for the plugins' cache: a tenant never sees another's entries.
     config.cache.path = operator

@@ -69,7 +69,7 @@ pub struct OperatorConfig {
     /// Runs go to a fleet of `weir fleet` workers over Kafka, and a
     /// standby control plane can take them over (`weir fleet`).
     #[serde(default)]
-    pub fleet: Option<super::fleet::spec::FleetConfig>,
+    pub fleet: Option<super::spec::FleetConfig>,
 }
 
 /// `[server]`

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::spec::Spec;
+use crate::tenancy::spec::Spec;
 
 /// The fleet's specs as the control plane that leads knows them.
 #[derive(Debug, Default)]

@@ -8,18 +8,19 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::store::{RunRecord, Store, now_ms};
-use super::{ApiError, ControlPlane, Principal, StartError};
-use crate::config::Config;
-use std::sync::Arc;
 mod known;
 pub(crate) mod letters;
-pub mod spec;
 
+use super::store::Store;
+use super::{ApiError, StartError};
+use crate::config::Config;
 use crate::messenger::kafka::KafkaTopics;
 use crate::messenger::kafka::table::Table;
+use crate::tenancy::record::{RunRecord, now_ms};
+use crate::tenancy::spec::{FleetConfig, PluginRef, Spec, WorkerStatus};
 use known::Known;
-use spec::{FleetConfig, PluginRef, Spec, WorkerStatus};
+
+pub use crate::tenancy::spec;
 
 /// A run as kept on `<name>_runs`: its record and its config.
 #[derive(Debug, Serialize, Deserialize)]
@@ -329,61 +330,4 @@ pub struct WorkerView {
     pub status: WorkerStatus,
     /// Heard from in the last 10 s.
     pub alive: bool,
-}
-
-impl ControlPlane {
-    /// Go on with a run another control plane started and left going on
-    /// (it died): from its journal, under the same id.
-    pub(super) fn take_over_run(self: &Arc<Self>, record: RunRecord, text: &str) {
-        let Some(tenant) = self.operator.tenant(&record.tenant) else {
-            tracing::error!(run_id = %record.id, tenant = %record.tenant, "a run of a tenant the operator's file no longer has: lost");
-            return;
-        };
-        tracing::info!(run_id = %record.id, tenant = %record.tenant, "resuming a run the last control plane left going on");
-        match self.start_as(tenant, record.id.clone(), text, true) {
-            Ok((_, thread)) => self.lock().threads.push(thread),
-            Err(e) => {
-                tracing::error!(run_id = %record.id, error = %e, "cannot resume the run");
-                let id = record.id.clone();
-                let _ = self.store.finish(&RunRecord {
-                    status: "failure".into(),
-                    finished_ms: Some(now_ms()),
-                    error: Some(format!(
-                        "the control plane that took the run over cannot resume it: {e}"
-                    )),
-                    ..record
-                });
-                self.keep(&id);
-            }
-        }
-    }
-
-    /// Keep run `id`'s record where a standby control plane reads it.
-    pub(super) fn keep(&self, id: &str) {
-        let Some(fleet) = &self.fleet else {
-            return;
-        };
-        match (self.store.get(id), self.store.config_of(id)) {
-            (Ok(Some(record)), Ok(Some(config))) => fleet.keep(&record, &config),
-            _ => tracing::warn!(run_id = %id, "cannot read the run back to keep it"),
-        }
-    }
-
-    /// What the fleet's workers serve, and each pipeline's lag: the
-    /// operator's to see.
-    pub fn fleet_view(&self, who: &Principal) -> Result<FleetView, ApiError> {
-        if !matches!(who, Principal::Admin) {
-            return Err(ApiError::OperatorOnly);
-        }
-        self.fleet
-            .as_ref()
-            .ok_or_else(|| ApiError::BadRequest("this server has no fleet".into()))?
-            .workers()
-    }
-
-    /// The plugin a fleet worker asks for with `token`, by its SHA-256.
-    pub fn fleet_plugin(&self, token: &str, sha256: &str) -> Option<PathBuf> {
-        let fleet = self.fleet.as_ref().filter(|f| f.is_fleet_token(token))?;
-        fleet.plugin(&self.operator.server.plugin_dir, sha256)
-    }
 }

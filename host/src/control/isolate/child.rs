@@ -20,14 +20,15 @@ use std::time::Duration;
 
 use metrics_exporter_prometheus::PrometheusHandle;
 
-use super::protocol::{FromRun, ToRun, line};
 use crate::control::fleet::letters::Letters;
 use crate::control::live::LiveRun;
-use crate::control::reload::{self, ReloadFailure};
-use crate::control::store::Counts;
-use crate::control::{ApiError, prepare, supervise};
+use crate::control::reload;
+use crate::control::start::prepare;
+use crate::control::{ApiError, view};
 use crate::run::Reloaded;
 use crate::run::Throttle;
+use crate::tenancy::process::protocol::{Failure, FromRun, ToRun, line};
+use crate::tenancy::record::Counts;
 
 /// How often the process reports its counts; its metrics go with counts
 /// that moved, and every [`METRICS_EVERY`]th time (once a second) anyway.
@@ -75,9 +76,9 @@ pub fn serve_run() -> u8 {
         }
     };
     let Some(policy) = operator.tenant(&tenant) else {
-        out.send(&FromRun::Failed {
-            error: format!("no tenant `{tenant}`"),
-        });
+        out.send(&FromRun::NotStarted(Failure::Failed(format!(
+            "no tenant `{tenant}`"
+        ))));
         return 0;
     };
     let throttle = per_second.map(|rate| Arc::new(Throttle::new(rate)));
@@ -92,7 +93,7 @@ pub fn serve_run() -> u8 {
     let (runner, plugins) = match prepared {
         Ok((runner, plugins)) => (Arc::new(runner), plugins),
         Err(e) => {
-            out.send(&refusal(e));
+            out.send(&FromRun::NotStarted(e.into_failure()));
             return 0;
         }
     };
@@ -136,7 +137,7 @@ pub fn serve_run() -> u8 {
         letters.finish();
         tracing::debug!("the run's dead letters are kept");
     }
-    let record = supervise::ended(&live, outcome);
+    let record = view::ended(&live, outcome);
     drop(done);
     if let Some(reporting) = reporting {
         let _ = reporting.join();
@@ -148,23 +149,6 @@ pub fn serve_run() -> u8 {
     }
     out.send(&FromRun::Finished(Box::new(record)));
     0
-}
-
-/// A refusal to start, as the server answers it.
-fn refusal(error: ApiError) -> FromRun {
-    match error {
-        ApiError::Forbidden { problems, .. } => FromRun::Refused {
-            forbidden: true,
-            problems,
-        },
-        ApiError::Invalid(problems) => FromRun::Refused {
-            forbidden: false,
-            problems,
-        },
-        other => FromRun::Failed {
-            error: other.to_string(),
-        },
-    }
 }
 
 /// How the run's process reloads its run with a config.
@@ -232,7 +216,7 @@ fn listen(
                         let spawned = std::thread::Builder::new()
                             .name("weir-serve-run-reload".into())
                             .spawn(move || {
-                                let outcome = reload(&config).map_err(ReloadFailure::of);
+                                let outcome = reload(&config).map_err(ApiError::into_failure);
                                 answer.send(&FromRun::Reloaded {
                                     reload: asked,
                                     outcome,
@@ -241,7 +225,7 @@ fn listen(
                         if let Err(e) = spawned {
                             out.send(&FromRun::Reloaded {
                                 reload: asked,
-                                outcome: Err(ReloadFailure::Failed(e.to_string())),
+                                outcome: Err(Failure::Failed(e.to_string())),
                             });
                         }
                     }

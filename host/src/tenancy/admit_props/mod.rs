@@ -120,7 +120,11 @@ impl Fixture {
 fn holds(fixture: &Fixture, tenant: &TenantPolicy, text: &str) -> Result<bool, TestCaseError> {
     let dead_letters = Path::new(&fixture.root).join("dl.jsonl");
     match admit(text, tenant, &fixture.operator, &dead_letters) {
-        Err(Refusal::Invalid(problems) | Refusal::Forbidden(problems)) => {
+        Err(
+            Refusal::Invalid(problems)
+            | Refusal::Forbidden(problems)
+            | Refusal::NeedsRestart(problems),
+        ) => {
             prop_assert!(!problems.is_empty(), "a refusal with no reason");
             for problem in problems.iter() {
                 // A problem of the whole text (TOML that does not parse, a

@@ -18,9 +18,9 @@ use proptest::prelude::*;
 use proptest::sample::{select, subsequence};
 use proptest::test_runner::{Config as Cases, TestRunner};
 
-use crate::control::admit::sql_reachable;
-use crate::control::operator::TenantPolicy;
 use crate::plugin::SqlTarget;
+use crate::tenancy::admit::sql_reachable;
+use crate::tenancy::operator::TenantPolicy;
 
 /// A policy entry, and which servers it lists, by plain reading.
 type Entry = (&'static str, fn(&str, u16) -> bool);

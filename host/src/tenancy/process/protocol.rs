@@ -4,8 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::control::operator::OperatorConfig;
-use crate::control::store::{Counts, RunRecord};
+use crate::tenancy::operator::OperatorConfig;
+use crate::tenancy::record::{Counts, RunRecord};
+use crate::tenancy::refusal::Refusal;
 
 /// The server to the run's process.
 ///
@@ -14,7 +15,7 @@ use crate::control::store::{Counts, RunRecord};
 /// (`arbitrary_precision`) an operator's `cpus` is.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(in crate::control) enum ToRun {
+pub(crate) enum ToRun {
     /// The first line: what to run, for whom. The process admits `config`
     /// itself (its directory handles are its own) and validates it.
     Start {
@@ -66,14 +67,10 @@ pub(crate) struct FleetRun {
 /// The run's process to the server.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(in crate::control) enum FromRun {
-    /// The config was refused: `forbidden` (403) or invalid (400).
-    Refused {
-        forbidden: bool,
-        problems: Vec<String>,
-    },
-    /// It could not be started, for a reason of the server's side.
-    Failed { error: String },
+pub(crate) enum FromRun {
+    /// Its run was not started: refused (admitted and validated in the
+    /// process), or failed on the server's side.
+    NotStarted(Failure),
     /// Admitted and validated: the run goes on.
     Started,
     /// Its counts, a few times a second.
@@ -87,14 +84,25 @@ pub(in crate::control) enum FromRun {
     /// How reload `reload` came out.
     Reloaded {
         reload: u64,
-        outcome: Result<crate::run::Reloaded, crate::control::reload::ReloadFailure>,
+        outcome: Result<crate::run::Reloaded, Failure>,
     },
     /// How it ended: the last line.
     Finished(Box<RunRecord>),
 }
 
+/// Why a run's process did not do what the server asked (start its run,
+/// or reload it), as it tells the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Failure {
+    /// The config was refused (a reload's old config goes on).
+    Refused(Refusal),
+    /// It could not be done, for a reason of the server's side.
+    Failed(String),
+}
+
 /// `message` as its line (with the newline).
-pub(in crate::control) fn line<T: Serialize>(message: &T) -> String {
+pub(crate) fn line<T: Serialize>(message: &T) -> String {
     let mut text = serde_json::to_string(message).unwrap_or_else(|e| {
         // Every message is plain data; say so if that ever stops being true.
         format!("{{\"unwritable\":{:?}}}", e.to_string())
@@ -110,11 +118,12 @@ mod tests {
     #[test]
     fn every_message_is_one_line_and_reads_back() {
         let from = [
-            FromRun::Refused {
-                forbidden: true,
-                problems: vec!["a\nb".into()],
-            },
-            FromRun::Failed { error: "e".into() },
+            FromRun::NotStarted(Failure::Refused(Refusal::Forbidden(
+                crate::core::problem::Problems::one(crate::core::problem::Problem::new(
+                    "a", "b\nc",
+                )),
+            ))),
+            FromRun::NotStarted(Failure::Failed("e".into())),
             FromRun::Started,
             FromRun::Counts(Counts::default()),
             FromRun::Metrics {
