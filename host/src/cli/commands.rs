@@ -267,7 +267,7 @@ pub(super) fn replay(
     ))
 }
 
-/// `weir worker` / `weir indexer` / `weir worker-indexer`: serve one
+/// `weir worker` / `weir indexer` / `weir hybrid`: serve one
 /// pipeline until SIGINT or SIGTERM.
 pub(super) fn serve(
     path: &Path,

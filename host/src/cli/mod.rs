@@ -54,7 +54,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
     about = "Moves documents from sources into search engines through sandboxed WebAssembly plugins."
 )]
 #[command(
-    after_help = "Exit codes: 0 success, 1 run failed (or stalled), 2 invalid config or usage, 3 partial success (some documents failed), 130 interrupted.\nSIGINT/SIGTERM: `weir run` stops its connector and waits up to runner.grace_period for documents in flight, then prints its summary; a second signal stops at once. Serving processes finish the document at hand and commit what is complete.\nSIGUSR1 pauses `weir run` (connectors wait to publish, workers stop taking documents, what is in flight finishes, the stall clock stops) and a serving worker; SIGUSR2 resumes.\nSIGHUP reloads the config of `weir run`, `weir worker` and `weir worker-indexer` (pipelines' stages: new documents run on the new stages, those in flight finish on the old; an invalid change is refused with every problem, and the old config goes on).\nLogs go to stderr; set RUST_LOG (e.g. RUST_LOG=weir=debug) to change what is logged."
+    after_help = "Exit codes: 0 success, 1 run failed (or stalled), 2 invalid config or usage, 3 partial success (some documents failed), 130 interrupted.\nSIGINT/SIGTERM: `weir run` stops its connector and waits up to runner.grace_period for documents in flight, then prints its summary; a second signal stops at once. Serving processes finish the document at hand and commit what is complete.\nSIGUSR1 pauses `weir run` (connectors wait to publish, workers stop taking documents, what is in flight finishes, the stall clock stops) and a serving worker; SIGUSR2 resumes.\nSIGHUP reloads the config of `weir run`, `weir worker` and `weir hybrid` (pipelines' stages: new documents run on the new stages, those in flight finish on the old; an invalid change is refused with every problem, and the old config goes on).\nLogs go to stderr; set RUST_LOG (e.g. RUST_LOG=weir=debug) to change what is logged."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -207,7 +207,9 @@ enum Command {
     /// Each pair's worker consumes the source topic (in the workers' group)
     /// and hands documents to its own indexer in memory; offsets are
     /// committed once the documents are indexed. Needs no `weir indexer`.
-    WorkerIndexer {
+    /// `weir worker-indexer`, its older name, still works.
+    #[command(visible_alias = "worker-indexer")]
+    Hybrid {
         /// The run configuration (TOML), with a `[kafka]` section.
         config: PathBuf,
         /// The pipeline; may be left out when the config has only one.
@@ -414,11 +416,11 @@ fn execute(
         Command::Indexer { config, pipeline } => {
             commands::serve(&config, pipeline, Role::Indexer, metrics_addr, false)
         }
-        Command::WorkerIndexer {
+        Command::Hybrid {
             config,
             pipeline,
             watch,
-        } => commands::serve(&config, pipeline, Role::Pairs, metrics_addr, watch),
+        } => commands::serve(&config, pipeline, Role::Hybrid, metrics_addr, watch),
         Command::Run {
             config,
             mode,

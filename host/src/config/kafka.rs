@@ -57,7 +57,7 @@ pub struct KafkaConfig {
     /// `max.message.bytes`).
     #[serde(default)]
     pub topic_config: BTreeMap<String, String>,
-    /// How often `weir worker`, `weir indexer` and `weir worker-indexer`
+    /// How often `weir worker`, `weir indexer` and `weir hybrid`
     /// announce themselves on `<pipeline>_heartbeat`, for runners to see who
     /// serves a pipeline. Default 2 s.
     #[serde(

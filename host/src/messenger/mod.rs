@@ -50,16 +50,19 @@ pub enum Polled<T> {
 pub enum ServerRole {
     Worker,
     Indexer,
-    WorkerIndexer,
+    /// Hybrid mode (`weir hybrid`): worker–indexer pairs in one process.
+    /// Its heartbeats keep the spelling processes of every version read.
+    #[serde(rename = "worker-indexer")]
+    Hybrid,
 }
 
 impl ServerRole {
     pub fn processes(self) -> bool {
-        matches!(self, Self::Worker | Self::WorkerIndexer)
+        matches!(self, Self::Worker | Self::Hybrid)
     }
 
     pub fn indexes(self) -> bool {
-        matches!(self, Self::Indexer | Self::WorkerIndexer)
+        matches!(self, Self::Indexer | Self::Hybrid)
     }
 }
 
@@ -271,5 +274,26 @@ impl MessengerFactory for LocalMessengers {
                 .map(|i| Box::new(i) as Box<dyn IndexerMessenger>)
                 .collect(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ServerRole;
+
+    /// A heartbeat names its role as every version of Weir reads it:
+    /// Hybrid mode's processes stay `worker-indexer` on the wire.
+    #[test]
+    fn server_roles_keep_their_wire_spelling() {
+        for (role, text) in [
+            (ServerRole::Worker, "\"worker\""),
+            (ServerRole::Indexer, "\"indexer\""),
+            (ServerRole::Hybrid, "\"worker-indexer\""),
+        ] {
+            assert_eq!(serde_json::to_string(&role).expect("serialize"), text);
+            let read: ServerRole = serde_json::from_str(text).expect("deserialize");
+            assert_eq!(read, role);
+        }
+        assert!(ServerRole::Hybrid.processes() && ServerRole::Hybrid.indexes());
     }
 }

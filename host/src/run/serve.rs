@@ -109,7 +109,7 @@ impl Runner {
     /// or a fatal error. On shutdown the workers stop taking documents, and
     /// each indexer indexes what its worker handed it before the worker's
     /// last commit; a fatal error in any worker or indexer stops them all.
-    pub fn serve_pairs(
+    pub fn serve_hybrid(
         &self,
         plugins: &LoadedPlugins,
         pipeline: &str,

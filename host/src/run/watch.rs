@@ -253,7 +253,7 @@ fn role_name(h: &crate::messenger::Heartbeat) -> &'static str {
     match h.role {
         crate::messenger::ServerRole::Worker => "worker",
         crate::messenger::ServerRole::Indexer => "indexer",
-        crate::messenger::ServerRole::WorkerIndexer => "worker-indexer",
+        crate::messenger::ServerRole::Hybrid => "hybrid",
     }
 }
 
@@ -301,7 +301,7 @@ mod tests {
         Seen {
             heartbeat: Heartbeat {
                 process: "w:1:1".into(),
-                role: ServerRole::WorkerIndexer,
+                role: ServerRole::Hybrid,
                 serving: true,
                 time_ms: 0,
                 processed: 7,

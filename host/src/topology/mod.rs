@@ -6,7 +6,7 @@
 //! | mode | connectors | workers and indexers | messengers |
 //! | --- | --- | --- | --- |
 //! | [`Mode::Local`] | this process | this process | in-memory queues |
-//! | [`Mode::Kafka`] | this process | `weir worker` / `weir indexer` / `weir worker-indexer` | Kafka topics |
+//! | [`Mode::Kafka`] | this process | `weir worker` / `weir indexer` / `weir hybrid` | Kafka topics |
 //!
 //! Connectors keep their state in a SQLite file in local mode
 //! (`[state] path`) and on a compacted topic per pipeline in Kafka mode.

@@ -1,5 +1,5 @@
 //! The serving roles of Kafka mode: `weir worker`, `weir indexer` and
-//! `weir worker-indexer` each serve one pipeline of a config until told to
+//! `weir hybrid` each serve one pipeline of a config until told to
 //! stop. This file makes the pipeline's topics, announces the process with
 //! heartbeats and builds each role's messengers; the runner does the work.
 
@@ -20,8 +20,8 @@ pub enum Role {
     Worker,
     /// `weir indexer`: sends processed documents to the backend.
     Indexer,
-    /// `weir worker-indexer` (Hybrid mode): worker–indexer pairs.
-    Pairs,
+    /// `weir hybrid` (Hybrid mode): worker–indexer pairs.
+    Hybrid,
 }
 
 impl Role {
@@ -29,7 +29,7 @@ impl Role {
         match self {
             Self::Worker => ServerRole::Worker,
             Self::Indexer => ServerRole::Indexer,
-            Self::Pairs => ServerRole::WorkerIndexer,
+            Self::Hybrid => ServerRole::Hybrid,
         }
     }
 }
@@ -94,7 +94,7 @@ pub fn serve(
             tracing::info!(pipeline = %pipeline, threads, topic = %topics.source(), "worker serving");
             runner.serve_workers(plugins, pipeline, messengers, shutdown)
         }
-        Role::Pairs => {
+        Role::Hybrid => {
             // Two batches of room per pair keep its indexer busy without
             // holding much processed-but-unindexed work.
             let indexer = runner.config().indexer_for(pipeline);
@@ -103,11 +103,11 @@ pub fn serve(
                 && indexer.instances > 1
             {
                 tracing::warn!(
-                    "{location}.instances = {} is not used by worker-indexer pairs: each of the {threads} pairs (worker.threads) has one indexer instance",
+                    "{location}.instances = {} is not used in Hybrid mode: each of the {threads} pairs (worker.threads) has one indexer instance",
                     indexer.instances
                 );
             }
-            let pairs = KafkaWorkerMessenger::for_pairs(&topics, threads, capacity)
+            let pairs = KafkaWorkerMessenger::hybrid_pairs(&topics, threads, capacity)
                 .map_err(|e| cannot_connect(&e))?
                 .into_iter()
                 .map(|(w, i)| {
@@ -117,8 +117,8 @@ pub fn serve(
                     )
                 })
                 .collect();
-            tracing::info!(pipeline = %pipeline, pairs = threads, topic = %topics.source(), "worker-indexer pairs serving");
-            runner.serve_pairs(plugins, pipeline, pairs, shutdown)
+            tracing::info!(pipeline = %pipeline, pairs = threads, topic = %topics.source(), "hybrid pairs serving");
+            runner.serve_hybrid(plugins, pipeline, pairs, shutdown)
         }
         Role::Indexer => {
             // `indexer.instances` consumers of the destination topic, each

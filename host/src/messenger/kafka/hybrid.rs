@@ -60,7 +60,7 @@ impl std::fmt::Debug for HybridIndexerMessenger {
 
 impl HybridIndexerMessenger {
     /// The indexer end of pair `member`, whose worker (made by
-    /// [`KafkaWorkerMessenger::for_pairs`](super::KafkaWorkerMessenger::for_pairs))
+    /// [`KafkaWorkerMessenger::hybrid_pairs`](super::KafkaWorkerMessenger::hybrid_pairs))
     /// sends on the other end of `queue`.
     pub(super) fn new(
         member: usize,

@@ -1,5 +1,5 @@
 //! Heartbeats: who serves a pipeline. `weir worker`, `weir indexer` and
-//! `weir worker-indexer` announce themselves on `<pipeline>_heartbeat` (one
+//! `weir hybrid` announce themselves on `<pipeline>_heartbeat` (one
 //! partition, an hour of history) every `kafka.heartbeat_interval`, and once
 //! more as they stop; a runner reads the recent ones to tell whether anyone
 //! serves its pipeline.

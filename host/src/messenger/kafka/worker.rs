@@ -81,9 +81,9 @@ impl KafkaWorkerMessenger {
             .collect()
     }
 
-    /// `pairs` worker–indexer pairs: a consumer and a queue of `capacity`
-    /// documents each, one producer for all.
-    pub fn for_pairs(
+    /// `pairs` Hybrid pairs (a worker and its indexer): a consumer and a
+    /// queue of `capacity` documents each, one producer for all.
+    pub fn hybrid_pairs(
         topics: &KafkaTopics,
         pairs: usize,
         capacity: usize,
