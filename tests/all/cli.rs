@@ -139,19 +139,37 @@ fn invalid_configs_and_usage_exit_with_2() {
     );
     assert_eq!(weir(&["validate", &invalid]), 2);
     assert_eq!(weir(&["run", &invalid]), 2);
-    for serve in ["worker", "indexer", "worker-indexer"] {
+    for serve in ["worker", "indexer", "hybrid", "worker-indexer"] {
         assert_eq!(weir(&[serve, &invalid]), 2, "{serve}");
     }
     // Valid, but with no [kafka] section to serve from.
     let local = write_config(dir.path(), &RUN.replace("CONNECTOR", "{ count = 3 }"));
     assert_eq!(weir(&["validate", &local]), 0);
-    for serve in ["worker", "indexer", "worker-indexer"] {
+    for serve in ["worker", "indexer", "hybrid", "worker-indexer"] {
         assert_eq!(weir(&[serve, &local]), 2, "{serve}");
     }
     let unparsable = write_config(dir.path(), "[[connectors]]\nname = ");
     assert_eq!(weir(&["validate", &unparsable]), 2);
     assert_eq!(weir(&["validate", "/no/such/config.toml"]), 2);
     assert_eq!(weir(&["frobnicate"]), 2);
+}
+
+/// `weir hybrid` serves Hybrid mode; `weir worker-indexer`, its older name,
+/// is the same command (not an unknown one, which also exits 2).
+#[test]
+fn worker_indexer_is_another_name_for_hybrid() {
+    let help = |command: &str| {
+        let output = std::process::Command::new(WEIR)
+            .args([command, "--help"])
+            .output()
+            .expect("the weir binary starts");
+        assert!(output.status.success(), "weir {command} --help: {output:?}");
+        String::from_utf8(output.stdout).expect("utf-8 help")
+    };
+    let hybrid = help("hybrid");
+    assert!(hybrid.contains("Hybrid mode"), "{hybrid}");
+    assert_eq!(help("worker-indexer"), hybrid);
+    assert_eq!(weir(&["worker-indexr", "--help"]), 2, "an unknown command");
 }
 
 #[test]
