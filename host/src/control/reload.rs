@@ -91,17 +91,18 @@ impl ControlPlane {
                 .map_err(|e| ApiError::not_reloaded(e, &tenant.name)),
             (None, None) => Err(ApiError::internal("the run has nothing to reload")),
         };
-        match &outcome {
-            Ok(view) => {
-                if matches!(view, Reloaded::Applied { .. }) {
-                    self.store.set_config(id, text)?;
-                }
-                tracing::info!(run_id = %id, tenant = %run.tenant, outcome = ?view, "run reloaded");
-            }
-            Err(e) => {
-                tracing::warn!(run_id = %id, tenant = %run.tenant, error = %e, "run reload refused: its stages go on")
-            }
+        if let Ok(Reloaded::Applied { .. }) = &outcome {
+            self.store.set_config(id, text)?;
         }
+        crate::telemetry::events::RunReloaded {
+            run_id: id,
+            tenant: &run.tenant,
+            outcome: outcome
+                .as_ref()
+                .map(|view| view as &dyn std::fmt::Debug)
+                .map_err(|e| e as &dyn crate::telemetry::events::Why),
+        }
+        .emit();
         outcome
     }
 

@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 
 use super::{LoadedPlugins, Runner};
 use crate::config::{Config, Problem, Problems};
+use crate::telemetry::events::{ConfigReloaded, ReloadOutcome};
 
 /// The stages workers run: a config, its plugins loaded, and what each
 /// pipeline's stages are (a digest of their settings and components).
@@ -240,25 +241,7 @@ impl Runner {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let result = self.reload_now(config);
-        crate::telemetry::meters::config_reloaded(match &result {
-            Ok(Reloaded::Applied { .. }) => "applied",
-            Ok(Reloaded::Unchanged) => "unchanged",
-            Err(_) => "refused",
-        });
-        match &result {
-            Ok(Reloaded::Unchanged) => {
-                tracing::info!("config reload: nothing the workers run changed");
-            }
-            Ok(Reloaded::Applied {
-                generation,
-                pipelines,
-                workers,
-                switched,
-            }) => {
-                tracing::info!(generation, pipelines = %pipelines.join(","), workers, switched, "config reloaded: new documents run on the new stages");
-            }
-            Err(e) => tracing::error!("config reload refused: {e}"),
-        }
+        reported(&result);
         result
     }
 
@@ -267,10 +250,9 @@ impl Runner {
         match Config::load(path) {
             Ok(config) => self.reload(config),
             Err(errors) => {
-                let refused = ReloadRefused::Invalid(errors);
-                crate::telemetry::meters::config_reloaded("refused");
-                tracing::error!("config reload refused: {refused}");
-                Err(refused)
+                let refused = Err(ReloadRefused::Invalid(errors));
+                reported(&refused);
+                refused
             }
         }
     }
@@ -366,6 +348,26 @@ impl Runner {
             switched,
         })
     }
+}
+
+/// Tell what a reload came to (logged and counted as one event).
+fn reported(result: &Result<Reloaded, ReloadRefused>) {
+    let outcome = match result {
+        Ok(Reloaded::Unchanged) => ReloadOutcome::Unchanged,
+        Ok(Reloaded::Applied {
+            generation,
+            pipelines,
+            workers,
+            switched,
+        }) => ReloadOutcome::Applied {
+            generation: *generation,
+            pipelines,
+            workers: *workers,
+            switched: *switched,
+        },
+        Err(refused) => ReloadOutcome::Refused(refused),
+    };
+    ConfigReloaded { outcome }.emit();
 }
 
 /// What differs between `old` and `new` beyond pipelines' stages: one

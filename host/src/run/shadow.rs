@@ -23,6 +23,7 @@ use crate::core::differences::Differences;
 use crate::core::document::Document;
 use crate::core::sample::id_hash;
 use crate::plugin::{DocumentOutcome, StageInstance};
+use crate::telemetry::events::{ShadowCompared, ShadowLog, ShadowStopped, Shadowed};
 use crate::telemetry::meters::Scope;
 
 /// Which documents a shadow runs on.
@@ -113,7 +114,7 @@ impl Shadow {
                 .iter()
                 .find(|o| o.as_ref().is_err_and(|e| !e.is_document_error()))
             {
-                tracing::warn!(stage, error = %e, "the shadow stopped working: it runs no more in this worker");
+                ShadowStopped { stage, error: e }.emit();
                 self.broken = true;
             }
         }
@@ -131,9 +132,15 @@ impl Shadow {
         outcome: &DocumentOutcome,
         live: (&DocumentOutcome, &Document),
     ) {
+        let same = |scope, stage| ShadowCompared {
+            scope,
+            stage,
+            outcome: Shadowed::Same,
+            log: ShadowLog::Nothing,
+        };
         if same_quickly(outcome, before, live) {
             self.report.compared.fetch_add(1, Ordering::Relaxed);
-            scope.shadowed(stage, "same");
+            same(scope, stage).emit();
             return;
         }
         let mut differences = Differences::new(MAX_DIFFERENCES + 1, MAX_ID_BYTES);
@@ -154,24 +161,27 @@ impl Shadow {
         }
         self.report.compared.fetch_add(1, Ordering::Relaxed);
         if differences.found().is_empty() {
-            scope.shadowed(stage, "same");
+            same(scope, stage).emit();
             return;
         }
-        scope.shadowed(
-            stage,
-            if outcome.is_err() {
-                "failed"
-            } else {
-                "differs"
-            },
-        );
         let line = difference_line(
             scope.pipeline().as_ref(),
             stage,
             before.id(),
             differences.found(),
         );
-        self.report.differs(stage, &line);
+        let logged = self.report.differs(stage, &line);
+        ShadowCompared {
+            scope,
+            stage,
+            outcome: if outcome.is_err() {
+                Shadowed::Failed
+            } else {
+                Shadowed::Differs
+            },
+            log: logged.as_log(),
+        }
+        .emit();
     }
 }
 

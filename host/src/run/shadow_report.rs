@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use crate::config::ShadowConfig;
 use crate::core::differences::Difference;
 use crate::core::text::{clip_message, cut_at};
+use crate::telemetry::events::ShadowLog;
 
 /// How many differing documents a shadow without a report file logs.
 pub(crate) const LOGGED: u64 = 20;
@@ -29,6 +30,24 @@ pub(crate) const MAX_ID_BYTES: usize = 256;
 pub(crate) const MAX_DIFFERENCES: usize = 64;
 /// The most bytes a shadow's report file holds (earlier runs' included).
 pub(crate) const MAX_REPORT_BYTES: u64 = 64 << 20;
+
+/// What the log is to say of a differing document (see [`ShadowLog`]).
+#[derive(Debug)]
+pub(crate) enum ToLog {
+    Nothing,
+    Line(String),
+    Bounded,
+}
+
+impl ToLog {
+    pub(crate) fn as_log(&self) -> ShadowLog<'_> {
+        match self {
+            Self::Nothing => ShadowLog::Nothing,
+            Self::Line(line) => ShadowLog::Line(line),
+            Self::Bounded => ShadowLog::Bounded,
+        }
+    }
+}
 
 /// Where a shadow's differences go, shared by every worker of a process.
 #[derive(Debug)]
@@ -61,21 +80,26 @@ impl ShadowReport {
     }
 
     /// Record one document whose outputs differ (`line` says how, its
-    /// values already bounded by [`difference_line`]).
-    pub(crate) fn differs(&self, stage: &str, line: &Value) {
+    /// values already bounded by [`difference_line`]): written to the
+    /// report file, or what the log is to say of it (the caller's event
+    /// logs it).
+    pub(crate) fn differs(&self, stage: &str, line: &Value) -> ToLog {
         let n = self.differing.fetch_add(1, Ordering::Relaxed) + 1;
         let Some(path) = &self.path else {
-            if n <= LOGGED {
-                let line = clip_message(line.to_string());
-                tracing::warn!(stage, differences = %line, "the shadow's output differs from the live stage's");
+            return if n <= LOGGED {
+                ToLog::Line(clip_message(line.to_string()))
             } else if n == LOGGED + 1 {
-                tracing::warn!(
-                    stage,
-                    "the shadow differs on more documents: counted in weir_shadow_documents_total, not logged (give it a `report` file)"
-                );
-            }
-            return;
+                ToLog::Bounded
+            } else {
+                ToLog::Nothing
+            };
         };
+        self.write(stage, path, line);
+        ToLog::Nothing
+    }
+
+    /// Append `line` to the report file at `path`, while it has room.
+    fn write(&self, stage: &str, path: &std::path::Path, line: &Value) {
         let mut report = self.file.lock().unwrap_or_else(PoisonError::into_inner);
         if report.full {
             return;

@@ -12,7 +12,7 @@ use crate::config::StageBatch;
 use crate::core::document::Document;
 use crate::core::event::{Event, EventKind};
 use crate::messenger::{Failure, MessengerError, Polled, WorkerMessenger};
-use crate::telemetry::events::{DocumentFailed, FailedIn};
+use crate::telemetry::events::{DocumentFailed, FailedIn, StagesSwitched};
 use crate::telemetry::meters::{PipelineMeters, Scope};
 use crate::telemetry::{self, RunStats};
 
@@ -185,7 +185,8 @@ impl Worker {
     /// when this worker's pipeline changed, the old ones stopped.
     fn switch(&mut self, set: &super::reload::StageSet) {
         let generation = set.generation;
-        if set.changed_since(&self.pipeline, self.generation) {
+        let changed = set.changed_since(&self.pipeline, self.generation);
+        if changed {
             match super::pipeline::start_stages(&set.plugins, &set.config, &self.scope) {
                 Ok(mut stages) => {
                     for slot in &mut stages {
@@ -200,20 +201,31 @@ impl Worker {
                         }
                         old.stop();
                     }
-                    tracing::info!(generation, "worker switched to the reloaded stages");
                 }
                 Err(error) => {
                     // Validated, so rare (an instance the machine could not
                     // hold): this worker goes on as it was, and is not
                     // counted as switched.
-                    tracing::error!(generation, %error, "the reloaded stages could not start; this worker goes on with the old ones");
+                    StagesSwitched {
+                        scope: &self.scope,
+                        generation,
+                        started: false,
+                        failed: Some(&error),
+                    }
+                    .emit();
                     self.generation = generation;
                     return;
                 }
             }
         }
         self.generation = generation;
-        self.scope.stages_generation(generation);
+        StagesSwitched {
+            scope: &self.scope,
+            generation,
+            started: changed,
+            failed: None,
+        }
+        .emit();
         self.reloads.switched(set);
     }
 

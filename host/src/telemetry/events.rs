@@ -176,3 +176,240 @@ impl CacheFailed<'_> {
         meters::cache_failed(self.plugin, self.tenant);
     }
 }
+
+/// Why something failed, as an event carries it: shown in the log, and
+/// debuggable like the event.
+pub(crate) trait Why: std::fmt::Display + std::fmt::Debug {}
+
+impl<T: std::fmt::Display + std::fmt::Debug + ?Sized> Why for T {}
+
+/// What a config reload came to, as [`ConfigReloaded`] tells it.
+#[derive(Debug)]
+pub(crate) enum ReloadOutcome<'a> {
+    /// Nothing the workers run changed.
+    Unchanged,
+    /// Generation `generation` was published for `pipelines`; `switched` of
+    /// the `workers` took it up within the wait.
+    Applied {
+        generation: u64,
+        pipelines: &'a [String],
+        workers: usize,
+        switched: usize,
+    },
+    /// The reload was refused (an invalid config, or one that needs a
+    /// restart): the old config goes on.
+    Refused(&'a dyn Why),
+}
+
+/// A process's runner took up a config, or refused it (`weir run` on
+/// SIGHUP and `--watch`, a run's process of `weir serve`): counted by
+/// outcome in `weir_config_reloads_total`, and logged.
+#[derive(Debug)]
+pub(crate) struct ConfigReloaded<'a> {
+    pub(crate) outcome: ReloadOutcome<'a>,
+}
+
+impl ConfigReloaded<'_> {
+    pub(crate) fn emit(self) {
+        match self.outcome {
+            ReloadOutcome::Unchanged => {
+                meters::config_reloaded("unchanged");
+                tracing::info!("config reload: nothing the workers run changed");
+            }
+            ReloadOutcome::Applied {
+                generation,
+                pipelines,
+                workers,
+                switched,
+            } => {
+                meters::config_reloaded("applied");
+                tracing::info!(generation, pipelines = %pipelines.join(","), workers, switched, "config reloaded: new documents run on the new stages");
+            }
+            ReloadOutcome::Refused(why) => {
+                meters::config_reloaded("refused");
+                tracing::error!("config reload refused: {why}");
+            }
+        }
+    }
+}
+
+/// `weir serve` reloaded one of its runs, or refused to: logged with the
+/// run and its tenant. Counted where the run's runner took the reload up
+/// ([`ConfigReloaded`], in the run's own process), so not again here.
+#[derive(Debug)]
+pub(crate) struct RunReloaded<'a> {
+    pub(crate) run_id: &'a str,
+    pub(crate) tenant: &'a str,
+    /// What the reload came to, or why it was refused.
+    pub(crate) outcome: Result<&'a dyn std::fmt::Debug, &'a dyn Why>,
+}
+
+impl RunReloaded<'_> {
+    pub(crate) fn emit(self) {
+        let Self { run_id, tenant, .. } = self;
+        match self.outcome {
+            Ok(outcome) => tracing::info!(run_id, tenant, ?outcome, "run reloaded"),
+            Err(error) => tracing::warn!(
+                run_id,
+                tenant,
+                %error,
+                "run reload refused: its stages go on"
+            ),
+        }
+    }
+}
+
+/// A worker of a pipeline took up a generation of reloaded stages (the
+/// `weir_stages_generation` gauge; logged when it started new instances),
+/// or could not start them and goes on with the ones it had (logged).
+#[derive(Debug)]
+pub(crate) struct StagesSwitched<'a> {
+    pub(crate) scope: &'a Scope,
+    pub(crate) generation: u64,
+    /// It started new instances (its pipeline's stages changed).
+    pub(crate) started: bool,
+    /// Why the new stages could not start, when they could not.
+    pub(crate) failed: Option<&'a dyn Why>,
+}
+
+impl StagesSwitched<'_> {
+    pub(crate) fn emit(self) {
+        let generation = self.generation;
+        match self.failed {
+            None => {
+                if self.started {
+                    tracing::info!(generation, "worker switched to the reloaded stages");
+                }
+                self.scope.stages_generation(generation);
+            }
+            Some(error) => tracing::error!(
+                generation,
+                %error,
+                "the reloaded stages could not start; this worker goes on with the old ones"
+            ),
+        }
+    }
+}
+
+/// How a shadow stage's output compared with the live stage's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shadowed {
+    /// The same output.
+    Same,
+    /// A different output.
+    Differs,
+    /// The shadow failed where the live stage did not, or differently.
+    Failed,
+}
+
+impl Shadowed {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Same => "same",
+            Self::Differs => "differs",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// What the log says of a differing document of a shadow that has no
+/// report file (it logs [`LOGGED`](crate::core) lines at most).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ShadowLog<'a> {
+    /// Nothing: the difference went to the report file, or past the bound.
+    Nothing,
+    /// The difference's line (bounded by the caller).
+    Line(&'a str),
+    /// That later differences are counted only.
+    Bounded,
+}
+
+/// A shadow stage ran on a document: counted by outcome in
+/// `weir_shadow_documents_total`, and a differing one logged as `log` says.
+#[derive(Debug)]
+pub(crate) struct ShadowCompared<'a> {
+    pub(crate) scope: &'a Scope,
+    pub(crate) stage: &'a str,
+    pub(crate) outcome: Shadowed,
+    pub(crate) log: ShadowLog<'a>,
+}
+
+impl ShadowCompared<'_> {
+    pub(crate) fn emit(self) {
+        self.scope.shadowed(self.stage, self.outcome.label());
+        let stage = self.stage;
+        match self.log {
+            ShadowLog::Nothing => {}
+            ShadowLog::Line(differences) => {
+                tracing::warn!(
+                    stage,
+                    differences,
+                    "the shadow's output differs from the live stage's"
+                );
+            }
+            ShadowLog::Bounded => tracing::warn!(
+                stage,
+                "the shadow differs on more documents: counted in weir_shadow_documents_total, not logged (give it a `report` file)"
+            ),
+        }
+    }
+}
+
+/// A shadow stage stopped working in a worker (a fatal error): it runs no
+/// more there, and the live stage goes on (logged).
+#[derive(Debug)]
+pub(crate) struct ShadowStopped<'a> {
+    pub(crate) stage: &'a str,
+    pub(crate) error: &'a dyn Why,
+}
+
+impl ShadowStopped<'_> {
+    pub(crate) fn emit(self) {
+        let Self { stage, error } = self;
+        tracing::warn!(stage, %error, "the shadow stopped working: it runs no more in this worker");
+    }
+}
+
+/// What became of a document offered to a tap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tapped {
+    /// Sent to the tap's reader.
+    Sent,
+    /// Dropped: the reader is behind (workers never wait for a tap).
+    Dropped,
+}
+
+/// A tap took a document, or dropped it for a slow reader: counted in
+/// `weir_tap_documents_total` (never logged: a tap sees every document).
+#[derive(Debug)]
+pub(crate) struct TapOffered {
+    pub(crate) outcome: Tapped,
+}
+
+impl TapOffered {
+    pub(crate) fn emit(self) {
+        meters::tapped(
+            match self.outcome {
+                Tapped::Sent => "sent",
+                Tapped::Dropped => "dropped",
+            },
+            1,
+        );
+    }
+}
+
+/// A tap was refused: the process holds its most open taps already
+/// (logged at debug: the reader is told, and may ask again).
+#[derive(Debug)]
+pub(crate) struct TapRefused {
+    pub(crate) open: usize,
+}
+
+impl TapRefused {
+    pub(crate) fn emit(self) {
+        tracing::debug!(
+            open = self.open,
+            "tap refused: the process holds its most open taps"
+        );
+    }
+}

@@ -12,6 +12,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 
+use super::events::{TapOffered, TapRefused, Tapped};
 use crate::core::document::Document;
 
 /// Most documents one tap takes.
@@ -99,6 +100,7 @@ pub fn open(mut filter: TapFilter) -> Option<(tokio::sync::mpsc::Receiver<Value>
     });
     let mut taps = TAPS.taps.lock().unwrap_or_else(PoisonError::into_inner);
     if taps.len() >= MAX_TAPS {
+        TapRefused { open: taps.len() }.emit();
         return None;
     }
     taps.push(Arc::clone(&tap));
@@ -132,10 +134,16 @@ pub(crate) fn offer(pipeline: &str, stage: Option<&str>, doc: &Document) {
             Ok(permit) => {
                 if tap.taken.fetch_add(1, Ordering::Relaxed) < tap.filter.limit {
                     permit.send(line(pipeline, stage, doc));
-                    crate::telemetry::meters::tapped("sent", 1);
+                    TapOffered {
+                        outcome: Tapped::Sent,
+                    }
+                    .emit();
                 }
             }
-            Err(_) => crate::telemetry::meters::tapped("dropped", 1),
+            Err(_) => TapOffered {
+                outcome: Tapped::Dropped,
+            }
+            .emit(),
         }
     }
 }
