@@ -23,6 +23,9 @@ pub enum Limit {
     MaxDepth,
     /// `limits.log_lines_per_second`: the plugin's log rate.
     LogLinesPerSecond,
+    /// `limits.max_state_mib`: the most a connector's state holds in the
+    /// host, its pending changes counted (one check, `core::state`).
+    MaxStateMib,
     /// Non-document handles open at once (files, streams, HTTP requests,
     /// SQL rows): fixed by the host, not a config key.
     Handles,
@@ -40,7 +43,7 @@ pub enum Limit {
 
 impl Limit {
     /// Every limit.
-    pub const ALL: [Limit; 11] = [
+    pub const ALL: [Limit; 12] = [
         Limit::MemoryMib,
         Limit::CallTimeout,
         Limit::ExecuteTimeout,
@@ -48,6 +51,7 @@ impl Limit {
         Limit::MaxDocumentMib,
         Limit::MaxDepth,
         Limit::LogLinesPerSecond,
+        Limit::MaxStateMib,
         Limit::Handles,
         Limit::SqlBytes,
         Limit::CacheEntries,
@@ -56,7 +60,7 @@ impl Limit {
 
     /// Its key in a plugin's `limits` table (`memory_mib`), if the config
     /// sets it.
-    pub fn key(self) -> Option<&'static str> {
+    pub const fn key(self) -> Option<&'static str> {
         Some(match self {
             Limit::MemoryMib => "memory_mib",
             Limit::CallTimeout => "call_timeout",
@@ -65,6 +69,7 @@ impl Limit {
             Limit::MaxDocumentMib => "max_document_mib",
             Limit::MaxDepth => "max_depth",
             Limit::LogLinesPerSecond => "log_lines_per_second",
+            Limit::MaxStateMib => "max_state_mib",
             Limit::Handles | Limit::SqlBytes | Limit::CacheEntries | Limit::CacheBytes => {
                 return None;
             }
@@ -73,7 +78,7 @@ impl Limit {
 
     /// Its config key as messages name it (`limits.memory_mib`), if the
     /// config sets it.
-    pub fn config_key(self) -> Option<&'static str> {
+    pub const fn config_key(self) -> Option<&'static str> {
         Some(match self {
             Limit::MemoryMib => "limits.memory_mib",
             Limit::CallTimeout => "limits.call_timeout",
@@ -82,10 +87,20 @@ impl Limit {
             Limit::MaxDocumentMib => "limits.max_document_mib",
             Limit::MaxDepth => "limits.max_depth",
             Limit::LogLinesPerSecond => "limits.log_lines_per_second",
+            Limit::MaxStateMib => "limits.max_state_mib",
             Limit::Handles | Limit::SqlBytes | Limit::CacheEntries | Limit::CacheBytes => {
                 return None;
             }
         })
+    }
+
+    /// Its config key, for a limit the config sets: for keys known at
+    /// compile time (`const`), where naming another limit fails the build.
+    pub const fn set_by_config(self) -> &'static str {
+        match self.config_key() {
+            Some(key) => key,
+            None => panic!("a limit the config does not set has no key"),
+        }
     }
 
     /// Its `limit` label on the limit metrics: the config key without its

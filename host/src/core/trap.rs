@@ -13,7 +13,10 @@ pub enum TrapCause {
     Deadline(Duration),
     /// A connector's `execute` ran past its own deadline
     /// (`limits.execute_timeout`) and was interrupted.
-    #[error("exceeded its execute deadline of {0:?} (limits.execute_timeout) and was interrupted")]
+    #[error(
+        "exceeded its execute deadline of {0:?} ({key}) and was interrupted",
+        key = Limit::ExecuteTimeout
+    )]
     ExecuteDeadline(Duration),
     /// The instance tried to grow its linear memory past its cap (which
     /// the documents it holds in the host share).

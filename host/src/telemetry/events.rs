@@ -111,7 +111,8 @@ impl LogLinesDropped<'_> {
             plugin = %self.plugin,
             dropped = self.dropped,
             limit = self.per_second,
-            "log lines dropped: over the plugin's limits.log_lines_per_second"
+            "log lines dropped: over the plugin's {}",
+            Limit::LogLinesPerSecond
         );
         meters::limit_hit(self.plugin, self.tenant, Limit::LogLinesPerSecond);
     }

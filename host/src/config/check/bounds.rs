@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use super::Found;
 use crate::config::{Config, KafkaConfig, Problem, StageBatch};
+use crate::core::limit::Limit;
 
 /// Longest any duration a config sets: 30 days.
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
@@ -103,8 +104,14 @@ pub const SPANS: [(&str, Span); 15] = [
         Span::new(ms(1000), MAX_POLL_INTERVAL),
     ),
     ("kafka.heartbeat_interval", Span::new(ms(100), MAX_DURATION)),
-    ("limits.call_timeout", Span::new(ms(10), MAX_DURATION)),
-    ("limits.execute_timeout", Span::new(ms(10), MAX_DURATION)),
+    (
+        Limit::CallTimeout.set_by_config(),
+        Span::new(ms(10), MAX_DURATION),
+    ),
+    (
+        Limit::ExecuteTimeout.set_by_config(),
+        Span::new(ms(10), MAX_DURATION),
+    ),
 ];
 
 /// The span of the duration `key` (as [`SPANS`] names it).
@@ -255,47 +262,47 @@ pub(super) fn check(config: &Config, found: &mut Found) {
 
     for at in config.plugins() {
         let limits = &at.spec.limits;
-        let at = |name: &str| format!("{}.plugin.limits.{name}", at.location);
+        let at = |limit: Limit| format!("{}.plugin.{limit}", at.location);
         count(
             found,
-            at("memory_mib"),
+            at(Limit::MemoryMib),
             limits.memory_mib(),
             MAX_PLUGIN_MEMORY_MIB,
         );
         count(
             found,
-            at("max_document_mib"),
+            at(Limit::MaxDocumentMib),
             limits.max_document_mib(),
             MAX_PLUGIN_MEMORY_MIB,
         );
         count(
             found,
-            at("max_children"),
+            at(Limit::MaxChildren),
             limits.max_children().into(),
             MAX_CHILDREN,
         );
         count(
             found,
-            at("log_lines_per_second"),
+            at(Limit::LogLinesPerSecond),
             limits.log_lines_per_second().into(),
             MAX_LOG_LINES_PER_SECOND,
         );
         count(
             found,
-            at("max_state_mib"),
+            at(Limit::MaxStateMib),
             limits.max_state_mib(),
             MAX_STATE_MIB,
         );
         span(
             found,
-            at("call_timeout"),
-            "limits.call_timeout",
+            at(Limit::CallTimeout),
+            Limit::CallTimeout.set_by_config(),
             limits.call_timeout(),
         );
         span(
             found,
-            at("execute_timeout"),
-            "limits.execute_timeout",
+            at(Limit::ExecuteTimeout),
+            Limit::ExecuteTimeout.set_by_config(),
             limits.execute_timeout(),
         );
     }

@@ -5,6 +5,7 @@
 
 use super::Found;
 use crate::config::{Config, PluginAt, PluginRole, Problem};
+use crate::core::limit::Limit;
 use crate::plugin::{InstancePolicy, SqlTarget};
 
 /// Connectors and indexers keep state across documents (a crawl, a batch
@@ -76,18 +77,21 @@ fn check_limits(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Foun
     let limits = &spec.limits;
     if limits.memory_mib() == 0 {
         found.push(Problem::new(
-            format!("{location}.plugin.limits.memory_mib"),
+            format!("{location}.plugin.{}", Limit::MemoryMib),
             "must be at least 1",
         ));
     }
     for (name, value) in [
-        ("max_children", limits.max_children().into()),
-        ("max_document_mib", limits.max_document_mib()),
-        ("log_lines_per_second", limits.log_lines_per_second().into()),
+        (Limit::MaxChildren, limits.max_children().into()),
+        (Limit::MaxDocumentMib, limits.max_document_mib()),
+        (
+            Limit::LogLinesPerSecond,
+            limits.log_lines_per_second().into(),
+        ),
     ] {
         if value == 0 {
             found.push(Problem::new(
-                format!("{location}.plugin.limits.{name}"),
+                format!("{location}.plugin.{name}"),
                 "must be at least 1",
             ));
         }
@@ -95,7 +99,7 @@ fn check_limits(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Foun
     let max_depth = crate::core::document::DocLimits::MAX_DEPTH;
     if !(1..=max_depth).contains(&(limits.max_depth() as usize)) {
         found.push(Problem::new(
-            format!("{location}.plugin.limits.max_depth"),
+            format!("{location}.plugin.{}", Limit::MaxDepth),
             format!("must be from 1 to {max_depth}"),
         ));
     }

@@ -2,6 +2,7 @@
 //! and every freshly built document pass before they are kept.
 
 use super::{Document, FieldError};
+use crate::core::limit::Limit;
 
 /// How large and how deep a document may grow.
 ///
@@ -59,8 +60,9 @@ impl Document {
         let max = self.limits.depth();
         if depth > max {
             return Err(FieldError::TooLarge(format!(
-                "document `{}` would be nested {depth} levels deep, over the limit of {max} (limits.max_depth)",
-                self.id
+                "document `{}` would be nested {depth} levels deep, over the limit of {max} ({})",
+                self.id,
+                Limit::MaxDepth
             )));
         }
         Ok(())
@@ -79,17 +81,19 @@ impl Document {
         let depth = self.depth();
         if depth > limits.depth() {
             return Err(FieldError::TooLarge(format!(
-                "document `{}` is nested {depth} levels deep, over the limit of {} (limits.max_depth)",
+                "document `{}` is nested {depth} levels deep, over the limit of {} ({})",
                 self.id,
-                limits.depth()
+                limits.depth(),
+                Limit::MaxDepth
             )));
         }
         if self.bytes > limits.max_bytes {
             return Err(FieldError::TooLarge(format!(
-                "document `{}` is about {} bytes, over the limit of {} (limits.max_document_mib)",
+                "document `{}` is about {} bytes, over the limit of {} ({})",
                 self.id,
                 self.bytes,
-                human_bytes(limits.max_bytes)
+                human_bytes(limits.max_bytes),
+                Limit::MaxDocumentMib
             )));
         }
         Ok(self)
@@ -108,8 +112,9 @@ pub(super) fn admit_bytes(
     // `usize::MAX`: a size that saturated on the way (a huge index).
     if after == usize::MAX || (after > max && after > before) {
         return Err(FieldError::TooLarge(format!(
-            "document `{id}` would grow to about {after} bytes, over the limit of {} (limits.max_document_mib)",
-            human_bytes(max)
+            "document `{id}` would grow to about {after} bytes, over the limit of {} ({})",
+            human_bytes(max),
+            Limit::MaxDocumentMib
         )));
     }
     Ok(())

@@ -21,6 +21,7 @@ use super::{
     CHILDREN_FIELD, DELETED_FIELD, DocLimits, Document, FieldError, FieldName, Fields, ID_FIELD,
     RESERVED_FIELDS, RUN_ID_FIELD,
 };
+use crate::core::limit::Limit;
 
 /// JSON text as a value that counts at most `max_bytes`
 /// ([`value_bytes`](super::value_bytes)): the parse stops as soon as the
@@ -39,8 +40,9 @@ pub fn parse_value_within(text: &str, max_bytes: usize) -> Result<Value, FieldEr
 fn refuse_long_text(text: &str, max_bytes: usize) -> Result<(), FieldError> {
     if text.len() > max_bytes.saturating_mul(4).saturating_add(1 << 10) {
         return Err(FieldError::TooLarge(format!(
-            "{OVER_BUDGET}: {} bytes of JSON text for a limit of {max_bytes} bytes (limits.max_document_mib)",
-            text.len()
+            "{OVER_BUDGET}: {} bytes of JSON text for a limit of {max_bytes} bytes ({})",
+            text.len(),
+            Limit::MaxDocumentMib
         )));
     }
     Ok(())
@@ -299,8 +301,9 @@ impl<'t> ParseBudget<'t> {
         if depth > self.max_depth {
             self.refused.set(Some(Refusal::Depth));
             return Err(E::custom(format!(
-                "JSON nested deeper than the limit of {} levels (limits.max_depth)",
-                self.max_depth
+                "JSON nested deeper than the limit of {} levels ({})",
+                self.max_depth,
+                Limit::MaxDepth
             )));
         }
         self.depth.set(depth);
@@ -346,7 +349,7 @@ impl<'t> ParseBudget<'t> {
         let message = e.to_string();
         match self.refused.get() {
             Some(Refusal::Budget) => {
-                FieldError::TooLarge(format!("{message} (limits.max_document_mib)"))
+                FieldError::TooLarge(format!("{message} ({})", Limit::MaxDocumentMib))
             }
             Some(Refusal::Depth | Refusal::Document) => FieldError::TooLarge(message),
             None => FieldError::InvalidJson(message),

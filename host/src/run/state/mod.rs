@@ -24,6 +24,7 @@ pub use inspect::{
 pub use sqlite::SqliteStates;
 
 use super::publisher::Accounting;
+use crate::core::limit::Limit;
 use crate::core::state::{
     CHANGE_ENTRY_BYTES, StateChange, StateError, StateStore, VIEW_ENTRY_BYTES,
 };
@@ -94,7 +95,8 @@ impl Held {
         let bytes = self.view_bytes - old_bytes + new_bytes;
         if bytes > limit {
             return Err(StateError::new(format!(
-                "it holds more than limits.max_state_mib = {} as the host counts it (each key's key and value and {VIEW_ENTRY_BYTES} bytes a key): {bytes} bytes with {} keys read when key `{}` came; it was kept under a larger limit or changed by hand: raise the limit, or clear the state (its connector then sends everything again)",
+                "it holds more than {} = {} as the host counts it (each key's key and value and {VIEW_ENTRY_BYTES} bytes a key): {bytes} bytes with {} keys read when key `{}` came; it was kept under a larger limit or changed by hand: raise the limit, or clear the state (its connector then sends everything again)",
+                Limit::MaxStateMib,
                 limit >> 20,
                 self.view.len() + usize::from(old.is_none()),
                 crate::core::text::for_log(&key),
@@ -263,8 +265,9 @@ impl Ledger {
         // changes' own cost): it is how a connector gets back under it.
         if total > self.limit && total > held.view_bytes + held.changes_bytes {
             return Err(format!(
-                "the connector's state would hold {total} bytes in the host ({} keys: their keys and values and {VIEW_ENTRY_BYTES} bytes a key, {view_bytes}; the changes not yet committed, {CHANGE_ENTRY_BYTES} bytes each beside their text, {changes_bytes}), over limits.max_state_mib = {}",
+                "the connector's state would hold {total} bytes in the host ({} keys: their keys and values and {VIEW_ENTRY_BYTES} bytes a key, {view_bytes}; the changes not yet committed, {CHANGE_ENTRY_BYTES} bytes each beside their text, {changes_bytes}), over {} = {}",
                 held.view.len() + usize::from(old.is_none() && value.is_some()),
+                Limit::MaxStateMib,
                 self.limit >> 20
             ));
         }
