@@ -1,3 +1,5 @@
+//! Tests of packed batches: entries packed in the order and shape of `index-batch`.
+
 use std::collections::HashSet;
 
 use serde_json::json;
