@@ -104,8 +104,9 @@ impl Budget {
         self.documents += 1;
         if self.documents > self.max_documents {
             let message = format!(
-                "held more than {} documents at once without handing them over (limits.max_children)",
-                self.max_documents
+                "held more than {} documents at once without handing them over ({})",
+                self.max_documents,
+                Limit::MaxChildren
             );
             return Err(self.refuse(Limit::MaxChildren, message));
         }
@@ -135,10 +136,11 @@ impl Budget {
 
     fn over_memory(&self) -> String {
         format!(
-            "exceeded its memory limit of {} MiB: {} MiB of linear memory and {} MiB of documents held in the host (limits.memory_mib)",
+            "exceeded its memory limit of {} MiB: {} MiB of linear memory and {} MiB of documents held in the host ({})",
             self.memory_mib,
             self.linear >> 20,
-            self.held.div_ceil(1 << 20)
+            self.held.div_ceil(1 << 20),
+            Limit::MemoryMib
         )
     }
 }

@@ -22,6 +22,7 @@ use super::error::PluginError;
 use super::instance::{Instance, Lending, Loaded, Prepared};
 use super::kinds::{check_config, flatten, guest_error};
 use crate::core::document::Document;
+use crate::core::limit::Limit;
 
 /// What one document of a stage call became: the children it made (which
 /// run through the rest of the pipeline ahead of it), or why it failed.
@@ -393,7 +394,8 @@ fn checked(
             format!("a batch of {batch} documents ({per_second} per document)")
         };
         return Err(limit_error(format!(
-            "wrote {written} log lines for {what}, more than its limit of {per_second} lines per second (limits.log_lines_per_second); {dropped} lines dropped",
+            "wrote {written} log lines for {what}, more than its limit of {per_second} lines per second ({}); {dropped} lines dropped",
+            Limit::LogLinesPerSecond
         )));
     }
     let max_bytes = limits.max_document_bytes();
@@ -401,9 +403,10 @@ fn checked(
         let bytes = d.approx_json_bytes();
         if bytes > max_bytes {
             return Err(limit_error(format!(
-                "document `{}` grew to about {bytes} bytes, over the limit of {} MiB (limits.max_document_mib)",
+                "document `{}` grew to about {bytes} bytes, over the limit of {} MiB ({})",
                 d.id(),
-                limits.max_document_mib()
+                limits.max_document_mib(),
+                Limit::MaxDocumentMib
             )));
         }
     }

@@ -34,8 +34,9 @@ pub(crate) fn from_wit(value: Value, max_bytes: usize) -> Result<Json, document:
         // limit, whatever it denotes.
         Value::Number(text) if text.len() > max_bytes => {
             return Err(document::FieldError::TooLarge(format!(
-                "a number of {} characters is larger than a document may be ({max_bytes} bytes, limits.max_document_mib)",
-                text.len()
+                "a number of {} characters is larger than a document may be ({max_bytes} bytes, {})",
+                text.len(),
+                crate::core::limit::Limit::MaxDocumentMib
             )));
         }
         Value::Number(text) => {

@@ -134,7 +134,8 @@ impl PluginState {
 
 fn too_much_json(bytes: usize) -> FieldError {
     FieldError::TooLarge(format!(
-        "{bytes} bytes of JSON are over the document limit (limits.max_document_mib)"
+        "{bytes} bytes of JSON are over the document limit ({})",
+        Limit::MaxDocumentMib
     ))
 }
 
@@ -145,8 +146,9 @@ impl stage::weir::plugin::document::HostDocument for PluginState {
         // An id is as much of the document as a field: the same limit.
         if id.len() > self.budget.doc_limits.max_bytes {
             let hit = format!(
-                "a document id of {} bytes is over the document limit (limits.max_document_mib)",
-                id.len()
+                "a document id of {} bytes is over the document limit ({})",
+                id.len(),
+                Limit::MaxDocumentMib
             );
             // The constructor cannot return an error: the call stops.
             return Err(self.budget.refuse(Limit::MaxDocumentMib, hit));

@@ -61,7 +61,8 @@ impl PluginState {
             total = total.saturating_add(bytes(&value));
             if total > max {
                 let message = format!(
-                    "asked for more than {max} bytes of fields in one call, more than a document may hold (limits.max_document_mib)"
+                    "asked for more than {max} bytes of fields in one call, more than a document may hold ({})",
+                    Limit::MaxDocumentMib
                 );
                 return Err(self.budget.refuse(Limit::MaxDocumentMib, message));
             }
@@ -214,7 +215,8 @@ impl Host for PluginState {
                 total = total.saturating_add(value.map_or(0, document::value_bytes));
                 if total > max {
                     let message = format!(
-                        "asked for more than {max} bytes of fields in one call, more than the documents read hold (or a document may hold: limits.max_document_mib)"
+                        "asked for more than {max} bytes of fields in one call, more than the documents read hold (or a document may hold: {})",
+                        Limit::MaxDocumentMib
                     );
                     return Err(self.budget.refuse(Limit::MaxDocumentMib, message));
                 }

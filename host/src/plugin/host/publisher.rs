@@ -23,9 +23,10 @@ impl PluginState {
         if bytes > max {
             // A copy of a child built under larger limits, say.
             return Ok(Err(format!(
-                "document `{}` is about {bytes} bytes, over the limit of {} MiB (limits.max_document_mib)",
+                "document `{}` is about {bytes} bytes, over the limit of {} MiB ({})",
                 doc.id(),
-                max >> 20
+                max >> 20,
+                crate::core::limit::Limit::MaxDocumentMib
             )));
         }
         // The call's deadline (kept for HTTP too): waiting for room in a full

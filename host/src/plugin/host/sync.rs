@@ -7,6 +7,7 @@ use wasmtime::component::Resource;
 
 use super::{PluginState, Wasm};
 use crate::core::document::Document;
+use crate::core::limit::Limit;
 use crate::plugin::bindings::syncing_connector::weir::plugin::sync;
 use crate::plugin::resources::Publisher;
 
@@ -102,9 +103,10 @@ impl sync::Host for PluginState {
         let max = self.budget.doc_limits.max_bytes;
         if id.len() > max {
             return Ok(Err(format!(
-                "the id to delete is {} bytes, over the document limit of {} MiB (limits.max_document_mib)",
+                "the id to delete is {} bytes, over the document limit of {} MiB ({})",
                 id.len(),
-                max >> 20
+                max >> 20,
+                Limit::MaxDocumentMib
             )));
         }
         let mut marker = Document::new(id);
