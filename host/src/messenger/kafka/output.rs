@@ -12,8 +12,8 @@ use crate::core::document::Document;
 pub(super) enum Output {
     /// The destination topic, read by the indexers' group.
     Topic(String),
-    /// The paired indexer's queue (Hybrid mode), until the worker stops.
-    Pair {
+    /// Its Hybrid pair's indexer's queue, until the worker stops.
+    Hybrid {
         queue: Option<crossbeam_channel::Sender<Queued>>,
         revocations: Arc<Mutex<Revocations>>,
     },

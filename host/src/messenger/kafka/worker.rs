@@ -95,7 +95,7 @@ impl KafkaWorkerMessenger {
             .map(|member| {
                 let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
                 let revocations = Arc::new(Mutex::new(Revocations::default()));
-                let output = Output::Pair {
+                let output = Output::Hybrid {
                     queue: Some(tx),
                     revocations: Arc::clone(&revocations),
                 };
@@ -123,7 +123,7 @@ impl KafkaWorkerMessenger {
     ) -> Result<Self, MessengerError> {
         let source = topics.source();
         let pair = match &output {
-            Output::Pair { revocations, .. } => Some(Arc::clone(revocations)),
+            Output::Hybrid { revocations, .. } => Some(Arc::clone(revocations)),
             Output::Topic(_) => None,
         };
         let consumer: BaseConsumer<WorkerRebalance> = topics
@@ -404,7 +404,7 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                 self.send_failed(doc, &failure)?;
                 self.send_event(event)
             }
-            Output::Pair { queue, revocations } => {
+            Output::Hybrid { queue, revocations } => {
                 let (Some(queue), Some(origin)) = (queue, self.current) else {
                     return Err(MessengerError::Closed("indexer"));
                 };
@@ -476,7 +476,7 @@ impl Drop for KafkaWorkerMessenger {
         }
         // Finish what was sent, commit what is complete, leave the group. A
         // Hybrid pair's indexer sees its queue close, and indexes what is on it.
-        if let Output::Pair { queue, .. } = &mut self.output {
+        if let Output::Hybrid { queue, .. } = &mut self.output {
             queue.take();
         }
         let _ = self.producer.flush(Duration::ZERO);
