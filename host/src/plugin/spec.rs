@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::grant::OpenedDir;
 use crate::core::document::DocLimits;
+use crate::core::limit::Limit;
 
 /// One plugin as the config names it.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -231,11 +232,11 @@ impl Limits {
 
 impl Limits {
     /// The limits set here that are over those `ceiling` sets, as
-    /// `key = value (at most ceiling)`.
+    /// `limits.key = value (at most ceiling)`.
     pub fn over(&self, ceiling: &Limits) -> Vec<String> {
         fn check<T: PartialOrd + std::fmt::Debug>(
             out: &mut Vec<String>,
-            key: &str,
+            key: Limit,
             value: Option<T>,
             max: Option<T>,
         ) {
@@ -246,41 +247,46 @@ impl Limits {
             }
         }
         let mut out = Vec::new();
-        check(&mut out, "memory_mib", self.memory_mib, ceiling.memory_mib);
         check(
             &mut out,
-            "call_timeout",
+            Limit::MemoryMib,
+            self.memory_mib,
+            ceiling.memory_mib,
+        );
+        check(
+            &mut out,
+            Limit::CallTimeout,
             self.call_timeout,
             ceiling.call_timeout,
         );
         check(
             &mut out,
-            "execute_timeout",
+            Limit::ExecuteTimeout,
             self.execute_timeout,
             ceiling.execute_timeout,
         );
         check(
             &mut out,
-            "max_children",
+            Limit::MaxChildren,
             self.max_children,
             ceiling.max_children,
         );
         check(
             &mut out,
-            "max_document_mib",
+            Limit::MaxDocumentMib,
             self.max_document_mib,
             ceiling.max_document_mib,
         );
-        check(&mut out, "max_depth", self.max_depth, ceiling.max_depth);
+        check(&mut out, Limit::MaxDepth, self.max_depth, ceiling.max_depth);
         check(
             &mut out,
-            "log_lines_per_second",
+            Limit::LogLinesPerSecond,
             self.log_lines_per_second,
             ceiling.log_lines_per_second,
         );
         check(
             &mut out,
-            "max_state_mib",
+            Limit::MaxStateMib,
             self.max_state_mib,
             ceiling.max_state_mib,
         );

@@ -311,7 +311,7 @@ fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorCo
         }
         for over in spec.limits.over(&tenant.limits) {
             out.at(
-                format!("{location}.plugin.limits.{over}"),
+                format!("{location}.plugin.{over}"),
                 format!("over tenant `{}`'s ceiling", tenant.name),
             );
         }
