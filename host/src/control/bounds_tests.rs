@@ -272,7 +272,7 @@ async fn finished_runs_past_keep_runs_go_with_their_files_and_live_ones_stay() {
     let dir = tempfile::tempdir().expect("tempdir");
     let plane = plane_with(dir.path(), "keep_runs = 2");
     let mut live = finished("live", "acme", 0);
-    (live.status, live.finished_ms) = ("running".into(), None);
+    (live.status, live.finished_ms) = (crate::tenancy::RunState::Running, None);
     plane.store.insert(&live, "config").expect("insert");
     for n in 1..=4 {
         let run = finished(&format!("b{n}"), "acme", 10 * n);

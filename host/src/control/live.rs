@@ -12,7 +12,7 @@ use crate::telemetry::RunStats;
 use super::isolate::Remote;
 use super::reload::LocalReload;
 use crate::tenancy::process::protocol::ToRun;
-use crate::tenancy::record::{Counts, RunRecord, now_ms};
+use crate::tenancy::record::{Counts, RunRecord, RunState, now_ms};
 
 /// Points of throughput history kept per run (one a second).
 const SAMPLES: usize = 600;
@@ -62,13 +62,13 @@ impl LiveRun {
         }
     }
 
-    pub(super) fn status(&self) -> &'static str {
+    pub(super) fn status(&self) -> RunState {
         if self.stopping.load(Ordering::Relaxed) {
-            "stopping"
+            RunState::Stopping
         } else if self.pause.is_paused() {
-            "paused"
+            RunState::Paused
         } else {
-            "running"
+            RunState::Running
         }
     }
 
@@ -120,7 +120,7 @@ impl LiveRun {
         RunRecord {
             id: self.id.clone(),
             tenant: self.tenant.clone(),
-            status: self.status().into(),
+            status: self.status(),
             submitted_ms: self.submitted_ms,
             finished_ms: None,
             counts: self.counts(),

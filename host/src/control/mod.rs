@@ -261,7 +261,7 @@ impl ControlPlane {
             .runs
             .get(id)
             .cloned()
-            .ok_or(ApiError::Ended(run.record.status))
+            .ok_or_else(|| ApiError::Ended(run.record.status.to_string()))
     }
 
     /// Pause run `id`: connectors wait to publish, workers take nothing new.

@@ -21,7 +21,7 @@ use crate::run::{Interrupt, Pause};
 use crate::tenancy::admit;
 use crate::tenancy::operator::TenantPolicy;
 use crate::tenancy::process::protocol::{FleetRun, ToRun};
-use crate::tenancy::record::{RunRecord, now_ms};
+use crate::tenancy::record::{RunRecord, RunState, now_ms};
 
 impl ControlPlane {
     /// Admit, validate and start the run `config` (TOML text) of `who`.
@@ -82,7 +82,7 @@ impl ControlPlane {
             Isolation::Process(process) => self.start_remote(process, tenant, &id, text, resume)?,
         };
         if resume {
-            self.store.set_status(&id, "running")?;
+            self.store.set_status(&id, RunState::Running)?;
         } else {
             self.store.insert(&run.record(), text)?;
         }
@@ -99,7 +99,7 @@ impl ControlPlane {
                 // Never started: not live, and recorded as failed.
                 self.lock().runs.remove(&id);
                 let _ = self.store.finish(&RunRecord {
-                    status: "failure".into(),
+                    status: RunState::Failure,
                     finished_ms: Some(now_ms()),
                     error: Some(format!("cannot start the run's thread: {e}")),
                     ..run.record()
@@ -327,7 +327,7 @@ impl ControlPlane {
                 tracing::error!(run_id = %record.id, error = %e, "cannot resume the run");
                 let id = record.id.clone();
                 let _ = self.store.finish(&RunRecord {
-                    status: "failure".into(),
+                    status: RunState::Failure,
                     finished_ms: Some(now_ms()),
                     error: Some(format!(
                         "the control plane that took the run over cannot resume it: {e}"

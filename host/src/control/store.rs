@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
-use crate::tenancy::record::{RunRecord, now_ms};
+use crate::tenancy::record::{RunRecord, RunState, now_ms};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// Why the store could not do something.
@@ -51,10 +51,13 @@ impl Store {
              CREATE INDEX IF NOT EXISTS runs_by_time ON runs (submitted_ms, id);",
         )?;
         db.execute(
-            "UPDATE runs SET status = 'lost', finished_ms = ?1,
-                 error = 'weir serve stopped while the run was going on'
-             WHERE status IN ('running', 'paused', 'stopping')",
-            params![now_ms()],
+            &format!(
+                "UPDATE runs SET status = ?1, finished_ms = ?2,
+                     error = 'weir serve stopped while the run was going on'
+                 WHERE status IN {}",
+                RunState::active_sql()
+            ),
+            params![RunState::Lost, now_ms()],
         )?;
         Ok(Self { db: Mutex::new(db) })
     }
@@ -140,7 +143,7 @@ impl Store {
         Ok(())
     }
 
-    pub fn set_status(&self, id: &str, status: &str) -> Result<(), StoreError> {
+    pub fn set_status(&self, id: &str, status: RunState) -> Result<(), StoreError> {
         self.db().execute(
             "UPDATE runs SET status = ?2 WHERE id = ?1",
             params![id, status],
@@ -203,7 +206,7 @@ impl Store {
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
         let before = finished_before_ms.map_or(0, |ms| i64::try_from(ms).unwrap_or(i64::MAX));
         let db = self.db();
-        let mut delete = db.prepare(
+        let mut delete = db.prepare(&format!(
             "DELETE FROM runs WHERE id IN (
                  SELECT id FROM (
                      SELECT id, finished_ms, ROW_NUMBER() OVER (
@@ -211,11 +214,12 @@ impl Store {
                      ) AS newest
                      FROM runs
                      WHERE finished_ms IS NOT NULL
-                       AND status NOT IN ('running', 'paused', 'stopping')
+                       AND status NOT IN {active}
                        AND (?1 IS NULL OR tenant = ?1)
                  ) WHERE newest > ?2 OR finished_ms < ?3
              ) RETURNING id",
-        )?;
+            active = RunState::active_sql()
+        ))?;
         let ids = delete
             .query_map(params![tenant, keep, before], |row| row.get(0))?
             .collect::<Result<Vec<String>, _>>()?;
@@ -281,11 +285,11 @@ mod tests {
     use super::*;
     use crate::tenancy::record::Counts;
 
-    fn run(id: &str, tenant: &str, status: &str, at: u64) -> RunRecord {
+    fn run(id: &str, tenant: &str, status: RunState, at: u64) -> RunRecord {
         RunRecord {
             id: id.into(),
             tenant: tenant.into(),
-            status: status.into(),
+            status,
             submitted_ms: at,
             finished_ms: None,
             counts: Counts::default(),
@@ -300,10 +304,10 @@ mod tests {
         let dir = tempfile::tempdir()?;
         {
             let store = Store::open(dir.path())?;
-            store.insert(&run("a", "acme", "running", 1), "")?;
-            store.insert(&run("b", "acme", "running", 2), "")?;
-            store.insert(&run("c", "zeta", "running", 3), "")?;
-            let mut done = run("a", "acme", "success", 1);
+            store.insert(&run("a", "acme", RunState::Running, 1), "")?;
+            store.insert(&run("b", "acme", RunState::Running, 2), "")?;
+            store.insert(&run("c", "zeta", RunState::Running, 3), "")?;
+            let mut done = run("a", "acme", RunState::Success, 1);
             done.counts.indexed = 7;
             done.finished_ms = Some(5);
             done.summary = Some(serde_json::json!({"connectors": []}));
@@ -314,9 +318,9 @@ mod tests {
         assert_eq!(next, None);
         assert_eq!(
             acme.iter()
-                .map(|r| (r.id.as_str(), r.status.as_str()))
+                .map(|r| (r.id.as_str(), r.status))
                 .collect::<Vec<_>>(),
-            [("b", "lost"), ("a", "success")]
+            [("b", RunState::Lost), ("a", RunState::Success)]
         );
         assert_eq!(acme[1].counts.indexed, 7);
         assert!(acme[1].summary.is_some());
@@ -327,8 +331,8 @@ mod tests {
     }
 
     fn finished(store: &Store, id: &str, tenant: &str, at: u64) -> Result<(), StoreError> {
-        store.insert(&run(id, tenant, "running", at), "config")?;
-        let mut done = run(id, tenant, "success", at);
+        store.insert(&run(id, tenant, RunState::Running, at), "config")?;
+        let mut done = run(id, tenant, RunState::Success, at);
         done.finished_ms = Some(at + 1);
         store.finish(&done)
     }
@@ -341,7 +345,10 @@ mod tests {
         // Three runs share each millisecond: the id breaks the tie.
         for n in 0..30u64 {
             let tenant = if n % 4 == 0 { "zeta" } else { "acme" };
-            store.insert(&run(&format!("r{n:02}"), tenant, "running", n / 3), "")?;
+            store.insert(
+                &run(&format!("r{n:02}"), tenant, RunState::Running, n / 3),
+                "",
+            )?;
         }
         for (tenant, expected) in [(None, 30), (Some("acme"), 22)] {
             let mut seen = Vec::new();
@@ -375,9 +382,9 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let store = Store::open(dir.path())?;
         // acme: a live run older than all, five finished; zeta: two finished.
-        store.insert(&run("live", "acme", "running", 0), "")?;
-        store.insert(&run("paused", "acme", "running", 1), "")?;
-        store.set_status("paused", "paused")?;
+        store.insert(&run("live", "acme", RunState::Running, 0), "")?;
+        store.insert(&run("paused", "acme", RunState::Running, 1), "")?;
+        store.set_status("paused", RunState::Paused)?;
         for n in 1..=5 {
             finished(&store, &format!("a{n}"), "acme", 10 * n)?;
         }

@@ -28,7 +28,7 @@ pub(super) fn finished(id: &str, tenant: &str, at: u64) -> RunRecord {
     RunRecord {
         id: id.into(),
         tenant: tenant.into(),
-        status: "success".into(),
+        status: crate::tenancy::RunState::Success,
         submitted_ms: at,
         finished_ms: Some(at + 1),
         counts: Counts::default(),
@@ -345,7 +345,7 @@ fn a_run_that_panics_is_recorded_as_failed_and_gives_its_tenants_slot_back() {
         .get(&Principal::Tenant("acme".into()), "p1")
         .expect("recorded")
         .record;
-    assert_eq!(record.status, "failure");
+    assert_eq!(record.status, crate::tenancy::RunState::Failure);
     let error = record.error.unwrap_or_default();
     assert!(error.contains("a bug in the run"), "{error}");
     assert!(record.finished_ms.is_some());

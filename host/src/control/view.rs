@@ -5,7 +5,7 @@
 use crate::run::RunResult;
 
 use super::live::LiveRun;
-use crate::tenancy::record::{Counts, RunRecord, now_ms};
+use crate::tenancy::record::{Counts, RunRecord, RunState, now_ms};
 
 /// A run as the API shows it: the record, and for a live run its recent
 /// throughput (documents indexed per second, one point a second).
@@ -74,7 +74,7 @@ fn summary_json(result: &RunResult) -> serde_json::Value {
 pub(super) fn finished_record(run: &LiveRun, result: &RunResult) -> RunRecord {
     let sum = |f: fn(&crate::run::ConnectorResult) -> u64| result.connectors.iter().map(f).sum();
     RunRecord {
-        status: result.status().name().into(),
+        status: result.status().into(),
         finished_ms: Some(now_ms()),
         counts: Counts {
             published: sum(|c| c.published),
@@ -98,7 +98,7 @@ pub(super) fn ended(run: &LiveRun, outcome: std::thread::Result<RunResult>) -> R
             let why = crate::core::text::panic_text(&*panic);
             tracing::error!(run_id = %run.id, panic = %why, "the run stopped on a bug in Weir");
             RunRecord {
-                status: "failure".into(),
+                status: RunState::Failure,
                 finished_ms: Some(now_ms()),
                 error: Some(format!(
                     "the run stopped on a bug in Weir (please report it): {why}"
@@ -113,7 +113,7 @@ pub(super) fn ended(run: &LiveRun, outcome: std::thread::Result<RunResult>) -> R
 pub(super) fn died(run: &LiveRun, why: &str) -> RunRecord {
     tracing::error!(run_id = %run.id, why = %why, "a run's process died");
     RunRecord {
-        status: "failure".into(),
+        status: RunState::Failure,
         finished_ms: Some(now_ms()),
         error: Some(format!("the run's process died: {why}")),
         ..run.record()

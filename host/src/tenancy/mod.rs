@@ -18,4 +18,4 @@ pub mod refusal;
 pub mod spec;
 mod sync_id;
 
-pub use record::{Counts, RunRecord, now_ms};
+pub use record::{Counts, RunRecord, RunState, now_ms};

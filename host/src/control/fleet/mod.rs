@@ -85,10 +85,7 @@ impl Fleet {
                 continue;
             };
             store.upsert(&kept.record, &kept.config)?;
-            if matches!(
-                kept.record.status.as_str(),
-                "running" | "paused" | "stopping"
-            ) {
+            if kept.record.status.is_active() {
                 going.push((kept.record, kept.config));
             }
         }
