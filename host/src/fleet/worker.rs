@@ -19,6 +19,7 @@ use sha2::Digest;
 
 use super::pipeline::Job;
 use super::{FleetConfig, PluginRef, Spec};
+use crate::messenger::MessengerError;
 use crate::messenger::kafka::table::Table;
 use crate::tenancy::operator::OperatorConfig;
 use crate::tenancy::process::{RunProcess, spawn_bounded};
@@ -30,6 +31,48 @@ const STATUS_EVERY: Duration = Duration::from_secs(2);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How long a stopped pipeline's process may take to commit and end.
 const STOP_GRACE: Duration = Duration::from_secs(30);
+
+/// Why a fleet worker cannot serve.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// The operator's file has no `[fleet]` to serve.
+    #[error("the operator's file has no [fleet]")]
+    NoFleet,
+    /// The fleet's topics cannot be used.
+    #[error(transparent)]
+    Kafka(#[from] MessengerError),
+    /// What the worker serves cannot be written down.
+    #[error("cannot write what this worker serves: {0}")]
+    Status(#[from] serde_json::Error),
+}
+
+/// Why a spec's plugin cannot be had.
+#[derive(Debug, thiserror::Error)]
+enum FetchError {
+    #[error("plugin `{0}` is not a file name")]
+    NotAFileName(String),
+    #[error("plugin `{0}` has no SHA-256")]
+    NoSha256(String),
+    /// The fleet's token (its variable named) is not set.
+    #[error("{0} is not set")]
+    NoToken(String),
+    /// No control plane gave it: the last one's answer.
+    #[error("cannot fetch plugin `{file}`: {last}")]
+    NotFetched { file: String, last: String },
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Why one control plane did not give a plugin.
+#[derive(Debug, thiserror::Error)]
+enum AskError {
+    #[error(transparent)]
+    Http(#[from] ureq::Error),
+    #[error("answered {0}")]
+    Answered(ureq::http::StatusCode),
+    #[error("its SHA-256 is {0}, not the spec's")]
+    Digest(String),
+}
 
 /// One pipeline's process.
 struct Running {
@@ -58,11 +101,8 @@ pub struct FleetWorker {
 impl FleetWorker {
     /// A worker for `operator`'s fleet, starting pipelines' processes as
     /// `process` says.
-    pub fn new(operator: OperatorConfig, process: RunProcess) -> anyhow::Result<Self> {
-        let fleet = operator
-            .fleet
-            .clone()
-            .ok_or_else(|| anyhow::anyhow!("the operator's file has no [fleet]"))?;
+    pub fn new(operator: OperatorConfig, process: RunProcess) -> Result<Self, FleetError> {
+        let fleet = operator.fleet.clone().ok_or(FleetError::NoFleet)?;
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_owned())
             .unwrap_or_else(|_| "host".into());
@@ -86,7 +126,7 @@ impl FleetWorker {
     }
 
     /// Serve until `stop` is set; then stop every pipeline's process.
-    pub fn run(mut self, stop: &AtomicBool, ready: impl FnOnce()) -> anyhow::Result<()> {
+    pub fn run(mut self, stop: &AtomicBool, ready: impl FnOnce()) -> Result<(), FleetError> {
         let specs = Table::open(&self.fleet.kafka, &self.fleet.pipelines_topic())?;
         let status = Table::open(&self.fleet.kafka, &self.fleet.workers_topic())?;
         let mut reader = specs.reader()?;
@@ -276,13 +316,13 @@ impl FleetWorker {
 
     /// A directory holding `spec`'s plugins under their file names, each
     /// fetched (once) by its SHA-256 and verified.
-    fn plugins_of(&self, spec: &Spec) -> anyhow::Result<PathBuf> {
+    fn plugins_of(&self, spec: &Spec) -> Result<PathBuf, FetchError> {
         let work = absolute(&self.fleet.work_dir);
         let dir = work.join("specs").join(&spec.id);
         std::fs::create_dir_all(&dir)?;
         for plugin in &spec.plugins {
             if Path::new(&plugin.file).file_name() != Some(plugin.file.as_ref()) {
-                anyhow::bail!("plugin `{}` is not a file name", plugin.file);
+                return Err(FetchError::NotAFileName(plugin.file.clone()));
             }
             let cached = self.fetch(plugin, &work.join("plugins"))?;
             let target = dir.join(&plugin.file);
@@ -296,9 +336,9 @@ impl FleetWorker {
     }
 
     /// `plugin` in `cache`, fetched from a control plane unless there.
-    fn fetch(&self, plugin: &PluginRef, cache: &Path) -> anyhow::Result<PathBuf> {
+    fn fetch(&self, plugin: &PluginRef, cache: &Path) -> Result<PathBuf, FetchError> {
         if plugin.sha256.len() != 64 || !plugin.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-            anyhow::bail!("plugin `{}` has no SHA-256", plugin.file);
+            return Err(FetchError::NoSha256(plugin.file.clone()));
         }
         let path = cache.join(format!("{}.wasm", plugin.sha256));
         if sha256_of(&path).ok().as_deref() == Some(plugin.sha256.as_str()) {
@@ -308,7 +348,7 @@ impl FleetWorker {
         let token = self
             .token
             .as_deref()
-            .ok_or_else(|| anyhow::anyhow!("{} is not set", self.fleet.token_env))?;
+            .ok_or_else(|| FetchError::NoToken(self.fleet.token_env.clone()))?;
         let mut last = None;
         for base in &self.fleet.control {
             let url = format!(
@@ -327,11 +367,10 @@ impl FleetWorker {
                 Err(e) => last = Some(format!("{url}: {e}")),
             }
         }
-        anyhow::bail!(
-            "cannot fetch plugin `{}`: {}",
-            plugin.file,
-            last.unwrap_or_default()
-        )
+        Err(FetchError::NotFetched {
+            file: plugin.file.clone(),
+            last: last.unwrap_or_default(),
+        })
     }
 }
 
@@ -339,7 +378,7 @@ impl FleetWorker {
 const MAX_PLUGIN_BYTES: u64 = 256 << 20;
 
 /// The body at `url`, if its SHA-256 is `sha256`.
-fn fetch_verified(url: &str, token: &str, sha256: &str) -> anyhow::Result<Vec<u8>> {
+fn fetch_verified(url: &str, token: &str, sha256: &str) -> Result<Vec<u8>, AskError> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(120)))
         .http_status_as_error(false)
@@ -350,7 +389,7 @@ fn fetch_verified(url: &str, token: &str, sha256: &str) -> anyhow::Result<Vec<u8
         .header("Authorization", &format!("Bearer {token}"))
         .call()?;
     if answer.status() != 200 {
-        anyhow::bail!("answered {}", answer.status());
+        return Err(AskError::Answered(answer.status()));
     }
     let bytes = answer
         .body_mut()
@@ -359,7 +398,7 @@ fn fetch_verified(url: &str, token: &str, sha256: &str) -> anyhow::Result<Vec<u8
         .read_to_vec()?;
     let got = hex::encode(sha2::Sha256::digest(&bytes));
     if got != sha256 {
-        anyhow::bail!("its SHA-256 is {got}, not the spec's");
+        return Err(AskError::Digest(got));
     }
     Ok(bytes)
 }
@@ -418,6 +457,6 @@ pub fn serve_fleet(
     process: RunProcess,
     stop: Arc<AtomicBool>,
     ready: impl FnOnce(),
-) -> anyhow::Result<()> {
+) -> Result<(), FleetError> {
     FleetWorker::new(operator, process)?.run(&stop, ready)
 }
