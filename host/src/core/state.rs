@@ -3,8 +3,14 @@
 //!
 //! A connector's state is a map of text keys to text values, named by a
 //! scope (its pipeline and connector). The run holds what the connector sees
-//! and decides what may be committed (see `run/state.rs`); a store only
-//! loads a scope and writes committed changes, atomically per call.
+//! and decides what may be committed (see `run/state/`), keeping it as a
+//! [`HeldState`] (`held.rs`: the view, the changes not yet committed, and
+//! the one check of `limits.max_state_mib`); a store only loads a scope and
+//! writes committed changes, atomically per call.
+
+mod held;
+
+pub use held::{Change, HeldState};
 
 /// What the host spends holding one key of a connector's state beyond the
 /// bytes of its key and value: the two `String`s in a node of the ordered

@@ -164,11 +164,12 @@ impl PluginTest {
                 let plugin = self.runtime.load_connector(&name, &self.spec)?;
                 config_ok(plugin.check_config()?)?;
                 let mut connector = plugin.instantiate()?;
+                let (sink, published) = Collect::new();
                 // A first sync: empty state, kept for this test only.
                 connector.set_state(std::sync::Arc::new(state::TestState::new(
                     self.spec.limits.max_state_bytes(),
+                    sink.count(),
                 )))?;
-                let (sink, published) = Collect::new();
                 let timeout = self.spec.limits.execute_timeout();
                 let mut result = connector
                     .pre_execute(TEST_RUN_ID)
@@ -485,19 +486,32 @@ fn parse_lines<T>(
 pub const MAX_PUBLISHED: usize = 1_000_000;
 
 /// A publisher sink that keeps what a connector publishes.
-struct Collect(std::sync::Arc<std::sync::Mutex<Vec<Document>>>);
+struct Collect {
+    docs: std::sync::Arc<std::sync::Mutex<Vec<Document>>>,
+    /// Documents published so far (where the connector's state changes
+    /// wait), never reset by draining `docs`.
+    count: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
 
 impl Collect {
     fn new() -> (Self, std::sync::Arc<std::sync::Mutex<Vec<Document>>>) {
         let docs = std::sync::Arc::default();
-        (Self(std::sync::Arc::clone(&docs)), docs)
+        let sink = Self {
+            docs: std::sync::Arc::clone(&docs),
+            count: std::sync::Arc::default(),
+        };
+        (sink, docs)
+    }
+
+    fn count(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+        std::sync::Arc::clone(&self.count)
     }
 }
 
 impl PublishSink for Collect {
     fn publish(&mut self, doc: Document, _deadline: std::time::Instant) -> Result<(), String> {
         let mut docs = self
-            .0
+            .docs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if docs.len() >= MAX_PUBLISHED {
@@ -506,6 +520,7 @@ impl PublishSink for Collect {
             ));
         }
         docs.push(doc);
+        self.count.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         Ok(())
     }
 }

@@ -8,7 +8,6 @@
 //! the state of finished work. Commits go to the store in order, a batch at
 //! a time, as the run goes and when it ends however it ends.
 
-use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -24,10 +23,7 @@ pub use inspect::{
 pub use sqlite::SqliteStates;
 
 use super::publisher::Accounting;
-use crate::core::limit::Limit;
-use crate::core::state::{
-    CHANGE_ENTRY_BYTES, StateChange, StateError, StateStore, VIEW_ENTRY_BYTES,
-};
+use crate::core::state::{HeldState, StateChange, StateError, StateStore};
 use crate::plugin::ConnectorState;
 
 /// How often a run commits what its documents allow.
@@ -38,88 +34,13 @@ const COMMIT_EVERY: Duration = Duration::from_millis(500);
 /// whatever the state holds.
 const COMMIT_SLICE: usize = 4096;
 
-/// The bytes the host holds for a key of the view.
-fn view_entry(key: &str, value: &str) -> usize {
-    key.len() + value.len() + VIEW_ENTRY_BYTES
-}
-
-/// One change not yet committed.
-#[derive(Debug)]
-struct Change {
-    /// Its number among the ledger's changes, new whenever it is made or
-    /// replaced: a commit removes only the changes it handed the store, by
-    /// number, so one replaced while the store wrote it stays.
-    seq: u64,
-    position: u64,
-    key: String,
-    value: Option<String>,
-}
-
-impl Change {
-    /// The bytes the host holds for it.
-    fn bytes(&self) -> usize {
-        change_entry(&self.key, self.value.as_deref())
-    }
-}
-
-/// The bytes the host holds for a change of `key` to `value`.
-fn change_entry(key: &str, value: Option<&str>) -> usize {
-    key.len() + value.map_or(0, str::len) + CHANGE_ENTRY_BYTES
-}
-
-#[derive(Debug, Default)]
-struct Held {
-    /// What `get` sees.
-    view: BTreeMap<String, String>,
-    /// Bytes of the view's keys and values, as `size` answers.
-    view_text: usize,
-    /// Bytes the host holds for the view (its text and each entry's cost).
-    view_bytes: usize,
-    /// Changes not yet committed, in the order made.
-    changes: VecDeque<Change>,
-    /// Bytes the host holds for them.
-    changes_bytes: usize,
-    /// The number the next change gets.
-    next_seq: u64,
-}
-
-impl Held {
-    /// Take in one change of the state being loaded, refusing it when the
-    /// view would hold more than `limit` bytes (what the host spends, as a
-    /// change is counted), naming its key.
-    fn load(&mut self, (key, value): StateChange, limit: usize) -> Result<(), StateError> {
-        let old = self.view.get(&key);
-        let old_text = old.map_or(0, |v| key.len() + v.len());
-        let old_bytes = old.map_or(0, |v| view_entry(&key, v));
-        let new_bytes = value.as_deref().map_or(0, |v| view_entry(&key, v));
-        let bytes = self.view_bytes - old_bytes + new_bytes;
-        if bytes > limit {
-            return Err(StateError::new(format!(
-                "it holds more than {} = {} as the host counts it (each key's key and value and {VIEW_ENTRY_BYTES} bytes a key): {bytes} bytes with {} keys read when key `{}` came; it was kept under a larger limit or changed by hand: raise the limit, or clear the state (its connector then sends everything again)",
-                Limit::MaxStateMib,
-                limit >> 20,
-                self.view.len() + usize::from(old.is_none()),
-                crate::core::text::for_log(&key),
-            )));
-        }
-        self.view_text =
-            self.view_text - old_text + value.as_ref().map_or(0, |v| key.len() + v.len());
-        self.view_bytes = bytes;
-        match value {
-            Some(value) => self.view.insert(key, value),
-            None => self.view.remove(&key),
-        };
-        Ok(())
-    }
-}
-
 /// One connector's state for one run.
 pub(crate) struct Ledger {
-    held: Mutex<Held>,
+    held: Mutex<HeldState>,
     store: Mutex<Box<dyn StateStore>>,
     accounting: Arc<Accounting>,
     /// Bytes the view and the uncommitted changes may hold together, as
-    /// the host spends them (see [`VIEW_ENTRY_BYTES`] and [`CHANGE_ENTRY_BYTES`]).
+    /// the host spends them (see [`HeldState`]).
     limit: usize,
     full: bool,
     /// When the last commit ran.
@@ -150,7 +71,7 @@ impl Ledger {
         limit: usize,
         full: bool,
     ) -> Result<Self, StateError> {
-        let mut held = Held::default();
+        let mut held = HeldState::default();
         // Bounded as it is read, a key at a time: refused before a state
         // past the limit is in memory.
         store.load_each(&mut |change| held.load(change, limit))?;
@@ -166,12 +87,12 @@ impl Ledger {
         limit: usize,
         full: bool,
     ) -> Self {
-        Self::over(Held::default(), store, accounting, limit, full, true)
+        Self::over(HeldState::default(), store, accounting, limit, full, true)
     }
 
     /// `held` over `store`; with `reset`, what the store holds is set aside.
     fn over(
-        held: Held,
+        held: HeldState,
         store: Box<dyn StateStore>,
         accounting: Arc<Accounting>,
         limit: usize,
@@ -216,7 +137,7 @@ impl Ledger {
         let _ = self.first.set(part);
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+    fn held(&self) -> std::sync::MutexGuard<'_, HeldState> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -240,58 +161,7 @@ impl Ledger {
         value: Option<&str>,
         position: u64,
     ) -> Result<(), String> {
-        let mut held = self.held();
-        let old = held.view.get(key);
-        let old_text = old.map_or(0, |v| key.len() + v.len());
-        let old_bytes = old.map_or(0, |v| view_entry(key, v));
-        let new_text = value.map_or(0, |v| key.len() + v.len());
-        let new_bytes = value.map_or(0, |v| view_entry(key, v));
-        // A change made at the same position as the last one of its key
-        // replaces it: they would be committed together.
-        let at = held.changes.partition_point(|c| c.position <= position);
-        let last = at
-            .checked_sub(1)
-            .and_then(|i| held.changes.get(i))
-            .filter(|c| c.position == position && c.key == key);
-        let replaces = last.is_some();
-        let replaced_bytes = last.map_or(0, Change::bytes);
-        let change_bytes = change_entry(key, value);
-        let view_bytes = held.view_bytes - old_bytes + new_bytes;
-        let changes_bytes = held.changes_bytes - replaced_bytes + change_bytes;
-        let total = view_bytes + changes_bytes;
-        // Checked before anything is taken in. A change that does not grow
-        // what is held (a removal, a shorter value) is let through even
-        // over the limit (state loaded near it leaves little room for the
-        // changes' own cost): it is how a connector gets back under it.
-        if total > self.limit && total > held.view_bytes + held.changes_bytes {
-            return Err(format!(
-                "the connector's state would hold {total} bytes in the host ({} keys: their keys and values and {VIEW_ENTRY_BYTES} bytes a key, {view_bytes}; the changes not yet committed, {CHANGE_ENTRY_BYTES} bytes each beside their text, {changes_bytes}), over {} = {}",
-                held.view.len() + usize::from(old.is_none() && value.is_some()),
-                Limit::MaxStateMib,
-                self.limit >> 20
-            ));
-        }
-        match value {
-            Some(value) => held.view.insert(key.to_owned(), value.to_owned()),
-            None => held.view.remove(key),
-        };
-        held.view_text = held.view_text - old_text + new_text;
-        held.view_bytes = view_bytes;
-        held.changes_bytes = changes_bytes;
-        let seq = held.next_seq;
-        held.next_seq += 1;
-        let change = Change {
-            seq,
-            position,
-            key: key.to_owned(),
-            value: value.map(str::to_owned),
-        };
-        if replaces {
-            held.changes[at - 1] = change;
-        } else {
-            held.changes.insert(at, change);
-        }
-        Ok(())
+        self.held().change_at(key, value, position, self.limit)
     }
 
     /// Commit what the documents allow, when the last commit is old enough.
@@ -330,15 +200,8 @@ impl Ledger {
             // change may replace the last one copied (same key and
             // position); the replacement has a new number, so it is not
             // removed below as written, and the next commit writes it.
-            let (ready, written): (Vec<StateChange>, Vec<u64>) = {
-                let held = self.held();
-                held.changes
-                    .iter()
-                    .take_while(|c| c.position <= watermark)
-                    .take(COMMIT_SLICE)
-                    .map(|c| ((c.key.clone(), c.value.clone()), c.seq))
-                    .unzip()
-            };
+            let (ready, written): (Vec<StateChange>, Vec<u64>) =
+                self.held().ready(watermark, COMMIT_SLICE);
             if ready.is_empty() {
                 return Ok(());
             }
@@ -348,21 +211,9 @@ impl Ledger {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .commit(&ready)?;
-            let mut held = self.held();
             // Those written are a prefix of the queue, each as it was when
             // copied (a change replaced meanwhile has a new number).
-            let mut removed = 0u64;
-            for seq in written {
-                let Some(change) = held.changes.pop_front_if(|c| c.seq == seq) else {
-                    break;
-                };
-                held.changes_bytes -= change.bytes();
-                removed += 1;
-            }
-            if held.changes.len() * 4 < held.changes.capacity() {
-                held.changes.shrink_to_fit();
-            }
-            drop(held);
+            let removed = self.held().written(written);
             self.committed
                 .fetch_add(removed, std::sync::atomic::Ordering::Relaxed);
             if ready.len() < COMMIT_SLICE {
