@@ -4,8 +4,10 @@
 //!
 //! A module's `mod.rs` and the files below its folder are one unit to the
 //! rest of the crate: their arrows to each other (a child using its parent's
-//! types, a parent re-exporting a child) are not counted. Siblings and
-//! cousins are: two files that need each other share a third below both.
+//! types, a parent re-exporting a child) are not counted, and an arrow from
+//! outside into any of them is an arrow to the unit. So the rule holds in
+//! every folder between its files and sub-folders: two that need each other
+//! share a third below both.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -171,10 +173,20 @@ fn absolute(module: &[String], depth: usize, path: &[String]) -> Option<ModPath>
     Some(base)
 }
 
-/// Each file's arrows to other files: `module -> (module -> first line)`.
-type Graph = BTreeMap<ModPath, BTreeMap<ModPath, usize>>;
+/// Each unit's arrows to its siblings: `unit -> (unit -> first file:line)`.
+type Graph = BTreeMap<ModPath, BTreeMap<ModPath, String>>;
 
-fn graph(src: &Path) -> (Graph, BTreeMap<ModPath, String>) {
+/// Where an arrow from `from` to `to` falls: the two sibling units below
+/// their deepest common folder (`None` when one holds the other).
+fn siblings(from: &[String], to: &[String]) -> Option<(ModPath, ModPath)> {
+    let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
+    if common == from.len() || common == to.len() {
+        return None;
+    }
+    Some((from[..=common].to_vec(), to[..=common].to_vec()))
+}
+
+fn graph(src: &Path) -> Graph {
     let mut files = Vec::new();
     sources(src, &mut files);
     let names: BTreeMap<ModPath, String> = files
@@ -192,7 +204,6 @@ fn graph(src: &Path) -> (Graph, BTreeMap<ModPath, String>) {
     for file in &files {
         let module = module_path(src, file);
         let code = code_of(&std::fs::read_to_string(file).expect("read source"));
-        let arrows = graph.entry(module.clone()).or_default();
         for (path, line) in named_paths(&module, &code) {
             // The file defining the longest prefix of the path.
             let Some(target) = (1..=path.len())
@@ -202,18 +213,21 @@ fn graph(src: &Path) -> (Graph, BTreeMap<ModPath, String>) {
             else {
                 continue;
             };
-            let related = target.starts_with(&module) || module.starts_with(&target);
-            if !related {
-                arrows.entry(target).or_insert(line);
+            if let Some((from, to)) = siblings(&module, &target) {
+                graph
+                    .entry(from)
+                    .or_default()
+                    .entry(to)
+                    .or_insert_with(|| format!("{}:{line}", names[&module]));
             }
         }
     }
-    (graph, names)
+    graph
 }
 
 /// The circles of `graph` (strongly connected parts of more than one
-/// file), each with the arrows inside it.
-fn circles(graph: &Graph) -> Vec<Vec<(ModPath, ModPath, usize)>> {
+/// unit), each with the arrows inside it.
+fn circles(graph: &Graph) -> Vec<Vec<(ModPath, ModPath, String)>> {
     // Which files each file reaches.
     let reach = |from: &ModPath| {
         let mut seen = BTreeSet::new();
@@ -245,7 +259,7 @@ fn circles(graph: &Graph) -> Vec<Vec<(ModPath, ModPath, usize)>> {
                 graph[*from]
                     .iter()
                     .filter(|(to, _)| part.contains(to))
-                    .map(|(to, line)| ((*from).clone(), to.clone(), *line))
+                    .map(|(to, at)| ((*from).clone(), to.clone(), at.clone()))
             })
             .collect();
         done.extend(part.into_iter().cloned());
@@ -255,13 +269,12 @@ fn circles(graph: &Graph) -> Vec<Vec<(ModPath, ModPath, usize)>> {
 }
 
 fn describe(src: &Path) -> Vec<String> {
-    let (graph, names) = graph(src);
-    circles(&graph)
+    circles(&graph(src))
         .into_iter()
         .map(|arrows| {
             arrows
                 .iter()
-                .map(|(from, to, line)| format!("  {}:{line} -> {}", names[from], names[to]))
+                .map(|(from, to, at)| format!("  {} -> {} ({at})", from.join("/"), to.join("/")))
                 .collect::<Vec<_>>()
                 .join("\n")
         })
@@ -303,15 +316,15 @@ fn the_check_sees_a_circle_and_lets_a_module_and_its_children_be() {
     assert_eq!(circles.len(), 1, "{circles:#?}");
     let circle = &circles[0];
     for arrow in [
-        "a/mod.rs:3 -> b.rs",
-        "b.rs:2 -> c.rs",
-        "c.rs:1 -> a/inner.rs",
-        "c.rs:6 -> b.rs",
+        "a -> b (a/mod.rs:3)",
+        "b -> c (b.rs:2)",
+        "c -> a (c.rs:1)",
+        "c -> b (c.rs:6)",
     ] {
         assert!(circle.contains(arrow), "{arrow} missing: {circle}");
     }
     assert!(
-        !circle.contains("inner.rs:1"),
-        "a child naming its parent: {circle}"
+        !circle.contains("inner.rs"),
+        "a child and its parent are one unit: {circle}"
     );
 }

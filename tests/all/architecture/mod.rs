@@ -9,6 +9,7 @@
 //! does not use ([`words`]).
 
 mod circles;
+mod docs;
 mod length;
 mod words;
 

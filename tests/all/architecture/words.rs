@@ -29,7 +29,7 @@ fn lines_that(src: &Path, breaks: impl Fn(&str) -> bool) -> Vec<String> {
 
 fn is_string_status(code: &str) -> bool {
     let code: String = code.split_whitespace().collect();
-    ["status:String", "status:&str", "status:Option<String>"]
+    ["status:String", "status:Option<String>"]
         .iter()
         .any(|s| code.contains(s))
 }
