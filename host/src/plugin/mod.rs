@@ -16,8 +16,6 @@ mod budget;
 mod cache;
 mod contract;
 mod error;
-#[cfg(test)]
-mod fuzz;
 mod grant;
 mod host;
 mod indexer_batch;

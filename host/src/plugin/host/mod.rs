@@ -19,6 +19,8 @@ mod call_journal;
 mod convert;
 mod document;
 mod fields;
+#[cfg(test)]
+mod fuzz;
 mod http;
 mod lending;
 mod log;

@@ -9,8 +9,8 @@ use super::{MAX_EACH, MAX_PER_CALL};
 use crate::core::document::Document;
 use crate::plugin::bindings::batch_stage::weir::plugin::fields::{Change, FieldChange, Host};
 use crate::plugin::bindings::{FieldError, Value};
-use crate::plugin::fuzz::plugin_state;
 use crate::plugin::host::PluginState;
+use crate::plugin::host::fuzz::plugin_state;
 
 /// A state lending `docs` as a batch (journaled, as for a batch of more
 /// than one), with their handles.

@@ -11,7 +11,7 @@
 //! sequence within a bound set by the limits.
 //!
 //! It runs bounded in the test suite (64 cases); for a longer run:
-//! `PROPTEST_CASES=100000 cargo test -p weir --lib plugin::fuzz`.
+//! `PROPTEST_CASES=100000 cargo test -p weir --lib plugin::host::fuzz`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -20,12 +20,12 @@ use std::sync::{Arc, Mutex};
 use proptest::prelude::*;
 use wasmtime::component::Resource;
 
-use super::bindings::stage::weir::plugin::document::HostDocument;
-use super::bindings::{UpdateMode, Value};
-use super::budget::Budget;
-use super::host::{GuestOutput, HttpPolicy, LogLimiter, PluginState};
-use super::spec::Limits;
+use super::{GuestOutput, HttpPolicy, LogLimiter, PluginState};
 use crate::core::document::{DocLimits, Document};
+use crate::plugin::bindings::stage::weir::plugin::document::HostDocument;
+use crate::plugin::bindings::{UpdateMode, Value};
+use crate::plugin::budget::Budget;
+use crate::plugin::spec::Limits;
 
 // ---- memory: what this thread has allocated, at most, during a case ----
 
