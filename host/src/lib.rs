@@ -28,11 +28,16 @@
 //!   [`topology`] builds one for a mode; `weir run` and `weir serve` both
 //!   call it.
 //!
-//! The layers, lowest first (checked by `tests/all/architecture.rs`):
+//! The layers, lowest first (checked by `tests/all/architecture/`):
 //! [`core`] (documents, events, failures, limits, problems) -> [`http`],
-//! `telemetry` -> [`plugin`] -> [`config`] -> [`messenger`] -> [`run`],
-//! [`testing`] -> [`topology`] -> [`control`]. A module uses only those
-//! before it; the `weir` binary's command line sits on top.
+//! `telemetry` -> [`plugin`] -> [`config`] -> [`messenger`] -> [`run`] ->
+//! [`testing`] -> [`topology`] -> [`tenancy`] (the operator file, admission,
+//! run processes and their bounds) -> [`control`] (`weir serve`) and
+//! [`fleet`] (`weir fleet`: workers that serve every active pipeline). A
+//! module uses only those before it, and no files import each other round a
+//! circle; the `weir` binary's command line sits on top. `docs/architecture.md`
+//! has the map and a glossary; `docs/document-way.md` follows one document
+//! through the files.
 //!
 //! ```no_run
 //! use weir::{Document, PluginRuntime, PluginSpec, RuntimeOptions};
