@@ -120,8 +120,8 @@ fn run_with_controls(
     run: impl FnOnce() -> Result<weir::run::RunResult, u8>,
 ) -> Result<u8, Stopped> {
     let health = Health::default();
-    topology::allow_taps(runner.config().metrics.tap);
-    let _ops = topology::ops_server(
+    let _ops = topology::ops_server_for(
+        runner,
         metrics_addr.or(runner.config().metrics.addr.as_deref()),
         &health,
     )?;
@@ -282,8 +282,8 @@ pub(super) fn serve(
     };
     let pipeline = serving::pipeline_to_serve(runner.config(), pipeline)?;
     let health = Health::default();
-    topology::allow_taps(runner.config().metrics.tap);
-    let _ops = topology::ops_server(
+    let _ops = topology::ops_server_for(
+        &runner,
         metrics_addr.or(runner.config().metrics.addr.as_deref()),
         &health,
     )?;

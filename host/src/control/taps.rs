@@ -115,8 +115,15 @@ impl ControlPlane {
                 tap::stream(rx, (held, slot), limit, duration)
             }
             None => {
-                let (rx, guard) =
-                    tap::open(filter).ok_or(ApiError::TooManyTaps { max: tap::MAX_TAPS })?;
+                let local = run
+                    .local
+                    .as_ref()
+                    .ok_or_else(|| ApiError::internal("the run has nothing to tap"))?;
+                let (rx, guard) = local
+                    .0
+                    .taps()
+                    .open(filter)
+                    .ok_or(ApiError::TooManyTaps { max: tap::MAX_TAPS })?;
                 tap::stream(rx, (guard, slot), limit, duration)
             }
         })

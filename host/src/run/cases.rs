@@ -69,6 +69,7 @@ impl Runner {
             stages: chosen,
             retry: StageRetry::new(&self.config.worker),
             abort: &abort,
+            taps: &self.taps,
         }
         .run(docs, &mut outcomes);
         for slot in &mut slots {

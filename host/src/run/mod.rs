@@ -54,6 +54,7 @@ use crate::config::{Config, ConnectorConfig, Problems};
 use crate::messenger::MessengerFactory;
 use crate::plugin::PluginRuntime;
 use crate::telemetry::meters::Scope;
+use crate::telemetry::tap::Taps;
 
 use connector::Source;
 use publisher::Accounting;
@@ -78,6 +79,9 @@ pub struct Runner {
     sync_id: Option<String>,
     /// The stages reloads handed the workers.
     reloads: reload::Reloads,
+    /// The taps open on this runner's documents (its process's: see
+    /// `topology`), which its workers offer them to.
+    taps: Taps,
 }
 
 impl std::fmt::Debug for Runner {
@@ -124,8 +128,21 @@ impl Runner {
             allow_deletes: false,
             sync_id: config.state.id.clone(),
             reloads: reload::Reloads::default(),
+            taps: Taps::default(),
             config,
         }
+    }
+
+    /// Offer documents to `taps` (by default, taps of this runner's own).
+    pub fn with_taps(mut self, taps: Taps) -> Self {
+        self.taps = taps;
+        self
+    }
+
+    /// The taps open on this runner's documents: a tap opened here takes
+    /// them as they leave a stage.
+    pub fn taps(&self) -> &Taps {
+        &self.taps
     }
 
     /// Keep connectors' state in `states` (by default in memory only).

@@ -126,6 +126,7 @@ impl Runner {
                     pause: self.pause.clone(),
                     reloads: self.reloads.clone(),
                     generation: super::reload::FIRST_GENERATION,
+                    taps: self.taps.clone(),
                 };
                 spawn_in_span(scope, &format!("weir-worker-{i}"), move || worker.run())
             })

@@ -207,6 +207,8 @@ pub(crate) struct Stages<'a> {
     pub(crate) stages: &'a mut [StageSlot],
     pub(crate) retry: StageRetry,
     pub(crate) abort: &'a Abort,
+    /// The taps documents are offered to as they leave each stage.
+    pub(crate) taps: &'a crate::telemetry::tap::Taps,
 }
 
 impl Stages<'_> {
@@ -308,15 +310,12 @@ impl Stages<'_> {
                     }
                 }
             }
-            if crate::telemetry::tap::any() {
+            if self.taps.any() {
                 let stage = &self.stages[i];
                 for &n in &next {
                     if let Some(doc) = nodes[n].doc.as_ref().filter(|d| !d.is_dropped()) {
-                        crate::telemetry::tap::offer(
-                            stage.scope.pipeline(),
-                            Some(&stage.name),
-                            doc,
-                        );
+                        self.taps
+                            .offer(stage.scope.pipeline(), Some(&stage.name), doc);
                     }
                 }
             }

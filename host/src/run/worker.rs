@@ -87,6 +87,8 @@ pub(crate) struct Worker {
     /// worker runs.
     pub(crate) reloads: super::reload::Reloads,
     pub(crate) generation: u64,
+    /// The taps its documents are offered to.
+    pub(crate) taps: crate::telemetry::tap::Taps,
 }
 
 impl Worker {
@@ -270,6 +272,7 @@ impl Worker {
             stages: &mut self.stages,
             retry: self.retry,
             abort: &self.abort,
+            taps: &self.taps,
         };
         let processed =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stages.run(docs, outcomes)));
@@ -300,8 +303,8 @@ impl Worker {
         match outcome {
             Outcome::Created(event) => self.messenger.send_event(event),
             Outcome::Index(doc) => {
-                if crate::telemetry::tap::any() {
-                    crate::telemetry::tap::offer(&self.pipeline, None, &doc);
+                if self.taps.any() {
+                    self.taps.offer(&self.pipeline, None, &doc);
                 }
                 self.messenger.send_for_indexing(doc)
             }

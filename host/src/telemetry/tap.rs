@@ -7,8 +7,8 @@
 //! tap open, a worker's cost is one atomic load per stage call.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 
@@ -21,7 +21,7 @@ pub const MAX_LIMIT: usize = 10_000;
 const BUFFER: usize = 64;
 /// A document bigger than this (as JSON) is sent as its id and size only.
 pub const MAX_DOCUMENT_BYTES: usize = 64 * 1024;
-/// Taps open at once in a process; more are refused. `weir serve` holds
+/// Taps open at once on one [`Taps`] (a process's runner); more are refused. `weir serve` holds
 /// each tenant to fewer (`control/taps.rs`), so one tenant cannot take them all.
 pub const MAX_TAPS: usize = 64;
 
@@ -45,105 +45,123 @@ struct Tap {
     taken: AtomicUsize,
 }
 
+/// The taps open on a process's documents: made by the process's topology
+/// (`topology::runner`) and held by its runner, whose workers offer their
+/// documents to it, and by whatever opens taps (the ops server's `/tap`,
+/// `weir serve`). Cloning it shares it.
+#[derive(Clone, Default)]
+pub struct Taps(Arc<Open>);
+
 #[derive(Default)]
-struct Taps {
+struct Open {
     open: AtomicUsize,
     taps: Mutex<Vec<Arc<Tap>>>,
 }
 
-static TAPS: LazyLock<Taps> = LazyLock::new(Taps::default);
-static ALLOWED: AtomicBool = AtomicBool::new(false);
-
-/// Let this process's ops server open taps (`[metrics] tap = true`).
-pub fn allow(allowed: bool) {
-    ALLOWED.store(allowed, Ordering::Release);
-}
-
-/// Whether this process's ops server may open taps.
-pub fn allowed() -> bool {
-    ALLOWED.load(Ordering::Acquire)
-}
-
-/// Whether any tap is open: the one check workers make.
-#[inline]
-pub(crate) fn any() -> bool {
-    TAPS.open.load(Ordering::Relaxed) > 0
+impl std::fmt::Debug for Taps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Taps")
+            .field("open", &self.0.open.load(Ordering::Relaxed))
+            .finish()
+    }
 }
 
 /// An open tap: documents arrive on its receiver until it has its limit;
 /// dropping it closes the tap.
-pub struct TapGuard(Arc<Tap>);
+pub struct TapGuard(Taps, Arc<Tap>);
+
+impl std::fmt::Debug for TapGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TapGuard")
+            .field("pipeline", &self.1.filter.pipeline)
+            .finish_non_exhaustive()
+    }
+}
 
 impl Drop for TapGuard {
     fn drop(&mut self) {
-        let mut taps = TAPS.taps.lock().unwrap_or_else(PoisonError::into_inner);
-        taps.retain(|t| !Arc::ptr_eq(t, &self.0));
-        TAPS.open.store(taps.len(), Ordering::Relaxed);
+        let open = &self.0.0;
+        let mut taps = open.taps.lock().unwrap_or_else(PoisonError::into_inner);
+        taps.retain(|t| !Arc::ptr_eq(t, &self.1));
+        open.open.store(taps.len(), Ordering::Relaxed);
     }
 }
 
-/// Open a tap; `None` when [`MAX_TAPS`] are open already.
-pub fn open(mut filter: TapFilter) -> Option<(tokio::sync::mpsc::Receiver<Value>, TapGuard)> {
-    filter.limit = filter.limit.clamp(1, MAX_LIMIT);
-    let share = filter.percent.clamp(0.0, 100.0) / 100.0;
-    let below = if share >= 1.0 {
-        u64::MAX
-    } else {
-        (share * u64::MAX as f64) as u64
-    };
-    let (tx, rx) = tokio::sync::mpsc::channel(BUFFER);
-    let tap = Arc::new(Tap {
-        filter,
-        below,
-        tx,
-        taken: AtomicUsize::new(0),
-    });
-    let mut taps = TAPS.taps.lock().unwrap_or_else(PoisonError::into_inner);
-    if taps.len() >= MAX_TAPS {
-        TapRefused { open: taps.len() }.emit();
-        return None;
+impl Taps {
+    /// Whether any tap is open: the one check workers make.
+    #[inline]
+    pub(crate) fn any(&self) -> bool {
+        self.0.open.load(Ordering::Relaxed) > 0
     }
-    taps.push(Arc::clone(&tap));
-    TAPS.open.store(taps.len(), Ordering::Relaxed);
-    Some((rx, TapGuard(tap)))
-}
 
-/// `doc` left `stage` of `pipeline` (none: the pipeline): copy it to the
-/// taps that take it. Call only when [`any`] says a tap is open.
-pub(crate) fn offer(pipeline: &str, stage: Option<&str>, doc: &Document) {
-    let taps: Vec<Arc<Tap>> = TAPS
-        .taps
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .iter()
-        .filter(|t| {
-            t.filter.pipeline == pipeline
-                && t.filter.stage.as_deref() == stage
-                && (t.filter.run_id.is_none() || t.filter.run_id.as_deref() == doc.run_id())
-        })
-        .cloned()
-        .collect();
-    for tap in taps {
-        if tap.below != u64::MAX && crate::core::sample::id_hash(doc.id()) >= tap.below {
-            continue;
+    /// Open a tap; `None` when [`MAX_TAPS`] are open already.
+    pub fn open(
+        &self,
+        mut filter: TapFilter,
+    ) -> Option<(tokio::sync::mpsc::Receiver<Value>, TapGuard)> {
+        filter.limit = filter.limit.clamp(1, MAX_LIMIT);
+        let share = filter.percent.clamp(0.0, 100.0) / 100.0;
+        let below = if share >= 1.0 {
+            u64::MAX
+        } else {
+            (share * u64::MAX as f64) as u64
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel(BUFFER);
+        let tap = Arc::new(Tap {
+            filter,
+            below,
+            tx,
+            taken: AtomicUsize::new(0),
+        });
+        let mut taps = self.0.taps.lock().unwrap_or_else(PoisonError::into_inner);
+        if taps.len() >= MAX_TAPS {
+            TapRefused { open: taps.len() }.emit();
+            return None;
         }
-        if tap.taken.load(Ordering::Relaxed) >= tap.filter.limit {
-            continue;
-        }
-        match tap.tx.try_reserve() {
-            Ok(permit) => {
-                if tap.taken.fetch_add(1, Ordering::Relaxed) < tap.filter.limit {
-                    permit.send(line(pipeline, stage, doc));
-                    TapOffered {
-                        outcome: Tapped::Sent,
+        taps.push(Arc::clone(&tap));
+        self.0.open.store(taps.len(), Ordering::Relaxed);
+        Some((rx, TapGuard(self.clone(), tap)))
+    }
+
+    /// `doc` left `stage` of `pipeline` (none: the pipeline): copy it to
+    /// the taps that take it. Call only when [`any`](Self::any) says a tap
+    /// is open.
+    pub(crate) fn offer(&self, pipeline: &str, stage: Option<&str>, doc: &Document) {
+        let taps: Vec<Arc<Tap>> = self
+            .0
+            .taps
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|t| {
+                t.filter.pipeline == pipeline
+                    && t.filter.stage.as_deref() == stage
+                    && (t.filter.run_id.is_none() || t.filter.run_id.as_deref() == doc.run_id())
+            })
+            .cloned()
+            .collect();
+        for tap in taps {
+            if tap.below != u64::MAX && crate::core::sample::id_hash(doc.id()) >= tap.below {
+                continue;
+            }
+            if tap.taken.load(Ordering::Relaxed) >= tap.filter.limit {
+                continue;
+            }
+            match tap.tx.try_reserve() {
+                Ok(permit) => {
+                    if tap.taken.fetch_add(1, Ordering::Relaxed) < tap.filter.limit {
+                        permit.send(line(pipeline, stage, doc));
+                        TapOffered {
+                            outcome: Tapped::Sent,
+                        }
+                        .emit();
                     }
-                    .emit();
                 }
+                Err(_) => TapOffered {
+                    outcome: Tapped::Dropped,
+                }
+                .emit(),
             }
-            Err(_) => TapOffered {
-                outcome: Tapped::Dropped,
-            }
-            .emit(),
         }
     }
 }
@@ -219,27 +237,32 @@ impl TapQuery {
     }
 }
 
-/// The ops server's `/tap`, answering as [`allowed`] says.
-pub fn routes() -> axum::Router {
+/// The ops server's `/tap` on `taps`: refused unless the process's config
+/// allows taps (`allowed`, `[metrics] tap = true`); with no `taps` (a
+/// process that runs no pipeline), refused as not allowed.
+pub fn routes(taps: Option<Taps>, allowed: bool) -> axum::Router {
     use axum::extract::Query;
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
+    let taps = taps.filter(|_| allowed);
     axum::Router::new().route(
         "/tap",
-        axum::routing::get(|query: Result<Query<TapQuery>, axum::extract::rejection::QueryRejection>| async move {
-            if !allowed() {
+        axum::routing::get(move |query: Result<Query<TapQuery>, axum::extract::rejection::QueryRejection>| {
+            let taps = taps.clone();
+            async move {
+            let Some(taps) = taps else {
                 return (
                     StatusCode::FORBIDDEN,
                     "this process does not allow taps: set `tap = true` in its config's [metrics]\n",
                 )
                     .into_response();
-            }
+            };
             let query = match query {
                 Ok(Query(query)) => query,
                 Err(e) => return (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
             };
             match (query.filter(), query.duration()) {
-                (Ok(filter), Ok(duration)) => match open(filter.clone()) {
+                (Ok(filter), Ok(duration)) => match taps.open(filter.clone()) {
                     Some((rx, guard)) => stream(rx, guard, filter.limit, duration),
                     None => (
                         StatusCode::TOO_MANY_REQUESTS,
@@ -248,6 +271,7 @@ pub fn routes() -> axum::Router {
                         .into_response(),
                 },
                 (Err(e), _) | (_, Err(e)) => (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
+            }
             }
         }),
     )
@@ -321,11 +345,12 @@ mod tests {
 
     #[test]
     fn a_tap_takes_its_limit_and_no_more_and_closes_when_dropped() {
-        let (mut rx, guard) = open(filter(3)).expect("a tap");
-        assert!(any());
+        let taps = Taps::default();
+        let (mut rx, guard) = taps.open(filter(3)).expect("a tap");
+        assert!(taps.any());
         for i in 0..10 {
-            offer("tap-test", Some("s"), &Document::new(format!("d{i}")));
-            offer("tap-test", Some("other"), &Document::new(format!("o{i}")));
+            taps.offer("tap-test", Some("s"), &Document::new(format!("d{i}")));
+            taps.offer("tap-test", Some("other"), &Document::new(format!("o{i}")));
         }
         let mut got = Vec::new();
         while let Ok(line) = rx.try_recv() {
@@ -333,19 +358,27 @@ mod tests {
         }
         assert_eq!(got, ["d0", "d1", "d2"]);
         drop(guard);
-        let taps = TAPS.taps.lock().expect("the taps");
-        assert!(!taps.iter().any(|t| t.filter.pipeline == "tap-test"));
+        assert!(!taps.any());
+        // Each process's taps are its own: another's see nothing of these.
+        let other = Taps::default();
+        let (mut elsewhere, _guard) = other.open(filter(3)).expect("a tap");
+        let (mut here, _guard) = taps.open(filter(3)).expect("a tap");
+        taps.offer("tap-test", Some("s"), &Document::new("d"));
+        assert!(here.try_recv().is_ok());
+        assert!(elsewhere.try_recv().is_err());
     }
 
     #[test]
     fn a_slow_reader_misses_documents_and_never_blocks() {
-        let (mut rx, _guard) = open(TapFilter {
-            pipeline: "tap-slow".into(),
-            ..filter(MAX_LIMIT)
-        })
-        .expect("a tap");
+        let taps = Taps::default();
+        let (mut rx, _guard) = taps
+            .open(TapFilter {
+                pipeline: "tap-slow".into(),
+                ..filter(MAX_LIMIT)
+            })
+            .expect("a tap");
         for i in 0..(BUFFER * 3) {
-            offer("tap-slow", Some("s"), &Document::new(format!("d{i}")));
+            taps.offer("tap-slow", Some("s"), &Document::new(format!("d{i}")));
         }
         let mut n = 0;
         while rx.try_recv().is_ok() {

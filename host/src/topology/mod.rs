@@ -10,6 +10,11 @@
 //!
 //! Connectors keep their state in a SQLite file in local mode
 //! (`[state] path`) and on a compacted topic per pipeline in Kafka mode.
+//!
+//! The taps on a process's documents are the topology's too: a runner it
+//! makes gets [`Taps`] of its own, which its workers offer documents to
+//! and its operations server ([`ops_server_for`]) opens taps on; no tap
+//! state is global.
 
 pub mod serving;
 
@@ -23,6 +28,7 @@ use crate::plugin::{
 };
 use crate::run::{Runner, SqliteStates};
 pub use crate::telemetry::export::Health;
+use crate::telemetry::tap::Taps;
 
 /// Where a run's workers and indexers are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +85,8 @@ pub fn runner(config: Config, mode: Mode) -> Result<Runner, SetupError> {
     };
     Ok(Runner::new(config, runtime, messengers)
         .with_states(states)
-        .with_sync_id(sync_id))
+        .with_sync_id(sync_id)
+        .with_taps(Taps::default()))
 }
 
 /// A Kafka-mode runner that resumes a run an earlier runner started
@@ -89,7 +96,9 @@ pub fn resuming_runner(config: Config) -> Result<Runner, SetupError> {
     let runtime = runtime_for(&config)?;
     let kafka = kafka_of(&config)?.clone();
     let messengers = Arc::new(KafkaMessengers::resuming(kafka.clone()));
-    Ok(Runner::new(config, runtime, messengers).with_states(Arc::new(KafkaStates::new(kafka))))
+    Ok(Runner::new(config, runtime, messengers)
+        .with_states(Arc::new(KafkaStates::new(kafka)))
+        .with_taps(Taps::default()))
 }
 
 /// The `[kafka]` settings Kafka mode needs.
@@ -143,29 +152,46 @@ fn host_cache_of(config: &Config) -> Option<crate::plugin::HostCacheOptions> {
 }
 
 /// The operations routes of a process: `/metrics`, `/healthz` and
-/// `/readyz` answering as `health` says, and `/tap` (where the config
-/// allows taps).
-pub fn ops_routes(health: &Health) -> Result<axum::Router, SetupError> {
+/// `/readyz` answering as `health` says, and `/tap` on `runner`'s taps
+/// where its config allows them (`[metrics] tap`; refused without a
+/// runner).
+pub fn ops_routes(health: &Health, runner: Option<&Runner>) -> Result<axum::Router, SetupError> {
     let handle = crate::telemetry::export::recorder().map_err(SetupError::failed)?;
+    let taps = runner.map(|r| r.taps().clone());
+    let allowed = runner.is_some_and(|r| r.config().metrics.tap);
     Ok(crate::telemetry::export::routes(handle, health.clone())
-        .merge(crate::telemetry::tap::routes()))
+        .merge(crate::telemetry::tap::routes(taps, allowed)))
 }
 
-/// Let this process's ops server open taps (`[metrics] tap`).
-pub fn allow_taps(allowed: bool) {
-    crate::telemetry::tap::allow(allowed);
-}
-
-/// The operations server of a process ([`ops_routes`]) on `addr`; `None`
-/// when no address is given.
+/// The operations server of a process that runs no pipeline (its `/tap`
+/// refuses) on `addr`; `None` when no address is given.
 pub fn ops_server(
     addr: Option<&str>,
     health: &Health,
 ) -> Result<Option<crate::http::HttpServer>, SetupError> {
+    start_ops(addr, || ops_routes(health, None))
+}
+
+/// The operations server of a process that runs `runner` on `addr`
+/// ([`ops_routes`]: `/tap` on its documents where its config allows);
+/// `None` when no address is given.
+pub fn ops_server_for(
+    runner: &Runner,
+    addr: Option<&str>,
+    health: &Health,
+) -> Result<Option<crate::http::HttpServer>, SetupError> {
+    start_ops(addr, || ops_routes(health, Some(runner)))
+}
+
+/// The operations server on `addr`, its routes made only when there is one.
+fn start_ops(
+    addr: Option<&str>,
+    routes: impl FnOnce() -> Result<axum::Router, SetupError>,
+) -> Result<Option<crate::http::HttpServer>, SetupError> {
     let Some(addr) = addr else {
         return Ok(None);
     };
-    let server = crate::http::HttpServer::start(addr, ops_routes(health)?)
+    let server = crate::http::HttpServer::start(addr, routes()?)
         .map_err(|e| SetupError::Failed(format!("{e:#}")))?;
     tracing::info!(addr = %server.addr(), "metrics on http://{}/metrics", server.addr());
     Ok(Some(server))

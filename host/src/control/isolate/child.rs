@@ -117,6 +117,7 @@ pub fn serve_run() -> u8 {
         throttle,
         Arc::clone(&orphan),
         out.clone(),
+        runner.taps().clone(),
         Arc::new(move |config: &str| {
             let Some(policy) = operator.tenant(&tenant) else {
                 return Err(ApiError::NoSuchTenant);
@@ -162,6 +163,7 @@ fn listen(
     throttle: Option<Arc<Throttle>>,
     orphan: Arc<Orphan>,
     out: Reporter,
+    tapping: crate::telemetry::tap::Taps,
     reload: Reload,
 ) {
     let listening = Arc::clone(&live);
@@ -194,7 +196,7 @@ fn listen(
                             limit,
                             percent,
                         };
-                        match crate::telemetry::tap::open(filter) {
+                        match tapping.open(filter) {
                             Some((rx, guard)) => {
                                 taps.insert(tap, guard);
                                 forward_tap(tap, rx, limit, out.clone());
