@@ -1,18 +1,24 @@
 //! Every plugin of a config with where it sits: the one walk that checks,
-//! admission and the runner share.
+//! admission, the runtime's pool sizing and the runner's validation share,
+//! shadows included (with their own config), each with the instances a
+//! run holds of it.
 
-use super::{Config, ConnectorConfig, PipelineConfig};
+use super::{Config, ConnectorConfig, PipelineConfig, ShadowConfig};
 use crate::plugin::PluginSpec;
 
 /// The part a plugin plays, with the names that place it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum PluginRole<'a> {
     /// `[[connectors]]` entry `name`, feeding `pipeline`.
     Connector { name: &'a str, pipeline: &'a str },
     /// Stage `name` of `pipeline`.
     Stage { pipeline: &'a str, name: &'a str },
-    /// The shadow of stage `name` of `pipeline`.
-    Shadow { pipeline: &'a str, name: &'a str },
+    /// The shadow of stage `name` of `pipeline`, as `shadow` configures it.
+    Shadow {
+        pipeline: &'a str,
+        name: &'a str,
+        shadow: &'a ShadowConfig,
+    },
     /// The top-level `[indexer]` (no pipeline) or `pipeline`'s own.
     Indexer { pipeline: Option<&'a str> },
     /// `[dead_letters]`'s plugin.
@@ -28,6 +34,10 @@ pub struct PluginAt<'a> {
     pub location: String,
     pub role: PluginRole<'a>,
     pub spec: &'a PluginSpec,
+    /// Instances of it a run holds at once: one for a connector and the
+    /// dead letters' indexer, one per worker thread for a stage and for its
+    /// shadow, an indexer's `instances`.
+    pub instances: usize,
 }
 
 impl Config {
@@ -41,8 +51,10 @@ impl Config {
                 pipeline: &c.pipeline,
             },
             spec: &c.plugin,
+            instances: 1,
         });
-        let pipelines = self.pipelines.iter().flat_map(|p| {
+        let threads = self.worker.threads;
+        let pipelines = self.pipelines.iter().flat_map(move |p| {
             let stages = p.stages.iter().flat_map(move |s| {
                 let stage = PluginAt {
                     location: format!("pipelines.{}.stages.{}", p.name, s.name),
@@ -51,14 +63,17 @@ impl Config {
                         name: &s.name,
                     },
                     spec: &s.plugin,
+                    instances: threads,
                 };
                 let shadow = s.shadow.iter().map(move |shadow| PluginAt {
                     location: format!("pipelines.{}.stages.{}.shadow", p.name, s.name),
                     role: PluginRole::Shadow {
                         pipeline: &p.name,
                         name: &s.name,
+                        shadow,
                     },
                     spec: &shadow.plugin,
+                    instances: threads,
                 });
                 std::iter::once(stage).chain(shadow)
             });
@@ -68,6 +83,7 @@ impl Config {
                     pipeline: Some(&p.name),
                 },
                 spec: &i.plugin,
+                instances: i.instances,
             });
             stages.chain(own)
         });
@@ -75,11 +91,13 @@ impl Config {
             location: "indexer".to_owned(),
             role: PluginRole::Indexer { pipeline: None },
             spec: &i.plugin,
+            instances: i.instances,
         });
         let dead_letters = self.dead_letters.plugin.iter().map(|spec| PluginAt {
             location: "dead_letters".to_owned(),
             role: PluginRole::DeadLetters,
             spec,
+            instances: 1,
         });
         connectors
             .chain(pipelines)
@@ -116,5 +134,57 @@ impl Config {
             .chain(pipelines)
             .chain(self.indexer.iter_mut().map(|i| (None, &mut i.plugin)))
             .chain(self.dead_letters.plugin.iter_mut().map(|spec| (None, spec)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A shadow is in the walk as its stage is, with its own config and as
+    /// many instances (one per worker thread), so sizing, admission and
+    /// validation see it alike.
+    #[test]
+    fn shadows_walk_with_their_config_and_instances() {
+        let text = r#"
+            [worker]
+            threads = 3
+            [[connectors]]
+            name = "c"
+            pipeline = "p"
+            plugin = { path = "c.wasm" }
+            [[pipelines]]
+            name = "p"
+            [[pipelines.stages]]
+            name = "s"
+            plugin = { path = "s.wasm" }
+            shadow = { plugin = { path = "s2.wasm" }, percent = 5.0 }
+            [indexer]
+            plugin = { path = "i.wasm" }
+            instances = 2
+        "#;
+        let config =
+            Config::parse(text, std::path::Path::new("."), std::iter::empty()).expect("a config");
+        let walked: Vec<(String, usize)> = config
+            .plugins()
+            .map(|at| (at.location, at.instances))
+            .collect();
+        assert_eq!(
+            walked,
+            [
+                ("connectors.c".to_owned(), 1),
+                ("pipelines.p.stages.s".to_owned(), 3),
+                ("pipelines.p.stages.s.shadow".to_owned(), 3),
+                ("indexer".to_owned(), 2),
+            ]
+        );
+        let shadow = config
+            .plugins()
+            .find_map(|at| match at.role {
+                PluginRole::Shadow { shadow, .. } => Some(shadow),
+                _ => None,
+            })
+            .expect("the shadow");
+        assert_eq!(shadow.percent, Some(5.0));
     }
 }

@@ -97,7 +97,11 @@ impl Runner {
                         Err(e) => check(location, Err(e)),
                     }
                 }
-                PluginRole::Shadow { pipeline, name } => {
+                PluginRole::Shadow {
+                    pipeline,
+                    name,
+                    shadow,
+                } => {
                     let label = PluginLabel {
                         name: location,
                         tenant,
@@ -105,11 +109,6 @@ impl Runner {
                     match self.runtime.load_stage(label, at.spec) {
                         Ok(plugin) => {
                             check(location, plugin.check_config());
-                            let shadow = config
-                                .pipeline(pipeline)
-                                .and_then(|p| p.stages.iter().find(|s| s.name == name))
-                                .and_then(|s| s.shadow.as_ref())
-                                .expect("a shadow's stage is in its pipeline");
                             shadows.insert(
                                 (pipeline.to_owned(), name.to_owned()),
                                 super::shadow::LoadedShadow::new(plugin, shadow),

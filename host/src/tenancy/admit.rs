@@ -222,16 +222,13 @@ fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorCo
         }
     }
     // Saturating: the counts are the tenant's numbers, as large as it likes.
-    // A stage with a shadow is two instances per worker thread.
+    // As the one walk counts them (a stage and its shadow each one instance
+    // per worker thread); the dead letters' indexer is the operator's.
     let instances = config
-        .pipelines
-        .iter()
-        .map(|p| {
-            let shadows = p.stages.iter().filter(|s| s.shadow.is_some()).count();
-            (p.stages.len() + shadows).saturating_mul(config.worker.threads)
-        })
-        .chain(config.indexers().map(|(_, i)| i.instances))
-        .fold(config.connectors.len(), usize::saturating_add);
+        .plugins()
+        .filter(|at| !matches!(at.role, crate::config::PluginRole::DeadLetters))
+        .map(|at| at.instances)
+        .fold(0, usize::saturating_add);
     if instances > MAX_INSTANCES {
         out.at(
             "pipelines",

@@ -20,7 +20,7 @@ pub mod serving;
 
 use std::sync::Arc;
 
-use crate::config::{Config, Problem, Problems};
+use crate::config::{Config, PluginRole, Problem, Problems};
 use crate::messenger::LocalMessengers;
 use crate::messenger::kafka::{KafkaMessengers, KafkaStates};
 use crate::plugin::{
@@ -115,13 +115,27 @@ pub(crate) fn kafka_of(config: &Config) -> Result<&crate::config::KafkaConfig, S
 /// a pool of pre-reserved instance slots when a plugin wants fresh instances.
 pub fn runtime_for(config: &Config) -> Result<PluginRuntime, SetupError> {
     // Fresh instances per document come from a pool of pre-reserved slots:
-    // enough for every instance the process may hold, twice over.
+    // enough for every instance the process may hold, twice over: its
+    // connectors, its stages and their shadows (one per worker thread, as
+    // the walk counts them), and an indexer per pipeline and worker thread.
     let fresh = config
         .plugins()
         .any(|at| at.spec.instance == InstancePolicy::Fresh);
     let pool = fresh.then(|| {
-        let stages: usize = config.pipelines.iter().map(|p| p.stages.len() + 1).sum();
-        let instances = 2 * (config.worker.threads * stages + config.connectors.len() + 4);
+        let held: usize = config
+            .plugins()
+            .filter(|at| {
+                matches!(
+                    at.role,
+                    PluginRole::Connector { .. }
+                        | PluginRole::Stage { .. }
+                        | PluginRole::Shadow { .. }
+                )
+            })
+            .map(|at| at.instances)
+            .fold(0, usize::saturating_add);
+        let indexers = config.worker.threads * config.pipelines.len();
+        let instances = 2 * (held + indexers + 4);
         PoolOptions {
             instances: u32::try_from(instances).unwrap_or(u32::MAX),
             max_memory_mib: config
