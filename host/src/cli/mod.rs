@@ -405,7 +405,7 @@ fn execute(
         Command::Serve { config, watch } => {
             commands::control_plane(&config, metrics_addr, log_format.name(), watch)
         }
-        Command::ServeRun => Ok(weir::control::isolate::serve_run()),
+        Command::ServeRun => Ok(weir::control::serve_run()),
         Command::FleetPipeline => Ok(weir::fleet::pipeline::serve_pipeline()),
         Command::Fleet { config } => commands::fleet(&config, metrics_addr, log_format.name()),
         Command::Worker {

@@ -78,6 +78,11 @@ fn digest(token: &str) -> [u8; 32] {
 }
 
 impl ControlPlane {
+    /// Whose `token` is, if anyone's.
+    pub fn authenticate(&self, token: &str) -> Option<Principal> {
+        self.tokens.owner(token)
+    }
+
     /// Whose `token`, sent from `from`, is, if it may be asked now: an
     /// address over its allowance of wrong guesses is refused before the
     /// token is looked up, a principal over its rate after.

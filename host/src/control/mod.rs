@@ -31,6 +31,7 @@ mod live;
 mod metrics;
 mod rate;
 mod reload;
+mod run_process;
 mod runs;
 mod start;
 mod state;
@@ -61,6 +62,7 @@ pub use api::{routes, server_routes};
 pub use auth::Principal;
 pub use error::ApiError;
 pub use letters::{LetterPage, Oversized};
+pub use run_process::serve_run;
 pub use view::{RunPage, RunView};
 
 /// Why the control plane could not start.
@@ -195,11 +197,6 @@ impl ControlPlane {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Live> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Whose `token` is, if anyone's.
-    pub fn authenticate(&self, token: &str) -> Option<Principal> {
-        self.tokens.owner(token)
     }
 
     fn tenant(&self, who: &Principal) -> Result<&TenantPolicy, ApiError> {

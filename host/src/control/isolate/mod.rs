@@ -13,16 +13,14 @@
 //! own) and validates it, then runs it as a thread of `weir serve` would,
 //! talking to the server over its stdin and stdout
 //! (`tenancy::process::protocol`). Starting and bounding a process is
-//! `tenancy::process`'s; this is the server's side of one ([`Remote`]) and
-//! the process's own ([`serve_run`]).
+//! `tenancy::process`'s; this is the server's side of one ([`Remote`]); the
+//! process's own side is `control/run_process.rs` (`weir serve-run`).
 
-mod child;
 mod death;
 mod reloads;
 mod remote;
 mod taps;
 
 pub use crate::tenancy::process::{Isolation, RunProcess, TenantCpu};
-pub use child::serve_run;
 pub(super) use reloads::ReloadError;
 pub(super) use remote::Remote;

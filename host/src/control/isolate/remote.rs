@@ -70,7 +70,7 @@ impl Remote {
         cpu: Option<&TenantCpu>,
     ) -> Result<Arc<Self>, Failure> {
         // SIGTERM tells it when this process ends, however it ends (see
-        // `child.rs`).
+        // `control/run_process.rs`).
         let mut child = spawn_bounded(process, "serve-run", Some(libc::SIGTERM))
             .map_err(|e| Failure::Failed(format!("cannot start the run's process: {e}")))?;
         // In its tenant's group before it starts a thread: it waits for its run.
