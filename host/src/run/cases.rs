@@ -5,9 +5,10 @@
 
 use serde_json::{Value, json};
 
-use super::publisher::Abort;
+use super::stages::start_stages;
 use super::stages::{Outcome, StageRetry, Stages};
-use super::{LoadedPlugins, Runner, pipeline::start_stages};
+use super::stop::Abort;
+use super::{LoadedPlugins, Runner};
 use crate::core::document::Document;
 
 /// Where documents enter a pipeline and where what they became is read.

@@ -6,10 +6,13 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use super::accounting::{Accounting, Skip};
 use super::dead_letters::DeadLetterFile;
-use super::pipeline::{join_all, spawn_in_span, start_stages};
-use super::publisher::{Abort, Accounting, Publish, Skip};
+use super::pipeline::{join_all, spawn_in_span};
+use super::publisher::Publish;
+use super::stages::start_stages;
 use super::state::Ledger;
+use super::stop::Abort;
 use super::sync::SyncRun;
 use super::{LoadedPlugins, Runner, StopReason, replay, watch};
 use crate::config::ConnectorConfig;

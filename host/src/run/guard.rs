@@ -23,10 +23,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
-use super::StopReason;
-use super::publisher::Publish;
 use crate::core::document::Document;
 
 /// Deletes any run may make, whatever its state held.
@@ -232,100 +229,6 @@ impl super::Runner {
             1.0
         } else {
             self.config.state.max_delete_share
-        }
-    }
-}
-
-impl Publish {
-    /// Publish through the guard: a deletion marker is held (or the run
-    /// refused); another document is sent after the markers of its id.
-    pub(super) fn guarded(
-        &mut self,
-        guard: &Guard,
-        doc: Document,
-        deadline: Instant,
-    ) -> Result<(), String> {
-        if !doc.is_deleted() {
-            self.send_held(guard.take_id(doc.id()), deadline)?;
-            return self.send(doc, deadline, false);
-        }
-        let id = doc.id().to_owned();
-        let accounting = Arc::clone(&self.accounting);
-        match guard.hold(doc, || accounting.published_marker(&id)) {
-            Hold::Held => Ok(()),
-            Hold::Send(earlier, doc) => {
-                self.send_held(earlier, deadline)?;
-                self.send(doc, deadline, false)
-            }
-            Hold::Refused(refusal, dropped) => {
-                self.abandon(dropped);
-                let message = refusal.to_string();
-                if !self.abort.is_set() {
-                    tracing::warn!(
-                        deletes = refusal.deletes,
-                        limit = refusal.limit,
-                        keys = refusal.keys,
-                        share = refusal.share,
-                        "the mass-delete guard stops the run: nothing it held is sent"
-                    );
-                }
-                self.abort.trigger(StopReason::MassDelete(refusal));
-                Err(message)
-            }
-        }
-    }
-
-    /// `execute` returned `executed`: when it succeeded, send the markers
-    /// the guard holds, in order; else they are never sent.
-    pub(super) fn after_execute(
-        &mut self,
-        executed: Result<(), String>,
-        timeout: Duration,
-    ) -> Result<(), String> {
-        let Some(guard) = self.guard.clone() else {
-            return executed;
-        };
-        let markers = guard.take_all();
-        if let Err(e) = executed {
-            if !markers.is_empty() {
-                tracing::info!(
-                    deletes = markers.len(),
-                    "the connector's deletion markers are not sent: its execute did not complete (their state changes are not kept)"
-                );
-            }
-            self.abandon(markers);
-            return Err(e);
-        }
-        if !markers.is_empty() {
-            tracing::info!(
-                deletes = markers.len(),
-                limit = guard.limit(),
-                "the connector's deletion markers are within the mass-delete guard's limit: sent"
-            );
-        }
-        self.send_held(markers, Instant::now() + timeout)
-    }
-
-    /// Send `markers` the guard held, in order. One that cannot be sent is
-    /// abandoned with those after it: never sent, they still hold back
-    /// every state change made after them.
-    fn send_held(&mut self, markers: Vec<Document>, deadline: Instant) -> Result<(), String> {
-        let mut markers = markers.into_iter();
-        while let Some(marker) = markers.next() {
-            let id = marker.id().to_owned();
-            if let Err(e) = self.send(marker, deadline, true) {
-                self.accounting.abandoned(&id);
-                self.abandon(markers.collect());
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-
-    /// Held `markers` that will never be sent: no longer waited for.
-    fn abandon(&self, markers: Vec<Document>) {
-        for marker in &markers {
-            self.accounting.abandoned(marker.id());
         }
     }
 }

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::publisher::Abort;
 use super::retry::{self, Backoff};
+use super::stop::Abort;
 use crate::config::IndexerConfig;
 use crate::core::document::Document;
 use crate::core::event::{Event, EventKind};

@@ -7,6 +7,7 @@
 //! cannot start, a connector lifecycle error, a fatal plugin error, a
 //! timeout) stop the run, and later connectors do not start.
 
+mod accounting;
 mod cases;
 mod connector;
 mod dead_letters;
@@ -26,6 +27,7 @@ mod stages;
 mod state;
 mod stop;
 pub mod sync;
+mod sync_state;
 mod throttle;
 mod validate;
 mod watch;
@@ -39,11 +41,12 @@ pub use guard::{MIN_DELETES, MassDelete};
 pub use outcome::{ConnectorResult, RunResult, RunStatus};
 pub use reload::{ReloadRefused, Reloaded};
 pub use serve::Shutdown;
-pub use state::{
-    DEFAULT_SHOWN_KEYS, MAX_SHOWN_KEYS, ShownKey, SqliteStates, StateInspectError, StateQuery,
-    SyncOf, SyncReset, SyncState,
-};
+pub use state::SqliteStates;
 pub use stop::{Interrupt, Pause, StopReason};
+pub use sync_state::{
+    DEFAULT_SHOWN_KEYS, MAX_SHOWN_KEYS, ShownKey, StateInspectError, StateQuery, SyncOf, SyncReset,
+    SyncState,
+};
 pub use throttle::Throttle;
 pub use validate::LoadedPlugins;
 
@@ -56,8 +59,8 @@ use crate::plugin::PluginRuntime;
 use crate::telemetry::meters::Scope;
 use crate::telemetry::tap::Taps;
 
+use accounting::Accounting;
 use connector::Source;
-use publisher::Accounting;
 
 /// Runs a config.
 pub struct Runner {

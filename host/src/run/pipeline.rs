@@ -7,58 +7,12 @@ use std::thread;
 
 use super::dead_letters::DeadLetterFile;
 use super::indexer::IndexerLoop;
-use super::publisher::Abort;
-use super::worker::{self, StageSlot, Worker};
+use super::stages::StageSlot;
+use super::stop::Abort;
+use super::worker::{self, Worker};
 use super::{LoadedPlugins, Runner};
 use crate::telemetry::RunStats;
 use crate::telemetry::meters::{IndexerMeters, PipelineMeters, Scope};
-
-/// One worker's stage instances for `pipeline`, every one started.
-pub(crate) fn start_stages(
-    plugins: &LoadedPlugins,
-    config: &crate::config::Config,
-    scope: &Scope,
-) -> Result<Vec<StageSlot>, String> {
-    let pipeline: &str = scope.pipeline();
-    let stage = |name: &str| {
-        config
-            .pipelines
-            .iter()
-            .filter(|p| p.name == pipeline)
-            .flat_map(|p| &p.stages)
-            .find(|s| s.name == name)
-    };
-    plugins
-        .pipelines
-        .get(pipeline)
-        .map_or(&[][..], Vec::as_slice)
-        .iter()
-        .map(|p| {
-            let config = stage(p.name());
-            let batch = config.map(|s| s.batch).unwrap_or_default();
-            // Checked at validation; a problem here is one it let through.
-            let when = match config.and_then(|s| s.when.as_ref()) {
-                Some(when) => Some(when.compile().map_err(|problems| {
-                    format!(
-                        "stage `{}` has a condition in error: {problems:?}",
-                        p.name()
-                    )
-                })?),
-                None => None,
-            };
-            let shadow = plugins
-                .shadows
-                .get(&(pipeline.to_string(), p.name().to_owned()))
-                .map(|s| s.start())
-                .transpose()
-                .map_err(|e| format!("the shadow of stage `{}` could not start: {e}", p.name()))?;
-            p.instantiate()
-                .map(|i| StageSlot::new(scope, p.name(), i, batch, when).with_shadow(shadow))
-                .map_err(|e| e.to_string())
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("error starting workers for pipeline `{pipeline}`: {e}"))
-}
 
 /// An indexer plugin instance that started and connected.
 pub(crate) struct StartedIndexer {

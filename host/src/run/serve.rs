@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::thread;
 
-use super::pipeline::{join_all, spawn_in_span, start_stages};
-use super::publisher::Abort;
+use super::pipeline::{join_all, spawn_in_span};
+use super::stages::start_stages;
+use super::stop::Abort;
 use super::{LoadedPlugins, Runner, StopReason};
 use crate::messenger::{IndexerMessenger, WorkerMessenger};
 

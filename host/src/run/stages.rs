@@ -13,9 +13,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::publisher::Abort;
 use super::retry::{self, Backoff};
 use super::shadow::Shadow;
+use super::stop::Abort;
 use crate::config::{StageBatch, WorkerConfig};
 use crate::core::condition::When;
 use crate::core::document::Document;
@@ -482,4 +482,51 @@ fn lay_out(nodes: &mut [Node], n: usize, out: &mut Vec<Outcome>) {
     if let Some(end) = nodes[n].end.take() {
         out.push(end);
     }
+}
+
+/// One worker's stage instances for `pipeline`, every one started.
+pub(crate) fn start_stages(
+    plugins: &super::LoadedPlugins,
+    config: &crate::config::Config,
+    scope: &Scope,
+) -> Result<Vec<StageSlot>, String> {
+    let pipeline: &str = scope.pipeline();
+    let stage = |name: &str| {
+        config
+            .pipelines
+            .iter()
+            .filter(|p| p.name == pipeline)
+            .flat_map(|p| &p.stages)
+            .find(|s| s.name == name)
+    };
+    plugins
+        .pipelines
+        .get(pipeline)
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .map(|p| {
+            let config = stage(p.name());
+            let batch = config.map(|s| s.batch).unwrap_or_default();
+            // Checked at validation; a problem here is one it let through.
+            let when = match config.and_then(|s| s.when.as_ref()) {
+                Some(when) => Some(when.compile().map_err(|problems| {
+                    format!(
+                        "stage `{}` has a condition in error: {problems:?}",
+                        p.name()
+                    )
+                })?),
+                None => None,
+            };
+            let shadow = plugins
+                .shadows
+                .get(&(pipeline.to_string(), p.name().to_owned()))
+                .map(|s| s.start())
+                .transpose()
+                .map_err(|e| format!("the shadow of stage `{}` could not start: {e}", p.name()))?;
+            p.instantiate()
+                .map(|i| StageSlot::new(scope, p.name(), i, batch, when).with_shadow(shadow))
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("error starting workers for pipeline `{pipeline}`: {e}"))
 }

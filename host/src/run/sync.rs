@@ -17,8 +17,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::StopReason;
-use super::publisher::{Abort, Accounting};
+use super::accounting::Accounting;
 use super::state::Ledger;
+use super::stop::Abort;
 use crate::config::ConnectorConfig;
 use crate::core::document::Document;
 use crate::core::state::{StateStores, SyncScope};

@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::super::sync::{GENERATION_KEY, META, SOURCE_KEY, source_fingerprint};
-use super::super::{LoadedPlugins, Runner};
+use super::sync::{GENERATION_KEY, META, SOURCE_KEY, source_fingerprint};
+use super::{LoadedPlugins, Runner};
 use crate::config::ConnectorConfig;
 use crate::core::state::{StateError, StateStore, StateStores, SyncScope};
 

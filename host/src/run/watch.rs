@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::publisher::Accounting;
+use super::accounting::Accounting;
 use crate::config::RunnerConfig;
 use crate::messenger::{PublisherMessenger, Seen, Servers};
 use crate::plugin::Cancel;

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::dead_letters::DeadLetterFile;
-use super::publisher::Abort;
 use super::stages::{Halt, Outcome, Stages, gathering};
 pub(crate) use super::stages::{StageRetry, StageSlot};
+use super::stop::Abort;
 use crate::config::StageBatch;
 use crate::core::document::Document;
 use crate::core::event::{Event, EventKind};
@@ -189,7 +189,7 @@ impl Worker {
         let generation = set.generation;
         let changed = set.changed_since(&self.pipeline, self.generation);
         if changed {
-            match super::pipeline::start_stages(&set.plugins, &set.config, &self.scope) {
+            match super::stages::start_stages(&set.plugins, &set.config, &self.scope) {
                 Ok(mut stages) => {
                     for slot in &mut stages {
                         slot.stats = self.stats.stage(&self.pipeline, &slot.name);

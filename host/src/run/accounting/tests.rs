@@ -1,4 +1,4 @@
-//! Unit tests of the publisher's accounting.
+//! Unit tests of the publisher accounting.
 
 use super::*;
 

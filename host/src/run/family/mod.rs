@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use super::StopReason;
-use super::publisher::{Accounting, Skip};
+use super::accounting::{Accounting, Children, Skip};
 use super::state::Ledger;
 use crate::config::ConnectorConfig;
 use crate::core::document::Document;
@@ -365,5 +365,39 @@ impl Family {
                 }
             }
         }
+    }
+}
+
+impl Children for Family {
+    fn created(&self, root: &str, child: &str) {
+        Family::created(self, root, child);
+    }
+
+    fn ended(
+        &self,
+        root: &str,
+        kind: EventKind,
+        position: u64,
+        pending: bool,
+        next: u64,
+        deleted: &std::sync::atomic::AtomicU64,
+    ) -> Vec<String> {
+        Family::ended(self, root, kind, position, pending, next, deleted)
+    }
+
+    fn resumed(&self, skip: &Arc<Skip>) {
+        Family::resumed(self, skip);
+    }
+
+    fn flush(
+        &self,
+        messenger: &dyn PublisherMessenger,
+        accounting: &Accounting,
+    ) -> Result<(), String> {
+        Family::flush(self, messenger, accounting)
+    }
+
+    fn report(&self) {
+        Family::report(self);
     }
 }

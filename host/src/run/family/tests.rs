@@ -64,7 +64,10 @@ fn create(child: &str, root: &str) -> Event {
 fn setup(memory: &Arc<Memory>) -> (Arc<Accounting>, Arc<Family>) {
     let accounting = Arc::new(Accounting::new(RUN));
     let family = Arc::new(Family::new(Arc::clone(memory) as Arc<dyn Kept>, RUN));
-    accounting.family.set(Arc::clone(&family)).expect("a value");
+    accounting
+        .family
+        .set(Arc::clone(&family) as Arc<dyn Children>)
+        .expect("a value");
     (accounting, family)
 }
 

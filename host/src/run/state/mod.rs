@@ -11,18 +11,13 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-mod inspect;
 mod sqlite;
 #[cfg(test)]
 mod tests;
 
-pub use inspect::{
-    DEFAULT_SHOWN_KEYS, MAX_SHOWN_KEYS, ShownKey, StateInspectError, StateQuery, SyncOf, SyncReset,
-    SyncState,
-};
 pub use sqlite::SqliteStates;
 
-use super::publisher::Accounting;
+use super::accounting::Accounting;
 use crate::core::state::{HeldState, StateChange, StateError, StateStore};
 use crate::plugin::ConnectorState;
 

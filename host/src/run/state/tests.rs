@@ -8,7 +8,7 @@ use crate::core::document::Document;
 use crate::core::event::{Event, EventKind};
 use crate::core::state::{MemoryStates, StateChange, StateError, StateStore, StateStores};
 use crate::plugin::ConnectorState;
-use crate::run::publisher::Accounting;
+use crate::run::accounting::Accounting;
 
 const RUN: &str = "r1";
 
