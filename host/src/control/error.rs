@@ -242,3 +242,48 @@ impl IntoResponse for ApiError {
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::problem::Problem;
+
+    /// A refusal keeps its problems' locations and messages up to the
+    /// answer, which shows them as it always has: each problem as text, or
+    /// for a reload that needs a restart, each section's key.
+    #[test]
+    fn a_refusal_is_answered_with_its_problems_as_before() {
+        let problems: Problems = [
+            Problem::new("connectors.c.plugin.path", "not yours"),
+            Problem::whole("the whole config"),
+        ]
+        .into_iter()
+        .collect();
+        let forbidden = ApiError::refused(Refusal::Forbidden(problems.clone()), "acme");
+        assert_eq!(forbidden.status(), StatusCode::FORBIDDEN);
+        assert_eq!(
+            forbidden.problems(),
+            ["connectors.c.plugin.path: not yours", "the whole config"]
+        );
+        let back = forbidden.into_failure();
+        assert_eq!(back, Failure::Refused(Refusal::Forbidden(problems)));
+        let sections: Problems = [
+            Problem::new("worker", "changed"),
+            Problem::new("pipelines.books.indexer", "changed"),
+        ]
+        .into_iter()
+        .collect();
+        let restart = ApiError::failed(Failure::Refused(Refusal::NeedsRestart(sections)), "acme");
+        assert_eq!(restart.status(), StatusCode::CONFLICT);
+        assert_eq!(restart.problems(), ["worker", "pipelines.books.indexer"]);
+        assert!(
+            restart
+                .to_string()
+                .starts_with("the new config changes worker, pipelines.books.indexer, "),
+            "{restart}"
+        );
+        let internal = ApiError::failed(Failure::Failed("no tenant `x`".into()), "acme");
+        assert_eq!(internal.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(internal.to_string(), "no tenant `x`");
+    }
+}

@@ -104,17 +104,6 @@ impl LiveRun {
         }
     }
 
-    fn counts(&self) -> Counts {
-        let s = self.stats.snapshot();
-        Counts {
-            published: s.published,
-            processed: s.processed,
-            indexed: s.indexed,
-            failed: s.failed,
-            dropped: s.dropped,
-        }
-    }
-
     /// The run as the store keeps it, with its live status and counts.
     pub(super) fn record(&self) -> RunRecord {
         RunRecord {
@@ -123,7 +112,7 @@ impl LiveRun {
             status: self.status(),
             submitted_ms: self.submitted_ms,
             finished_ms: None,
-            counts: self.counts(),
+            counts: Counts::of(&self.stats),
             summary: None,
             error: None,
         }

@@ -364,14 +364,7 @@ fn report(
             let mut ticks = 0_u32;
             let mut last = None;
             while let Err(RecvTimeoutError::Timeout) = ended.recv_timeout(COUNTS_EVERY) {
-                let s = live.stats.snapshot();
-                let counts = Counts {
-                    published: s.published,
-                    processed: s.processed,
-                    indexed: s.indexed,
-                    failed: s.failed,
-                    dropped: s.dropped,
-                };
+                let counts = Counts::of(&live.stats);
                 ticks = ticks.wrapping_add(1);
                 let moved = last != Some(counts);
                 if let Some(handle) = metrics

@@ -6,6 +6,7 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 use serde::{Deserialize, Serialize};
 
 use crate::run::RunStatus;
+use crate::telemetry::RunStats;
 
 /// Where a run is: going on (`running`, `paused`, `stopping`), or how it
 /// ended. The API, the run process protocol and a fleet's kept runs say it
@@ -115,6 +116,30 @@ pub struct Counts {
     pub indexed: u64,
     pub failed: u64,
     pub dropped: u64,
+}
+
+impl Counts {
+    /// A run's counts as `stats` has them now.
+    pub(crate) fn of(stats: &RunStats) -> Self {
+        let s = stats.snapshot();
+        Self {
+            published: s.published,
+            processed: s.processed,
+            indexed: s.indexed,
+            failed: s.failed,
+            dropped: s.dropped,
+        }
+    }
+
+    /// Set `stats` to these counts (as a run's process reported them).
+    pub(crate) fn mirror_into(self, stats: &RunStats) {
+        use std::sync::atomic::Ordering::Relaxed;
+        stats.published.store(self.published, Relaxed);
+        stats.processed.store(self.processed, Relaxed);
+        stats.indexed.store(self.indexed, Relaxed);
+        stats.failed.store(self.failed, Relaxed);
+        stats.dropped.store(self.dropped, Relaxed);
+    }
 }
 
 /// One run as the store keeps it.

@@ -8,7 +8,6 @@
 
 use std::io::{BufRead, BufReader, Lines, Write};
 use std::process::{ChildStdin, ChildStdout};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -189,13 +188,7 @@ impl Remote {
         let mut finished = None;
         while let Some(message) = self.next() {
             match message {
-                FromRun::Counts(counts) => {
-                    stats.published.store(counts.published, Ordering::Relaxed);
-                    stats.processed.store(counts.processed, Ordering::Relaxed);
-                    stats.indexed.store(counts.indexed, Ordering::Relaxed);
-                    stats.failed.store(counts.failed, Ordering::Relaxed);
-                    stats.dropped.store(counts.dropped, Ordering::Relaxed);
-                }
+                FromRun::Counts(counts) => counts.mirror_into(stats),
                 FromRun::Metrics { text } => {
                     *self.metrics.lock().unwrap_or_else(PoisonError::into_inner) = text;
                 }

@@ -124,6 +124,14 @@ mod tests {
                 )),
             ))),
             FromRun::NotStarted(Failure::Failed("e".into())),
+            FromRun::Reloaded {
+                reload: 7,
+                outcome: Err(Failure::Refused(Refusal::NeedsRestart(
+                    crate::core::problem::Problems::one(crate::core::problem::Problem::new(
+                        "worker", "changed",
+                    )),
+                ))),
+            },
             FromRun::Started,
             FromRun::Counts(Counts::default()),
             FromRun::Metrics {
