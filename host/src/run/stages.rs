@@ -9,6 +9,9 @@
 //! A batch call that traps is made again document by document, each from
 //! where it was before the call, so a poison document fails only itself;
 //! the retry rules then apply to each document as they always have.
+//!
+//! [`start_stages`] starts one worker's stage instances (with their
+//! conditions and shadows), for workers, serving processes and cases.
 
 use std::sync::Arc;
 use std::time::Instant;
