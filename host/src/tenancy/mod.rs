@@ -2,9 +2,11 @@
 //! and the fleet (`weir fleet`) that both serve tenants: the operator's
 //! file ([`operator`]), admission of a tenant's config ([`admit`]), the
 //! specs a fleet serves ([`spec`]), a run as it is kept and told
-//! ([`record`]: its [`RunState`], counts and record), and the processes
-//! runs and fleet pipelines run in, with their bounds ([`process`]: the
-//! protocol, `RLIMIT_DATA`, sessions, pidfds, a tenant's cgroup).
+//! ([`record`]: its [`RunState`], counts and record), the one refusal of
+//! a tenant's config ([`refusal`]), the sync a config keeps state for when
+//! it names none (`sync_id.rs`), and the processes runs and fleet pipelines
+//! run in, with their bounds ([`process`]: the protocol, `RLIMIT_DATA`,
+//! sessions, pidfds, a tenant's cgroup).
 //!
 //! It names nothing of `control` or `fleet`: both stand on it.
 
