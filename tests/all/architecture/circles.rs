@@ -14,7 +14,7 @@ use std::path::Path;
 
 use weir_tests::repo_root;
 
-use super::sources;
+use super::{sources, write_tree};
 
 /// A module's path from the crate root (`["run", "state"]`).
 type ModPath = Vec<String>;
@@ -295,23 +295,22 @@ fn no_circle_of_imports_between_files() {
 fn the_check_sees_a_circle_and_lets_a_module_and_its_children_be() {
     let dir = tempfile::tempdir().expect("tempdir");
     let src = dir.path();
-    for (path, text) in [
-        ("lib.rs", "pub mod a;\npub mod b;\npub mod c;\n"),
-        (
-            "a/mod.rs",
-            "mod inner;\nuse self::inner::X;\nuse crate::b::Y;\n",
-        ),
-        ("a/inner.rs", "use super::Z;\n"),
-        ("b.rs", "pub fn f() {\n    crate::c::g();\n}\n"),
-        (
-            "c.rs",
-            "use crate::{\n    a::inner::{X, W},\n};\n#[cfg(test)]\nmod tests {\n    use super::super::b::Y;\n}\n",
-        ),
-    ] {
-        let path = src.join(path);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    }
+    write_tree(
+        src,
+        &[
+            ("lib.rs", "pub mod a;\npub mod b;\npub mod c;\n"),
+            (
+                "a/mod.rs",
+                "mod inner;\nuse self::inner::X;\nuse crate::b::Y;\n",
+            ),
+            ("a/inner.rs", "use super::Z;\n"),
+            ("b.rs", "pub fn f() {\n    crate::c::g();\n}\n"),
+            (
+                "c.rs",
+                "use crate::{\n    a::inner::{X, W},\n};\n#[cfg(test)]\nmod tests {\n    use super::super::b::Y;\n}\n",
+            ),
+        ],
+    );
     let circles = describe(src);
     assert_eq!(circles.len(), 1, "{circles:#?}");
     let circle = &circles[0];

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use weir_tests::repo_root;
 
-use super::sources;
+use super::{sources, write_tree};
 
 /// Longest source file, in lines, unit tests included.
 const MAX_FILE_LINES: usize = 600;
@@ -113,22 +113,21 @@ fn the_length_rule_covers_tests_and_plugins() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
     let long = "//\n".repeat(MAX_FILE_LINES + 1);
-    for (path, text) in [
-        ("host/src/run/long.rs", long.as_str()),
-        ("tests/all/topic/deep.rs", long.as_str()),
-        ("tests/all/listed.rs", long.as_str()),
-        ("tests/all/split_now.rs", "//\n"),
-        ("plugins/stages/s/src/deep/long.rs", long.as_str()),
-        ("plugins/stages/s/target/gen.rs", long.as_str()),
-        ("plugins/stages/s/build.rs", long.as_str()),
-        ("plugins/sdk-python/weir/_long.py", long.as_str()),
-        ("plugins/sdk-js/src/long.js", long.as_str()),
-        ("plugins/sdk-js/node_modules/dep/index.js", long.as_str()),
-    ] {
-        let path = root.join(path);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    }
+    write_tree(
+        root,
+        &[
+            ("host/src/run/long.rs", long.as_str()),
+            ("tests/all/topic/deep.rs", long.as_str()),
+            ("tests/all/listed.rs", long.as_str()),
+            ("tests/all/split_now.rs", "//\n"),
+            ("plugins/stages/s/src/deep/long.rs", long.as_str()),
+            ("plugins/stages/s/target/gen.rs", long.as_str()),
+            ("plugins/stages/s/build.rs", long.as_str()),
+            ("plugins/sdk-python/weir/_long.py", long.as_str()),
+            ("plugins/sdk-js/src/long.js", long.as_str()),
+            ("plugins/sdk-js/node_modules/dep/index.js", long.as_str()),
+        ],
+    );
     let files = covered(root);
     let (long, stale) = over_the_bound(
         root,

@@ -48,6 +48,15 @@ pub(super) fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Writes each `(path, text)` below `root`: a tree for a rule's own test.
+pub(super) fn write_tree(root: &Path, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+}
+
 /// The top-level module a file under `src` belongs to (`None` for lib.rs
 /// and main.rs).
 pub(super) fn module_of(src: &Path, file: &Path) -> Option<String> {
@@ -141,14 +150,16 @@ fn dependencies_point_one_way() {
 fn the_check_sees_a_wrong_arrow() {
     let dir = tempfile::tempdir().expect("tempdir");
     let src = dir.path();
-    std::fs::create_dir_all(src.join("core")).expect("mkdir");
-    std::fs::create_dir_all(src.join("telemetry")).expect("mkdir");
-    std::fs::write(src.join("core/mod.rs"), "use crate::run::RunStatus;\n").expect("write");
-    std::fs::write(
-        src.join("telemetry/mod.rs"),
-        "// crate::plugin in a comment is no import\nuse crate::{core::text, plugin::TrapCause};\n",
-    )
-    .expect("write");
+    write_tree(
+        src,
+        &[
+            ("core/mod.rs", "use crate::run::RunStatus;\n"),
+            (
+                "telemetry/mod.rs",
+                "// crate::plugin in a comment is no import\nuse crate::{core::text, plugin::TrapCause};\n",
+            ),
+        ],
+    );
     let wrong = wrong_way_imports(src);
     assert_eq!(wrong.len(), 2, "{wrong:#?}");
     assert!(

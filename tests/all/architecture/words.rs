@@ -7,7 +7,7 @@ use std::path::Path;
 
 use weir_tests::repo_root;
 
-use super::{module_of, sources};
+use super::{module_of, sources, write_tree};
 
 /// Each line of the library (not `cli/`) that `breaks` flags, as `file:line`
 /// (with `tests`, unit tests left out: files named `tests.rs`, `*_tests.rs`
@@ -95,27 +95,26 @@ fn a_run_status_is_a_type_anyhow_stays_in_the_binary_and_limits_name_their_keys(
 fn the_word_checks_see_what_they_forbid() {
     let dir = tempfile::tempdir().expect("tempdir");
     let src = dir.path();
-    for (path, text) in [
-        ("cli/mod.rs", "fn main() -> anyhow::Result<()> { Ok(()) }\n"),
-        (
-            "fleet/worker.rs",
-            "fn f() -> anyhow::Result<()> {\n    anyhow::bail!(\"x\")\n}\n",
-        ),
-        (
-            "control/store.rs",
-            "// status: String in a comment\npub struct R {\n    pub status : String,\n}\n",
-        ),
-        (
-            "run/limits.rs",
-            "fn f() -> String {\n    format!(\"over {} (limits.max_depth)\", 3)\n}\n#[cfg(test)]\nmod tests {\n    const T: &str = \"(limits.max_depth)\";\n}\n",
-        ),
-        ("run/tests.rs", "const T: &str = \"limits.max_depth\";\n"),
-        ("run/fine.rs", "const T: &str = \"limits = {}\";\n"),
-    ] {
-        let path = src.join(path);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    }
+    write_tree(
+        src,
+        &[
+            ("cli/mod.rs", "fn main() -> anyhow::Result<()> { Ok(()) }\n"),
+            (
+                "fleet/worker.rs",
+                "fn f() -> anyhow::Result<()> {\n    anyhow::bail!(\"x\")\n}\n",
+            ),
+            (
+                "control/store.rs",
+                "// status: String in a comment\npub struct R {\n    pub status : String,\n}\n",
+            ),
+            (
+                "run/limits.rs",
+                "fn f() -> String {\n    format!(\"over {} (limits.max_depth)\", 3)\n}\n#[cfg(test)]\nmod tests {\n    const T: &str = \"(limits.max_depth)\";\n}\n",
+            ),
+            ("run/tests.rs", "const T: &str = \"limits.max_depth\";\n"),
+            ("run/fine.rs", "const T: &str = \"limits = {}\";\n"),
+        ],
+    );
     let strings = lines_that(src, true, is_string_status);
     assert_eq!(strings.len(), 1, "{strings:?}");
     assert!(strings[0].contains("store.rs:3"), "{strings:?}");
