@@ -18,6 +18,7 @@ mod connector_indexer;
 mod delete_guard;
 mod embed_cache;
 mod embeddings;
+mod every;
 mod extraction;
 mod failures;
 mod field_stages;

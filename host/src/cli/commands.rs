@@ -119,13 +119,31 @@ fn run_with_controls(
     no_progress: bool,
     run: impl FnOnce() -> Result<weir::run::RunResult, u8>,
 ) -> Result<u8, Stopped> {
+    let _ops = ops_of(runner, metrics_addr)?;
+    controlled(runner, no_progress, run)
+}
+
+/// The ops server of `runner`'s runs, ready.
+fn ops_of(
+    runner: &Runner,
+    metrics_addr: Option<&str>,
+) -> Result<(Health, Option<weir::http::HttpServer>), Stopped> {
     let health = Health::default();
-    let _ops = topology::ops_server_for(
+    let ops = topology::ops_server_for(
         runner,
         metrics_addr.or(runner.config().metrics.addr.as_deref()),
         &health,
     )?;
     health.ready();
+    Ok((health, ops))
+}
+
+/// The signals and progress of a run, around `run`; its summary printed.
+fn controlled(
+    runner: &Runner,
+    no_progress: bool,
+    run: impl FnOnce() -> Result<weir::run::RunResult, u8>,
+) -> Result<u8, Stopped> {
     control_by_signals(runner).map_err(Stopped::Error)?;
     let progress = Progress::start(runner, no_progress);
     let result = run();
@@ -148,6 +166,8 @@ pub(super) struct RunOptions<'a> {
     pub(super) no_progress: bool,
     pub(super) resume: Option<&'a str>,
     pub(super) watch: bool,
+    /// `--every`: run again on this schedule until stopped.
+    pub(super) every: Option<&'a weir::core::schedule::Schedule>,
 }
 
 /// `weir run`.
@@ -164,6 +184,7 @@ pub(super) fn run(
         no_progress,
         resume,
         watch,
+        every,
     } = options;
     let prepared = match resume {
         None if rebuild => rebuild::prepare_rebuild(path, mode),
@@ -191,15 +212,25 @@ pub(super) fn run(
         let runner = runner
             .with_full_sync(full)
             .with_allow_deletes(allow_deletes);
-        run_with_controls(&runner, metrics_addr, no_progress, || {
-            super::reload::reloading(&runner, path, watch, || {
-                runner.run_validated(&plugins, &run_id)
+        let once = |run_id: &str| {
+            controlled(&runner, no_progress, || {
+                super::reload::reloading(&runner, path, watch, || {
+                    runner.run_validated(&plugins, run_id)
+                })
+                .map_err(|e| {
+                    eprintln!("error: {e:#}");
+                    RunStatus::Failure.exit_code()
+                })
             })
-            .map_err(|e| {
-                eprintln!("error: {e:#}");
-                RunStatus::Failure.exit_code()
-            })
-        })
+        };
+        let _ops = ops_of(&runner, metrics_addr)?;
+        match every {
+            None => once(&run_id),
+            Some(schedule) => super::every::repeat(schedule, &runner.interrupter(), || {
+                runner.stats().reset();
+                once(&new_run_id())
+            }),
+        }
     }))
 }
 

@@ -4,6 +4,7 @@
 //! picks exit codes; what runs is wired by `weir::topology`.
 
 mod commands;
+mod every;
 mod log_fields;
 mod plugin_test;
 mod reload;
@@ -160,6 +161,21 @@ enum Command {
         /// touches more than pipelines' stages, is refused and logged.
         #[arg(long)]
         watch: bool,
+        /// Run again on a schedule until SIGINT/SIGTERM: an interval (`30s`,
+        /// `15m`, `1h`) or a cron expression (`"0 3 * * *"`, 5 fields, or 6
+        /// with seconds first). The first run starts at once; runs never
+        /// overlap (starts missed while a run goes on are skipped, and
+        /// logged). A signal during a run lets it drain and commit, then
+        /// ends; one while waiting ends at once, with the last run's exit code.
+        #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["resume", "rebuild"])]
+        every: Option<String>,
+        /// With a cron `--every`: the IANA time zone it runs in (default UTC).
+        #[arg(long, value_name = "ZONE", requires = "every")]
+        time_zone: Option<String>,
+        /// With `--every`: delay each start by a random time up to this
+        /// (`30s`, `5m`; shorter than the interval).
+        #[arg(long, value_name = "DURATION", requires = "every")]
+        jitter: Option<String>,
     },
     /// Send the documents of a dead-letter file through their pipelines again,
     /// as a new local run (the same stages and indexer, per the config).
@@ -430,19 +446,31 @@ fn execute(
             no_progress,
             resume,
             watch,
-        } => commands::run(
-            &config,
-            commands::RunOptions {
-                mode: mode.into(),
-                full,
-                allow_deletes,
-                rebuild,
-                no_progress,
-                resume: resume.as_deref(),
-                watch,
-            },
-            metrics_addr,
-        ),
+            every,
+            time_zone,
+            jitter,
+        } => {
+            let every =
+                match every::schedule_of(every.as_deref(), time_zone.as_deref(), jitter.as_deref())
+                {
+                    Ok(every) => every,
+                    Err(code) => return Ok(code),
+                };
+            commands::run(
+                &config,
+                commands::RunOptions {
+                    mode: mode.into(),
+                    full,
+                    allow_deletes,
+                    rebuild,
+                    no_progress,
+                    resume: resume.as_deref(),
+                    watch,
+                    every: every.as_ref(),
+                },
+                metrics_addr,
+            )
+        }
         Command::Replay {
             config,
             dead_letters,

@@ -15,6 +15,7 @@ pub mod failure;
 pub mod limit;
 pub mod problem;
 pub mod sample;
+pub mod schedule;
 pub mod state;
 pub mod sync;
 pub mod text;

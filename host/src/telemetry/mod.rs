@@ -167,6 +167,29 @@ impl RunStats {
         }
     }
 
+    /// Count from zero again, for the next run of the same runner
+    /// (`weir run --every`); call it between runs.
+    pub fn reset(&self) {
+        for counter in [
+            &self.published,
+            &self.processed,
+            &self.indexed,
+            &self.failed,
+            &self.dropped,
+            &self.pipeline_nanos,
+            &self.index_nanos,
+            &self.connector_cpu_nanos,
+            &self.worker_cpu_nanos,
+            &self.indexer_cpu_nanos,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+        self.stages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
     /// The CPU time of each kind of thread so far.
     pub fn cpu(&self) -> CpuSummary {
         let get = |a: &AtomicU64| Duration::from_nanos(a.load(Ordering::Relaxed));
