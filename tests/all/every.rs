@@ -11,71 +11,93 @@ const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 /// Documents in the source: each run indexes them all again.
 const DOCS: usize = 5;
 
-#[test]
-fn a_config_runs_again_on_its_schedule_until_sigterm() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    for sub in ["data", "out"] {
-        std::fs::create_dir_all(dir.path().join(sub)).expect("dir");
-    }
-    let lines: String = (0..DOCS)
-        .map(|i| format!("{{\"id\":\"d{i}\",\"t\":\"v{i}\"}}\n"))
-        .collect();
-    std::fs::write(dir.path().join("data/in.jsonl"), lines).expect("source");
-    let config = with_plugins(
-        r#"
-        [[connectors]]
-        name = "source"
-        pipeline = "main"
-        plugin = { path = @file-connector, config = { paths = ["/data/in.jsonl"], incremental = false }, grants = { dirs = [{ host = "data", guest = "/data" }] } }
-        [[pipelines]]
-        name = "main"
-        stages = []
-        [indexer]
-        plugin = { path = @jsonl-indexer, config = { path = "/out/out.jsonl", append = true }, grants = { dirs = [{ host = "out", guest = "/out", writable = true }] } }
-        "#,
-    );
-    let config_path = dir.path().join("run.toml");
-    std::fs::write(&config_path, config).expect("config");
-    let log = dir.path().join("every.log");
-    let mut weir = Proc::start(
-        "weir run --every",
-        Path::new(WEIR),
-        &[
-            "run",
-            "--no-progress",
-            "--every",
-            "2s",
-            config_path.to_str().expect("path"),
-        ],
-        &[("RUST_LOG", "weir=info".to_owned())],
-        &log,
-    );
-    // Three runs done, each followed by the line naming the next start
-    // (printed just before the wait). Generous: plugins compile on a cold cache.
-    let waited = weir.wait_for_log(&log, "next run at", 3, Duration::from_secs(600));
-    let text = || std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(waited, "three scheduled runs: {}", text());
-    // SAFETY: kill(2) on our own child's pid.
-    let sent = unsafe { libc::kill(i32::try_from(weir.child.id()).expect("pid"), libc::SIGTERM) };
-    assert_eq!(sent, 0, "SIGTERM sent");
-    let status = weir.child.wait().expect("weir exits");
-    let text = text();
-    // The signal landed while waiting (almost always: each wait is about
-    // two seconds) and ended it at once with the last run's code, 0; or, on
-    // a machine slow enough for the next run to have started, that run
-    // drained and the loop ended with its code.
-    if text.contains("stopped while waiting for the next run") {
-        assert_eq!(status.code(), Some(0), "{text}");
-    } else {
-        assert!(
-            text.contains("interrupted: no more scheduled runs"),
-            "the loop ended on the signal: {text}"
+/// A config (with `settings`) reading `docs` documents from a file (all
+/// of them each run) through `stages` into an appending JSONL file, run by `weir run --every
+/// <every>`, logging to `every.log`.
+struct Scheduled {
+    dir: tempfile::TempDir,
+    weir: Proc,
+}
+
+impl Scheduled {
+    fn start(every: &str, docs: usize, stages: &str, settings: &str) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for sub in ["data", "out"] {
+            std::fs::create_dir_all(dir.path().join(sub)).expect("dir");
+        }
+        let lines: String = (0..docs)
+            .map(|i| format!("{{\"id\":\"d{i}\",\"t\":\"v{i}\"}}\n"))
+            .collect();
+        std::fs::write(dir.path().join("data/in.jsonl"), lines).expect("source");
+        let config = with_plugins(&format!(
+            r#"
+            {settings}
+            [[connectors]]
+            name = "source"
+            pipeline = "main"
+            plugin = {{ path = @file-connector, config = {{ paths = ["/data/in.jsonl"], incremental = false }}, grants = {{ dirs = [{{ host = "data", guest = "/data" }}] }} }}
+            [[pipelines]]
+            name = "main"
+            stages = [{stages}]
+            [indexer]
+            plugin = {{ path = @jsonl-indexer, config = {{ path = "/out/out.jsonl", append = true }}, grants = {{ dirs = [{{ host = "out", guest = "/out", writable = true }}] }} }}
+            "#
+        ));
+        let config_path = dir.path().join("run.toml");
+        std::fs::write(&config_path, config).expect("config");
+        let weir = Proc::start(
+            "weir run --every",
+            Path::new(WEIR),
+            &[
+                "run",
+                "--no-progress",
+                "--every",
+                every,
+                config_path.to_str().expect("path"),
+            ],
+            &[("RUST_LOG", "weir=info".to_owned())],
+            &dir.path().join("every.log"),
         );
-        assert!(matches!(status.code(), Some(0 | 130)), "{status:?}: {text}");
+        Self { dir, weir }
     }
-    // Runs never overlap: each "run started" is followed by its "run ended"
-    // before the next starts.
-    let marks: Vec<&str> = text
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("every.log")).unwrap_or_default()
+    }
+
+    /// Wait (generously: plugins compile on a cold cache) until `needle`
+    /// has been logged `times` times.
+    fn wait_for(&mut self, needle: &str, times: usize) {
+        let log = self.dir.path().join("every.log");
+        let seen = self
+            .weir
+            .wait_for_log(&log, needle, times, Duration::from_secs(600));
+        assert!(seen, "{needle:?} {times} times: {}", self.log());
+    }
+
+    /// SIGTERM; the exit status and the whole log.
+    fn stop(mut self) -> (std::process::ExitStatus, String, usize) {
+        // SAFETY: kill(2) on our own child's pid.
+        let sent = unsafe {
+            libc::kill(
+                i32::try_from(self.weir.child.id()).expect("pid"),
+                libc::SIGTERM,
+            )
+        };
+        assert_eq!(sent, 0, "SIGTERM sent");
+        let status = self.weir.child.wait().expect("weir exits");
+        let indexed = std::fs::read_to_string(self.dir.path().join("out/out.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .count();
+        (status, self.log(), indexed)
+    }
+}
+
+/// The runs of `log` never overlap: each "run started" is followed by its
+/// "run ended" before the next starts. How many ended.
+fn runs_one_at_a_time(log: &str) -> usize {
+    let marks: Vec<&str> = log
         .lines()
         .filter_map(|l| {
             if l.contains("run started") {
@@ -87,21 +109,62 @@ fn a_config_runs_again_on_its_schedule_until_sigterm() {
             }
         })
         .collect();
-    assert!(
-        marks.iter().filter(|m| **m == "ended").count() >= 3,
-        "{text}"
-    );
     for (i, mark) in marks.iter().enumerate() {
         let expected = if i % 2 == 0 { "started" } else { "ended" };
-        assert_eq!(*mark, expected, "run marks in order {marks:?}: {text}");
+        assert_eq!(*mark, expected, "run marks in order {marks:?}: {log}");
     }
+    marks.iter().filter(|m| **m == "ended").count()
+}
+
+/// The process ended on SIGTERM: at once while waiting, with the last
+/// run's code (0); or, when the signal came during a run (a machine slow
+/// enough for the next to have started), after that run drained, with its
+/// code.
+fn ended_on_the_signal(status: std::process::ExitStatus, log: &str) {
+    if log.contains("stopped while waiting for the next run") {
+        assert_eq!(status.code(), Some(0), "{log}");
+    } else {
+        assert!(
+            log.contains("interrupted: no more scheduled runs"),
+            "the loop ended on the signal: {log}"
+        );
+        assert!(matches!(status.code(), Some(0 | 130)), "{status:?}: {log}");
+    }
+}
+
+#[test]
+fn a_config_runs_again_on_its_schedule_until_sigterm() {
+    let mut scheduled = Scheduled::start("2s", DOCS, "", "");
+    // Three runs done, each followed by the line naming the next start
+    // (printed just before the wait, which lasts about two seconds).
+    scheduled.wait_for("next run at", 3);
+    let (status, log, indexed) = scheduled.stop();
+    ended_on_the_signal(status, &log);
+    assert!(runs_one_at_a_time(&log) >= 3, "{log}");
     // Each run printed its summary, and indexed every document again.
-    assert!(text.matches("next run at").count() >= 3, "{text}");
-    let indexed = std::fs::read_to_string(dir.path().join("out/out.jsonl")).unwrap_or_default();
+    assert!(log.matches("Success in").count() >= 3, "{log}");
+    assert!(indexed >= 3 * DOCS, "{indexed} lines indexed: {log}");
+}
+
+#[test]
+fn a_run_longer_than_the_interval_skips_the_starts_it_missed() {
+    // 400 documents at 5 ms each in one worker thread: over 2 s a run, every 1 s.
+    let slow =
+        r#"{ name = "slow", plugin = { path = @hostile-stage, config = { delay_us = 5000 } } }"#;
+    let mut scheduled = Scheduled::start("1s", 400, slow, "[worker]\nthreads = 1");
+    scheduled.wait_for("skipped (runs never overlap)", 2);
+    let (status, log, _) = scheduled.stop();
+    ended_on_the_signal(status, &log);
+    assert!(runs_one_at_a_time(&log) >= 2, "{log}");
+    // Each warning says how many starts were skipped and when the next is.
+    let warning = log
+        .lines()
+        .find(|l| l.contains("skipped (runs never overlap)"))
+        .expect("a warning");
+    assert!(warning.contains("the next is at 20"), "{warning}");
     assert!(
-        indexed.lines().count() >= 3 * DOCS,
-        "{} lines indexed: {text}",
-        indexed.lines().count()
+        warning.contains("1 start skipped") || warning.contains("starts skipped"),
+        "{warning}"
     );
 }
 
