@@ -96,6 +96,13 @@ fn bad_cron_expressions_and_zones_are_refused() {
         "* * * * 9",
         "* * *",
         "a b c d e",
+        // Hostile numbers and steps: refused, never a panic.
+        "*/0 * * * *",
+        "99999999999999999999 * * * *",
+        "1-99999999999 * * * *",
+        "*/99999999999999999999 * * * *",
+        "0 0 * * 5#9",
+        "* * * * * * * *",
     ] {
         let e = refused(bad, None, None);
         assert!(matches!(e, ScheduleError::Unreadable { .. }), "{bad}: {e}");
