@@ -93,8 +93,29 @@ pub struct SyncScope {
     pub id: Option<String>,
     pub pipeline: String,
     pub connector: String,
-    /// A host part (`meta`, `children`), none for the connector's own state.
-    pub part: Option<&'static str>,
+    /// A host part, none for the connector's own state.
+    pub part: Option<HostPart>,
+}
+
+/// The host's own parts of a sync's state, kept beside the connector's keys
+/// and never seen by the plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HostPart {
+    /// What the sync was made from and how its last run ended.
+    Meta,
+    /// Each root's children, so that a child its parent no longer makes is
+    /// deleted.
+    Children,
+}
+
+impl HostPart {
+    /// The part's name in a scope's name (`#meta`, `#children`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Meta => "meta",
+            Self::Children => "children",
+        }
+    }
 }
 
 impl SyncScope {
@@ -108,7 +129,7 @@ impl SyncScope {
     }
 
     /// The host's own part `part` of this scope.
-    pub fn part(&self, part: &'static str) -> Self {
+    pub fn part(&self, part: HostPart) -> Self {
         Self {
             part: Some(part),
             ..self.clone()
@@ -125,7 +146,7 @@ impl SyncScope {
         };
         if let Some(part) = self.part {
             name.push('#');
-            name.push_str(part);
+            name.push_str(part.name());
         }
         name
     }
@@ -225,5 +246,28 @@ impl StateStore for MemoryStore {
     fn clear(&mut self) -> Result<(), StateError> {
         self.with(std::collections::BTreeMap::clear);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// State kept by earlier runs is found again: the names a scope and its
+    /// host parts are stored under do not change.
+    #[test]
+    fn a_scope_and_its_host_parts_keep_their_stored_names() {
+        let scope = SyncScope::new(Some("books"), "p", "files");
+        assert_eq!(scope.name(), "p/books/files");
+        assert_eq!(
+            scope.part(HostPart::Meta).within_pipeline(),
+            "books/files#meta"
+        );
+        assert_eq!(
+            scope.part(HostPart::Children).name(),
+            "p/books/files#children"
+        );
+        let older = SyncScope::new(None, "p", "files");
+        assert_eq!(older.part(HostPart::Meta).within_pipeline(), "files#meta");
     }
 }

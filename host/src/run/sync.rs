@@ -22,15 +22,13 @@ use super::state::Ledger;
 use super::stop::Abort;
 use crate::config::ConnectorConfig;
 use crate::core::document::Document;
-use crate::core::state::{StateStores, SyncScope};
+use crate::core::state::{HostPart, StateStores, SyncScope};
 use crate::plugin::ConnectorState;
 
 pub use crate::core::sync::{
     GENERATION_FIELD, SOURCE_FIELD, SWEEP_FIELD, SWEEP_SHARE_FIELD, is_sweep,
 };
 
-/// The host part of a scope keeping the sync's own facts.
-pub(crate) const META: &str = "meta";
 /// Meta key: the fingerprint of the source settings the state was kept for.
 pub(crate) const SOURCE_KEY: &str = "source";
 /// Meta key: set while a run of the sync goes, removed when one completes:
@@ -156,7 +154,7 @@ pub(crate) fn open(
     };
     let limit = c.plugin.limits.max_state_bytes();
     let meta_store = states
-        .open(&c.pipeline, &scope.part(META).within_pipeline())
+        .open(&c.pipeline, &scope.part(HostPart::Meta).within_pipeline())
         .map_err(unreadable)?;
     let meta =
         Ledger::load(meta_store, Arc::clone(accounting), limit, false).map_err(unreadable)?;

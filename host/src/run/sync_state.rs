@@ -14,13 +14,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::sync::{GENERATION_KEY, META, SOURCE_KEY, source_fingerprint};
+use super::sync::{GENERATION_KEY, SOURCE_KEY, source_fingerprint};
 use super::{LoadedPlugins, Runner};
 use crate::config::ConnectorConfig;
-use crate::core::state::{StateError, StateStore, StateStores, SyncScope};
-
-/// The host part of a scope keeping each parent's children.
-pub(crate) const CHILDREN: &str = "children";
+use crate::core::state::{HostPart, StateError, StateStore, StateStores, SyncScope};
 
 /// Keys shown unless asked for more.
 pub const DEFAULT_SHOWN_KEYS: usize = 10;
@@ -307,14 +304,14 @@ impl Runner {
             return Ok(state);
         }
         let open = |scope: &SyncScope| self.states.open(&c.pipeline, &scope.within_pipeline());
-        let meta = read(open(&scope.part(META))?.as_mut())?;
+        let meta = read(open(&scope.part(HostPart::Meta))?.as_mut())?;
         state.source = meta.get(SOURCE_KEY).map(|(v, _)| v.clone());
         state.source_changed = state
             .source
             .as_ref()
             .is_some_and(|kept| *kept != source_fingerprint(c));
         state.generation = meta.get(GENERATION_KEY).and_then(|(v, _)| v.parse().ok());
-        state.children = read(open(&scope.part(CHILDREN))?.as_mut())?.len() as u64;
+        state.children = read(open(&scope.part(HostPart::Children))?.as_mut())?.len() as u64;
         let keys = read(open(&scope)?.as_mut())?;
         state.keys = keys.len() as u64;
         state.bytes = keys
@@ -379,8 +376,8 @@ impl Runner {
                 // no keys, and the next run is a full sync whatever the
                 // meta still says.
                 reset.keys = clear(&scope)?;
-                reset.children = clear(&scope.part(CHILDREN))?;
-                reset.meta = clear(&scope.part(META))?;
+                reset.children = clear(&scope.part(HostPart::Children))?;
+                reset.meta = clear(&scope.part(HostPart::Meta))?;
                 tracing::info!(
                     sync = %scope,
                     keys = reset.keys,

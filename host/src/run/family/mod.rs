@@ -37,12 +37,9 @@ use super::state::Ledger;
 use crate::config::ConnectorConfig;
 use crate::core::document::Document;
 use crate::core::event::EventKind;
-use crate::core::state::{StateStores, SyncScope};
+use crate::core::state::{HostPart, StateStores, SyncScope};
 use crate::messenger::{MessengerError, PublisherMessenger};
 use crate::plugin::ConnectorState;
-
-/// The host part of a sync's state keeping each root's children.
-pub(crate) const CHILDREN: &str = "children";
 
 /// Open the children kept for syncing connector `c` (its sync `scope`,
 /// its state `state`) and follow them in this run: `accounting` tells the
@@ -62,7 +59,10 @@ pub(crate) fn open(
         ))
     };
     let store = states
-        .open(&c.pipeline, &scope.part(CHILDREN).within_pipeline())
+        .open(
+            &c.pipeline,
+            &scope.part(HostPart::Children).within_pipeline(),
+        )
         .map_err(unreadable)?;
     // Bounded as the connector's own state is, by limits.max_state_mib.
     let kept = Ledger::load(
