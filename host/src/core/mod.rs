@@ -13,6 +13,7 @@ pub mod document;
 pub mod event;
 pub mod failure;
 pub mod limit;
+pub mod messages;
 pub mod problem;
 pub mod sample;
 pub mod schedule;
