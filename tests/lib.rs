@@ -319,6 +319,22 @@ pub fn postgres_url() -> &'static str {
     })
 }
 
+/// The RabbitMQ node the queue-source tests use, as an AMQP URL:
+/// `WEIR_TEST_AMQP_URL` when set (CI starts the node and sets it), else the
+/// private node `tests/queue/rabbitmq.sh` starts on loopback (Debian's
+/// package, installed by the script when missing), like the search servers.
+pub fn amqp_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("WEIR_TEST_AMQP_URL") {
+            return url;
+        }
+        start_server(&repo_root().join("tests").join("queue").join("rabbitmq.sh"));
+        let port = std::env::var("WEIR_AMQP_PORT").unwrap_or_else(|_| "19672".into());
+        format!("amqp://guest:guest@127.0.0.1:{port}/%2f")
+    })
+}
+
 /// [`postgres_url`] as `key=value` settings (`host=... port=... user=...
 /// password=... dbname=...`), which `tokio-postgres` takes too: a config
 /// can hold it where an `@` would read as a plugin placeholder.
