@@ -4,7 +4,9 @@
 use weir_plugin::serde_json::{Map, Value as Json};
 
 /// Publish `count` generated documents, for measuring pipelines and trying
-/// stages without a source (Lucille's SequenceConnector).
+/// stages without a source (Lucille's SequenceConnector), or with `forever`
+/// go on publishing until the run is stopped (a continuous run: give its
+/// `[[connectors]]` entry `continuous = true`), at most `rate` a second.
 ///
 /// Documents are numbered from `start`: document `n` has the id
 /// `<id_prefix><n>`, a field `n` holding its number, every field of
@@ -14,8 +16,16 @@ use weir_plugin::serde_json::{Map, Value as Json};
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// How many documents to publish (0 publishes none). `start + count`
-    /// must fit in 64 bits.
-    pub count: u64,
+    /// must fit in 64 bits. Required unless `forever` is set, and not
+    /// given with it.
+    pub count: Option<u64>,
+    /// Publish without end, numbering on from `start`, until the run is
+    /// stopped (its numbers wrap past the largest 64-bit one).
+    #[serde(default)]
+    pub forever: bool,
+    /// Publish at most this many documents a second (more than 0, at most
+    /// 1,000,000), spread evenly. Unset, as fast as the pipeline takes them.
+    pub rate: Option<f64>,
     /// Text put before each document's number to make its id.
     #[serde(default = "default_prefix")]
     pub id_prefix: String,

@@ -1,4 +1,5 @@
-//! generator-connector: publish `count` generated documents.
+//! generator-connector: publish `count` generated documents, or go on
+//! publishing for ever (`forever`), at most `rate` a second.
 //!
 //! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
@@ -10,6 +11,9 @@ use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, doc_
 
 /// Largest `pad`: a document stays well within the default document limit.
 const MAX_PAD: usize = 8 << 20;
+
+/// Largest `rate`, documents a second.
+const MAX_RATE: f64 = 1_000_000.0;
 
 struct Generator {
     config: Config,
@@ -34,8 +38,18 @@ impl Connector for Generator {
                 ));
             }
         }
-        if config.start.checked_add(config.count).is_none() {
-            issues.push(issue("count", "start + count must fit in 64 bits"));
+        match (config.count, config.forever) {
+            (None, false) => issues.push(issue("count", "required unless forever = true")),
+            (Some(_), true) => issues.push(issue("count", "not with forever = true")),
+            (Some(count), false) if config.start.checked_add(count).is_none() => {
+                issues.push(issue("count", "start + count must fit in 64 bits"));
+            }
+            _ => {}
+        }
+        if let Some(rate) = config.rate
+            && !(rate > 0.0 && rate <= MAX_RATE)
+        {
+            issues.push(issue("rate", format!("more than 0, at most {MAX_RATE}")));
         }
         issues
     }
@@ -52,7 +66,20 @@ impl Connector for Generator {
 
     fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
         let separator = if self.shared.is_empty() { "" } else { "," };
-        for n in self.config.start..self.config.start + self.config.count {
+        let start = self.config.start;
+        let numbers: Box<dyn Iterator<Item = u64>> = match self.config.count {
+            Some(count) if !self.config.forever => Box::new(start..start + count),
+            _ => Box::new((start..=u64::MAX).chain(0..start).cycle()),
+        };
+        let began = std::time::Instant::now();
+        for (sent, n) in numbers.enumerate() {
+            if let Some(rate) = self.config.rate {
+                // Document `sent` is due `sent / rate` seconds in.
+                let due = std::time::Duration::from_secs_f64(sent as f64 / rate);
+                if let Some(wait) = due.checked_sub(began.elapsed()) {
+                    std::thread::sleep(wait);
+                }
+            }
             let fields = format!("{{\"n\":{n}{separator}{}}}", self.shared);
             let id = format!("{}{n}", self.config.id_prefix);
             let doc = Document::from_json_with_id(&id, &fields).map_err(doc_error)?;

@@ -14,7 +14,9 @@
 //! state, keep `sync_keys` keys `s0000000` on and publish a document for
 //! each; else delete the documents of the first `delete_kept` kept keys
 //! and remove those keys, logging `deleted <n> kept keys`), both before
-//! `sleep_ms`.
+//! `sleep_ms`; `forever` (then, until the run is stopped, publish
+//! `doc-<n>` from the number its state's `cursor` key holds on, setting
+//! `cursor` to the next number after each, at most `rate` a second).
 
 use weir_plugin::serde_json::{Map, Value as Json};
 use weir_plugin::{Connector, Document, PluginError, Publisher};
@@ -53,6 +55,9 @@ struct Config {
     sync_keys: u64,
     #[serde(default)]
     delete_kept: u64,
+    #[serde(default)]
+    forever: bool,
+    rate: Option<f64>,
 }
 
 struct TestConnector(Config);
@@ -84,6 +89,27 @@ fn sync_keys(c: &Config, publisher: &Publisher) -> Result<(), PluginError> {
         sync::remove(key)?;
     }
     weir_plugin::info!("deleted {} kept keys", kept.len());
+    Ok(())
+}
+
+/// `forever`: publish `doc-<n>` from the state's `cursor` on, until the
+/// run is stopped; each document's number + 1 is the cursor once it is done.
+fn forever(rate: Option<f64>, publisher: &Publisher) -> Result<(), PluginError> {
+    use weir_plugin::sync;
+    let from: u64 = sync::get("cursor")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let began = std::time::Instant::now();
+    for (sent, n) in (from..).enumerate() {
+        if let Some(rate) = rate {
+            let due = std::time::Duration::from_secs_f64(sent as f64 / rate);
+            if let Some(wait) = due.checked_sub(began.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
+        publish(publisher, format!(r#"{{"id":"doc-{n}","n":{n}}}"#))?;
+        sync::set("cursor", &(n + 1).to_string())?;
+    }
     Ok(())
 }
 
@@ -134,6 +160,9 @@ impl Connector for TestConnector {
         }
         if c.sync_keys > 0 || c.delete_kept > 0 {
             sync_keys(c, publisher)?;
+        }
+        if c.forever {
+            forever(c.rate, publisher)?;
         }
         if c.hang {
             loop {
