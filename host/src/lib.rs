@@ -30,7 +30,8 @@
 //!
 //! The layers, lowest first (checked by `tests/all/architecture/`):
 //! [`core`] (documents, events, failures, limits, problems) -> [`http`],
-//! `telemetry` -> [`plugin`] -> [`config`] -> [`messenger`] -> [`run`] ->
+//! `telemetry` -> [`plugin`] -> [`config`] -> [`messenger`] -> `source`
+//! (sources that never end: Kafka topics, queues, pushes) -> [`run`] ->
 //! [`testing`] -> [`topology`] -> [`tenancy`] (the operator file, admission,
 //! run processes and their bounds) -> [`control`] (`weir serve`) and
 //! [`fleet`] (`weir fleet`: workers that serve every active pipeline). A
@@ -68,6 +69,7 @@ pub mod http;
 pub mod messenger;
 pub mod plugin;
 pub mod run;
+pub mod source;
 pub(crate) mod telemetry;
 pub mod tenancy;
 pub mod testing;

@@ -92,6 +92,18 @@ pub mod syncing_connector {
     });
 }
 
+/// The `streaming-connector` world: its `messages` import is linked for
+/// every plugin; it exports what `connector` does.
+pub mod streaming_connector {
+    world_bindings!("streaming-connector", {
+        "weir:plugin/types": crate::plugin::bindings::stage::weir::plugin::types,
+        "weir:plugin/log": crate::plugin::bindings::stage::weir::plugin::log,
+        "weir:plugin/document": crate::plugin::bindings::stage::weir::plugin::document,
+        "weir:plugin/publishing": crate::plugin::bindings::connector::weir::plugin::publishing,
+        "weir:plugin/sync": crate::plugin::bindings::syncing_connector::weir::plugin::sync,
+    });
+}
+
 /// The indexer's batch entries borrow what they send (ids and the text of
 /// picked values straight from the documents), so a batch is lowered into
 /// the guest without a copy of each string made first in the host.

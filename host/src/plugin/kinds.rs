@@ -191,6 +191,13 @@ impl ConnectorPlugin {
         self.prepared.loaded.imports("sync")
     }
 
+    /// Whether it consumes sources that never end (it imports
+    /// `weir:plugin/messages`, world `streaming-connector`): its run opens
+    /// the sources its config grants, and its `execute` has no deadline.
+    pub fn streams(&self) -> bool {
+        self.prepared.loaded.imports("messages")
+    }
+
     /// A fresh instance for one run.
     pub fn instantiate(&self) -> Result<ConnectorInstance, PluginError> {
         Ok(ConnectorInstance {
@@ -219,6 +226,16 @@ impl ConnectorInstance {
         state: std::sync::Arc<dyn super::host::ConnectorState>,
     ) -> Result<(), PluginError> {
         self.inner.state_mut()?.sync = Some(state);
+        Ok(())
+    }
+
+    /// Give this instance's calls the run's sources and messages in flight
+    /// (the `messages` interface).
+    pub fn set_messages(
+        &mut self,
+        session: std::sync::Arc<dyn super::host::MessageSession>,
+    ) -> Result<(), PluginError> {
+        self.inner.state_mut()?.messages = Some(session);
         Ok(())
     }
 

@@ -23,6 +23,7 @@ mod instance;
 mod kinds;
 mod packed;
 mod resources;
+mod sources;
 mod spec;
 mod stage;
 mod store;
@@ -43,11 +44,12 @@ pub use contract::ContractError;
 pub use contract::{SUPPORTED as SUPPORTED_CONTRACTS, supported_list as supported_contracts};
 pub use error::{KindError, PluginError, RuntimeError, TrapCause};
 pub use grant::{OpenedDir, relative_below};
-pub use host::{ConnectorState, HostCache, HostCacheOptions};
+pub use host::{ConnectorState, HostCache, HostCacheOptions, MAX_RECEIVE, MessageSession};
 pub(crate) use host::{HttpAllow, SqlTarget};
 pub use indexer_batch::{BatchFailure, BatchFormat, DocumentFailure};
 pub use kinds::{ConnectorInstance, ConnectorPlugin, IndexerInstance, IndexerPlugin};
 pub use resources::PublishSink;
+pub use sources::{KafkaGrant, KafkaStart, SourceGrant};
 pub use spec::{DirGrant, Grants, InstancePolicy, Limits, PluginSpec};
 pub use stage::{DocumentOutcome, StageInstance, StagePlugin};
 
@@ -323,6 +325,10 @@ impl PluginRuntime {
             |s| s,
         )?;
         bindings::caching_stage::weir::plugin::cache::add_to_linker::<_, Own>(&mut linker, |s| s)?;
+        bindings::streaming_connector::weir::plugin::messages::add_to_linker::<_, Own>(
+            &mut linker,
+            |s| s,
+        )?;
 
         let stop_ticker = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(engine.weak(), options.epoch_tick, Arc::clone(&stop_ticker))?;

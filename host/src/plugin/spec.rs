@@ -89,6 +89,11 @@ pub struct Grants {
     /// plugin never sees the URL.
     #[serde(default)]
     pub sql: BTreeMap<String, String>,
+    /// Kafka topics a streaming connector consumes (the `messages`
+    /// interface), by the name it uses for each: brokers, topics and
+    /// consumer group (`super::sources::KafkaGrant`).
+    #[serde(default)]
+    pub kafka: BTreeMap<String, super::sources::KafkaGrant>,
 }
 
 /// A host directory made visible to a plugin.

@@ -95,6 +95,7 @@ impl Loaded {
             cancel: cancel.clone(),
             interrupt_at: None,
             sync: None,
+            messages: None,
             sql: super::host::SqlSession::new(Arc::clone(&self.sql_grants), self.tenant.clone()),
             cache: super::host::CacheAccess {
                 cache: self.runtime.host_cache.clone(),

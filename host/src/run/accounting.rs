@@ -41,6 +41,19 @@ pub(crate) trait Children: Send + Sync + std::fmt::Debug {
     fn report(&self);
 }
 
+/// What the accounting tells a streaming connector's deliveries
+/// (`deliveries.rs`) of publish positions, under the accounting's lock (so
+/// it must not block).
+pub(crate) trait Positions: Send + Sync + std::fmt::Debug {
+    /// A document was published at `position`.
+    fn published(&self, position: u64);
+    /// Another document (a child, a marker) is pending at `position`.
+    fn held(&self, position: u64);
+    /// A document pending at `position` is done; `failed` is its error
+    /// when it failed.
+    fn ended(&self, position: u64, failed: Option<&str>);
+}
+
 /// Pending documents and outcome counts for one connector.
 ///
 /// A document is pending from its publish (or its CREATE, for a child) until
@@ -70,6 +83,8 @@ pub(crate) struct Accounting {
     pub(crate) deleted: AtomicU64,
     /// A syncing connector's children, told of CREATEs and of roots done.
     pub(crate) family: std::sync::OnceLock<Arc<dyn Children>>,
+    /// A streaming connector's deliveries, told of positions.
+    pub(crate) positions: std::sync::OnceLock<Arc<dyn Positions>>,
 }
 
 /// Randomly seeded maps: document ids come from sources, so no hash flooding.
@@ -214,6 +229,9 @@ impl Accounting {
         let position = counts.next;
         counts.next += 1;
         counts.hold(id, position);
+        if let Some(positions) = self.positions.get() {
+            positions.published(position);
+        }
     }
 
     /// A deletion marker was published (or held to be): [`Self::published`],
@@ -224,6 +242,9 @@ impl Accounting {
         counts.next += 1;
         counts.hold(id, position);
         counts.marker(id, position);
+        if let Some(positions) = self.positions.get() {
+            positions.published(position);
+        }
     }
 
     /// A held deletion marker of `id` (its newest version) will never be
@@ -252,7 +273,16 @@ impl Accounting {
 
     /// A publish did not go through after all.
     pub(crate) fn unpublished(&self, id: &str) {
-        self.lock().release(id, true);
+        let mut counts = self.lock();
+        let position = counts
+            .pending
+            .get(id)
+            .map(|held| held.rest.back().copied().unwrap_or(held.first));
+        if counts.release(id, true)
+            && let (Some(positions), Some(position)) = (self.positions.get(), position)
+        {
+            positions.ended(position, Some("the pipeline did not take the document"));
+        }
     }
 
     /// How many documents were published (refused ones apart): the position
@@ -353,6 +383,11 @@ impl Accounting {
                 self.deleted.fetch_add(1, Ordering::Relaxed);
             }
             let position = counts.pending.get(id).map(|held| held.first);
+            if let (Some(positions), Some(position)) = (self.positions.get(), position) {
+                let failed = (event.kind == EventKind::Fail)
+                    .then(|| event.message.as_deref().unwrap_or("the document failed"));
+                positions.ended(position, failed);
+            }
             if !counts.release(id, false) {
                 counts
                     .early
@@ -365,6 +400,9 @@ impl Accounting {
                 let next = counts.next;
                 for marker in family.ended(id, event.kind, position, pending, next, &self.deleted) {
                     counts.hold(&marker, position);
+                    if let Some(positions) = self.positions.get() {
+                        positions.held(position);
+                    }
                 }
             }
         } else if let Some(kinds) = counts.early.get_mut(id) {
@@ -382,6 +420,9 @@ impl Accounting {
                 .copied()
                 .unwrap_or(counts.next.saturating_sub(1));
             counts.hold(id, position);
+            if let Some(positions) = self.positions.get() {
+                positions.held(position);
+            }
         }
     }
 

@@ -64,6 +64,8 @@ struct ConnectorRun<'a> {
     resumed: Option<(bool, &'a Arc<Skip>)>,
     /// A syncing connector's sync.
     sync: Option<&'a Arc<SyncRun>>,
+    /// A streaming connector (its sources never end): no deadline.
+    streaming: bool,
 }
 
 impl Runner {
@@ -120,6 +122,8 @@ impl Runner {
 
         // What an earlier runner of this run did (a resumed Kafka run).
         let earlier = publisher.resumed();
+        // A streaming connector's sources, opened for its run.
+        let mut streams: Option<Arc<super::deliveries::Deliveries>> = None;
         let mut source = match source {
             Source::Plugin => {
                 let plugin = plugins
@@ -163,6 +167,15 @@ impl Runner {
                 } else {
                     None
                 };
+                if plugin.streams() {
+                    let deliveries = super::deliveries::open(c, run_id, accounting, dead_letters)?;
+                    connector
+                        .set_messages(
+                            Arc::clone(&deliveries) as Arc<dyn crate::plugin::MessageSession>
+                        )
+                        .map_err(|e| format!("the connector could not start: {e}"))?;
+                    streams = Some(deliveries);
+                }
                 Started::Plugin(Box::new(connector), synced)
             }
             Source::Documents(docs) => Started::Documents(docs),
@@ -191,8 +204,12 @@ impl Runner {
             _ => None,
         };
         let abort = Abort::default();
+        if let Some(deliveries) = &streams {
+            let (interrupt, abort) = (self.interrupt.clone(), abort.clone());
+            deliveries.stop_when(move || interrupt.is_set() || abort.is_set());
+        }
         let pipeline: Arc<str> = Arc::from(c.pipeline.as_str());
-        thread::scope(|scope| {
+        let outcome = thread::scope(|scope| {
             let several = indexers.len() > 1;
             let indexer_threads: Vec<_> = indexers
                 .into_iter()
@@ -226,6 +243,7 @@ impl Runner {
                 remote,
                 resumed: resumed.as_ref().map(|(done, skip)| (*done, skip)),
                 sync: sync.as_ref(),
+                streaming: streams.is_some(),
             };
             let outcome = self.connector_lifecycle(&run, &mut source);
             if let Err(reason) = &outcome {
@@ -245,7 +263,12 @@ impl Runner {
                 }
             }
             outcome.and_then(|()| abort.reason().map_or(Ok(()), |r| Err(r.clone())))
-        })
+        });
+        // What is done is settled; the rest is left to its sources.
+        if let Some(deliveries) = &streams {
+            deliveries.close();
+        }
+        outcome
     }
 
     /// pre-execute, execute (while counting events), post-execute, close;
@@ -363,8 +386,15 @@ impl Runner {
             remote,
             resumed,
             sync,
+            streaming,
         } = *run;
-        let timeout = self.config.runner.connector_timeout;
+        // A streaming connector runs until it is stopped: neither the
+        // connector timeout nor its execute limit cuts it.
+        let timeout = if streaming {
+            super::deliveries::NO_DEADLINE
+        } else {
+            self.config.runner.connector_timeout
+        };
         tracing::debug!("connector executing");
         let scope = self.scope(&c.pipeline);
         let guard = super::guard::Guard::for_run(ledger, self.delete_share());
@@ -388,11 +418,14 @@ impl Runner {
         let (run_id, interrupt) = (run.run_id, &self.interrupt);
         // The runner's own deadline check reports a connector timeout; the
         // connector's deadline comes a little later so it never wins that race.
-        let execute_timeout = c
-            .plugin
-            .limits
-            .execute_timeout()
-            .min(timeout.saturating_add(Duration::from_secs(1)));
+        let execute_timeout = if streaming {
+            timeout
+        } else {
+            c.plugin
+                .limits
+                .execute_timeout()
+                .min(timeout.saturating_add(Duration::from_secs(1)))
+        };
         thread::scope(|scope| {
             let stats = &self.stats;
             let mut execution = Some(spawn_in_span(scope, "weir-connector", move || {

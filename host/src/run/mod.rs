@@ -11,6 +11,7 @@ mod accounting;
 mod cases;
 mod connector;
 mod dead_letters;
+mod deliveries;
 mod family;
 mod guard;
 mod indexer;

@@ -25,6 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["plugin"],
     &["config"],
     &["messenger"],
+    &["source"],
     &["run"],
     &["testing"],
     &["topology"],

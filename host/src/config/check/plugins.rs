@@ -33,6 +33,38 @@ pub(super) fn check_files_and_limits(config: &Config, found: &mut Found) {
         check_limits(&at, found);
         check_digest(&at, found);
         check_sql(&at, found);
+        check_sources(&at, found);
+    }
+}
+
+/// Granted sources (`grants.kafka`, ...): each name once across kinds (the
+/// plugin receives by name), a Kafka grant with brokers, topics and a group.
+fn check_sources(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Found) {
+    let mut seen = std::collections::BTreeMap::new();
+    for (name, grant) in spec.grants.sources() {
+        let at = format!("{location}.plugin.{}.{name}", grant.table());
+        if let Some(first) = seen.insert(name, grant.table()) {
+            found.push(Problem::new(
+                &at,
+                format!("source `{name}` is granted in {first} already: each source needs a name of its own"),
+            ));
+        }
+        let empty: Vec<&str> = match grant {
+            crate::plugin::SourceGrant::Kafka(kafka) => [
+                ("brokers", kafka.brokers.trim().is_empty()),
+                (
+                    "topics",
+                    kafka.topics.iter().any(|t| t.trim().is_empty()) || kafka.topics.is_empty(),
+                ),
+                ("group", kafka.group.trim().is_empty()),
+            ]
+            .into_iter()
+            .filter_map(|(key, empty)| empty.then_some(key))
+            .collect(),
+        };
+        for key in empty {
+            found.push(Problem::new(format!("{at}.{key}"), "cannot be empty"));
+        }
     }
 }
 

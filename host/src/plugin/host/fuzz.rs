@@ -262,6 +262,7 @@ pub(crate) fn plugin_state() -> PluginState {
         cancel: Default::default(),
         interrupt_at: None,
         sync: None,
+        messages: None,
         sql: Default::default(),
         cache: Default::default(),
     }

@@ -6,6 +6,7 @@
 //! - [`output`]: the guest's stdout and stderr ([`GuestOutput`]).
 //! - [`publisher`]: a connector's `publishing` interface ([`super::PublishSink`]).
 //! - [`sync`]: a connector's state between runs and its deletion markers ([`ConnectorState`]).
+//! - [`messages`]: a streaming connector's messages from granted sources ([`MessageSession`]).
 //! - [`cache`]: bytes by key, kept for a tenant between calls and runs ([`HostCache`]).
 //! - [`http`]: outgoing HTTP: what `grants.http` allows, and sending it ([`HttpPolicy`]).
 //! - [`wasi`]: the WASI view of the store.
@@ -24,6 +25,7 @@ mod fuzz;
 mod http;
 mod lending;
 mod log;
+mod messages;
 mod output;
 mod publisher;
 mod sql;
@@ -45,6 +47,7 @@ pub use cache::{HostCache, HostCacheOptions};
 pub(crate) use call_journal::{CallJournal, MAX_HANDLES_PER_DOCUMENT};
 pub(crate) use http::{HttpAllow, HttpPolicy, add_http_to_linker};
 pub(crate) use log::{LogBucket, LogLimiter};
+pub use messages::{MAX_RECEIVE, MessageSession};
 pub(crate) use output::GuestOutput;
 pub(crate) use sql::{END_QUERIES_WAIT, SqlSession, SqlTarget};
 pub use sync::ConnectorState;
@@ -80,6 +83,9 @@ pub(crate) struct PluginState {
     pub(crate) interrupt_at: Option<std::time::Instant>,
     /// A connector's state, while the run that drives it holds one.
     pub(crate) sync: Option<Arc<dyn ConnectorState>>,
+    /// A streaming connector's sources and messages in flight, while the
+    /// run that drives it holds them.
+    pub(crate) messages: Option<Arc<dyn MessageSession>>,
     /// The databases the plugin's config grants, and its connections.
     pub(crate) sql: SqlSession,
     /// The host's cache (the `cache` interface), when the run keeps one.
