@@ -50,6 +50,7 @@ mod pipeline;
 mod plugins;
 mod publisher;
 mod runner;
+mod schedule;
 mod shape;
 pub mod state;
 mod tenants;
@@ -69,6 +70,7 @@ pub use pipeline::{ConnectorConfig, PipelineConfig, ShadowConfig, StageBatch, St
 pub use plugins::{PluginAt, PluginRole};
 pub use publisher::PublisherConfig;
 pub use runner::RunnerConfig;
+pub use schedule::ScheduleConfig;
 pub use state::StateConfig;
 pub use tenants::TenantConfig;
 pub use vars::{IncludeError, MAX_INCLUDE_DEPTH, VarError};
@@ -118,6 +120,9 @@ pub struct Config {
     /// plugins (stages, the connectors that feed them, their own indexers).
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
+    /// When the config runs again by itself (`config/schedule.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleConfig>,
 }
 
 impl Config {

@@ -11,6 +11,7 @@
 //! | `GET /api/runs/{id}/dead-letters?offset=&limit=` | a page of the run's failed documents |
 //! | `GET /api/runs/{id}/state?connector=&keys=&after=` | what the syncing connectors of the run's config keep (`weir state show`) |
 //! | `POST /api/runs/{id}/state/reset?connector=` | clear it: their next run is a full sync (`weir state reset`) |
+//! | `GET, POST /api/schedules`, `GET, PUT, DELETE /api/schedules/{id}` | schedules: configs the plane starts runs of on time (`schedules/api.rs`) |
 //! | `GET /api/fleet` | the fleet's workers, what they serve, each pipeline's lag (the operator's) |
 //! | `GET /api/fleet/plugins/{sha256}` | a plugin a spec names, for fleet workers (the fleet's token) |
 //! | `GET /` | the status page |
@@ -26,11 +27,9 @@
 //! status page also carries a content security policy that forbids
 //! framing it.
 
-use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
-use axum::body::{Body, HttpBody};
+use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -39,17 +38,15 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
+use super::body::{MAX_CONFIG_BYTES, read_config};
 use super::letters::{DEFAULT_LETTERS, MAX_LETTERS};
 use super::store::Cursor;
 use super::{ApiError, ControlPlane, LetterPage, Principal, RunPage, RunView};
-use crate::core::problem::{Problem, Problems};
 use crate::telemetry::export::Health;
 
 /// The status page: one file, no build step.
 const PAGE: &str = include_str!("page.html");
 
-/// Largest config a tenant may submit.
-const MAX_CONFIG_BYTES: usize = 1 << 20;
 /// Runs in a page unless the caller asks for fewer.
 const DEFAULT_RUNS: usize = 50;
 /// Most runs a caller may ask for in one page.
@@ -70,6 +67,7 @@ pub fn routes(plane: Arc<ControlPlane>) -> Router {
         .route("/api/runs/{id}/state/reset", post(reset_sync_state))
         .route("/api/runs/{id}/tap", get(tap))
         .route("/api/runs/{id}/config", axum::routing::put(reconfigure))
+        .merge(super::schedules::routes())
         .route("/api/fleet", get(fleet))
         .route("/api/fleet/plugins/{sha256}", get(fleet_plugin))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_CONFIG_BYTES))
@@ -181,52 +179,23 @@ async fn no_sniffing(mut response: Response) -> Response {
     response
 }
 
-/// `POST /api/runs`. The caller is known before the body is read.
+/// `POST /api/runs`. The caller is known before the body is read. A
+/// config with a `[schedule]` is kept as a schedule (answered as
+/// `POST /api/schedules` answers).
 async fn submit(
     State(plane): State<Plane>,
     who: Principal,
     body: Body,
-) -> Result<(StatusCode, Json<RunView>), ApiError> {
+) -> Result<Response, ApiError> {
     let config = read_config(body, plane.operator.server.body_read_timeout).await?;
+    if super::schedules::carries_schedule(&config) {
+        return super::schedules::create_from(plane, who, config).await;
+    }
     // Admission loads and checks the plugins: work for a blocking thread.
     let run = tokio::task::spawn_blocking(move || plane.submit(&who, &config))
         .await
         .map_err(ApiError::internal)??;
-    Ok((StatusCode::CREATED, Json(run)))
-}
-
-/// A submitted config: at most [`MAX_CONFIG_BYTES`] (refused on its
-/// `Content-Length` before a byte is read), sent within `timeout`, UTF-8.
-async fn read_config(mut body: Body, timeout: Duration) -> Result<String, ApiError> {
-    let too_large = ApiError::TooLarge {
-        max: MAX_CONFIG_BYTES,
-    };
-    if body.size_hint().lower() > MAX_CONFIG_BYTES as u64 {
-        return Err(too_large);
-    }
-    let read = async {
-        let mut bytes = Vec::new();
-        while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
-        {
-            let frame =
-                frame.map_err(|e| ApiError::BadRequest(format!("cannot read the config: {e}")))?;
-            if let Ok(data) = frame.into_data() {
-                if bytes.len() + data.len() > MAX_CONFIG_BYTES {
-                    return Err(too_large);
-                }
-                bytes.extend_from_slice(&data);
-            }
-        }
-        Ok(bytes)
-    };
-    let bytes = tokio::time::timeout(timeout, read)
-        .await
-        .map_err(|_| ApiError::SlowBody(timeout))??;
-    String::from_utf8(bytes).map_err(|_| {
-        ApiError::Invalid(Problems::one(Problem::whole(
-            "the config is not UTF-8 text",
-        )))
-    })
+    Ok((StatusCode::CREATED, Json(run)).into_response())
 }
 
 /// `?limit=&before=` of a list of runs.

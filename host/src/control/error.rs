@@ -85,6 +85,14 @@ pub enum ApiError {
     /// A run that does not exist or is not the caller's (404).
     #[error("no such run")]
     NoSuchRun,
+    /// A schedule that does not exist or is not the caller's (404).
+    #[error("no such schedule")]
+    NoSuchSchedule,
+    /// The tenant keeps as many schedules as it may (429).
+    #[error(
+        "tenant `{tenant}` keeps {max} schedules, its most (max_schedules = {max}): delete one first"
+    )]
+    TooManySchedules { tenant: String, max: usize },
     /// `POST /api/runs/{id}/{action}` with another action (404).
     #[error("no action `{0}`: pause, resume or stop")]
     NoSuchAction(String),
@@ -184,6 +192,7 @@ impl ApiError {
             | Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             Self::TooManyRuns { .. }
+            | Self::TooManySchedules { .. }
             | Self::RateLimited { .. }
             | Self::TooManyGuesses { .. }
             | Self::TooManyTaps { .. }
@@ -191,7 +200,9 @@ impl ApiError {
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::SlowBody(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Invalid(_) | Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::NoSuchRun | Self::NoSuchAction(_) | Self::NoState(_) => StatusCode::NOT_FOUND,
+            Self::NoSuchRun | Self::NoSuchSchedule | Self::NoSuchAction(_) | Self::NoState(_) => {
+                StatusCode::NOT_FOUND
+            }
             Self::Ended(_) | Self::NeedsRestart(_) | Self::Reloading | Self::StateInUse(_) => {
                 StatusCode::CONFLICT
             }

@@ -21,6 +21,7 @@
 
 mod api;
 mod auth;
+mod body;
 #[cfg(test)]
 mod bounds_tests;
 mod error;
@@ -33,6 +34,7 @@ mod rate;
 mod reload;
 mod run_process;
 mod runs;
+mod schedules;
 mod start;
 mod state;
 pub(crate) mod store;
@@ -63,6 +65,7 @@ pub use auth::Principal;
 pub use error::ApiError;
 pub use letters::{LetterPage, Oversized};
 pub use run_process::serve_run;
+pub use schedules::{LastRun, RunSchedule, ScheduleView};
 pub use view::{RunPage, RunView};
 
 /// Why the control plane could not start.
@@ -105,6 +108,8 @@ pub struct ControlPlane {
     fleet: Option<fleet::Fleet>,
     /// Taps open on runs, bounded per tenant and in all (`taps.rs`).
     taps: Arc<taps::TapCounts>,
+    /// Tenants' schedules, started on time (`schedules/`).
+    schedules: schedules::Schedules,
 }
 
 impl ControlPlane {
@@ -166,7 +171,9 @@ impl ControlPlane {
             shutting_down: AtomicBool::new(false),
             fleet,
             taps: Arc::default(),
+            schedules: schedules::Schedules::default(),
         });
+        plane.load_schedules()?;
         for (record, config) in going {
             plane.take_over_run(record, &config);
         }
@@ -192,7 +199,12 @@ impl ControlPlane {
                 }
             })
             .map_err(StartError::Sampler)?;
+        schedules::spawn_clock(&plane).map_err(StartError::Sampler)?;
         Ok(plane)
+    }
+
+    fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Relaxed)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Live> {
@@ -234,10 +246,12 @@ impl ControlPlane {
         let live = self.lock().runs.get(&record.id).cloned();
         match live {
             Some(run) => RunView {
+                schedule: self.schedule_of_run(&record.id),
                 record: run.record(),
                 throughput: run.throughput(),
             },
             None => RunView {
+                schedule: self.schedule_of_run(&record.id),
                 record,
                 throughput: Vec::new(),
             },

@@ -42,6 +42,7 @@ impl ControlPlane {
         Ok(RunView {
             record: run.record(),
             throughput: Vec::new(),
+            schedule: None,
         })
     }
 
@@ -54,7 +55,7 @@ impl ControlPlane {
     }
 
     /// Start run `id` of `tenant` (`text`), resuming it with `resume`.
-    fn start_as(
+    pub(super) fn start_as(
         self: &Arc<Self>,
         tenant: &TenantPolicy,
         id: String,

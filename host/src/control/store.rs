@@ -62,7 +62,7 @@ impl Store {
         Ok(Self { db: Mutex::new(db) })
     }
 
-    fn db(&self) -> std::sync::MutexGuard<'_, Connection> {
+    pub(super) fn db(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.db.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

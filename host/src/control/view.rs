@@ -14,6 +14,9 @@ pub struct RunView {
     #[serde(flatten)]
     pub record: RunRecord,
     pub throughput: Vec<(u64, f64)>,
+    /// The schedule that started it, if one did, with its next start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<super::RunSchedule>,
 }
 
 /// A page of runs, newest first, and where the next starts (`before=`),

@@ -414,3 +414,114 @@ impl TapRefused {
         );
     }
 }
+
+/// What became of a start of a schedule on `weir serve` that came due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scheduled {
+    /// A run was started.
+    Started,
+    /// The schedule's last run was still going on: runs of one schedule
+    /// never overlap.
+    Overlap,
+    /// Due longer ago than a start may be late (the control plane was
+    /// down, or took over from one that was).
+    Late,
+    /// The tenant had its `max_concurrent_runs` going on.
+    AtQuota,
+    /// The start could not be written down first (where a control plane
+    /// that takes over reads it), so it was not made.
+    Unkept,
+    /// The run did not start (its config is refused now, or its process
+    /// did not start).
+    Failed,
+}
+
+impl Scheduled {
+    /// Its label on `weir_scheduled_starts_total`.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Self::Started => "started",
+            Self::Overlap => "overlap",
+            Self::Late => "late",
+            Self::AtQuota => "quota",
+            Self::Unkept => "unkept",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// Starts of schedule `schedule` of `tenant` came due (`count` of them,
+/// more than one only when missed while late): counted in
+/// `weir_scheduled_starts_total` and logged, a skip as a warning.
+#[derive(Debug)]
+pub(crate) struct ScheduleStart<'a> {
+    pub(crate) tenant: &'a str,
+    pub(crate) schedule: &'a str,
+    pub(crate) outcome: Scheduled,
+    pub(crate) count: u64,
+    /// The run started, or the last run (still going on, for an overlap).
+    pub(crate) run_id: Option<&'a str>,
+    /// Why, in words (the due time, the error).
+    pub(crate) detail: &'a str,
+}
+
+impl ScheduleStart<'_> {
+    pub(crate) fn emit(self) {
+        meters::scheduled_starts(self.tenant, self.outcome.label(), self.count);
+        let Self {
+            tenant,
+            schedule,
+            count,
+            run_id,
+            detail,
+            ..
+        } = self;
+        let outcome = self.outcome.label();
+        match self.outcome {
+            Scheduled::Started => {
+                tracing::info!(tenant, schedule, run_id, detail, "scheduled run started");
+            }
+            Scheduled::Overlap => tracing::warn!(
+                tenant,
+                schedule,
+                run_id,
+                count,
+                outcome,
+                detail,
+                "scheduled start skipped: the schedule's last run is still going on (runs of one schedule never overlap)"
+            ),
+            Scheduled::Late => tracing::warn!(
+                tenant,
+                schedule,
+                count,
+                outcome,
+                detail,
+                "scheduled start skipped: too late (the control plane was not leading when it was due)"
+            ),
+            Scheduled::AtQuota => tracing::warn!(
+                tenant,
+                schedule,
+                count,
+                outcome,
+                detail,
+                "scheduled start skipped: the tenant has max_concurrent_runs going on"
+            ),
+            Scheduled::Unkept => tracing::error!(
+                tenant,
+                schedule,
+                count,
+                outcome,
+                detail,
+                "scheduled start skipped: it could not be written down first, so a control plane taking over could start it again"
+            ),
+            Scheduled::Failed => tracing::warn!(
+                tenant,
+                schedule,
+                run_id,
+                outcome,
+                detail,
+                "scheduled run did not start"
+            ),
+        }
+    }
+}

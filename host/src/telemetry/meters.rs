@@ -86,6 +86,8 @@ const TAP_DOCS: &str = "weir_tap_documents_total";
 /// Keys plugins looked up in the host's cache (the `cache` interface), by
 /// outcome (`hit`, `miss`).
 const CACHE_LOOKUPS: &str = "weir_cache_lookups_total";
+/// Starts of `weir serve` schedules that came due, by tenant and outcome.
+const SCHEDULED_STARTS: &str = "weir_scheduled_starts_total";
 /// Calls of the `cache` interface the host's cache could not serve (a
 /// broken or locked file, a full disk): the plugin went on without it.
 const CACHE_FAILURES: &str = "weir_cache_failures_total";
@@ -94,6 +96,10 @@ const CACHE_FAILURES: &str = "weir_cache_failures_total";
 pub(crate) fn describe() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
     describe_counter!(DOCS_PUBLISHED, "Documents published by connectors");
+    describe_counter!(
+        SCHEDULED_STARTS,
+        "Starts of tenants' schedules on weir serve, by outcome (started, or why skipped: overlap, late, quota, unkept, failed)"
+    );
     describe_counter!(
         CONFIG_RELOADS,
         "Config reloads asked for, by outcome (applied, unchanged, refused)"
@@ -460,4 +466,10 @@ pub(crate) fn cache_failed(plugin: &str, tenant: Option<&str>) {
         "tenant" => tenant.unwrap_or("").to_owned()
     )
     .increment(1);
+}
+
+/// `count` starts of a schedule of `tenant` came due: started, or skipped
+/// (`outcome` says why; bounded by the code, never a schedule's id).
+pub(crate) fn scheduled_starts(tenant: &str, outcome: &'static str, count: u64) {
+    counter!(SCHEDULED_STARTS, "tenant" => tenant.to_owned(), "outcome" => outcome).increment(count);
 }

@@ -297,6 +297,10 @@ pub struct TenantPolicy {
     /// Runs going on at once. Default 2.
     #[serde(default = "TenantPolicy::default_max_concurrent_runs")]
     pub max_concurrent_runs: usize,
+    /// Schedules kept at once (configs submitted with a `[schedule]`).
+    /// Default 20; 0: the tenant may not schedule.
+    #[serde(default = "TenantPolicy::default_max_schedules")]
+    pub max_schedules: usize,
     /// Documents per second published over all its runs; none by default.
     #[serde(default)]
     pub max_docs_per_second: Option<u32>,
@@ -318,6 +322,9 @@ pub struct TenantPolicy {
 impl TenantPolicy {
     fn default_max_concurrent_runs() -> usize {
         2
+    }
+    fn default_max_schedules() -> usize {
+        20
     }
 }
 

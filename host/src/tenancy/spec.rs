@@ -82,6 +82,12 @@ impl FleetConfig {
         format!("{}_runs", self.name)
     }
 
+    /// Where tenants' schedules are kept for a standby (each written
+    /// before each start it makes).
+    pub fn schedules_topic(&self) -> String {
+        format!("{}_schedules", self.name)
+    }
+
     /// Where fleet workers say what they serve.
     pub fn workers_topic(&self) -> String {
         format!("{}_workers", self.name)

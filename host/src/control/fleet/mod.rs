@@ -34,6 +34,8 @@ pub(super) struct Fleet {
     pub(super) config: FleetConfig,
     specs: Table,
     runs: Table,
+    /// Tenants' schedules, as `control/schedules` keeps them.
+    schedules: Table,
     workers: Table,
     known: Mutex<Known>,
     /// Specs retired (tombstoned), with when: their topics are deleted a
@@ -61,12 +63,15 @@ impl Fleet {
     pub(super) fn open(config: FleetConfig) -> Result<Self, StartError> {
         let specs = Table::open(&config.kafka, &config.pipelines_topic()).map_err(kafka_error)?;
         let runs = Table::open(&config.kafka, &config.runs_topic()).map_err(kafka_error)?;
+        let schedules =
+            Table::open(&config.kafka, &config.schedules_topic()).map_err(kafka_error)?;
         let workers = Table::open(&config.kafka, &config.workers_topic()).map_err(kafka_error)?;
         let token = std::env::var(&config.token_env).ok();
         Ok(Self {
             config,
             specs,
             runs,
+            schedules,
             workers,
             known: Mutex::default(),
             retiring: Mutex::default(),
@@ -235,6 +240,22 @@ impl Fleet {
         if let Err(e) = result {
             tracing::error!(run_id = %record.id, error = %e, "cannot keep the run for a standby");
         }
+    }
+
+    /// Keep schedule `id` as `value` (JSON; `None`: deleted) where a
+    /// standby reads it, and wait until the cluster has it.
+    pub(super) fn keep_schedule(&self, id: &str, value: Option<&[u8]>) -> Result<(), String> {
+        self.schedules.put(id, value).map_err(|e| e.to_string())
+    }
+
+    /// Every schedule kept (JSON), by id: what the last leader wrote.
+    pub(super) fn kept_schedules(&self) -> Result<Vec<(String, Vec<u8>)>, StartError> {
+        Ok(self
+            .schedules
+            .read_all()
+            .map_err(kafka_error)?
+            .into_iter()
+            .collect())
     }
 
     /// Forget run `id` (pruned).
