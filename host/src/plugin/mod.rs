@@ -22,6 +22,7 @@ mod indexer_batch;
 mod instance;
 mod kinds;
 mod packed;
+mod queue_grant;
 mod resources;
 mod sources;
 mod spec;
@@ -48,6 +49,7 @@ pub use host::{ConnectorState, HostCache, HostCacheOptions, MAX_RECEIVE, Message
 pub(crate) use host::{HttpAllow, SqlTarget};
 pub use indexer_batch::{BatchFailure, BatchFormat, DocumentFailure};
 pub use kinds::{ConnectorInstance, ConnectorPlugin, IndexerInstance, IndexerPlugin};
+pub use queue_grant::{QueueGrant, QueueServer, QueueTopic};
 pub use resources::PublishSink;
 pub use sources::{KafkaGrant, KafkaStart, SourceGrant};
 pub use spec::{DirGrant, Grants, InstancePolicy, Limits, PluginSpec};

@@ -46,6 +46,7 @@ pub enum KafkaStart {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SourceGrant<'a> {
     Kafka(&'a KafkaGrant),
+    Queue(&'a super::QueueGrant),
 }
 
 impl SourceGrant<'_> {
@@ -53,6 +54,7 @@ impl SourceGrant<'_> {
     pub fn table(&self) -> &'static str {
         match self {
             Self::Kafka(_) => "grants.kafka",
+            Self::Queue(_) => "grants.queues",
         }
     }
 }
@@ -66,6 +68,11 @@ impl super::Grants {
             self.kafka
                 .iter()
                 .map(|(name, grant)| (name.as_str(), SourceGrant::Kafka(grant))),
+        );
+        out.extend(
+            self.queues
+                .iter()
+                .map(|(name, grant)| (name.as_str(), SourceGrant::Queue(grant))),
         );
         out
     }

@@ -94,6 +94,11 @@ pub struct Grants {
     /// consumer group (`super::sources::KafkaGrant`).
     #[serde(default)]
     pub kafka: BTreeMap<String, super::sources::KafkaGrant>,
+    /// Message queues (RabbitMQ) a streaming connector consumes, by the
+    /// name it uses for each: broker URL, queue or topic, and the trigger
+    /// rules (`super::QueueGrant`, docs/queue-trigger.md).
+    #[serde(default)]
+    pub queues: BTreeMap<String, super::QueueGrant>,
 }
 
 /// A host directory made visible to a plugin.

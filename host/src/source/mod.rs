@@ -8,6 +8,7 @@
 //! tracks each delivery's documents and settles it with its source.
 
 pub(crate) mod kafka;
+pub mod queue;
 
 use std::sync::Arc;
 
@@ -33,6 +34,9 @@ pub(crate) fn open(grant: SourceGrant<'_>, at: &Opening<'_>) -> Result<Arc<dyn S
     let opened: Result<Arc<dyn Source>, String> = match grant {
         SourceGrant::Kafka(kafka) => {
             kafka::KafkaSource::open(kafka, at).map(|s| Arc::new(s) as Arc<dyn Source>)
+        }
+        SourceGrant::Queue(queue) => {
+            queue::QueueSource::open(queue, at).map(|s| Arc::new(s) as Arc<dyn Source>)
         }
     };
     opened.map_err(|e| format!("{}.{}: {e}", grant.table(), at.name))

@@ -61,6 +61,10 @@ fn check_sources(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Fou
             .into_iter()
             .filter_map(|(key, empty)| empty.then_some(key))
             .collect(),
+            crate::plugin::SourceGrant::Queue(queue) => {
+                found.extend(queue.problems(&at));
+                Vec::new()
+            }
         };
         for key in empty {
             found.push(Problem::new(format!("{at}.{key}"), "cannot be empty"));
