@@ -89,31 +89,50 @@ mod tests {
 
     fn problems(text: &str) -> Vec<String> {
         let config: ScheduleConfig = toml::from_str(text).expect("shape");
-        config
-            .problems()
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        config.problems().iter().map(ToString::to_string).collect()
     }
 
     #[test]
     fn each_wrong_schedule_is_refused_where_it_is_wrong() {
-        assert_eq!(problems("every = \"1h\"\njitter = \"5m\""), Vec::<String>::new());
+        assert_eq!(
+            problems("every = \"1h\"\njitter = \"5m\""),
+            Vec::<String>::new()
+        );
         assert_eq!(
             problems("cron = \"0 * * * *\"\ntime_zone = \"Europe/Berlin\""),
             Vec::<String>::new()
         );
         for (text, at, says) in [
             ("", "schedule", "give `every`"),
-            ("every = \"1h\"\ncron = \"0 * * * *\"", "schedule", "not both"),
+            (
+                "every = \"1h\"\ncron = \"0 * * * *\"",
+                "schedule",
+                "not both",
+            ),
             ("every = \"0s\"", "schedule.every", "zero"),
             ("every = \"soon\"", "schedule.every", "neither an interval"),
             ("cron = \"0 0 30 2 *\"", "schedule.cron", "never matches"),
             ("cron = \"* *\"", "schedule.cron", "cron"),
-            ("cron = \"0 * * * *\"\ntime_zone = \"Mars/Olympus\"", "schedule.time_zone", "IANA"),
-            ("every = \"1h\"\ntime_zone = \"UTC\"", "schedule.time_zone", "takes none"),
-            ("every = \"1m\"\njitter = \"1m\"", "schedule.jitter", "not shorter"),
-            ("every = \"1m\"\njitter = \"lots\"", "schedule.jitter", "not a duration"),
+            (
+                "cron = \"0 * * * *\"\ntime_zone = \"Mars/Olympus\"",
+                "schedule.time_zone",
+                "IANA",
+            ),
+            (
+                "every = \"1h\"\ntime_zone = \"UTC\"",
+                "schedule.time_zone",
+                "takes none",
+            ),
+            (
+                "every = \"1m\"\njitter = \"1m\"",
+                "schedule.jitter",
+                "not shorter",
+            ),
+            (
+                "every = \"1m\"\njitter = \"lots\"",
+                "schedule.jitter",
+                "not a duration",
+            ),
         ] {
             let found = problems(text);
             assert_eq!(found.len(), 1, "{text}: {found:?}");

@@ -45,4 +45,3 @@ pub(super) async fn read_config(mut body: Body, timeout: Duration) -> Result<Str
         )))
     })
 }
-

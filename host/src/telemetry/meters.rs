@@ -471,5 +471,6 @@ pub(crate) fn cache_failed(plugin: &str, tenant: Option<&str>) {
 /// `count` starts of a schedule of `tenant` came due: started, or skipped
 /// (`outcome` says why; bounded by the code, never a schedule's id).
 pub(crate) fn scheduled_starts(tenant: &str, outcome: &'static str, count: u64) {
-    counter!(SCHEDULED_STARTS, "tenant" => tenant.to_owned(), "outcome" => outcome).increment(count);
+    counter!(SCHEDULED_STARTS, "tenant" => tenant.to_owned(), "outcome" => outcome)
+        .increment(count);
 }

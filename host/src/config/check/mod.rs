@@ -30,7 +30,11 @@ impl Config {
         counts::check(self, &mut found);
         bounds::check(self, &mut found);
         found.extend(self.cache.problems());
-        found.extend(self.schedule.iter().flat_map(super::ScheduleConfig::problems));
+        found.extend(
+            self.schedule
+                .iter()
+                .flat_map(super::ScheduleConfig::problems),
+        );
         conditions::check(self, &mut found);
         if let Some(kafka) = &self.kafka {
             kafka::check(kafka, &mut found);

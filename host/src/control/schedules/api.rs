@@ -26,10 +26,7 @@ type Plane = Arc<ControlPlane>;
 pub(in crate::control) fn routes() -> Router<Plane> {
     Router::new()
         .route("/api/schedules", get(list).post(create))
-        .route(
-            "/api/schedules/{id}",
-            get(one).put(replace).delete(delete),
-        )
+        .route("/api/schedules/{id}", get(one).put(replace).delete(delete))
 }
 
 async fn list(State(plane): State<Plane>, who: Principal) -> Response {

@@ -89,7 +89,9 @@ pub(super) fn all(store: &Store) -> Result<Vec<Kept>, StoreError> {
     let db = store.db();
     let mut query = db.prepare("SELECT id, kept FROM schedules ORDER BY rowid")?;
     let rows = query
-        .query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?
+        .query_map([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows
         .into_iter()

@@ -337,11 +337,7 @@ impl ControlPlane {
     /// The schedule that started run `run`, with its next start.
     pub(super) fn schedule_of_run(&self, run: &str) -> Option<RunSchedule> {
         let id = kept::schedule_of(&self.store, run).ok().flatten()?;
-        let next = self
-            .schedules
-            .lock()
-            .get(&id)
-            .and_then(|e| e.kept.next_ms);
+        let next = self.schedules.lock().get(&id).and_then(|e| e.kept.next_ms);
         Some(RunSchedule {
             id,
             next_start_ms: next,

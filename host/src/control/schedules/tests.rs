@@ -10,8 +10,8 @@ use axum::http::StatusCode;
 use chrono::{Duration as Delta, Utc};
 use serde_json::Value;
 
-use super::super::tests::{ACME, ADMIN, ZETA, call, finished, get, open};
 use super::super::ControlPlane;
+use super::super::tests::{ACME, ADMIN, ZETA, call, finished, get, open};
 use super::{at, kept};
 use crate::tenancy::record::RunState;
 
@@ -61,10 +61,23 @@ async fn a_config_with_a_schedule_is_kept_and_shown_with_its_next_start_to_its_t
     assert_eq!(view["settings"]["every"], "1h");
     let next = next_ms(&view);
     // An hour from now, and at most the jitter later.
-    assert!(next >= before + 3_600_000 && next <= before + 3_660_000 + 5_000, "{view}");
-    assert!(view["next_start"].as_str().is_some_and(|t| t.ends_with('Z')), "{view}");
+    assert!(
+        next >= before + 3_600_000 && next <= before + 3_660_000 + 5_000,
+        "{view}"
+    );
+    assert!(
+        view["next_start"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z')),
+        "{view}"
+    );
     assert_eq!(view["last_run"], Value::Null);
-    create(&plane, ZETA, "cron = \"0 3 * * *\"\ntime_zone = \"Europe/Berlin\"").await;
+    create(
+        &plane,
+        ZETA,
+        "cron = \"0 3 * * *\"\ntime_zone = \"Europe/Berlin\"",
+    )
+    .await;
 
     let (status, listed) = get(&plane, "/api/schedules", Some(ACME)).await;
     assert_eq!(status, StatusCode::OK);
@@ -75,14 +88,26 @@ async fn a_config_with_a_schedule_is_kept_and_shown_with_its_next_start_to_its_t
         .filter_map(|s| s["id"].as_str())
         .collect();
     assert_eq!(ids, [id.as_str()], "a tenant sees its own schedules only");
-    assert_eq!(listed["schedules"][0].get("config"), None, "a list holds no configs");
+    assert_eq!(
+        listed["schedules"][0].get("config"),
+        None,
+        "a list holds no configs"
+    );
     let (_, all) = get(&plane, "/api/schedules", Some(ADMIN)).await;
     assert_eq!(all["schedules"].as_array().map(Vec::len), Some(2));
     let (status, one) = get(&plane, &format!("/api/schedules/{id}"), Some(ACME)).await;
     assert_eq!(status, StatusCode::OK);
-    assert!(one["config"].as_str().is_some_and(|c| c.contains("[schedule]")));
+    assert!(
+        one["config"]
+            .as_str()
+            .is_some_and(|c| c.contains("[schedule]"))
+    );
     let (status, _) = get(&plane, &format!("/api/schedules/{id}"), Some(ZETA)).await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "another tenant's is not found");
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "another tenant's is not found"
+    );
 }
 
 #[tokio::test]
@@ -93,13 +118,22 @@ async fn a_schedule_that_does_not_read_is_refused_with_each_problem_where_it_is(
         ("every = \"0s\"", "schedule.every: "),
         ("every = \"1h\"\ncron = \"@daily\"", "schedule: "),
         ("cron = \"61 * * * *\"", "schedule.cron: "),
-        ("cron = \"@daily\"\ntime_zone = \"Nowhere/Else\"", "schedule.time_zone: "),
+        (
+            "cron = \"@daily\"\ntime_zone = \"Nowhere/Else\"",
+            "schedule.time_zone: ",
+        ),
         ("every = \"1m\"\njitter = \"2m\"", "schedule.jitter: "),
         ("every = \"1h\"\nat = \"noon\"", "schedule.at"),
     ] {
         for path in ["/api/runs", "/api/schedules"] {
-            let (status, answer) =
-                call(&plane, "POST", path, Some(ACME), config("acme-books", schedule)).await;
+            let (status, answer) = call(
+                &plane,
+                "POST",
+                path,
+                Some(ACME),
+                config("acme-books", schedule),
+            )
+            .await;
             assert_eq!(status, StatusCode::BAD_REQUEST, "{schedule}: {answer}");
             let problems = answer["problems"].to_string();
             assert!(problems.contains(problem), "{schedule}: {answer}");
@@ -109,7 +143,11 @@ async fn a_schedule_that_does_not_read_is_refused_with_each_problem_where_it_is(
     let plain = config("acme-books", "").replace("[schedule]\n", "");
     let (status, answer) = call(&plane, "POST", "/api/schedules", Some(ACME), plain).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
-    assert!(answer["problems"][0].as_str().is_some_and(|p| p.starts_with("schedule: ")));
+    assert!(
+        answer["problems"][0]
+            .as_str()
+            .is_some_and(|p| p.starts_with("schedule: "))
+    );
     let (_, listed) = get(&plane, "/api/schedules", Some(ADMIN)).await;
     assert_eq!(listed["schedules"], serde_json::json!([]), "none kept");
 }
@@ -124,8 +162,17 @@ async fn a_due_start_is_written_down_first_and_a_reopened_plane_does_not_make_it
     plane.tick(due);
     let (_, after) = get(&plane, &format!("/api/schedules/{id}"), Some(ACME)).await;
     // The start was made (its run did not start: the plugins are junk).
-    assert_eq!(after["last_start_ms"].as_u64(), Some(next_ms(&view)), "{after}");
-    assert!(after["last_error"].as_str().is_some_and(|e| e.contains("did not start")), "{after}");
+    assert_eq!(
+        after["last_start_ms"].as_u64(),
+        Some(next_ms(&view)),
+        "{after}"
+    );
+    assert!(
+        after["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("did not start")),
+        "{after}"
+    );
     let next = next_ms(&after);
     assert_eq!(next, next_ms(&view) + 3_600_000, "{after}");
     drop(plane);
@@ -137,7 +184,10 @@ async fn a_due_start_is_written_down_first_and_a_reopened_plane_does_not_make_it
     assert_eq!(read["next_start_ms"].as_u64(), Some(next), "{read}");
     again.tick(due);
     let (_, still) = get(&again, &format!("/api/schedules/{id}"), Some(ACME)).await;
-    assert_eq!(still["last_start_ms"], after["last_start_ms"], "not made again");
+    assert_eq!(
+        still["last_start_ms"], after["last_start_ms"],
+        "not made again"
+    );
     assert_eq!(still["next_start_ms"].as_u64(), Some(next));
 }
 
@@ -172,7 +222,10 @@ async fn a_start_while_the_last_run_goes_on_or_too_late_is_skipped_and_said_so()
     // The run shows the schedule that started it, and its next start.
     let (_, run) = get(&plane, "/api/runs/r-going", Some(ACME)).await;
     assert_eq!(run["schedule"]["id"], id.as_str(), "{run}");
-    assert_eq!(run["schedule"]["next_start_ms"].as_u64(), Some(first + 3_600_000));
+    assert_eq!(
+        run["schedule"]["next_start_ms"].as_u64(),
+        Some(first + 3_600_000)
+    );
 
     // Three hours later (the plane was down): that start is late, and
     // the two after it were missed; the next is in the future.
@@ -192,13 +245,29 @@ async fn a_replaced_schedule_starts_on_its_new_time_and_a_deleted_one_starts_not
     let view = create(&plane, ACME, "every = \"1h\"").await;
     let id = view["id"].as_str().expect("id").to_owned();
     let path = format!("/api/schedules/{id}");
-    let (status, _) = call(&plane, "PUT", &path, Some(ZETA), config("zeta-books", "every = \"2h\"")).await;
+    let (status, _) = call(
+        &plane,
+        "PUT",
+        &path,
+        Some(ZETA),
+        config("zeta-books", "every = \"2h\""),
+    )
+    .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "another tenant's");
-    let (status, replaced) =
-        call(&plane, "PUT", &path, Some(ACME), config("acme-books", "every = \"2h\"")).await;
+    let (status, replaced) = call(
+        &plane,
+        "PUT",
+        &path,
+        Some(ACME),
+        config("acme-books", "every = \"2h\""),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{replaced}");
     assert_eq!(replaced["schedule"], "every 2h");
-    assert!(next_ms(&replaced) >= next_ms(&view) + 3_500_000, "{replaced}");
+    assert!(
+        next_ms(&replaced) >= next_ms(&view) + 3_500_000,
+        "{replaced}"
+    );
     let (status, _) = call(&plane, "DELETE", &path, Some(ZETA), "").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     let (status, deleted) = call(&plane, "DELETE", &path, Some(ACME), "").await;
@@ -230,6 +299,10 @@ async fn a_tenant_keeps_at_most_its_max_schedules() {
     )
     .await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{answer}");
-    assert!(answer["error"].as_str().is_some_and(|e| e.contains("max_schedules")));
+    assert!(
+        answer["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("max_schedules"))
+    );
     create(&plane, ZETA, "cron = \"@daily\"").await;
 }
