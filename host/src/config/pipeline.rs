@@ -18,6 +18,14 @@ pub struct ConnectorConfig {
     pub pipeline: String,
     /// The connector component.
     pub plugin: PluginSpec,
+    /// It never ends by itself (a topic, a queue, a generator set to go on
+    /// for ever): no `runner.connector_timeout` and no execute deadline
+    /// unless `limits.execute_timeout` is set, a report line every
+    /// `runner.report_every`, and under `weir serve` its run's process is
+    /// started again when it dies. A streaming connector is continuous
+    /// whatever this says.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub continuous: bool,
 }
 
 /// One `[[pipelines]]` entry.

@@ -22,6 +22,14 @@ pub struct RunnerConfig {
         with = "humantime_serde"
     )]
     pub log_interval: Duration,
+    /// How often a continuous connector (`continuous = true`, or a
+    /// streaming one) logs its report line: counts so far and rates over
+    /// the period. Default 60 s.
+    #[serde(
+        default = "RunnerConfig::default_report_every",
+        with = "humantime_serde"
+    )]
+    pub report_every: Duration,
     /// How long documents may be pending with none of them finishing before
     /// the run ends as stalled (status Failure, naming pending ids). Longer
     /// than one document can take. Default 5 min.
@@ -62,6 +70,9 @@ impl RunnerConfig {
     fn default_log_interval() -> Duration {
         Duration::from_secs(30)
     }
+    fn default_report_every() -> Duration {
+        Duration::from_secs(60)
+    }
     fn default_stall_timeout() -> Duration {
         Duration::from_secs(300)
     }
@@ -81,6 +92,7 @@ impl Default for RunnerConfig {
         Self {
             connector_timeout: Self::default_connector_timeout(),
             log_interval: Self::default_log_interval(),
+            report_every: Self::default_report_every(),
             stall_timeout: Self::default_stall_timeout(),
             liveness_timeout: Self::default_liveness_timeout(),
             grace_period: Self::default_grace_period(),

@@ -27,7 +27,11 @@ pub(super) struct LiveRun {
     pub(super) pause: Pause,
     pub(super) interrupt: Interrupt,
     /// The run's own process, when it runs in one: controls go there too.
-    pub(super) remote: Option<Arc<Remote>>,
+    /// A continuous run's is replaced as it is started again.
+    remote: Mutex<Option<Arc<Remote>>>,
+    /// A continuous run's restarts (a run in a process of its own whose
+    /// config never ends: `control/service.rs`).
+    service: Option<super::service::Service>,
     /// Its runner, when it runs on this process's threads: to reload.
     pub(super) local: Option<LocalReload>,
     /// Set while a reload of it is under way: one at a time.
@@ -54,7 +58,8 @@ impl LiveRun {
             stats,
             pause,
             interrupt,
-            remote,
+            remote: Mutex::new(remote),
+            service: None,
             local,
             reloading: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
@@ -62,9 +67,44 @@ impl LiveRun {
         }
     }
 
+    /// A continuous run: started again when its process dies.
+    pub(super) fn as_service(mut self) -> Self {
+        self.service = Some(super::service::Service::default());
+        self
+    }
+
+    pub(super) fn service(&self) -> Option<&super::service::Service> {
+        self.service.as_ref()
+    }
+
+    /// A continuous run's restarts, for the API.
+    pub(super) fn service_view(&self) -> Option<super::service::ServiceView> {
+        self.service.as_ref().map(super::service::Service::view)
+    }
+
+    /// Its process now, when it runs in one.
+    pub(super) fn remote(&self) -> Option<Arc<Remote>> {
+        self.remote
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Its process started again.
+    pub(super) fn set_remote(&self, remote: Arc<Remote>) {
+        *self.remote.lock().unwrap_or_else(PoisonError::into_inner) = Some(remote);
+    }
+
+    /// Whether it was asked to stop.
+    pub(super) fn stop_asked(&self) -> bool {
+        self.stopping.load(Ordering::Relaxed)
+    }
+
     pub(super) fn status(&self) -> RunState {
         if self.stopping.load(Ordering::Relaxed) {
             RunState::Stopping
+        } else if self.service.as_ref().is_some_and(|s| s.restarting()) {
+            RunState::Restarting
         } else if self.pause.is_paused() {
             RunState::Paused
         } else {
@@ -99,7 +139,7 @@ impl LiveRun {
     }
 
     fn tell(&self, message: &ToRun) {
-        if let Some(remote) = &self.remote {
+        if let Some(remote) = self.remote() {
             remote.send(message);
         }
     }

@@ -35,6 +35,7 @@ mod reload;
 mod run_process;
 mod runs;
 mod schedules;
+mod service;
 mod start;
 mod state;
 pub(crate) mod store;
@@ -335,7 +336,7 @@ impl ControlPlane {
             .lock()
             .runs
             .values()
-            .filter_map(|r| r.remote.clone())
+            .filter_map(|r| r.remote())
             .collect();
         let live = remotes.iter().map(|remote| remote.metrics());
         self.metrics

@@ -84,7 +84,7 @@ impl ControlPlane {
             return Err(ApiError::Reloading);
         }
         let _done = Cleared(&run.reloading);
-        let outcome = match (&run.local, &run.remote) {
+        let outcome = match (&run.local, &run.remote()) {
             (Some(local), _) => reload(&local.0, &self.operator, tenant, id, text),
             (None, Some(remote)) => remote
                 .reload(text)

@@ -176,7 +176,7 @@ impl ControlPlane {
         let group = self.cpu_groups.get(&tenant.name);
         let remote = Remote::start(process, &start, grace, group)
             .map_err(|failure| ApiError::failed(failure, &tenant.name))?;
-        let run = Arc::new(LiveRun::new(
+        let run = LiveRun::new(
             id.to_owned(),
             tenant.name.clone(),
             Arc::default(),
@@ -184,8 +184,21 @@ impl ControlPlane {
             Interrupt::default(),
             Some(Arc::clone(&remote)),
             None,
-        ));
+        );
         let plane = Arc::clone(self);
+        // A config that never ends is a service: started again when its
+        // process dies (`service.rs`).
+        if admitted.connectors.iter().any(|c| c.continuous) {
+            let restart = super::service::Restart {
+                plane,
+                process: process.clone(),
+                start,
+                grace,
+            };
+            let body: RunBody =
+                Box::new(move |live: &LiveRun| super::service::serve(&restart, live, remote));
+            return Ok((Arc::new(run.as_service()), body));
+        }
         let body: RunBody = Box::new(move |live: &LiveRun| {
             let record = match remote.wait(&live.stats) {
                 Ok(record) => RunRecord {
@@ -199,7 +212,7 @@ impl ControlPlane {
             plane.metrics.keep_totals(&remote.metrics());
             record
         });
-        Ok((run, body))
+        Ok((Arc::new(run), body))
     }
 
     /// Remove the finished runs of `tenant` (every tenant's for `None`)

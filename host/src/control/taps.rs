@@ -109,7 +109,7 @@ impl ControlPlane {
         filter.run_id = Some(id.to_owned());
         let limit = filter.limit;
         let slot = self.taps.take(who)?;
-        Ok(match &run.remote {
+        Ok(match &run.remote() {
             Some(remote) => {
                 let (rx, held) = remote.tap(filter);
                 tap::stream(rx, (held, slot), limit, duration)

@@ -7,6 +7,7 @@
 //! The rule is checked by `tests/all/architecture.rs`: no file under
 //! `core/` names another module of the crate.
 
+pub mod backoff;
 pub mod condition;
 pub(crate) mod differences;
 pub mod document;

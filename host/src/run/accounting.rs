@@ -11,6 +11,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::core::event::{Event, EventKind};
 use crate::messenger::PublisherMessenger;
 
+mod aside;
+
+pub(crate) use aside::AsideSizes;
+
 /// What the accounting tells a syncing connector's children (`family/`),
 /// and what a connector's run asks of them.
 pub(crate) trait Children: Send + Sync + std::fmt::Debug {
@@ -96,16 +100,30 @@ struct Counts {
     live: std::collections::BTreeMap<u64, u32>,
     /// The position the next published document takes: how many were.
     next: u64,
-    /// Terminal events for ids that were not pending.
-    early: foldhash::HashMap<String, Vec<EventKind>>,
-    /// Per worker pass, the CREATE events seen.
-    creates: foldhash::HashMap<u64, u32>,
-    /// Per worker pass, terminal events waiting for more of its CREATEs.
-    waiting: foldhash::HashMap<u64, Vec<Event>>,
+    /// Terminal events for ids that were not pending, the CREATEs seen
+    /// per worker pass, and terminal events waiting for more of them:
+    /// settled as they age, so bounded however long the run goes.
+    aside: aside::Aside,
+    /// Terminal events settled as duplicates so far (as they aged aside).
+    duplicates: u64,
     /// Events of other runs.
     foreign: u64,
     /// Pending deletion markers: their positions and ids.
     markers: foldhash::HashSet<(u64, Box<str>)>,
+}
+
+/// What the accounting holds now: its pending documents and their
+/// positions, and what it set aside (each bounded by the documents in
+/// flight, or by the side tables' horizon).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Holding {
+    pub(crate) pending: usize,
+    pub(crate) positions: usize,
+    pub(crate) markers: usize,
+    pub(crate) aside: AsideSizes,
+    /// Terminal events settled as duplicates so far.
+    pub(crate) duplicates: u64,
+    pub(crate) foreign: u64,
 }
 
 /// What a connector's events came to, duplicates apart.
@@ -202,6 +220,14 @@ impl Accounting {
             run_id: run_id.to_owned(),
             ..Self::default()
         }
+    }
+
+    /// [`Self::new`], its side tables settled after `horizon` events.
+    #[cfg(test)]
+    pub(crate) fn with_horizon(run_id: &str, horizon: u64) -> Self {
+        let accounting = Self::new(run_id);
+        accounting.lock().aside = aside::Aside::with_horizon(horizon);
+        accounting
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
@@ -317,6 +343,11 @@ impl Accounting {
     }
 
     fn apply_locked(&self, counts: &mut Counts, event: &Event) {
+        // Entries set aside a horizon ago are settled as the run ends
+        // would settle them: duplicates.
+        let mut early = 0u64;
+        let waited = counts.aside.tick(&mut |kind| early += self.uncount(kind));
+        counts.duplicates += early + waited;
         if event.run_id.as_deref() != Some(self.run_id.as_str()) {
             if counts.foreign == 0 {
                 tracing::warn!(
@@ -330,33 +361,33 @@ impl Accounting {
         }
         if event.kind.is_terminal()
             && let Some(attempt) = event.attempt
-            && event.after_creates > counts.creates.get(&attempt).copied().unwrap_or(0)
+            && event.after_creates > counts.aside.creates_seen(attempt)
         {
-            counts
-                .waiting
-                .entry(attempt)
-                .or_default()
-                .push(event.clone());
+            counts.aside.wait(attempt, event.clone());
             return;
         }
         self.count(counts, event);
         if event.kind == EventKind::Create
             && let Some(attempt) = event.attempt
         {
-            let seen = counts.creates.entry(attempt).or_default();
-            *seen += 1;
-            let seen = *seen;
-            if let Some(waiting) = counts.waiting.remove(&attempt) {
-                let (ready, still): (Vec<Event>, Vec<Event>) =
-                    waiting.into_iter().partition(|e| e.after_creates <= seen);
-                if !still.is_empty() {
-                    counts.waiting.insert(attempt, still);
-                }
-                for event in &ready {
-                    self.count(counts, event);
-                }
+            let seen = counts.aside.created(attempt);
+            for event in &counts.aside.ready(attempt, seen) {
+                self.count(counts, event);
             }
         }
+    }
+
+    /// A terminal event counted as it came turned out a duplicate: taken
+    /// back out of its count (1, or 0 for a kind that is not terminal).
+    fn uncount(&self, kind: EventKind) -> u64 {
+        let counter = match kind {
+            EventKind::Finish => &self.succeeded,
+            EventKind::Fail => &self.failed,
+            EventKind::Drop => &self.dropped,
+            EventKind::Create => return 0,
+        };
+        counter.fetch_sub(1, Ordering::Relaxed);
+        1
     }
 
     fn count(&self, counts: &mut Counts, event: &Event) {
@@ -389,11 +420,7 @@ impl Accounting {
                 positions.ended(position, failed);
             }
             if !counts.release(id, false) {
-                counts
-                    .early
-                    .entry(id.to_owned())
-                    .or_default()
-                    .push(event.kind);
+                counts.aside.set_early(id, event.kind);
             } else if let (Some(family), Some(position)) = (family, position) {
                 // Deletion markers for its stale children hold back what it did.
                 let pending = counts.pending.contains_key(id);
@@ -405,11 +432,8 @@ impl Accounting {
                     }
                 }
             }
-        } else if let Some(kinds) = counts.early.get_mut(id) {
-            kinds.remove(0);
-            if kinds.is_empty() {
-                counts.early.remove(id);
-            }
+        } else if counts.aside.take_early(id) {
+            // A child whose terminal event came first: done already.
         } else {
             // A child: it holds back what the least pending document does
             // (its parent's or earlier), or what the last published did.
@@ -444,27 +468,27 @@ impl Accounting {
     /// document are duplicates, taken out of the outcome counts.
     pub(crate) fn settle(&self) -> Settled {
         let mut counts = self.lock();
-        let mut duplicates = 0u64;
-        for kinds in std::mem::take(&mut counts.early).into_values() {
-            for kind in kinds {
-                let counter = match kind {
-                    EventKind::Finish => &self.succeeded,
-                    EventKind::Fail => &self.failed,
-                    EventKind::Drop => &self.dropped,
-                    EventKind::Create => continue,
-                };
-                counter.fetch_sub(1, Ordering::Relaxed);
-                duplicates += 1;
-            }
-        }
+        let mut early = 0u64;
         // Waiting for CREATEs that never came: a pass whose events were lost
         // before a redelivery did it again.
-        duplicates += std::mem::take(&mut counts.waiting)
-            .values()
-            .map(|w| w.len() as u64)
-            .sum::<u64>();
+        let waited = counts.aside.drain(&mut |kind| early += self.uncount(kind));
+        let duplicates = early + waited + std::mem::take(&mut counts.duplicates);
         Settled {
             duplicates,
+            foreign: counts.foreign,
+        }
+    }
+
+    /// Terminal events settled as duplicates so far, and what the side
+    /// tables hold: a continuous run's report, and tests of its bounds.
+    pub(crate) fn holding(&self) -> Holding {
+        let counts = self.lock();
+        Holding {
+            pending: counts.pending.len(),
+            positions: counts.live.len(),
+            markers: counts.markers.len(),
+            aside: counts.aside.sizes(),
+            duplicates: counts.duplicates,
             foreign: counts.foreign,
         }
     }
@@ -505,5 +529,7 @@ impl Skip {
     }
 }
 
+#[cfg(test)]
+mod bounds_tests;
 #[cfg(test)]
 mod tests;

@@ -64,7 +64,8 @@ struct ConnectorRun<'a> {
     resumed: Option<(bool, &'a Arc<Skip>)>,
     /// A syncing connector's sync.
     sync: Option<&'a Arc<SyncRun>>,
-    /// A streaming connector (its sources never end): no deadline.
+    /// A continuous connector (a streaming one, whose sources never end,
+    /// or `continuous = true`): no deadline but its own execute limit.
     streaming: bool,
 }
 
@@ -243,7 +244,7 @@ impl Runner {
                 remote,
                 resumed: resumed.as_ref().map(|(done, skip)| (*done, skip)),
                 sync: sync.as_ref(),
-                streaming: streams.is_some(),
+                streaming: streams.is_some() || c.continuous,
             };
             let outcome = self.connector_lifecycle(&run, &mut source);
             if let Err(reason) = &outcome {
@@ -388,13 +389,11 @@ impl Runner {
             sync,
             streaming,
         } = *run;
-        // A streaming connector runs until it is stopped: neither the
-        // connector timeout nor its execute limit cuts it.
-        let timeout = if streaming {
-            super::deliveries::NO_DEADLINE
-        } else {
-            self.config.runner.connector_timeout
-        };
+        // A continuous connector (a streaming one, or `continuous = true`)
+        // runs until it is stopped: only an execute limit set for it cuts it.
+        let (timeout, execute_timeout) =
+            super::continuous::deadlines(c, &self.config.runner, streaming);
+        let mut reports = super::continuous::Reports::of(c, &self.config.runner, streaming);
         tracing::debug!("connector executing");
         let scope = self.scope(&c.pipeline);
         let guard = super::guard::Guard::for_run(ledger, self.delete_share());
@@ -416,16 +415,6 @@ impl Runner {
         let (execute_sink, mut sweep_sink) = (sink(), sink());
         let messenger = Arc::clone(publisher);
         let (run_id, interrupt) = (run.run_id, &self.interrupt);
-        // The runner's own deadline check reports a connector timeout; the
-        // connector's deadline comes a little later so it never wins that race.
-        let execute_timeout = if streaming {
-            timeout
-        } else {
-            c.plugin
-                .limits
-                .execute_timeout()
-                .min(timeout.saturating_add(Duration::from_secs(1)))
-        };
         thread::scope(|scope| {
             let stats = &self.stats;
             let mut execution = Some(spawn_in_span(scope, "weir-connector", move || {
@@ -549,6 +538,9 @@ impl Runner {
                 let now_pending = accounting.pending();
                 pending.set(now_pending as f64);
                 watch.log_throughput(now_pending);
+                if let Some(reports) = &mut reports {
+                    reports.tick(accounting);
+                }
             };
             if let Err(reason) = &outcome {
                 // A run stopped by time (its connector timeout, a stall, the

@@ -10,6 +10,7 @@
 mod accounting;
 mod cases;
 mod connector;
+mod continuous;
 mod dead_letters;
 mod deliveries;
 mod family;

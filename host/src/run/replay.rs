@@ -39,6 +39,7 @@ pub(super) fn sources(
                 name: format!("replay:{pipeline}"),
                 plugin: PluginSpec::new("(dead letters)", serde_json::json!({})),
                 pipeline,
+                continuous: false,
             };
             (connector, Source::Documents(docs))
         })

@@ -525,3 +525,88 @@ impl ScheduleStart<'_> {
         }
     }
 }
+
+/// A continuous connector's report, every `runner.report_every`: what it
+/// has done so far and how fast over the period, logged as one line.
+#[derive(Debug)]
+pub(crate) struct ConnectorReported<'a> {
+    pub(crate) connector: &'a str,
+    pub(crate) pipeline: &'a str,
+    pub(crate) running: std::time::Duration,
+    pub(crate) published: u64,
+    pub(crate) indexed: u64,
+    pub(crate) failed: u64,
+    pub(crate) dropped: u64,
+    pub(crate) pending: usize,
+    pub(crate) duplicates: u64,
+    pub(crate) published_per_second: f64,
+    pub(crate) indexed_per_second: f64,
+    /// Entries the accounting holds aside (bounded by its horizon).
+    pub(crate) held_aside: usize,
+}
+
+impl ConnectorReported<'_> {
+    pub(crate) fn emit(self) {
+        let Self {
+            connector,
+            pipeline,
+            published,
+            indexed,
+            failed,
+            dropped,
+            pending,
+            duplicates,
+            held_aside,
+            ..
+        } = self;
+        tracing::info!(
+            connector,
+            pipeline,
+            published,
+            indexed,
+            failed,
+            dropped,
+            pending,
+            duplicates,
+            held_aside,
+            "continuous connector `{connector}` after {}: {published} published ({:.1}/s), {indexed} indexed ({:.1}/s), {failed} failed, {dropped} dropped, {pending} pending, {duplicates} duplicates",
+            humantime::format_duration(std::time::Duration::from_secs(self.running.as_secs())),
+            self.published_per_second,
+            self.indexed_per_second,
+        );
+    }
+}
+
+/// `weir serve` started a continuous run's process again after it died:
+/// counted in `weir_run_restarts_total` per tenant, and logged.
+#[derive(Debug)]
+pub(crate) struct RunRestarting<'a> {
+    pub(crate) run_id: &'a str,
+    pub(crate) tenant: &'a str,
+    /// How its last process ended.
+    pub(crate) exit: &'a str,
+    /// Its restarts so far, this one included.
+    pub(crate) restarts: u32,
+    pub(crate) backoff: std::time::Duration,
+}
+
+impl RunRestarting<'_> {
+    pub(crate) fn emit(self) {
+        let Self {
+            run_id,
+            tenant,
+            exit,
+            restarts,
+            backoff,
+        } = self;
+        meters::run_restarted(tenant);
+        tracing::warn!(
+            run_id,
+            tenant,
+            exit,
+            restarts,
+            ?backoff,
+            "a continuous run's process died: it starts again after its backoff"
+        );
+    }
+}

@@ -66,6 +66,9 @@ const RESIDENT_BYTES: &str = "weir_process_resident_memory_bytes";
 const RUNS: &str = "weir_runs_total";
 /// Runs going on in this process now.
 const RUNS_ACTIVE: &str = "weir_runs_active";
+/// Continuous runs of `weir serve` whose process died and was started
+/// again, per tenant.
+const RUN_RESTARTS: &str = "weir_run_restarts_total";
 /// Connections an HTTP server of this process closed at once, being at its
 /// `max_connections`.
 const HTTP_CONNECTIONS_REFUSED: &str = "weir_http_connections_refused_total";
@@ -160,6 +163,10 @@ pub(crate) fn describe() {
     );
     describe_counter!(RUNS, "Runs finished, by status");
     describe_gauge!(RUNS_ACTIVE, "Runs going on now");
+    describe_counter!(
+        RUN_RESTARTS,
+        "Continuous runs whose process died and was started again"
+    );
     describe_counter!(
         HTTP_CONNECTIONS_REFUSED,
         "Connections closed at once, the server being at its max_connections"
@@ -415,6 +422,11 @@ pub(crate) fn http_connection_refused() {
 /// `operator` or `unknown`: bounded by the operator's config) with 429.
 pub(crate) fn api_request_limited(sender: &str) {
     counter!(API_REQUESTS_LIMITED, "sender" => sender.to_owned()).increment(1);
+}
+
+/// A continuous run's process died and starts again.
+pub(crate) fn run_restarted(tenant: &str) {
+    counter!(RUN_RESTARTS, "tenant" => tenant.to_owned()).increment(1);
 }
 
 /// A run of this process: counted active while it lives, and by status

@@ -18,6 +18,8 @@ pub enum RunState {
     Paused,
     /// Asked to stop; its documents in flight get the grace period.
     Stopping,
+    /// A continuous run whose process died, waiting to start it again.
+    Restarting,
     Success,
     PartialSuccess,
     Failure,
@@ -28,12 +30,18 @@ pub enum RunState {
 
 impl RunState {
     /// The states of a run going on: the only ones that are not its end.
-    pub const ACTIVE: [Self; 3] = [Self::Running, Self::Paused, Self::Stopping];
-
-    const ALL: [Self; 8] = [
+    pub const ACTIVE: [Self; 4] = [
         Self::Running,
         Self::Paused,
         Self::Stopping,
+        Self::Restarting,
+    ];
+
+    const ALL: [Self; 9] = [
+        Self::Running,
+        Self::Paused,
+        Self::Stopping,
+        Self::Restarting,
         Self::Success,
         Self::PartialSuccess,
         Self::Failure,
@@ -52,6 +60,7 @@ impl RunState {
             Self::Running => "running",
             Self::Paused => "paused",
             Self::Stopping => "stopping",
+            Self::Restarting => "restarting",
             Self::Success => "success",
             Self::PartialSuccess => "partial_success",
             Self::Failure => "failure",
@@ -131,6 +140,17 @@ impl Counts {
         }
     }
 
+    /// These counts and `more`, added (a continuous run's processes).
+    pub(crate) fn plus(self, more: Self) -> Self {
+        Self {
+            published: self.published + more.published,
+            processed: self.processed + more.processed,
+            indexed: self.indexed + more.indexed,
+            failed: self.failed + more.failed,
+            dropped: self.dropped + more.dropped,
+        }
+    }
+
     /// Set `stats` to these counts (as a run's process reported them).
     pub(crate) fn mirror_into(self, stats: &RunStats) {
         use std::sync::atomic::Ordering::Relaxed;
@@ -181,7 +201,10 @@ mod tests {
             RunState::from(RunStatus::PartialSuccess).name(),
             "partial_success"
         );
-        assert_eq!(RunState::active_sql(), "('running', 'paused', 'stopping')");
+        assert_eq!(
+            RunState::active_sql(),
+            "('running', 'paused', 'stopping', 'restarting')"
+        );
         assert!(RunState::Stopping.is_active() && !RunState::Lost.is_active());
         let db = rusqlite::Connection::open_in_memory().expect("sqlite");
         let back: RunState = db

@@ -81,9 +81,10 @@ const fn ms(n: u64) -> Duration {
 /// past what a clock holds. `worker`/`indexer` backoffs and batch waits of
 /// stages are bounded here too; `0s` is allowed only where it means
 /// "none" (a stage's `batch.wait`, `runner.grace_period`).
-pub const SPANS: [(&str, Span); 15] = [
+pub const SPANS: [(&str, Span); 16] = [
     ("runner.connector_timeout", Span::new(ms(100), MAX_DURATION)),
     ("runner.log_interval", Span::new(ms(1000), MAX_DURATION)),
+    ("runner.report_every", Span::new(ms(1000), MAX_DURATION)),
     ("runner.stall_timeout", Span::new(ms(1000), MAX_DURATION)),
     ("runner.liveness_timeout", Span::new(ms(1000), MAX_DURATION)),
     (
@@ -156,6 +157,7 @@ pub(super) fn check(config: &Config, found: &mut Found) {
     for (name, value) in [
         ("connector_timeout", runner.connector_timeout),
         ("log_interval", runner.log_interval),
+        ("report_every", runner.report_every),
         ("stall_timeout", runner.stall_timeout),
         ("liveness_timeout", runner.liveness_timeout),
         ("grace_period", runner.grace_period),

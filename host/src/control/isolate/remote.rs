@@ -185,10 +185,20 @@ impl Remote {
     /// Mirror the run's counts into `stats` until it ends; how it ended,
     /// or (`Err`) how its process died.
     pub(in crate::control) fn wait(&self, stats: &RunStats) -> Result<RunRecord, String> {
+        self.wait_over(stats, crate::tenancy::record::Counts::default())
+    }
+
+    /// [`Self::wait`], its counts mirrored over `before` (those of a
+    /// continuous run's processes that died).
+    pub(in crate::control) fn wait_over(
+        &self,
+        stats: &RunStats,
+        before: crate::tenancy::record::Counts,
+    ) -> Result<RunRecord, String> {
         let mut finished = None;
         while let Some(message) = self.next() {
             match message {
-                FromRun::Counts(counts) => counts.mirror_into(stats),
+                FromRun::Counts(counts) => counts.plus(before).mirror_into(stats),
                 FromRun::Metrics { text } => {
                     *self.metrics.lock().unwrap_or_else(PoisonError::into_inner) = text;
                 }
