@@ -67,6 +67,7 @@ pub use error::ApiError;
 pub use letters::{LetterPage, Oversized};
 pub use run_process::serve_run;
 pub use schedules::{LastRun, RunSchedule, ScheduleView};
+pub use service::ServiceView;
 pub use view::{RunPage, RunView};
 
 /// Why the control plane could not start.
@@ -248,11 +249,13 @@ impl ControlPlane {
         match live {
             Some(run) => RunView {
                 schedule: self.schedule_of_run(&record.id),
+                service: run.service_view(),
                 record: run.record(),
                 throughput: run.throughput(),
             },
             None => RunView {
                 schedule: self.schedule_of_run(&record.id),
+                service: None,
                 record,
                 throughput: Vec::new(),
             },

@@ -43,6 +43,7 @@ impl ControlPlane {
             record: run.record(),
             throughput: Vec::new(),
             schedule: None,
+            service: run.service_view(),
         })
     }
 

@@ -17,6 +17,9 @@ pub struct RunView {
     /// The schedule that started it, if one did, with its next start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule: Option<super::RunSchedule>,
+    /// A live continuous run's restarts (`service.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<super::service::ServiceView>,
 }
 
 /// A page of runs, newest first, and where the next starts (`before=`),

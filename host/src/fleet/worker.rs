@@ -1,7 +1,9 @@
 //! `weir fleet`: a fleet worker. It follows the specs the control plane
 //! publishes and serves every active one's pipelines, each in a process of
 //! its own (`weir fleet-pipeline`, killed with this one); a pipeline whose
-//! process ends while its spec is active starts again after a backoff. It
+//! process ends while its spec is active starts again after a backoff
+//! (doubling from 2 s to 30 s with each quick death in a row, back to 2 s
+//! once it has served for ten minutes). It
 //! says what it serves on `<name>_workers`, for the status page.
 //!
 //! Identical workers on any number of machines share each pipeline's
@@ -19,6 +21,7 @@ use sha2::Digest;
 
 use super::pipeline::Job;
 use super::{FleetConfig, PluginRef, Spec};
+use crate::core::backoff::Backoff;
 use crate::messenger::MessengerError;
 use crate::messenger::kafka::table::Table;
 use crate::tenancy::operator::OperatorConfig;
@@ -29,6 +32,10 @@ use crate::tenancy::spec::{Served, WorkerStatus};
 const STATUS_EVERY: Duration = Duration::from_secs(2);
 /// The longest a pipeline's process that keeps ending waits to start again.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The first wait, and how long a process must serve for the next death
+/// to wait the first again.
+const FIRST_BACKOFF: Duration = Duration::from_secs(2);
+const SERVED_WELL: Duration = Duration::from_secs(600);
 /// How long a stopped pipeline's process may take to commit and end.
 const STOP_GRACE: Duration = Duration::from_secs(30);
 
@@ -82,6 +89,9 @@ struct Running {
     restarts: u32,
     /// When it may start (again).
     next_start: Instant,
+    /// When its process started, and how long to wait when it ends.
+    started: Instant,
+    backoff: Backoff,
 }
 
 /// A fleet worker.
@@ -252,6 +262,8 @@ impl FleetWorker {
                     child: None,
                     restarts: 0,
                     next_start: Instant::now(),
+                    started: Instant::now(),
+                    backoff: Backoff::new(FIRST_BACKOFF, MAX_BACKOFF, SERVED_WELL),
                 },
             );
         }
@@ -263,8 +275,7 @@ impl FleetWorker {
                 Ok(None) => return,
                 Ok(Some(status)) => {
                     running.restarts += 1;
-                    let backoff =
-                        Duration::from_secs(1 << running.restarts.min(5)).min(MAX_BACKOFF);
+                    let backoff = running.backoff.after_death(running.started.elapsed());
                     tracing::warn!(spec = %spec.id, pipeline, %status, ?backoff, "the pipeline's process ended; starting it again");
                     running.child = None;
                     running.next_start = Instant::now() + backoff;
@@ -306,6 +317,7 @@ impl FleetWorker {
             Ok(child) => {
                 tracing::info!(spec = %spec.id, tenant = %spec.tenant, pipeline, pairs, pid = child.id(), "serving");
                 running.child = Some(child);
+                running.started = Instant::now();
             }
             Err(e) => {
                 tracing::error!(error = %e, "cannot start a pipeline's process");
