@@ -27,6 +27,7 @@ mod folder_sync;
 mod isolation;
 mod kafka;
 mod kafka_state;
+mod kafka_source;
 mod lent;
 mod limits;
 mod local_run;

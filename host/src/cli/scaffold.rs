@@ -35,7 +35,7 @@ pub enum Lang {
 }
 
 /// The contract, vendored into every project.
-const WIT: [(&str, &str); 9] = [
+const WIT: [(&str, &str); 10] = [
     ("wit/batch.wit", include_str!("../../../wit/batch.wit")),
     ("wit/cache.wit", include_str!("../../../wit/cache.wit")),
     (
@@ -43,6 +43,10 @@ const WIT: [(&str, &str); 9] = [
         include_str!("../../../wit/document.wit"),
     ),
     ("wit/lent.wit", include_str!("../../../wit/lent.wit")),
+    (
+        "wit/messages.wit",
+        include_str!("../../../wit/messages.wit"),
+    ),
     ("wit/packed.wit", include_str!("../../../wit/packed.wit")),
     ("wit/sql.wit", include_str!("../../../wit/sql.wit")),
     ("wit/sync.wit", include_str!("../../../wit/sync.wit")),

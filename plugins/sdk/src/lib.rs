@@ -12,7 +12,8 @@
 //! `document.rs`, several fields in one call in `fields.rs`, value-mapping
 //! stages in `values.rs`; logging in `logging.rs`; packed indexer batches in
 //! `packed.rs`; the host's cache, SQL and sync state in [`cache`], [`sql`]
-//! and [`sync`].
+//! and [`sync`]; messages from sources that never end (Kafka topics,
+//! queues, pushes) in [`messages`].
 //!
 //! Stages come in two shapes, both exported through the `batch-stage`
 //! world, which hands a stage a batch of documents per call:
@@ -83,12 +84,16 @@ pub mod bindings {
             },
         });
     }
-    /// Connectors are built for `syncing-connector`: a connector that never
-    /// calls [`crate::sync`] imports nothing more than `connector` does.
+    /// Connectors are built for `syncing-connector` and `streaming-connector`
+    /// at once: a connector imports only what it calls (one that never calls
+    /// [`crate::sync`] or [`crate::messages`] imports nothing more than
+    /// `connector` does), so the host sees the world it uses.
     pub mod connector {
         wit_bindgen::generate!({
-            world: "syncing-connector",
+            inline: "package weir:sdk; world connectors { include weir:plugin/syncing-connector@0.2.2; include weir:plugin/streaming-connector@0.2.2; }",
+            world: "weir:sdk/connectors",
             path: "../../wit",
+            generate_all,
             pub_export_macro: true,
             export_macro_name: "__export_connector_world",
             default_bindings_module: "weir_plugin::bindings::connector",
@@ -124,6 +129,7 @@ mod document;
 mod fields;
 mod indexer;
 mod logging;
+pub mod messages;
 mod packed;
 pub mod sql;
 pub mod sweep;

@@ -33,6 +33,10 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
         include_str!("../../../../plugins/sdk/src/fields.rs"),
     ),
     (
+        ".weir/sdk-rust/src/messages.rs",
+        include_str!("../../../../plugins/sdk/src/messages.rs"),
+    ),
+    (
         ".weir/sdk-rust/src/indexer.rs",
         include_str!("../../../../plugins/sdk/src/indexer.rs"),
     ),
