@@ -39,6 +39,7 @@ mod run_timeouts;
 mod s3;
 mod sandbox;
 mod scaffold;
+mod schedules;
 mod sdk;
 mod sdk_sync;
 mod search;
