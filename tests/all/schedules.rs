@@ -232,3 +232,39 @@ fn a_plane_killed_and_started_again_does_not_start_a_schedules_run_twice() {
         assert!(gap >= 4_000, "two starts {gap} ms apart: {pair:?}");
     }
 }
+
+#[test]
+fn weir_run_runs_a_config_again_on_its_own_schedule() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = weir_tests::with_plugins(
+        r#"
+[schedule]
+every = "1s"
+[[connectors]]
+name = "gen"
+pipeline = "main"
+plugin = { path = @generator-connector, config = { count = 5 } }
+[[pipelines]]
+name = "main"
+stages = []
+[indexer]
+plugin = { path = @nop-indexer }
+"#,
+    );
+    let path = dir.path().join("run.toml");
+    std::fs::write(&path, config).expect("config");
+    let log = dir.path().join("run.log");
+    let mut weir = weir_tests::Proc::start(
+        "weir run",
+        std::path::Path::new(env!("CARGO_BIN_EXE_weir-under-test")),
+        &["run", "--no-progress", path.to_str().expect("path")],
+        &[("RUST_LOG", "weir=info".to_owned())],
+        &log,
+    );
+    let again = weir.wait_for_log(&log, "next run at", 2, Duration::from_secs(600));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(again, "run again on its [schedule]: {text}");
+    assert!(text.contains("every 1s"), "{text}");
+    // SIGTERM ends it (at once while it waits, or once its run drained).
+    weir.stop();
+}

@@ -224,7 +224,12 @@ pub(super) fn run(
             })
         };
         let _ops = ops_of(&runner, metrics_addr)?;
-        match every {
+        // The config's own [schedule], unless --every says otherwise.
+        let configured = every
+            .is_none()
+            .then(|| runner.config().schedule.as_ref()?.schedule().ok())
+            .flatten();
+        match every.or(configured.as_ref()) {
             None => once(&run_id),
             Some(schedule) => super::every::repeat(schedule, &runner.interrupter(), || {
                 runner.stats().reset();
