@@ -268,3 +268,31 @@ plugin = { path = @nop-indexer }
     // SIGTERM ends it (at once while it waits, or once its run drained).
     weir.stop();
 }
+
+#[test]
+fn the_status_page_shows_a_schedule_with_its_next_and_last_start_in_a_real_browser() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(dir.path());
+    let (status, view) = serve.submit(ACME, &scheduled("acme-books", 20, "every = \"2s\""));
+    assert_eq!(status, 201, "{view}");
+    let id = view["id"].as_str().expect("id").to_owned();
+    until(&serve, Duration::from_secs(120), "a run of it", || {
+        !schedule(&serve, ACME, &id)["last_run"].is_null()
+    });
+    let dom = crate::operations::browser(&format!("{}/#token={ACME}", serve.url), &["--dump-dom"]);
+    let start = dom
+        .find(&format!("data-schedule-id=\"{id}\""))
+        .unwrap_or_else(|| panic!("the schedule is not on the page:\n{dom}"));
+    let row = &dom[start
+        ..dom[start..]
+            .find("</tr>")
+            .map_or(dom.len(), |end| start + end)];
+    assert!(row.contains("every 2s"), "{row}");
+    assert!(!row.contains(">none<"), "a next and a last start: {row}");
+    assert!(row.contains("class=\"last-run\">"), "{row}");
+    assert!(
+        !row.contains("class=\"last-run\"></td>"),
+        "the last run: {row}"
+    );
+    let _ = serve.call("DELETE", &format!("/api/schedules/{id}"), Some(ACME), "");
+}
