@@ -420,19 +420,15 @@ impl TapRefused {
 pub(crate) enum Scheduled {
     /// A run was started.
     Started,
-    /// The schedule's last run was still going on: runs of one schedule
-    /// never overlap.
+    /// Skipped: the schedule's last run was still going on.
     Overlap,
-    /// Due longer ago than a start may be late (the control plane was
-    /// down, or took over from one that was).
+    /// Skipped: due longer ago than a start may be late (no plane led).
     Late,
-    /// The tenant had its `max_concurrent_runs` going on.
+    /// Skipped: the tenant had its `max_concurrent_runs` going on.
     AtQuota,
-    /// The start could not be written down first (where a control plane
-    /// that takes over reads it), so it was not made.
+    /// Skipped: it could not be written down first.
     Unkept,
-    /// The run did not start (its config is refused now, or its process
-    /// did not start).
+    /// The run did not start (refused now, or its process did not start).
     Failed,
 }
 
@@ -448,10 +444,25 @@ impl Scheduled {
             Self::Failed => "failed",
         }
     }
+
+    /// Why a skipped start was skipped, in words.
+    fn why(self) -> &'static str {
+        match self {
+            Self::Overlap => {
+                "the schedule's last run is still going on (runs of one schedule never overlap)"
+            }
+            Self::Late => "too late (no control plane was leading when it was due)",
+            Self::AtQuota => "the tenant has max_concurrent_runs going on",
+            Self::Unkept => {
+                "it could not be written down first, so a control plane taking over could make it again"
+            }
+            Self::Started | Self::Failed => "",
+        }
+    }
 }
 
-/// Starts of schedule `schedule` of `tenant` came due (`count` of them,
-/// more than one only when missed while late): counted in
+/// `count` starts of schedule `schedule` of `tenant` came due (more than
+/// one only when missed while late): counted in
 /// `weir_scheduled_starts_total` and logged, a skip as a warning.
 #[derive(Debug)]
 pub(crate) struct ScheduleStart<'a> {
@@ -461,66 +472,43 @@ pub(crate) struct ScheduleStart<'a> {
     pub(crate) count: u64,
     /// The run started, or the last run (still going on, for an overlap).
     pub(crate) run_id: Option<&'a str>,
-    /// Why, in words (the due time, the error).
+    /// The due time, the error.
     pub(crate) detail: &'a str,
 }
 
 impl ScheduleStart<'_> {
     pub(crate) fn emit(self) {
-        meters::scheduled_starts(self.tenant, self.outcome.label(), self.count);
         let Self {
             tenant,
             schedule,
+            outcome,
             count,
             run_id,
             detail,
-            ..
         } = self;
-        let outcome = self.outcome.label();
-        match self.outcome {
+        meters::scheduled_starts(tenant, outcome.label(), count);
+        match outcome {
             Scheduled::Started => {
                 tracing::info!(tenant, schedule, run_id, detail, "scheduled run started");
             }
-            Scheduled::Overlap => tracing::warn!(
+            Scheduled::Failed => {
+                tracing::warn!(
+                    tenant,
+                    schedule,
+                    run_id,
+                    detail,
+                    "scheduled run did not start"
+                );
+            }
+            skipped => tracing::warn!(
                 tenant,
                 schedule,
                 run_id,
                 count,
-                outcome,
+                outcome = skipped.label(),
                 detail,
-                "scheduled start skipped: the schedule's last run is still going on (runs of one schedule never overlap)"
-            ),
-            Scheduled::Late => tracing::warn!(
-                tenant,
-                schedule,
-                count,
-                outcome,
-                detail,
-                "scheduled start skipped: too late (the control plane was not leading when it was due)"
-            ),
-            Scheduled::AtQuota => tracing::warn!(
-                tenant,
-                schedule,
-                count,
-                outcome,
-                detail,
-                "scheduled start skipped: the tenant has max_concurrent_runs going on"
-            ),
-            Scheduled::Unkept => tracing::error!(
-                tenant,
-                schedule,
-                count,
-                outcome,
-                detail,
-                "scheduled start skipped: it could not be written down first, so a control plane taking over could start it again"
-            ),
-            Scheduled::Failed => tracing::warn!(
-                tenant,
-                schedule,
-                run_id,
-                outcome,
-                detail,
-                "scheduled run did not start"
+                "scheduled start skipped: {}",
+                skipped.why()
             ),
         }
     }

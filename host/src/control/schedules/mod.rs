@@ -43,6 +43,7 @@ use crate::config::ScheduleConfig;
 use crate::core::problem::{Problem, Problems};
 use crate::core::schedule::Schedule;
 use crate::tenancy::operator::TenantPolicy;
+use crate::tenancy::record::RunState;
 
 /// How late a start may still be made; later, it is skipped and said so.
 pub(super) const LATE_AFTER: Duration = Duration::from_secs(60);
@@ -98,8 +99,9 @@ pub struct ScheduleView {
 #[derive(Debug, Clone, Serialize)]
 pub struct LastRun {
     pub id: String,
-    /// `running`, ..., how it ended; `unknown` once it is no longer kept.
-    pub status: String,
+    /// `running`, ..., how it ended; `null` once it is no longer kept
+    /// (or never started).
+    pub status: Option<RunState>,
 }
 
 /// On a run's view: the schedule that started it, and its next start.
@@ -370,14 +372,15 @@ impl ControlPlane {
     }
 
     /// Run `id`'s status: live here, or as stored.
-    fn run_status(&self, id: &str) -> String {
+    fn run_status(&self, id: &str) -> Option<RunState> {
         if let Some(run) = self.lock().runs.get(id) {
-            return run.status().to_string();
+            return Some(run.status());
         }
-        match self.store.get(id) {
-            Ok(Some(record)) => record.status.to_string(),
-            _ => "unknown".into(),
-        }
+        self.store
+            .get(id)
+            .ok()
+            .flatten()
+            .map(|record| record.status)
     }
 
     /// Whether run `id` is going on (here, or as the store says).
