@@ -306,6 +306,11 @@ fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorCo
                 out.at(format!("{location}.plugin.grants.sql.{name}"), why);
             }
         }
+        for (name, grant) in &spec.grants.kafka {
+            for (key, why) in super::kafka_grants::forbidden(grant, tenant) {
+                out.at(format!("{location}.plugin.grants.kafka.{name}.{key}"), why);
+            }
+        }
         for over in spec.limits.over(&tenant.limits) {
             out.at(
                 format!("{location}.plugin.{over}"),

@@ -13,6 +13,7 @@
 pub mod admit;
 #[cfg(test)]
 mod admit_props;
+mod kafka_grants;
 pub mod operator;
 pub mod process;
 pub mod record;

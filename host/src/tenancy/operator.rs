@@ -294,6 +294,14 @@ pub struct TenantPolicy {
     /// connection URL. None by default.
     #[serde(default)]
     pub sql: Vec<String>,
+    /// The Kafka brokers its plugins may be granted (`grants.kafka`
+    /// brokers): entries as in `http`. None by default.
+    #[serde(default)]
+    pub kafka: Vec<String>,
+    /// The names its `grants.kafka` topics and consumer groups may have:
+    /// exact, or a prefix ending in `*` (`acme.*`). None by default.
+    #[serde(default)]
+    pub kafka_names: Vec<String>,
     /// Runs going on at once. Default 2.
     #[serde(default = "TenantPolicy::default_max_concurrent_runs")]
     pub max_concurrent_runs: usize,
