@@ -49,6 +49,10 @@ pub struct Config {
     /// Longest wait for records when none are there, in milliseconds.
     #[serde(default = "default_wait_ms")]
     pub wait_ms: u32,
+    /// End the run after this many records (a bounded backfill, a
+    /// benchmark); none: until the run is stopped.
+    #[serde(default)]
+    pub max_records: Option<u64>,
 }
 
 /// Where a document's id comes from.

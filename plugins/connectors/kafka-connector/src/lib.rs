@@ -126,7 +126,13 @@ impl Connector for Kafka {
             self.config.batch,
             self.config.wait_ms,
         );
-        while let Some(records) = messages::receive(&source, batch, wait)? {
+        let mut left = self.config.max_records.unwrap_or(u64::MAX);
+        while left > 0 {
+            let max = u32::try_from(left.min(u64::from(batch))).unwrap_or(batch);
+            let Some(records) = messages::receive(&source, max, wait)? else {
+                break;
+            };
+            left -= records.len() as u64;
             for message in records {
                 match self.document(&message) {
                     Ok(Some(doc)) => {
