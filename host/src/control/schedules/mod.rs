@@ -270,11 +270,11 @@ impl ControlPlane {
         text: &str,
     ) -> Result<ScheduleView, ApiError> {
         let tenant = self.tenant(who)?;
-        if !self
+        if self
             .schedules
             .lock()
             .get(id)
-            .is_some_and(|e| e.kept.tenant == tenant.name)
+            .is_none_or(|e| e.kept.tenant != tenant.name)
         {
             return Err(ApiError::NoSuchSchedule);
         }
