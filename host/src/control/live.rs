@@ -31,7 +31,7 @@ pub(super) struct LiveRun {
     remote: Mutex<Option<Arc<Remote>>>,
     /// A continuous run's restarts (a run in a process of its own whose
     /// config never ends: `control/service.rs`).
-    service: Option<super::service::Service>,
+    service: Option<super::restarts::Service>,
     /// Its runner, when it runs on this process's threads: to reload.
     pub(super) local: Option<LocalReload>,
     /// Set while a reload of it is under way: one at a time.
@@ -68,18 +68,18 @@ impl LiveRun {
     }
 
     /// A continuous run: started again when its process dies.
-    pub(super) fn as_service(mut self) -> Self {
-        self.service = Some(super::service::Service::default());
+    pub(super) fn into_service(mut self) -> Self {
+        self.service = Some(super::restarts::Service::default());
         self
     }
 
-    pub(super) fn service(&self) -> Option<&super::service::Service> {
+    pub(super) fn service(&self) -> Option<&super::restarts::Service> {
         self.service.as_ref()
     }
 
     /// A continuous run's restarts, for the API.
-    pub(super) fn service_view(&self) -> Option<super::service::ServiceView> {
-        self.service.as_ref().map(super::service::Service::view)
+    pub(super) fn service_view(&self) -> Option<super::restarts::ServiceView> {
+        self.service.as_ref().map(super::restarts::Service::view)
     }
 
     /// Its process now, when it runs in one.

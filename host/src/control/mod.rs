@@ -34,6 +34,7 @@ mod rate;
 mod reload;
 mod run_process;
 mod runs;
+mod restarts;
 mod schedules;
 mod service;
 mod start;
@@ -67,7 +68,7 @@ pub use error::ApiError;
 pub use letters::{LetterPage, Oversized};
 pub use run_process::serve_run;
 pub use schedules::{LastRun, RunSchedule, ScheduleView};
-pub use service::ServiceView;
+pub use restarts::ServiceView;
 pub use view::{RunPage, RunView};
 
 /// Why the control plane could not start.

@@ -198,7 +198,7 @@ impl ControlPlane {
             };
             let body: RunBody =
                 Box::new(move |live: &LiveRun| super::service::serve(&restart, live, remote));
-            return Ok((Arc::new(run.as_service()), body));
+            return Ok((Arc::new(run.into_service()), body));
         }
         let body: RunBody = Box::new(move |live: &LiveRun| {
             let record = match remote.wait(&live.stats) {

@@ -12,8 +12,8 @@
 //! resume and reload reach whichever process it has now; a paused run is
 //! started again paused, and a reloaded one with its new config.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::isolate::{self, Remote};
@@ -31,41 +31,6 @@ const WELL_AFTER: Duration = Duration::from_secs(600);
 
 /// How often a wait for a start again looks whether the run was stopped.
 const STOP_CHECK: Duration = Duration::from_millis(50);
-
-/// What the API shows of a continuous run's restarts.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ServiceView {
-    /// Its process was started again this many times.
-    pub restarts: u32,
-    /// How its last process that died ended.
-    pub last_exit: Option<String>,
-    /// When it died (milliseconds since the epoch).
-    pub last_exit_ms: Option<u64>,
-    /// While it waits to start again: when it will.
-    pub next_start_ms: Option<u64>,
-}
-
-/// A continuous run's restarts, as its run's thread keeps them.
-#[derive(Debug, Default)]
-pub(super) struct Service(Mutex<ServiceView>);
-
-impl Service {
-    pub(super) fn view(&self) -> ServiceView {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Whether it is waiting to start again.
-    pub(super) fn restarting(&self) -> bool {
-        self.view().next_start_ms.is_some()
-    }
-
-    fn update(&self, change: impl FnOnce(&mut ServiceView)) {
-        change(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner));
-    }
-}
 
 /// How to start a continuous run's process (again).
 pub(super) struct Restart {

@@ -19,7 +19,7 @@ pub struct RunView {
     pub schedule: Option<super::RunSchedule>,
     /// A live continuous run's restarts (`service.rs`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub service: Option<super::service::ServiceView>,
+    pub service: Option<super::restarts::ServiceView>,
 }
 
 /// A page of runs, newest first, and where the next starts (`before=`),
