@@ -37,7 +37,7 @@ pub(super) struct Restart {
     pub(super) plane: Arc<ControlPlane>,
     pub(super) process: isolate::RunProcess,
     /// The first start's message: a start again takes the run's config as
-    /// it is kept now (reloaded or not), and resumes a fleet run.
+    /// it is kept now (reloaded or not).
     pub(super) start: ToRun,
     pub(super) grace: Duration,
 }
@@ -147,8 +147,11 @@ fn start_again(restart: &Restart, live: &LiveRun) -> Result<Arc<Remote>, Failure
             *per_second = plane.share(tenant, 0);
         }
         if let Some(fleet) = fleet {
-            // Its documents already on the fleet's topics are its own.
-            fleet.resume = true;
+            // Not resumed from its journal, which holds everything a run
+            // that never ends has published: its connector goes on from its
+            // committed state, and the events of what the dead process left
+            // on the fleet's topics end as duplicates.
+            fleet.resume = false;
         }
     }
     let group = plane.cpu_groups.get(&live.tenant);
