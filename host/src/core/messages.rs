@@ -66,6 +66,12 @@ pub trait Source: Send + Sync {
     /// Up to `max` deliveries, waiting at most `wait` for the first; empty
     /// when none came in time, or while the source is (re)connecting.
     fn receive(&self, max: usize, wait: Duration) -> Result<Vec<Delivery>, ReceiveError>;
+    /// The connector has finished delivery `token`: every document it
+    /// made of it is published (in the run's queue or topic), not yet
+    /// done. Called at most once, before [`Source::settle`]; a source that
+    /// answers its sender then (documents pushed to `weir serve`) does so
+    /// here. Never blocks (called on the connector's thread).
+    fn finished(&self, _token: u64) {}
     /// What became of delivery `token`. Called once per delivery.
     fn settle(&self, token: u64, settled: Settled);
     /// The run is stopping: deliveries not settled are abandoned (delivered

@@ -51,7 +51,7 @@ pub use indexer_batch::{BatchFailure, BatchFormat, DocumentFailure};
 pub use kinds::{ConnectorInstance, ConnectorPlugin, IndexerInstance, IndexerPlugin};
 pub use queue_grant::{QueueGrant, QueueServer, QueueTopic};
 pub use resources::PublishSink;
-pub use sources::{KafkaGrant, KafkaStart, SourceGrant};
+pub use sources::{KafkaGrant, KafkaStart, PushGrant, SourceGrant};
 pub use spec::{DirGrant, Grants, InstancePolicy, Limits, PluginSpec};
 pub use stage::{DocumentOutcome, StageInstance, StagePlugin};
 

@@ -42,11 +42,35 @@ pub enum KafkaStart {
     Latest,
 }
 
+/// `grants.push.<name>`: documents a tenant pushes to its run under
+/// `weir serve` (`POST /api/runs/{id}/documents`, JSON lines), each line a
+/// message.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushGrant {
+    /// Lines held at once: pushed and not yet published by the connector.
+    /// A push that would go past it is answered 429 (try again). Default
+    /// 10,000; under `weir serve` at most the tenant's `push.max_buffer`.
+    #[serde(default = "PushGrant::default_buffer")]
+    pub buffer: usize,
+}
+
+impl PushGrant {
+    pub const DEFAULT_BUFFER: usize = 10_000;
+    /// The most `buffer` may be.
+    pub const MAX_BUFFER: usize = 1_000_000;
+
+    fn default_buffer() -> usize {
+        Self::DEFAULT_BUFFER
+    }
+}
+
 /// One granted source, by kind.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SourceGrant<'a> {
     Kafka(&'a KafkaGrant),
     Queue(&'a super::QueueGrant),
+    Push(&'a PushGrant),
 }
 
 impl SourceGrant<'_> {
@@ -55,6 +79,7 @@ impl SourceGrant<'_> {
         match self {
             Self::Kafka(_) => "grants.kafka",
             Self::Queue(_) => "grants.queues",
+            Self::Push(_) => "grants.push",
         }
     }
 }
@@ -73,6 +98,11 @@ impl super::Grants {
             self.queues
                 .iter()
                 .map(|(name, grant)| (name.as_str(), SourceGrant::Queue(grant))),
+        );
+        out.extend(
+            self.push
+                .iter()
+                .map(|(name, grant)| (name.as_str(), SourceGrant::Push(grant))),
         );
         out
     }

@@ -99,6 +99,10 @@ pub struct Grants {
     /// rules (`super::QueueGrant`, docs/queue-trigger.md).
     #[serde(default)]
     pub queues: BTreeMap<String, super::QueueGrant>,
+    /// Documents pushed to the run over `weir serve`'s API, by the name
+    /// the plugin receives them under (`plugin/sources.rs`).
+    #[serde(default)]
+    pub push: BTreeMap<String, super::sources::PushGrant>,
 }
 
 /// A host directory made visible to a plugin.

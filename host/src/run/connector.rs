@@ -169,7 +169,8 @@ impl Runner {
                     None
                 };
                 if plugin.streams() {
-                    let deliveries = super::deliveries::open(c, run_id, accounting, dead_letters)?;
+                    let deliveries =
+                        super::deliveries::open(c, run_id, accounting, dead_letters, &self.pushes)?;
                     connector
                         .set_messages(
                             Arc::clone(&deliveries) as Arc<dyn crate::plugin::MessageSession>

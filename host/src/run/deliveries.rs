@@ -286,10 +286,15 @@ impl MessageSession for Deliveries {
     fn finish(&self, handle: u64) -> bool {
         let due = {
             let mut inner = self.lock();
-            match inner.flight.get_mut(&handle) {
-                Some(flight) if !flight.finished => flight.finished = true,
+            let (source, token) = match inner.flight.get_mut(&handle) {
+                Some(flight) if !flight.finished => {
+                    flight.finished = true;
+                    (flight.source, flight.token)
+                }
                 _ => return false,
-            }
+            };
+            // Its documents are published: a pushed message is answered.
+            self.sources[source].1.finished(token);
             self.due(&mut inner, handle)
         };
         Self::settle(due);
@@ -374,6 +379,7 @@ pub(crate) fn open(
     run_id: &str,
     accounting: &Arc<Accounting>,
     dead_letters: Option<&Arc<DeadLetterFile>>,
+    pushes: &crate::source::push::Pushes,
 ) -> Result<Arc<Deliveries>, String> {
     let mut sources: Vec<(String, Arc<dyn Source>)> = Vec::new();
     for (name, grant) in c.plugin.grants.sources() {
@@ -382,6 +388,7 @@ pub(crate) fn open(
             pipeline: &c.pipeline,
             connector: &c.name,
             name,
+            pushes,
         };
         let source = match crate::source::open(grant, &at) {
             Ok(source) => source,

@@ -87,6 +87,8 @@ pub struct Runner {
     /// The taps open on this runner's documents (its process's: see
     /// `topology`), which its workers offer them to.
     taps: Taps,
+    /// Where documents pushed to this run go (`grants.push`).
+    pushes: crate::source::push::Pushes,
 }
 
 impl std::fmt::Debug for Runner {
@@ -134,6 +136,7 @@ impl Runner {
             sync_id: config.state.id.clone(),
             reloads: reload::Reloads::default(),
             taps: Taps::default(),
+            pushes: crate::source::push::Pushes::default(),
             config,
         }
     }
@@ -148,6 +151,12 @@ impl Runner {
     /// them as they leave a stage.
     pub fn taps(&self) -> &Taps {
         &self.taps
+    }
+
+    /// Where documents pushed to this run go: its connectors' push
+    /// sources (`grants.push`) while they run.
+    pub fn pushes(&self) -> &crate::source::push::Pushes {
+        &self.pushes
     }
 
     /// Keep connectors' state in `states` (by default in memory only).

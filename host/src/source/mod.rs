@@ -8,6 +8,7 @@
 //! tracks each delivery's documents and settles it with its source.
 
 pub(crate) mod kafka;
+pub mod push;
 pub mod queue;
 
 use std::sync::Arc;
@@ -25,6 +26,8 @@ pub(crate) struct Opening<'a> {
     pub(crate) connector: &'a str,
     /// The grant's name, as the plugin uses it.
     pub(crate) name: &'a str,
+    /// Where the run's pushed documents go (`grants.push`).
+    pub(crate) pushes: &'a push::Pushes,
 }
 
 /// Open granted source `grant` for a connector's run. `Err` says why it
@@ -38,6 +41,7 @@ pub(crate) fn open(grant: SourceGrant<'_>, at: &Opening<'_>) -> Result<Arc<dyn S
         SourceGrant::Queue(queue) => {
             queue::QueueSource::open(queue, at).map(|s| Arc::new(s) as Arc<dyn Source>)
         }
+        SourceGrant::Push(push) => Ok(at.pushes.open(at.name, push) as Arc<dyn Source>),
     };
     opened.map_err(|e| format!("{}.{}: {e}", grant.table(), at.name))
 }

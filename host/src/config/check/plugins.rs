@@ -65,6 +65,15 @@ fn check_sources(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Fou
                 found.extend(queue.problems(&at));
                 Vec::new()
             }
+            crate::plugin::SourceGrant::Push(push) => {
+                if !(1..=crate::plugin::PushGrant::MAX_BUFFER).contains(&push.buffer) {
+                    found.push(Problem::new(
+                        format!("{at}.buffer"),
+                        format!("must be 1 to {}", crate::plugin::PushGrant::MAX_BUFFER),
+                    ));
+                }
+                Vec::new()
+            }
         };
         for key in empty {
             found.push(Problem::new(format!("{at}.{key}"), "cannot be empty"));
