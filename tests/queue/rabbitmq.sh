@@ -10,6 +10,7 @@
 #   rabbitmq.sh stop      stop it (and its port mapper)
 #   rabbitmq.sh status    exit 0 when it is running
 #   rabbitmq.sh url       print the URL clients use
+#   rabbitmq.sh ctl ARGS  rabbitmqctl ARGS against this node (e.g. `ctl list_queues`)
 #
 # Environment:
 #   WEIR_AMQP_HOME   where nodes keep data and logs (default ~/.cache/weir/rabbitmq)
@@ -145,5 +146,6 @@ case "${1:-}" in
     stop) stop ;;
     status) running ;;
     url) echo "$url" ;;
-    *) echo "usage: $0 install|start|restart|stop|status|url" >&2; exit 2 ;;
+    ctl) shift; ctl "$@" ;;
+    *) echo "usage: $0 install|start|restart|stop|status|url|ctl ARGS" >&2; exit 2 ;;
 esac

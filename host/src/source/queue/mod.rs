@@ -340,21 +340,11 @@ impl Source for QueueSource {
         if shared.closing.swap(true, Ordering::SeqCst) {
             return;
         }
-        // Everything handed out and not settled goes back, uncounted as a
-        // failure (see docs/queue-trigger.md for the broker's count).
-        let abandoned: Vec<InFlight> = shared
-            .in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain()
-            .map(|(_, m)| m)
-            .collect();
-        for message in abandoned {
-            self.run(settle::settle(shared.clone(), message, Settled::Abandoned));
-        }
+        // The supervisor cancels the consumers, then returns the buffer and
+        // every delivery not settled (not as failures: see
+        // docs/queue-trigger.md for the broker's count), waits for what is
+        // being settled (2 s at most) and closes the connection.
         shared.wanted.send_modify(|w| w.closed = true);
-        // The supervisor returns the buffer, waits for what is being settled
-        // (2 s at most) and closes the connection.
         self.wait_for(QueueState::Closed, Duration::from_secs(10));
     }
 

@@ -96,6 +96,21 @@ pub(super) async fn supervise(shared: Arc<Shared>) {
         }
     }
     return_buffer(&shared).await;
+    let abandoned: Vec<super::InFlight> = shared
+        .in_flight
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .drain()
+        .map(|(_, m)| m)
+        .collect();
+    for message in abandoned {
+        settle::settle(
+            shared.clone(),
+            message,
+            crate::core::messages::Settled::Abandoned,
+        )
+        .await;
+    }
     // Let acknowledgements and returns in progress reach the broker.
     let deadline = Instant::now() + Duration::from_secs(2);
     while shared.pending.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
