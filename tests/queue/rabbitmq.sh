@@ -44,9 +44,10 @@ install() {
 }
 
 # The environment every rabbitmq command of this node runs in: its own cookie
-# (HOME), port mapper, node name, ports, files.
+# (HOME), port mapper, node name, ports, files (a crash dump too, never the
+# working directory's).
 node_env() {
-    env HOME="$state" ERL_EPMD_PORT="$epmd_port" ERL_EPMD_ADDRESS=127.0.0.1 RABBITMQ_NODENAME="$node" \
+    env HOME="$state" ERL_CRASH_DUMP="$state/erl_crash.dump" ERL_EPMD_PORT="$epmd_port" ERL_EPMD_ADDRESS=127.0.0.1 RABBITMQ_NODENAME="$node" \
         RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
         RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT="$port" RABBITMQ_DIST_PORT="$dist_port" \
         RABBITMQ_CONFIG_FILE="$state/rabbitmq.conf" RABBITMQ_ADVANCED_CONFIG_FILE="$state/advanced.config" \
