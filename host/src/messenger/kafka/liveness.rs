@@ -119,6 +119,9 @@ const ECHO_EVERY: Duration = Duration::from_secs(1);
 const ECHO_FRESH: Duration = Duration::from_secs(5);
 /// Echoes sent and not yet back that are remembered.
 const ECHOES_KEPT: usize = 64;
+/// A process not heard from this long is forgotten: the processes a long
+/// run has seen are those of the last hour, not all it ever saw.
+const FORGET_AFTER: Duration = Duration::from_secs(60 * 60);
 
 /// A runner's echo: a message only its sender reads back. It is not a
 /// heartbeat (other readers skip what is not one).
@@ -229,6 +232,9 @@ impl HeartbeatReader {
             }
         }
         let now = Instant::now();
+        // A run that never ends sees processes come and go (restarted
+        // workers): those silent this long are gone, and forgotten.
+        latest.retain(|_, seen| now.saturating_duration_since(seen.received) < FORGET_AFTER);
         if echoes.last_sent.is_none_or(|t| now - t >= ECHO_EVERY) {
             let seq = echoes.next;
             echoes.next += 1;
