@@ -7,6 +7,7 @@
 //! while a stop through the API is no death (`serve.rs`).
 
 mod bounded;
+mod fleet;
 mod kafka;
 mod serve;
 mod signals;
@@ -203,4 +204,43 @@ pub(super) fn contiguous(seen: &[u64], from: u64) -> Result<u64, String> {
     } else {
         Err(format!("lost, among others: {missing:?} (up to {last})"))
     }
+}
+
+/// The live processes whose parent is `parent` and whose command line has
+/// the argument `command` (`serve-run`, `fleet-pipeline`).
+pub(super) fn children(parent: u32, command: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The state, then the parent's pid, after the command's `)`.
+        let mut fields = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace())
+            .into_iter()
+            .flatten();
+        let state = fields.next();
+        let parent_pid = fields.next().and_then(|p| p.parse::<u32>().ok());
+        if parent_pid == Some(parent)
+            && !matches!(state, Some("Z" | "X"))
+            && cmdline
+                .split(|b| *b == 0)
+                .any(|arg| arg == command.as_bytes())
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// SIGKILL `pid`, a process this test found as its processes' child.
+pub(super) fn kill_9(pid: u32) {
+    // SAFETY: kill(2) on a pid of this test's own processes' children.
+    assert_eq!(
+        unsafe { libc::kill(i32::try_from(pid).expect("pid"), libc::SIGKILL) },
+        0
+    );
 }

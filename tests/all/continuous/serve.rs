@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use weir_tests::{Proc, plugins_dir};
 
-use super::{LONG, WEIR, contiguous};
+use super::{LONG, WEIR, children, contiguous, kill_9};
 use crate::operations::{logged_address, request};
 
 const TOKEN: &str = "acme-continuous-0123456789";
@@ -175,37 +175,7 @@ name = "live"
 
 /// The `weir serve-run` processes whose parent is `server`.
 fn run_processes(server: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let parent = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        let zombie = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            == Some("Z");
-        if parent == Some(server)
-            && !zombie
-            && cmdline.split(|b| *b == 0).any(|arg| arg == b"serve-run")
-        {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-fn kill_9(pid: u32) {
-    // SAFETY: kill(2) on a pid this test found as the server's child.
-    assert_eq!(
-        unsafe { libc::kill(i32::try_from(pid).expect("pid"), libc::SIGKILL) },
-        0
-    );
+    children(server, "serve-run")
 }
 
 fn restarts(run: &Value) -> u64 {
