@@ -9,6 +9,7 @@ mod control;
 mod delivery;
 mod failures;
 mod restarts;
+mod runs;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -30,6 +30,7 @@ pub(super) async fn supervise(shared: Arc<Shared>) {
     let mut connection: Option<Connection> = None;
     let mut last_error: Option<String> = None;
     let mut generation = 0u64;
+    let mut last: Vec<Channel> = Vec::new();
     loop {
         let now: Wanted = *wanted.borrow_and_update();
         if now.closed {
@@ -83,7 +84,10 @@ pub(super) async fn supervise(shared: Arc<Shared>) {
                 let _ = tokio::time::timeout(STEP, cancel).await;
             }
         }
-        drop(consumers);
+        if wanted.borrow().closed {
+            // Closed explicitly at the end, before the connection.
+            last = consumers.into_iter().map(|(channel, _)| channel).collect();
+        }
         return_buffer(&shared).await;
         if was_lost {
             let alive = connection.as_ref().is_some_and(|c| c.status().connected());
@@ -116,7 +120,12 @@ pub(super) async fn supervise(shared: Arc<Shared>) {
     while shared.pending.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    shared.publisher.lock().await.take();
+    last.extend(shared.publisher.lock().await.take());
+    for channel in last {
+        if channel.status().connected() {
+            let _ = tokio::time::timeout(STEP, channel.close(200, "closed".into())).await;
+        }
+    }
     if let Some(conn) = connection {
         let _ =
             tokio::time::timeout(Duration::from_secs(2), conn.close(200, "closed".into())).await;
