@@ -289,3 +289,51 @@ fn a_continuous_run_stopped_through_the_api_is_not_started_again() {
         "a drained stop: every document published was indexed, once"
     );
 }
+
+#[test]
+fn a_paused_continuous_run_whose_process_dies_starts_again_paused() {
+    let mut plane = Plane::start();
+    let id = plane.submit();
+    plane.wait_indexed(100);
+    let first = plane.run_process(None);
+    let (status, paused) = plane.call("POST", &format!("/api/runs/{id}/pause"), "");
+    assert_eq!(
+        (status, paused["status"].as_str()),
+        (200, Some("paused")),
+        "{paused}"
+    );
+    kill_9(first);
+    plane.until(&id, "restarted", |run| restarts(run) == 1);
+    plane.run_process(Some(first));
+    // Its new process is told it is paused: the run says so once it runs.
+    let run = plane.until(&id, "paused again", |run| {
+        run["status"] == "paused" && run["service"]["next_start_ms"].is_null()
+    });
+    assert_eq!(restarts(&run), 1, "{run}");
+    // Each process said it was paused: the first when asked, the new one
+    // as it started.
+    let log = plane.dir.path().join("serve.log");
+    assert!(
+        plane
+            .proc
+            .wait_for_log(&log, "paused: nothing new is published", 2, LONG),
+        "{}",
+        plane.log()
+    );
+    let (status, resumed) = plane.call("POST", &format!("/api/runs/{id}/resume"), "");
+    assert_eq!(
+        (status, resumed["status"].as_str()),
+        (200, Some("running")),
+        "{resumed}"
+    );
+    let at = plane.indexed().len();
+    plane.wait_indexed(at + 100);
+    let (status, _) = plane.call("POST", &format!("/api/runs/{id}/stop"), "");
+    assert_eq!(status, 200);
+    let ended = plane.until(&id, "ended", |run| {
+        !["running", "paused", "stopping", "restarting"]
+            .contains(&run["status"].as_str().unwrap_or_default())
+    });
+    assert_eq!(ended["status"], "interrupted", "{ended}");
+    contiguous(&plane.indexed(), 0).unwrap_or_else(|e| panic!("{e}"));
+}
