@@ -155,12 +155,18 @@ impl ControlPlane {
         // Refused here, without a process, when admission refuses it.
         let admitted = admit::admit(text, tenant, &self.operator, &self.run_dir(id).join("x"))
             .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
+        // A config that never ends is a service: started again when its
+        // process dies (`service.rs`).
+        let continuous = admitted.connectors.iter().any(|c| c.continuous);
         let fleet = match &self.fleet {
             Some(fleet) => {
                 let spec = fleet.spec_for(id, &tenant.name, text, &admitted)?;
                 Some(Box::new(FleetRun {
                     kafka: fleet.config.kafka_for(&spec),
-                    resume,
+                    // A continuous run's journal grows with all it has
+                    // published: a plane taking it over starts a fresh
+                    // runner of it, which goes on from its committed state.
+                    resume: resume && !continuous,
                 }))
             }
             None => None,
@@ -187,9 +193,7 @@ impl ControlPlane {
             None,
         );
         let plane = Arc::clone(self);
-        // A config that never ends is a service: started again when its
-        // process dies (`service.rs`).
-        if admitted.connectors.iter().any(|c| c.continuous) {
+        if continuous {
             let restart = super::service::Restart {
                 plane,
                 process: process.clone(),
