@@ -2,7 +2,6 @@
 //! `--watch` when the config file or a stage plugin changes on disk.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
@@ -42,8 +41,7 @@ pub(super) fn on_change<T>(
     watch: bool,
     body: impl FnOnce() -> T,
 ) -> anyhow::Result<T> {
-    let hangups = hangups()?;
-    let done = &AtomicBool::new(false);
+    let (wake, hangups) = hangups()?;
     let stamps = &|| stamps(files());
     let reload = &reload;
     Ok(std::thread::scope(|scope| {
@@ -52,14 +50,22 @@ pub(super) fn on_change<T>(
             .spawn_scoped(scope, move || {
                 let mut seen = watch.then(stamps);
                 let mut settling = false;
-                while !done.load(Ordering::Acquire) {
-                    let asked = match hangups.recv_timeout(WATCH_EVERY) {
-                        Ok(()) => {
+                loop {
+                    // Without `--watch` nothing is looked at: the thread
+                    // sleeps until a SIGHUP or the end of the body.
+                    let next = match seen {
+                        Some(_) => hangups.recv_timeout(WATCH_EVERY),
+                        None => hangups
+                            .recv()
+                            .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+                    };
+                    let asked = match next {
+                        Ok(Wake::Hangup) => {
                             tracing::info!(config = %what, "SIGHUP: reloading");
                             true
                         }
                         Err(mpsc::RecvTimeoutError::Timeout) => false,
-                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                        Ok(Wake::Done) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
                     };
                     let changed = seen.as_mut().is_some_and(|seen| {
                         let now = stamps();
@@ -76,7 +82,7 @@ pub(super) fn on_change<T>(
                     if asked || changed {
                         // SIGHUPs sent until now are answered by this reload;
                         // one sent while it runs brings another.
-                        while hangups.try_recv().is_ok() {}
+                        while let Ok(Wake::Hangup) = hangups.try_recv() {}
                         reload();
                         if let Some(seen) = seen.as_mut() {
                             *seen = stamps();
@@ -86,9 +92,18 @@ pub(super) fn on_change<T>(
             })
             .expect("the OS refused to start a thread");
         let out = body();
-        done.store(true, Ordering::Release);
+        // The thread wakes now, not at its next look.
+        let _ = wake.send(Wake::Done);
         out
     }))
+}
+
+/// What wakes the reload thread.
+enum Wake {
+    /// A SIGHUP: reload.
+    Hangup,
+    /// The body is over: end.
+    Done,
 }
 
 /// Each watched file with its size and modification time (none when it
@@ -107,17 +122,18 @@ fn stamps(files: Vec<PathBuf>) -> Seen {
         .collect()
 }
 
-/// SIGHUPs as they arrive, from now on in this process; a process that
-/// runs several commands (tests) gets them in the newest.
-fn hangups() -> anyhow::Result<mpsc::Receiver<()>> {
+/// SIGHUPs as they arrive, from now on in this process, and a sender that
+/// wakes their receiver; a process that runs several commands (tests) gets
+/// them in the newest.
+fn hangups() -> anyhow::Result<(mpsc::Sender<Wake>, mpsc::Receiver<Wake>)> {
     use signal_hook::consts::SIGHUP;
-    type Sender = std::sync::Mutex<Option<mpsc::Sender<()>>>;
+    type Sender = std::sync::Mutex<Option<mpsc::Sender<Wake>>>;
     static SENDER: Sender = std::sync::Mutex::new(None);
     static INSTALLED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     let (tx, rx) = mpsc::channel();
     *SENDER
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tx);
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tx.clone());
     INSTALLED
         .get_or_init(|| {
             let mut signals =
@@ -130,7 +146,7 @@ fn hangups() -> anyhow::Result<mpsc::Receiver<()>> {
                             .lock()
                             .unwrap_or_else(std::sync::PoisonError::into_inner)
                         {
-                            let _ = tx.send(());
+                            let _ = tx.send(Wake::Hangup);
                         }
                     }
                 })
@@ -139,5 +155,5 @@ fn hangups() -> anyhow::Result<mpsc::Receiver<()>> {
         })
         .clone()
         .map_err(|e| anyhow::anyhow!("cannot install the SIGHUP handler: {e}"))?;
-    Ok(rx)
+    Ok((tx, rx))
 }

@@ -1,61 +1,64 @@
 //! What `weir run` and `weir replay` show: a progress line while the run
 //! goes on, and the summary tables when it ends.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::IsTerminal;
+use std::sync::mpsc;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use weir::run::{RunResult, Runner};
 
-/// A progress bar fed from the runner's live counts.
+/// A progress line fed from the runner's live counts, drawn by a thread of
+/// its own only when standard error is a terminal and `--no-progress` is not
+/// given: a scripted run starts no thread for it and never waits for one.
 pub(super) struct Progress {
-    bar: ProgressBar,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    drawing: Option<Drawing>,
 }
+
+struct Drawing {
+    bar: ProgressBar,
+    /// Dropped at the end: the thread wakes at once, not at its next tick.
+    stop: mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// How often the progress line is drawn again.
+const DRAW_EVERY: Duration = Duration::from_millis(200);
 
 impl Progress {
     pub(super) fn start(runner: &Runner, hidden: bool) -> Self {
-        let bar = ProgressBar::with_draw_target(
-            None,
-            if hidden {
-                ProgressDrawTarget::hidden()
-            } else {
-                ProgressDrawTarget::stderr()
-            },
-        );
+        if hidden || !std::io::stderr().is_terminal() {
+            return Self { drawing: None };
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         bar.set_style(
             ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
-        let stop = Arc::new(AtomicBool::new(false));
+        let (stop, stopped) = mpsc::channel::<()>();
         let stats = runner.stats();
-        let (bar2, stop2) = (bar.clone(), Arc::clone(&stop));
+        let drawn = bar.clone();
         let thread = std::thread::spawn(move || {
-            while !stop2.load(Ordering::Relaxed) {
+            while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(DRAW_EVERY) {
                 let s = stats.snapshot();
-                bar2.set_message(format!(
+                drawn.set_message(format!(
                     "published {} | processed {} | indexed {} | failed {} | dropped {}",
                     s.published, s.processed, s.indexed, s.failed, s.dropped
                 ));
-                bar2.tick();
-                std::thread::sleep(Duration::from_millis(200));
+                drawn.tick();
             }
         });
         Self {
-            bar,
-            stop,
-            thread: Some(thread),
+            drawing: Some(Drawing { bar, stop, thread }),
         }
     }
 
-    pub(super) fn finish(mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
+    pub(super) fn finish(self) {
+        if let Some(Drawing { bar, stop, thread }) = self.drawing {
+            drop(stop);
             let _ = thread.join();
+            bar.finish_and_clear();
         }
-        self.bar.finish_and_clear();
     }
 }
 
