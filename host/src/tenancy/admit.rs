@@ -311,6 +311,11 @@ fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorCo
                 out.at(format!("{location}.plugin.grants.kafka.{name}.{key}"), why);
             }
         }
+        for (name, grant) in &spec.grants.queues {
+            for (key, why) in super::queue_grants::forbidden(grant, tenant) {
+                out.at(format!("{location}.plugin.grants.queues.{name}.{key}"), why);
+            }
+        }
         for over in spec.limits.over(&tenant.limits) {
             out.at(
                 format!("{location}.plugin.{over}"),

@@ -14,6 +14,7 @@ pub mod admit;
 #[cfg(test)]
 mod admit_props;
 mod kafka_grants;
+mod queue_grants;
 pub mod operator;
 pub mod process;
 pub mod record;

@@ -302,6 +302,17 @@ pub struct TenantPolicy {
     /// exact, or a prefix ending in `*` (`acme.*`). None by default.
     #[serde(default)]
     pub kafka_names: Vec<String>,
+    /// The queue brokers its plugins may be granted (`grants.queues` URLs'
+    /// host and port): entries as in `http`. None by default.
+    #[serde(default)]
+    pub queues: Vec<String>,
+    /// The virtual hosts its `grants.queues` may use; empty: any.
+    #[serde(default)]
+    pub queue_vhosts: Vec<String>,
+    /// The names its `grants.queues` queues, exchanges and dead-letter
+    /// queues may have: exact, or a prefix ending in `*`. None by default.
+    #[serde(default)]
+    pub queue_names: Vec<String>,
     /// Runs going on at once. Default 2.
     #[serde(default = "TenantPolicy::default_max_concurrent_runs")]
     pub max_concurrent_runs: usize,
