@@ -8,6 +8,7 @@
 //! | `POST /api/runs/{id}/pause`, `/resume`, `/stop` | control a live run |
 //! | `PUT /api/runs/{id}/config` | reload a live run with a new config (the body): only its stages may change |
 //! | `POST /api/runs/{id}/reload` | reload a live run with its own config: its changed plugins are taken up |
+//! | `POST /api/runs/{id}/documents?source=` | push documents (JSON lines) to the run's `grants.push` source (`push.rs`) |
 //! | `GET /api/runs/{id}/dead-letters?offset=&limit=` | a page of the run's failed documents |
 //! | `GET /api/runs/{id}/state?connector=&keys=&after=` | what the syncing connectors of the run's config keep (`weir state show`) |
 //! | `POST /api/runs/{id}/state/reset?connector=` | clear it: their next run is a full sync (`weir state reset`) |
@@ -68,6 +69,7 @@ pub fn routes(plane: Arc<ControlPlane>) -> Router {
         .route("/api/runs/{id}/tap", get(tap))
         .route("/api/runs/{id}/config", axum::routing::put(reconfigure))
         .merge(super::schedules::routes())
+        .merge(super::push::routes())
         .route("/api/fleet", get(fleet))
         .route("/api/fleet/plugins/{sha256}", get(fleet_plugin))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_CONFIG_BYTES))

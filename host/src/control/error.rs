@@ -115,6 +115,32 @@ pub enum ApiError {
     /// A reload of the run is under way (409).
     #[error("a reload of this run is under way: ask again when it has answered")]
     Reloading,
+    /// A push the run did not take (see `source::push::PushRefused`).
+    #[error("{0}")]
+    Push(crate::source::push::PushRefused),
+    /// A push's body over the tenant's bound (413).
+    #[error(
+        "the body is over {max_mib} MiB, tenant `{tenant}`'s {limit}: push fewer lines at once"
+    )]
+    PushTooLarge {
+        tenant: String,
+        max_mib: u32,
+        limit: crate::core::limit::Limit,
+    },
+    /// The tenant's pushed lines are over its rate (429, with
+    /// `Retry-After`), or one push is over its burst (413, `retry_after`
+    /// none).
+    #[error("{lines} lines are over tenant `{tenant}`'s {limit} (its burst is {burst}){}", match retry_after { Some(wait) => format!(": try again in {}s", super::rate::retry_after_secs(*wait)), None => ": push fewer lines at once".into() })]
+    PushRate {
+        tenant: String,
+        lines: usize,
+        burst: u32,
+        limit: crate::core::limit::Limit,
+        retry_after: Option<Duration>,
+    },
+    /// The run's process ended, or the push was not answered in time (503).
+    #[error("{0}")]
+    PushUnanswered(String),
     /// The store failed (500).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -184,7 +210,19 @@ impl ApiError {
 
     /// The HTTP status of this answer.
     pub fn status(&self) -> StatusCode {
+        use crate::source::push::PushRefused;
         match self {
+            Self::Push(PushRefused::Full { .. })
+            | Self::PushRate {
+                retry_after: Some(_),
+                ..
+            } => StatusCode::TOO_MANY_REQUESTS,
+            Self::Push(PushRefused::TooMany { .. })
+            | Self::PushTooLarge { .. }
+            | Self::PushRate { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Push(PushRefused::Ambiguous(_)) => StatusCode::BAD_REQUEST,
+            Self::Push(PushRefused::NoSource(_) | PushRefused::Closed) => StatusCode::CONFLICT,
+            Self::PushUnanswered(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::NoToken | Self::UnknownToken => StatusCode::UNAUTHORIZED,
             Self::OperatorOnly
             | Self::OperatorSubmits
@@ -216,6 +254,14 @@ impl ApiError {
         match self {
             Self::RateLimited { retry_after } | Self::TooManyGuesses { retry_after } => {
                 Some(*retry_after)
+            }
+            Self::PushRate {
+                retry_after: Some(wait),
+                ..
+            } => Some(*wait),
+            // A full run: room comes as its connector publishes.
+            Self::Push(crate::source::push::PushRefused::Full { .. }) => {
+                Some(Duration::from_secs(1))
             }
             _ => None,
         }

@@ -30,6 +30,7 @@ pub mod isolate;
 mod letters;
 mod live;
 mod metrics;
+mod push;
 mod rate;
 mod reload;
 mod run_process;
@@ -113,6 +114,8 @@ pub struct ControlPlane {
     taps: Arc<taps::TapCounts>,
     /// Tenants' schedules, started on time (`schedules/`).
     schedules: schedules::Schedules,
+    /// Each tenant's allowance of pushed lines (`push.rs`).
+    push_rates: push::PushRates,
 }
 
 impl ControlPlane {
@@ -175,6 +178,7 @@ impl ControlPlane {
             fleet,
             taps: Arc::default(),
             schedules: schedules::Schedules::default(),
+            push_rates: push::PushRates::default(),
         });
         plane.load_schedules()?;
         for (record, config) in going {

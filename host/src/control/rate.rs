@@ -78,6 +78,40 @@ impl Bucket {
     }
 }
 
+/// An allowance of so many a second after a burst, taken several at a
+/// time (a tenant's pushed lines, `control/push.rs`).
+#[derive(Debug)]
+pub(super) struct Allowance {
+    rate: Rate,
+    bucket: Mutex<Bucket>,
+}
+
+impl Allowance {
+    pub(super) fn new(rate: Rate) -> Self {
+        Self {
+            rate,
+            bucket: Mutex::new(Bucket::full(rate, Instant::now())),
+        }
+    }
+
+    /// Take `n` now; or how long until there are that many (`None`: more
+    /// than the burst, never).
+    pub(super) fn take(&self, n: f64, now: Instant) -> Result<(), Option<Duration>> {
+        if n > self.rate.burst {
+            return Err(None);
+        }
+        let mut bucket = lock(&self.bucket);
+        bucket.refill(self.rate, now);
+        if bucket.tokens >= n {
+            bucket.tokens -= n;
+            return Ok(());
+        }
+        Err(Some(Duration::from_secs_f64(
+            (n - bucket.tokens) / self.rate.per_second,
+        )))
+    }
+}
+
 /// The control plane's rate limits.
 #[derive(Debug)]
 pub(super) struct Limiter {

@@ -118,6 +118,7 @@ pub fn serve_run() -> u8 {
         Arc::clone(&orphan),
         out.clone(),
         runner.taps().clone(),
+        runner.pushes().clone(),
         Arc::new(move |config: &str| {
             let Some(policy) = operator.tenant(&tenant) else {
                 return Err(ApiError::NoSuchTenant);
@@ -164,6 +165,7 @@ fn listen(
     orphan: Arc<Orphan>,
     out: Reporter,
     tapping: crate::telemetry::tap::Taps,
+    pushes: crate::source::push::Pushes,
     reload: Reload,
 ) {
     let listening = Arc::clone(&live);
@@ -228,6 +230,26 @@ fn listen(
                             out.send(&FromRun::Reloaded {
                                 reload: asked,
                                 outcome: Err(Failure::Failed(e.to_string())),
+                            });
+                        }
+                    }
+                    Ok(ToRun::Push {
+                        push,
+                        source,
+                        lines,
+                    }) => {
+                        // Answered as the connector publishes the lines.
+                        let answer = out.clone();
+                        let reply = Box::new(move |a| {
+                            answer.send(&FromRun::Pushed {
+                                push,
+                                outcome: Ok(a),
+                            });
+                        });
+                        if let Err(refused) = pushes.offer(source.as_deref(), lines, reply) {
+                            out.send(&FromRun::Pushed {
+                                push,
+                                outcome: Err(refused),
                             });
                         }
                     }

@@ -39,11 +39,20 @@ pub enum Limit {
     /// cache keeps for a tenant; past it the least recently used entries
     /// are removed, and a value over 1 MiB is not kept.
     CacheBytes,
+    /// A tenant's `push.max_body_mib` (operator's file): the largest body
+    /// of documents pushed to a run (`weir serve`).
+    PushBodyMib,
+    /// A tenant's `push.lines_per_second` (and `push.burst`): documents
+    /// pushed to its runs, all together.
+    PushLinesPerSecond,
+    /// A tenant's `push.max_buffer`: the most a run's `grants.push`
+    /// buffer may hold.
+    PushBuffer,
 }
 
 impl Limit {
     /// Every limit.
-    pub const ALL: [Limit; 12] = [
+    pub const ALL: [Limit; 15] = [
         Limit::MemoryMib,
         Limit::CallTimeout,
         Limit::ExecuteTimeout,
@@ -56,6 +65,9 @@ impl Limit {
         Limit::SqlBytes,
         Limit::CacheEntries,
         Limit::CacheBytes,
+        Limit::PushBodyMib,
+        Limit::PushLinesPerSecond,
+        Limit::PushBuffer,
     ];
 
     /// Its key in a plugin's `limits` table (`memory_mib`), if the config
@@ -70,10 +82,27 @@ impl Limit {
             Limit::MaxDepth => "max_depth",
             Limit::LogLinesPerSecond => "log_lines_per_second",
             Limit::MaxStateMib => "max_state_mib",
-            Limit::Handles | Limit::SqlBytes | Limit::CacheEntries | Limit::CacheBytes => {
+            Limit::Handles
+            | Limit::SqlBytes
+            | Limit::CacheEntries
+            | Limit::CacheBytes
+            | Limit::PushBodyMib
+            | Limit::PushLinesPerSecond
+            | Limit::PushBuffer => {
                 return None;
             }
         })
+    }
+
+    /// Its key in a tenant's table of the operator's file
+    /// (`push.max_body_mib`), for a tenant's bound.
+    pub const fn policy_key(self) -> Option<&'static str> {
+        match self {
+            Limit::PushBodyMib => Some("push.max_body_mib"),
+            Limit::PushLinesPerSecond => Some("push.lines_per_second"),
+            Limit::PushBuffer => Some("push.max_buffer"),
+            _ => None,
+        }
     }
 
     /// Its config key as messages name it (`limits.memory_mib`), if the
@@ -88,7 +117,13 @@ impl Limit {
             Limit::MaxDepth => "limits.max_depth",
             Limit::LogLinesPerSecond => "limits.log_lines_per_second",
             Limit::MaxStateMib => "limits.max_state_mib",
-            Limit::Handles | Limit::SqlBytes | Limit::CacheEntries | Limit::CacheBytes => {
+            Limit::Handles
+            | Limit::SqlBytes
+            | Limit::CacheEntries
+            | Limit::CacheBytes
+            | Limit::PushBodyMib
+            | Limit::PushLinesPerSecond
+            | Limit::PushBuffer => {
                 return None;
             }
         })
@@ -110,6 +145,9 @@ impl Limit {
             Limit::SqlBytes => "sql_bytes",
             Limit::CacheEntries => "cache_entries",
             Limit::CacheBytes => "cache_bytes",
+            Limit::PushBodyMib => "push_body_mib",
+            Limit::PushLinesPerSecond => "push_lines_per_second",
+            Limit::PushBuffer => "push_buffer",
             other => other.key().unwrap_or("handles"),
         }
     }
@@ -117,7 +155,11 @@ impl Limit {
 
 impl fmt::Display for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.config_key().unwrap_or(self.label()))
+        f.write_str(
+            self.config_key()
+                .or(self.policy_key())
+                .unwrap_or(self.label()),
+        )
     }
 }
 

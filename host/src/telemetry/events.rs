@@ -9,6 +9,9 @@ use super::meters::{self, Scope};
 use crate::core::limit::Limit;
 use crate::core::trap::TrapCause;
 
+mod serve;
+pub(crate) use serve::{PushOutcome, Pushed, ScheduleStart, Scheduled};
+
 /// Where a document failed for good.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FailedIn {
@@ -412,105 +415,6 @@ impl TapRefused {
             open = self.open,
             "tap refused: the process holds its most open taps"
         );
-    }
-}
-
-/// What became of a start of a schedule on `weir serve` that came due.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scheduled {
-    /// A run was started.
-    Started,
-    /// Skipped: the schedule's last run was still going on.
-    Overlap,
-    /// Skipped: due longer ago than a start may be late (no plane led).
-    Late,
-    /// Skipped: the tenant had its `max_concurrent_runs` going on.
-    AtQuota,
-    /// Skipped: it could not be written down first.
-    Unkept,
-    /// The run did not start (refused now, or its process did not start).
-    Failed,
-}
-
-impl Scheduled {
-    /// Its label on `weir_scheduled_starts_total`.
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Self::Started => "started",
-            Self::Overlap => "overlap",
-            Self::Late => "late",
-            Self::AtQuota => "quota",
-            Self::Unkept => "unkept",
-            Self::Failed => "failed",
-        }
-    }
-
-    /// Why a skipped start was skipped, in words.
-    fn why(self) -> &'static str {
-        match self {
-            Self::Overlap => {
-                "the schedule's last run is still going on (runs of one schedule never overlap)"
-            }
-            Self::Late => "too late (no control plane was leading when it was due)",
-            Self::AtQuota => "the tenant has max_concurrent_runs going on",
-            Self::Unkept => {
-                "it could not be written down first, so a control plane taking over could make it again"
-            }
-            Self::Started | Self::Failed => "",
-        }
-    }
-}
-
-/// `count` starts of schedule `schedule` of `tenant` came due (more than
-/// one only when missed while late): counted in
-/// `weir_scheduled_starts_total` and logged, a skip as a warning.
-#[derive(Debug)]
-pub(crate) struct ScheduleStart<'a> {
-    pub(crate) tenant: &'a str,
-    pub(crate) schedule: &'a str,
-    pub(crate) outcome: Scheduled,
-    pub(crate) count: u64,
-    /// The run started, or the last run (still going on, for an overlap).
-    pub(crate) run_id: Option<&'a str>,
-    /// The due time, the error.
-    pub(crate) detail: &'a str,
-}
-
-impl ScheduleStart<'_> {
-    pub(crate) fn emit(self) {
-        let Self {
-            tenant,
-            schedule,
-            outcome,
-            count,
-            run_id,
-            detail,
-        } = self;
-        meters::scheduled_starts(tenant, outcome.label(), count);
-        match outcome {
-            Scheduled::Started => {
-                tracing::info!(tenant, schedule, run_id, detail, "scheduled run started");
-            }
-            Scheduled::Failed => {
-                tracing::warn!(
-                    tenant,
-                    schedule,
-                    run_id,
-                    detail,
-                    "scheduled run did not start"
-                );
-            }
-            skipped => tracing::warn!(
-                tenant,
-                schedule,
-                run_id,
-                count,
-                outcome = skipped.label(),
-                detail,
-                "scheduled start skipped: {}",
-                skipped.why()
-            ),
-        }
     }
 }
 

@@ -91,6 +91,10 @@ const TAP_DOCS: &str = "weir_tap_documents_total";
 const CACHE_LOOKUPS: &str = "weir_cache_lookups_total";
 /// Starts of `weir serve` schedules that came due, by tenant and outcome.
 const SCHEDULED_STARTS: &str = "weir_scheduled_starts_total";
+/// Lines pushed to runs (`weir serve`), by tenant and outcome.
+const PUSHED_LINES: &str = "weir_pushed_lines_total";
+/// Pushes refused whole, by tenant and HTTP status.
+const PUSHES_REFUSED: &str = "weir_pushes_refused_total";
 /// Calls of the `cache` interface the host's cache could not serve (a
 /// broken or locked file, a full disk): the plugin went on without it.
 const CACHE_FAILURES: &str = "weir_cache_failures_total";
@@ -99,6 +103,11 @@ const CACHE_FAILURES: &str = "weir_cache_failures_total";
 pub(crate) fn describe() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
     describe_counter!(DOCS_PUBLISHED, "Documents published by connectors");
+    describe_counter!(
+        PUSHED_LINES,
+        "Lines pushed to runs, by outcome (accepted, dead_lettered, abandoned)"
+    );
+    describe_counter!(PUSHES_REFUSED, "Pushes refused whole, by HTTP status");
     describe_counter!(
         SCHEDULED_STARTS,
         "Starts of tenants' schedules on weir serve, by outcome (started, or why skipped: overlap, late, quota, unkept, failed)"
@@ -485,4 +494,15 @@ pub(crate) fn cache_failed(plugin: &str, tenant: Option<&str>) {
 pub(crate) fn scheduled_starts(tenant: &str, outcome: &'static str, count: u64) {
     counter!(SCHEDULED_STARTS, "tenant" => tenant.to_owned(), "outcome" => outcome)
         .increment(count);
+}
+
+/// `lines` pushed to a run of `tenant` came out as `outcome`.
+pub(crate) fn pushed_lines(tenant: &str, outcome: &'static str, lines: u64) {
+    counter!(PUSHED_LINES, "tenant" => tenant.to_owned(), "outcome" => outcome).increment(lines);
+}
+
+/// A push of `tenant` was refused whole with HTTP `status`.
+pub(crate) fn push_refused(tenant: &str, status: u16) {
+    counter!(PUSHES_REFUSED, "tenant" => tenant.to_owned(), "status" => status.to_string())
+        .increment(1);
 }

@@ -316,6 +316,19 @@ fn forbidden_parts(config: &Config, tenant: &TenantPolicy, operator: &OperatorCo
                 out.at(format!("{location}.plugin.grants.queues.{name}.{key}"), why);
             }
         }
+        for (name, grant) in &spec.grants.push {
+            if grant.buffer > tenant.push.max_buffer {
+                out.at(
+                    format!("{location}.plugin.grants.push.{name}.buffer"),
+                    format!(
+                        "over tenant `{}`'s {} ({})",
+                        tenant.name,
+                        crate::core::limit::Limit::PushBuffer,
+                        tenant.push.max_buffer
+                    ),
+                );
+            }
+        }
         for over in spec.limits.over(&tenant.limits) {
             out.at(
                 format!("{location}.plugin.{over}"),

@@ -17,6 +17,7 @@ mod kafka_grants;
 mod queue_grants;
 pub mod operator;
 pub mod process;
+pub mod push_policy;
 pub mod record;
 pub mod refusal;
 pub mod spec;

@@ -320,6 +320,9 @@ pub struct TenantPolicy {
     /// Default 20; 0: the tenant may not schedule.
     #[serde(default = "TenantPolicy::default_max_schedules")]
     pub max_schedules: usize,
+    /// Its bounds on documents pushed to its runs (`tenancy/push_policy.rs`).
+    #[serde(default)]
+    pub push: super::push_policy::PushPolicy,
     /// Documents per second published over all its runs; none by default.
     #[serde(default)]
     pub max_docs_per_second: Option<u32>,
@@ -451,6 +454,7 @@ impl OperatorConfig {
                     t.name
                 ));
             }
+            t.push.problems(&t.name, &mut problems);
             if t.max_concurrent_runs == 0 {
                 problems.push(format!(
                     "tenants.{}.max_concurrent_runs: must be at least 1",

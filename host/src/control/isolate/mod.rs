@@ -17,6 +17,7 @@
 //! process's own side is `control/run_process.rs` (`weir serve-run`).
 
 mod death;
+mod pushes;
 mod reloads;
 mod remote;
 mod taps;

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::death::End;
+use super::pushes::{Pushed, Pushes};
 use super::reloads::{ReloadError, Reloads};
 use super::taps::Taps;
 use crate::run::Reloaded;
@@ -41,6 +42,7 @@ pub(in crate::control) struct Remote {
     metrics: Mutex<String>,
     taps: Taps,
     reloads: Reloads,
+    pushes: Pushes,
 }
 
 /// A tap open in a run's process; dropping it closes it there.
@@ -91,6 +93,7 @@ impl Remote {
             metrics: Mutex::default(),
             taps: Taps::default(),
             reloads: Reloads::default(),
+            pushes: Pushes::default(),
         });
         remote.send(start);
         loop {
@@ -101,7 +104,8 @@ impl Remote {
                     | FromRun::Metrics { .. }
                     | FromRun::Tapped { .. }
                     | FromRun::TapEnded { .. }
-                    | FromRun::Reloaded { .. },
+                    | FromRun::Reloaded { .. }
+                    | FromRun::Pushed { .. },
                 ) => {}
                 Some(FromRun::NotStarted(failure)) => return Err(failure),
                 Some(FromRun::Finished(_)) | None => {
@@ -170,6 +174,28 @@ impl Remote {
         }
     }
 
+    /// Push `lines` to the run's push source `source` (its only one for
+    /// `None`); its answer arrives on the receiver (closed without one if
+    /// the process ends first). `forget` it if no longer waited for.
+    pub(in crate::control) fn push(
+        &self,
+        source: Option<String>,
+        lines: Vec<crate::source::push::Line>,
+    ) -> (u64, tokio::sync::oneshot::Receiver<Pushed>) {
+        let (push, answered) = self.pushes.send();
+        self.send(&ToRun::Push {
+            push,
+            source,
+            lines,
+        });
+        (push, answered)
+    }
+
+    /// Push `push` is no longer waited for (its asker went away).
+    pub(in crate::control) fn forget_push(&self, push: u64) {
+        self.pushes.forget(push);
+    }
+
     /// The process's next message; `None` once its output ends.
     fn next(&self) -> Option<FromRun> {
         let mut stdout = self.stdout.lock().unwrap_or_else(PoisonError::into_inner);
@@ -205,6 +231,7 @@ impl Remote {
                 FromRun::Tapped { tap, line } => self.taps.took(tap, line),
                 FromRun::TapEnded { tap } => self.taps.close(tap),
                 FromRun::Reloaded { reload, outcome } => self.reloads.answer(reload, outcome),
+                FromRun::Pushed { push, outcome } => self.pushes.answer(push, outcome),
                 FromRun::Finished(record) => finished = Some(*record),
                 FromRun::Started | FromRun::NotStarted(_) => {}
             }
@@ -212,6 +239,7 @@ impl Remote {
         // Its output is closed: the process is ending, or has ended. A
         // reload still waiting for its answer hears so now.
         self.reloads.clear();
+        self.pushes.clear();
         let why = self.death();
         finished.ok_or(why)
     }

@@ -18,7 +18,6 @@
 mod tests;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -100,9 +99,15 @@ impl Pushes {
         source
     }
 
-    /// Hand `lines` to source `name` (the only one when `None`): the ticket
-    /// its answer comes on, or why nothing was taken.
-    pub fn offer(&self, name: Option<&str>, lines: Vec<Line>) -> Result<Ticket, PushRefused> {
+    /// Hand `lines` to source `name` (the only one when `None`); `reply`
+    /// is called with the answer once every line is finished, rejected or
+    /// abandoned (never, when nothing was taken: then why not).
+    pub fn offer(
+        &self,
+        name: Option<&str>,
+        lines: Vec<Line>,
+        reply: Reply,
+    ) -> Result<(), PushRefused> {
         let source = {
             let sources = self.lock();
             match name {
@@ -121,7 +126,7 @@ impl Pushes {
                 },
             }
         };
-        source.offer(lines)
+        source.offer(lines, reply)
     }
 
     fn forget(&self, name: &str, source: &PushSource) {
@@ -135,17 +140,9 @@ impl Pushes {
     }
 }
 
-/// Where a push's [`Answer`] comes.
-#[derive(Debug)]
-pub struct Ticket(mpsc::Receiver<Answer>);
-
-impl Ticket {
-    /// The answer, waiting at most `wait`; `None` when it did not come in
-    /// time (the lines stay with the run).
-    pub fn wait(&self, wait: Duration) -> Option<Answer> {
-        self.0.recv_timeout(wait).ok()
-    }
-}
+/// What is told a push's answer: called once, never under the source's
+/// lock (it may write to a pipe), and must not block for long.
+pub type Reply = Box<dyn FnOnce(Answer) + Send>;
 
 /// One push source: the lines pushed and not yet finished.
 #[derive(Debug)]
@@ -172,11 +169,19 @@ struct State {
     paused: bool,
 }
 
-#[derive(Debug)]
 struct Waiting {
     left: usize,
     answer: Answer,
-    to: mpsc::SyncSender<Answer>,
+    reply: Reply,
+}
+
+impl std::fmt::Debug for Waiting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waiting")
+            .field("left", &self.left)
+            .field("answer", &self.answer)
+            .finish_non_exhaustive()
+    }
 }
 
 impl PushSource {
@@ -194,11 +199,10 @@ impl PushSource {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn offer(&self, lines: Vec<Line>) -> Result<Ticket, PushRefused> {
-        let (to, ticket) = mpsc::sync_channel(1);
+    fn offer(&self, lines: Vec<Line>, reply: Reply) -> Result<(), PushRefused> {
         if lines.is_empty() {
-            let _ = to.send(Answer::default());
-            return Ok(Ticket(ticket));
+            reply(Answer::default());
+            return Ok(());
         }
         if lines.len() > self.buffer {
             return Err(PushRefused::TooMany {
@@ -241,12 +245,12 @@ impl PushSource {
             Waiting {
                 left: lines.len(),
                 answer: Answer::default(),
-                to,
+                reply,
             },
         );
         drop(state);
         self.arrived.notify_one();
-        Ok(Ticket(ticket))
+        Ok(())
     }
 
     /// Line `token` is no longer held: `how` says what became of it.
@@ -264,7 +268,8 @@ impl PushSource {
         if waiting.left == 0
             && let Some(waiting) = state.pushes.remove(&push)
         {
-            let _ = waiting.to.try_send(waiting.answer);
+            drop(state);
+            (waiting.reply)(waiting.answer);
         }
     }
 }
@@ -317,12 +322,13 @@ impl Source for PushSource {
         state.queue.clear();
         state.lines.clear();
         state.held = 0;
-        for (_, mut waiting) in state.pushes.drain() {
-            waiting.answer.abandoned += waiting.left as u64;
-            let _ = waiting.to.try_send(waiting.answer);
-        }
+        let waiting: Vec<Waiting> = state.pushes.drain().map(|(_, w)| w).collect();
         drop(state);
         self.arrived.notify_all();
+        for mut waiting in waiting {
+            waiting.answer.abandoned += waiting.left as u64;
+            (waiting.reply)(waiting.answer);
+        }
     }
 
     fn pause(&self) {

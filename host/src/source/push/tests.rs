@@ -1,9 +1,28 @@
 //! The push source through its seams: what a push is answered once the
 //! connector finishes or rejects its lines, the buffer's bound, and a stop.
 
+use std::sync::mpsc;
 use std::time::Duration;
 
 use super::*;
+
+/// Where a push's answer arrives.
+#[derive(Debug)]
+struct Ticket(mpsc::Receiver<Answer>);
+
+impl Ticket {
+    fn wait(&self, wait: Duration) -> Option<Answer> {
+        self.0.recv_timeout(wait).ok()
+    }
+}
+
+/// Offer `lines` to `pushes`: the ticket of the answer.
+fn offer(pushes: &Pushes, name: Option<&str>, lines: Vec<Line>) -> Result<Ticket, PushRefused> {
+    let (to, answer) = mpsc::channel();
+    pushes
+        .offer(name, lines, Box::new(move |a| drop(to.send(a))))
+        .map(|()| Ticket(answer))
+}
 
 fn lines(texts: &[&str]) -> Vec<Line> {
     texts
@@ -28,9 +47,12 @@ const SOON: Duration = Duration::from_millis(50);
 #[test]
 fn a_push_is_answered_once_every_line_is_finished_or_rejected() {
     let (pushes, source) = opened(10);
-    let ticket = pushes
-        .offer(None, lines(&[r#"{"id":"a"}"#, "not json", r#"{"id":"c"}"#]))
-        .expect("taken");
+    let ticket = offer(
+        &pushes,
+        None,
+        lines(&[r#"{"id":"a"}"#, "not json", r#"{"id":"c"}"#]),
+    )
+    .expect("taken");
     let got = source.receive(2, NOW).expect("lines");
     assert_eq!(got.len(), 2);
     assert_eq!(got[0].body, br#"{"id":"a"}"#);
@@ -64,8 +86,8 @@ fn a_push_is_answered_once_every_line_is_finished_or_rejected() {
 #[test]
 fn a_push_past_the_buffer_is_refused_whole_until_lines_are_finished() {
     let (pushes, source) = opened(3);
-    let _first = pushes.offer(None, lines(&["{}", "{}"])).expect("taken");
-    let full = pushes.offer(None, lines(&["{}", "{}"]));
+    let _first = offer(&pushes, None, lines(&["{}", "{}"])).expect("taken");
+    let full = offer(&pushes, None, lines(&["{}", "{}"]));
     assert!(
         matches!(
             full,
@@ -78,7 +100,7 @@ fn a_push_past_the_buffer_is_refused_whole_until_lines_are_finished() {
         "{full:?}"
     );
     assert!(matches!(
-        pushes.offer(None, lines(&["{}"; 4])),
+        offer(&pushes, None, lines(&["{}"; 4])),
         Err(PushRefused::TooMany { lines: 4, .. })
     ));
     assert_eq!(
@@ -89,19 +111,15 @@ fn a_push_past_the_buffer_is_refused_whole_until_lines_are_finished() {
     for line in source.receive(10, NOW).expect("lines") {
         source.finished(line.token);
     }
-    pushes
-        .offer(None, lines(&["{}", "{}", "{}"]))
-        .expect("room again");
-    let empty = pushes.offer(None, Vec::new()).expect("an empty push");
+    offer(&pushes, None, lines(&["{}", "{}", "{}"])).expect("room again");
+    let empty = offer(&pushes, None, Vec::new()).expect("an empty push");
     assert_eq!(empty.wait(NOW), Some(Answer::default()));
 }
 
 #[test]
 fn a_stop_answers_what_is_left_as_abandoned_and_takes_nothing_more() {
     let (pushes, source) = opened(10);
-    let ticket = pushes
-        .offer(None, lines(&["{}", "{}", "{}"]))
-        .expect("taken");
+    let ticket = offer(&pushes, None, lines(&["{}", "{}", "{}"])).expect("taken");
     let got = source.receive(1, NOW).expect("a line");
     source.finished(got[0].token);
     source.close();
@@ -109,7 +127,7 @@ fn a_stop_answers_what_is_left_as_abandoned_and_takes_nothing_more() {
     assert_eq!((answer.accepted, answer.abandoned), (1, 2));
     assert_eq!(source.receive(1, NOW), Err(ReceiveError::Stopping));
     assert!(matches!(
-        pushes.offer(None, lines(&["{}"])),
+        offer(&pushes, None, lines(&["{}"])),
         Err(PushRefused::NoSource(_))
     ));
 }
@@ -119,7 +137,7 @@ fn receive_waits_for_a_push_and_a_paused_source_gives_none() {
     let (pushes, source) = opened(10);
     assert_eq!(source.receive(5, SOON).expect("none"), Vec::new());
     source.pause();
-    let _ticket = pushes.offer(Some("docs"), lines(&["{}"])).expect("taken");
+    let _ticket = offer(&pushes, Some("docs"), lines(&["{}"])).expect("taken");
     assert_eq!(source.receive(5, NOW).expect("paused"), Vec::new());
     source.resume();
     let waiting = std::thread::spawn({
@@ -128,12 +146,12 @@ fn receive_waits_for_a_push_and_a_paused_source_gives_none() {
     });
     assert_eq!(waiting.join().expect("joined").expect("lines").len(), 1);
     assert!(matches!(
-        pushes.offer(Some("other"), lines(&["{}"])),
+        offer(&pushes, Some("other"), lines(&["{}"])),
         Err(PushRefused::NoSource(_))
     ));
     let _second = pushes.open("more", &PushGrant { buffer: 1 });
     assert!(matches!(
-        pushes.offer(None, lines(&["{}"])),
+        offer(&pushes, None, lines(&["{}"])),
         Err(PushRefused::Ambiguous(_))
     ));
 }

@@ -54,6 +54,14 @@ pub(crate) enum ToRun {
         reload: u64,
         config: String,
     },
+    /// Documents pushed to the run (`POST /api/runs/{id}/documents`), for
+    /// its push source `source` (its only one when `None`): answered with
+    /// `Pushed` once the connector has published or refused every line.
+    Push {
+        push: u64,
+        source: Option<String>,
+        lines: Vec<crate::source::push::Line>,
+    },
 }
 
 /// How a fleet's run runs: its connectors in the run's process, publishing
@@ -85,6 +93,11 @@ pub(crate) enum FromRun {
     Reloaded {
         reload: u64,
         outcome: Result<crate::run::Reloaded, Failure>,
+    },
+    /// How push `push` came out, or why none of it was taken.
+    Pushed {
+        push: u64,
+        outcome: Result<crate::source::push::Answer, crate::source::push::PushRefused>,
     },
     /// How it ended: the last line.
     Finished(Box<RunRecord>),
