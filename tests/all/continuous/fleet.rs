@@ -1,7 +1,8 @@
 //! A continuous run on a fleet, on the real broker: a control plane and a
 //! `weir fleet` worker. The worker's pipeline process killed (-9) is
 //! started again by the worker; the run's own process killed is started
-//! again by the control plane; nothing is lost, and a stop through the API
+//! again by the control plane; the leading control plane killed, the
+//! standby takes the run over; nothing is lost, and a stop through the API
 //! ends it.
 
 use std::collections::BTreeSet;
@@ -21,28 +22,37 @@ struct OnFleet {
     plane: Proc,
     worker: Proc,
     url: String,
+    /// A second control plane, standing by.
+    standby: Option<Proc>,
 }
 
 impl OnFleet {
-    fn start() -> Self {
+    /// A control plane and a worker, with a standby plane if `standby`.
+    fn start(standby: bool) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("out")).expect("out");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let operator = format!(
-            r#"
+        let free = || {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port")
+                .port()
+        };
+        let ports = [free(), free()];
+        let tag = fastrand::u32(..);
+        let operator = |n: usize| {
+            let port = ports[n];
+            format!(
+                r#"
 [server]
 addr = "127.0.0.1:{port}"
-data_dir = "data"
+data_dir = "data-{n}"
 plugin_dir = {plugins:?}
 admin_token_env = "ADMIN_TOKEN"
 
 [fleet]
 name = "cfleet{tag:08x}"
 token_env = "FLEET_TOKEN"
-control = ["http://127.0.0.1:{port}"]
+control = ["http://127.0.0.1:{p0}", "http://127.0.0.1:{p1}"]
 partitions = 4
 pairs = 1
 work_dir = "fleet-work"
@@ -58,29 +68,33 @@ plugins = ["test_connector.wasm", "test_indexer.wasm"]
 dirs = ["out"]
 fleet_pairs = 2
 "#,
-            plugins = plugins_dir().display().to_string(),
-            tag = fastrand::u32(..),
-            bootstrap = kafka_bootstrap(),
-        );
-        let path = dir.path().join("operator.toml");
-        std::fs::write(&path, operator).expect("operator file");
+                plugins = plugins_dir().display().to_string(),
+                p0 = ports[0],
+                p1 = ports[1],
+                bootstrap = kafka_bootstrap(),
+            )
+        };
+        for n in 0..2 {
+            std::fs::write(dir.path().join(format!("operator-{n}.toml")), operator(n))
+                .expect("operator file");
+        }
         let envs = [
             ("ADMIN_TOKEN", "continuous-fleet-admin".to_owned()),
             ("FLEET_TOKEN", "continuous-fleet-worker".to_owned()),
             ("TENANT_TOKEN", TOKEN.to_owned()),
             ("RUST_LOG", "weir=info".to_owned()),
         ];
-        let config = path.to_str().expect("utf-8");
-        let start = |name: &str, command: &str| {
+        let start = |name: &str, command: &str, n: usize| {
+            let config = dir.path().join(format!("operator-{n}.toml"));
             Proc::start(
                 name,
                 Path::new(WEIR),
-                &[command, config],
+                &[command, config.to_str().expect("utf-8")],
                 &envs,
                 &dir.path().join(format!("{name}.log")),
             )
         };
-        let mut plane = start("serve", "serve");
+        let mut plane = start("serve", "serve", 0);
         let log = dir.path().join("serve.log");
         assert!(
             plane.wait_for_log(&log, "status page on http://", 1, LONG),
@@ -89,12 +103,14 @@ fleet_pairs = 2
         );
         let text = std::fs::read_to_string(&log).expect("log");
         let url = format!("http://{}", logged_address(&text, "status page on http://"));
-        let worker = start("fleet", "fleet");
+        let worker = start("fleet", "fleet", 0);
+        let standby = standby.then(|| start("standby", "serve", 1));
         Self {
             dir,
             plane,
             worker,
             url,
+            standby,
         }
     }
 
@@ -104,8 +120,9 @@ fleet_pairs = 2
 
     fn logs(&self) -> String {
         format!(
-            "--- serve\n{}\n--- fleet\n{}",
+            "--- serve\n{}\n--- standby\n{}\n--- fleet\n{}",
             self.log("serve"),
+            self.log("standby"),
             self.log("fleet")
         )
     }
@@ -161,27 +178,9 @@ fleet_pairs = 2
 
 #[test]
 fn a_continuous_fleet_runs_killed_processes_start_again_and_nothing_is_lost() {
-    let fleet = OnFleet::start();
+    let fleet = OnFleet::start(false);
     let out = fleet.dir.path().join("out").display().to_string();
-    let config = format!(
-        r#"
-[runner]
-grace_period = "120s"
-liveness_timeout = "120s"
-report_every = "1s"
-[indexer]
-batch_size = 50
-batch_timeout = "20ms"
-plugin = {{ path = "test_indexer.wasm", config = {{ record = "/out/indexed.jsonl" }}, grants = {{ dirs = [{{ host = {out:?}, guest = "/out", writable = true }}] }} }}
-[[connectors]]
-name = "source"
-pipeline = "ta-live"
-continuous = true
-plugin = {{ path = "test_connector.wasm", config = {{ forever = true, rate = 300.0 }} }}
-[[pipelines]]
-name = "ta-live"
-"#
-    );
+    let config = continuous_config(&out);
     let (status, run) = fleet.call("POST", "/api/runs", &config);
     assert_eq!(status, 201, "{run}\n{}", fleet.logs());
     let id = run["id"].as_str().expect("id").to_owned();
@@ -241,4 +240,108 @@ name = "ta-live"
         indexed.len(),
         indexed.len() - distinct.len()
     );
+}
+
+/// The config of a continuous run recording into `out`.
+fn continuous_config(out: &str) -> String {
+    format!(
+        r#"
+[runner]
+grace_period = "120s"
+liveness_timeout = "120s"
+report_every = "1s"
+[indexer]
+batch_size = 50
+batch_timeout = "20ms"
+plugin = {{ path = "test_indexer.wasm", config = {{ record = "/out/indexed.jsonl" }}, grants = {{ dirs = [{{ host = {out:?}, guest = "/out", writable = true }}] }} }}
+[[connectors]]
+name = "source"
+pipeline = "ta-live"
+continuous = true
+plugin = {{ path = "test_connector.wasm", config = {{ forever = true, rate = 300.0 }} }}
+[[pipelines]]
+name = "ta-live"
+"#
+    )
+}
+
+#[test]
+fn a_continuous_fleet_run_taken_over_by_the_standby_goes_on_from_its_state() {
+    let mut fleet = OnFleet::start(true);
+    let out = fleet.dir.path().join("out").display().to_string();
+    let (status, run) = fleet.call("POST", "/api/runs", &continuous_config(&out));
+    assert_eq!(status, 201, "{run}\n{}", fleet.logs());
+    let id = run["id"].as_str().expect("id").to_owned();
+    fleet.wait_indexed(200);
+    // The leading control plane dies; the standby leads and takes the run
+    // over: a fresh runner of it, from its committed state.
+    fleet.plane.kill_hard();
+    let log = fleet.dir.path().join("standby.log");
+    let standby = fleet.standby.as_mut().expect("a standby");
+    assert!(
+        standby.wait_for_log(&log, "status page on http://", 1, LONG),
+        "the standby did not lead\n{}",
+        fleet.logs()
+    );
+    let text = std::fs::read_to_string(&log).expect("log");
+    fleet.url = format!("http://{}", logged_address(&text, "status page on http://"));
+    let at_takeover = fleet.indexed().len();
+    fleet.wait_indexed(at_takeover + 200);
+    let run = fleet.run(&id);
+    assert_eq!(run["status"], "running", "{run}\n{}", fleet.logs());
+
+    let (status, stopping) = fleet.call("POST", &format!("/api/runs/{id}/stop"), "");
+    assert_eq!(status, 200, "{stopping}");
+    let deadline = Instant::now() + LONG;
+    let ended = loop {
+        let run = fleet.run(&id);
+        if !["running", "paused", "stopping", "restarting"]
+            .contains(&run["status"].as_str().unwrap_or_default())
+        {
+            break run;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not stopped: {run}\n{}",
+            fleet.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(ended["status"], "interrupted", "{ended}\n{}", fleet.logs());
+    // The dead plane's runner died with it (a fleet's run process exits at
+    // once): what it published after its last committed state is sent
+    // again by the next runner, from the state's cursor. Nothing before
+    // the cursor the last runner committed is missing.
+    let (status, state) = fleet.call("GET", &format!("/api/runs/{id}/state"), "");
+    assert_eq!(status, 200, "{state}");
+    let cursor = cursor_in(&state).unwrap_or_else(|| panic!("no cursor kept: {state}"));
+    let indexed = fleet.indexed();
+    let done: Vec<u64> = indexed.iter().copied().filter(|&n| n < cursor).collect();
+    let last = contiguous(&done, 0).unwrap_or_else(|e| panic!("{e}\n{}", fleet.logs()));
+    assert_eq!(
+        last + 1,
+        cursor,
+        "every document before the cursor ({cursor}) indexed"
+    );
+    assert!(cursor > 200, "the taken-over run went on: cursor {cursor}");
+    let distinct: BTreeSet<u64> = indexed.iter().copied().collect();
+    eprintln!(
+        "fleet take-over: doc-0 to doc-{last} indexed before the kept cursor, {} records, {} duplicates",
+        indexed.len(),
+        indexed.len() - distinct.len()
+    );
+}
+
+/// The value of the key `cursor` anywhere in a state answer.
+fn cursor_in(value: &Value) -> Option<u64> {
+    match value {
+        Value::Object(map) => {
+            if map.get("key").and_then(Value::as_str) == Some("cursor") {
+                return map.get("value")?.as_str()?.parse().ok();
+            }
+            map.values().find_map(cursor_in)
+        }
+        Value::Array(items) => items.iter().find_map(cursor_in),
+        _ => None,
+    }
 }
