@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use weir_tests::{Proc, kafka_bootstrap, plugins_dir};
 
-use super::{LONG, WEIR, children, contiguous, kill_9};
+use super::{LONG, WEIR, children, contiguous, cursor_in, kill_9};
 use crate::operations::{logged_address, request};
 
 const TOKEN: &str = "continuous-fleet-tenant";
@@ -24,6 +24,9 @@ struct OnFleet {
     url: String,
     /// A second control plane, standing by.
     standby: Option<Proc>,
+    /// The tenant's pipeline, named for this test alone: connector state
+    /// on a cluster is kept per tenant and pipeline, past any one fleet.
+    pipeline: String,
 }
 
 impl OnFleet {
@@ -39,6 +42,7 @@ impl OnFleet {
         };
         let ports = [free(), free()];
         let tag = fastrand::u32(..);
+        let pipeline = format!("ta-live-{tag:08x}");
         let operator = |n: usize| {
             let port = ports[n];
             format!(
@@ -63,7 +67,7 @@ kafka = {{ bootstrap_servers = {bootstrap:?}, heartbeat_interval = "500ms", cons
 [[tenants]]
 name = "ta"
 token_env = "TENANT_TOKEN"
-pipelines = ["ta-live"]
+pipelines = ["{pipeline}"]
 plugins = ["test_connector.wasm", "test_indexer.wasm"]
 dirs = ["out"]
 fleet_pairs = 2
@@ -111,6 +115,7 @@ fleet_pairs = 2
             worker,
             url,
             standby,
+            pipeline,
         }
     }
 
@@ -180,7 +185,7 @@ fleet_pairs = 2
 fn a_continuous_fleet_runs_killed_processes_start_again_and_nothing_is_lost() {
     let fleet = OnFleet::start(false);
     let out = fleet.dir.path().join("out").display().to_string();
-    let config = continuous_config(&out);
+    let config = continuous_config(&out, &fleet.pipeline);
     let (status, run) = fleet.call("POST", "/api/runs", &config);
     assert_eq!(status, 201, "{run}\n{}", fleet.logs());
     let id = run["id"].as_str().expect("id").to_owned();
@@ -232,8 +237,14 @@ fn a_continuous_fleet_runs_killed_processes_start_again_and_nothing_is_lost() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(ended["status"], "interrupted", "{ended}\n{}", fleet.logs());
+    // Every document before the cursor its state keeps is indexed.
+    let (status, state) = fleet.call("GET", &format!("/api/runs/{id}/state"), "");
+    assert_eq!(status, 200, "{state}");
+    let cursor = cursor_in(&state).unwrap_or_else(|| panic!("no cursor kept: {state}"));
     let indexed = fleet.indexed();
-    let last = contiguous(&indexed, 0).unwrap_or_else(|e| panic!("{e}\n{}", fleet.logs()));
+    let done: Vec<u64> = indexed.iter().copied().filter(|&n| n < cursor).collect();
+    let last = contiguous(&done, 0).unwrap_or_else(|e| panic!("{e}\n{}", fleet.logs()));
+    assert_eq!(last + 1, cursor, "every document before the cursor indexed");
     let distinct: BTreeSet<u64> = indexed.iter().copied().collect();
     eprintln!(
         "fleet: doc-0 to doc-{last} indexed, {} records, {} duplicates over 2 kills",
@@ -242,8 +253,8 @@ fn a_continuous_fleet_runs_killed_processes_start_again_and_nothing_is_lost() {
     );
 }
 
-/// The config of a continuous run recording into `out`.
-fn continuous_config(out: &str) -> String {
+/// The config of a continuous run of `pipeline` recording into `out`.
+fn continuous_config(out: &str, pipeline: &str) -> String {
     format!(
         r#"
 [runner]
@@ -256,11 +267,11 @@ batch_timeout = "20ms"
 plugin = {{ path = "test_indexer.wasm", config = {{ record = "/out/indexed.jsonl" }}, grants = {{ dirs = [{{ host = {out:?}, guest = "/out", writable = true }}] }} }}
 [[connectors]]
 name = "source"
-pipeline = "ta-live"
+pipeline = "{pipeline}"
 continuous = true
 plugin = {{ path = "test_connector.wasm", config = {{ forever = true, rate = 300.0 }} }}
 [[pipelines]]
-name = "ta-live"
+name = "{pipeline}"
 "#
     )
 }
@@ -269,10 +280,20 @@ name = "ta-live"
 fn a_continuous_fleet_run_taken_over_by_the_standby_goes_on_from_its_state() {
     let mut fleet = OnFleet::start(true);
     let out = fleet.dir.path().join("out").display().to_string();
-    let (status, run) = fleet.call("POST", "/api/runs", &continuous_config(&out));
+    let (status, run) = fleet.call(
+        "POST",
+        "/api/runs",
+        &continuous_config(&out, &fleet.pipeline),
+    );
     assert_eq!(status, 201, "{run}\n{}", fleet.logs());
     let id = run["id"].as_str().expect("id").to_owned();
     fleet.wait_indexed(200);
+    let kept = |fleet: &OnFleet| {
+        let (status, state) = fleet.call("GET", &format!("/api/runs/{id}/state"), "");
+        assert_eq!(status, 200, "{state}");
+        cursor_in(&state).unwrap_or_else(|| panic!("no cursor kept: {state}"))
+    };
+    let before = kept(&fleet);
     // The leading control plane dies; the standby leads and takes the run
     // over: a fresh runner of it, from its committed state.
     fleet.plane.kill_hard();
@@ -312,9 +333,7 @@ fn a_continuous_fleet_run_taken_over_by_the_standby_goes_on_from_its_state() {
     // once): what it published after its last committed state is sent
     // again by the next runner, from the state's cursor. Nothing before
     // the cursor the last runner committed is missing.
-    let (status, state) = fleet.call("GET", &format!("/api/runs/{id}/state"), "");
-    assert_eq!(status, 200, "{state}");
-    let cursor = cursor_in(&state).unwrap_or_else(|| panic!("no cursor kept: {state}"));
+    let cursor = kept(&fleet);
     let indexed = fleet.indexed();
     let done: Vec<u64> = indexed.iter().copied().filter(|&n| n < cursor).collect();
     let last = contiguous(&done, 0).unwrap_or_else(|e| panic!("{e}\n{}", fleet.logs()));
@@ -323,25 +342,14 @@ fn a_continuous_fleet_run_taken_over_by_the_standby_goes_on_from_its_state() {
         cursor,
         "every document before the cursor ({cursor}) indexed"
     );
-    assert!(cursor > 200, "the taken-over run went on: cursor {cursor}");
+    assert!(
+        cursor > before,
+        "the taken-over run went on: cursor {before}, then {cursor}"
+    );
     let distinct: BTreeSet<u64> = indexed.iter().copied().collect();
     eprintln!(
         "fleet take-over: doc-0 to doc-{last} indexed before the kept cursor, {} records, {} duplicates",
         indexed.len(),
         indexed.len() - distinct.len()
     );
-}
-
-/// The value of the key `cursor` anywhere in a state answer.
-fn cursor_in(value: &Value) -> Option<u64> {
-    match value {
-        Value::Object(map) => {
-            if map.get("key").and_then(Value::as_str) == Some("cursor") {
-                return map.get("value")?.as_str()?.parse().ok();
-            }
-            map.values().find_map(cursor_in)
-        }
-        Value::Array(items) => items.iter().find_map(cursor_in),
-        _ => None,
-    }
 }

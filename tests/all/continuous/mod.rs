@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
 use weir_tests::{Proc, with_plugins};
 
 pub(super) const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
@@ -243,4 +244,18 @@ pub(super) fn kill_9(pid: u32) {
         unsafe { libc::kill(i32::try_from(pid).expect("pid"), libc::SIGKILL) },
         0
     );
+}
+
+/// The value of the key `cursor` anywhere in a state answer.
+pub(super) fn cursor_in(value: &Value) -> Option<u64> {
+    match value {
+        Value::Object(map) => {
+            if map.get("key").and_then(Value::as_str) == Some("cursor") {
+                return map.get("value")?.as_str()?.parse().ok();
+            }
+            map.values().find_map(cursor_in)
+        }
+        Value::Array(items) => items.iter().find_map(cursor_in),
+        _ => None,
+    }
 }
