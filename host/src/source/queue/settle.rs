@@ -14,9 +14,10 @@ use crate::core::messages::Settled;
 
 /// Settle `message` as `settled` (a task on the source's runtime).
 pub(super) async fn settle(shared: Arc<Shared>, message: InFlight, settled: Settled) {
+    // The channel stays open (held here) until the message is settled.
     let InFlight {
         delivery,
-        channel,
+        channel: _channel,
         attempt,
     } = message;
     match settled {
@@ -45,7 +46,6 @@ pub(super) async fn settle(shared: Arc<Shared>, message: InFlight, settled: Sett
         }
         Settled::Abandoned => return_to_queue(&shared, delivery.acker).await,
     }
-    drop(channel);
 }
 
 /// Back to the queue, not a failure: the run stopped, paused or restarted
