@@ -106,6 +106,7 @@ impl HeldState {
         let old = self.view.get(key);
         let old_text = old.map_or(0, |v| key.len() + v.len());
         let old_bytes = old.map_or(0, |v| view_entry(key, v));
+        let new_key = old.is_none() && value.is_some();
         let new_text = value.map_or(0, |v| key.len() + v.len());
         let new_bytes = value.map_or(0, |v| view_entry(key, v));
         let at = self.changes.partition_point(|c| c.position <= position);
@@ -124,9 +125,14 @@ impl HeldState {
         // over the limit (state loaded near it leaves little room for the
         // changes' own cost): it is how a connector gets back under it.
         if total > limit && total > self.view_bytes + self.changes_bytes {
+            // A run that never ends, its documents slow to finish, gathers
+            // a change per document: thinned to each key's last, it goes on.
+            if self.thin() > 0 {
+                return self.change_at(key, value, position, limit);
+            }
             return Err(format!(
                 "the connector's state would hold {total} bytes in the host ({} keys: their keys and values and {VIEW_ENTRY_BYTES} bytes a key, {view_bytes}; the changes not yet committed, {CHANGE_ENTRY_BYTES} bytes each beside their text, {changes_bytes}), over {} = {}",
-                self.view.len() + usize::from(old.is_none() && value.is_some()),
+                self.view.len() + usize::from(new_key),
                 Limit::MaxStateMib,
                 limit >> 20
             ));
@@ -152,6 +158,25 @@ impl HeldState {
             self.changes.insert(at, change);
         }
         Ok(())
+    }
+
+    /// Keep only the last change waiting of each key: a key then keeps its
+    /// older committed value until its last change's documents are done,
+    /// which is safe (after a crash, more is sent again; nothing is lost).
+    /// How many changes were dropped.
+    fn thin(&mut self) -> usize {
+        let before = self.changes.len();
+        let mut seen = std::collections::HashSet::new();
+        let mut kept = VecDeque::with_capacity(before);
+        for change in std::mem::take(&mut self.changes).into_iter().rev() {
+            if seen.insert(change.key.clone()) {
+                kept.push_front(change);
+            } else {
+                self.changes_bytes -= change.bytes();
+            }
+        }
+        self.changes = kept;
+        before - self.changes.len()
     }
 
     /// Up to `most` changes made at `watermark` or before, in order, with
@@ -205,5 +230,39 @@ mod tests {
         let (_, seqs) = held.ready(0, 10);
         assert_eq!(held.written(seqs), 2);
         held.change_at("c", Some(""), 1, limit).expect("fits now");
+    }
+
+    /// A cursor set after every document while the first is still in
+    /// flight: at the bound, its changes are thinned to the last, and the
+    /// connector goes on; the commit then keeps the older value until the
+    /// last change's documents are done.
+    #[test]
+    fn changes_of_one_key_past_the_bound_are_thinned_to_the_last() {
+        let change = 6 + CHANGE_ENTRY_BYTES;
+        let limit = 2 * (6 + VIEW_ENTRY_BYTES) + 10 * change;
+        let mut held = HeldState::default();
+        for n in 1..=1000u64 {
+            held.change_at("cursor", Some(&format!("{:05}", n % 100_000)), n, limit)
+                .expect("thinned, never refused");
+            assert!(held.changes.len() <= 20, "{} changes", held.changes.len());
+        }
+        assert_eq!(held.view.get("cursor").map(String::as_str), Some("01000"));
+        // Nothing is ready before its documents are done; the last is.
+        let (ready, _) = held.ready(500, 100);
+        assert!(
+            ready.iter().all(|(_, v)| v.as_deref() <= Some("00500")),
+            "{ready:?}"
+        );
+        let (ready, _) = held.ready(1000, 100);
+        assert_eq!(ready.last().map(|(_, v)| v.as_deref()), Some(Some("01000")));
+        // Distinct keys cannot be thinned: the bound still refuses.
+        let mut keys = HeldState::default();
+        let error = (0..100)
+            .find_map(|n| {
+                keys.change_at(&format!("k{n:05}"), Some(""), n, limit)
+                    .err()
+            })
+            .expect("refused at the bound");
+        assert!(error.contains("limits.max_state_mib"), "{error}");
     }
 }
