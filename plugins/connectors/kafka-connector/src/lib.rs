@@ -10,6 +10,9 @@ use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, issu
 
 struct Kafka {
     config: Config,
+    /// `metadata_field` as a JSON key (`"kafka"`): a value holding it is not
+    /// spliced.
+    meta_key: String,
 }
 
 /// `origin` (`topic/partition/offset`) in its parts.
@@ -24,25 +27,49 @@ fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// `text` as a JSON string into `out`.
+fn push_str(out: &mut String, text: &str) {
+    // A string always serializes.
+    out.push_str(&serde_json::to_string(text).unwrap_or_default());
+}
+
 impl Kafka {
-    /// The record's metadata, as JSON text.
-    fn metadata(message: &Message) -> String {
+    /// The record's metadata as a JSON object, into `out`.
+    fn metadata(message: &Message, out: &mut String) {
+        use std::fmt::Write as _;
         let (topic, partition, offset) = parts(&message.origin);
-        let mut headers = Map::new();
-        for (name, value) in &message.headers {
-            headers
-                .entry(name.clone())
-                .or_insert_with(|| Json::String(lossy(value)));
+        out.push_str("{\"topic\":");
+        push_str(out, topic);
+        let number = |n: Option<i64>| n.map_or_else(|| "null".to_owned(), |n| n.to_string());
+        let _ = write!(
+            out,
+            ",\"partition\":{},\"offset\":{},\"key\":",
+            number(partition),
+            number(offset)
+        );
+        match &message.key {
+            Some(key) => push_str(out, &String::from_utf8_lossy(key)),
+            None => out.push_str("null"),
         }
-        serde_json::json!({
-            "topic": topic,
-            "partition": partition,
-            "offset": offset,
-            "key": message.key.as_deref().map(lossy),
-            "timestamp_ms": message.timestamp_ms,
-            "headers": headers,
-        })
-        .to_string()
+        let _ = write!(
+            out,
+            ",\"timestamp_ms\":{},\"headers\":{{",
+            number(message.timestamp_ms)
+        );
+        let mut seen: Vec<&str> = Vec::new();
+        for (name, value) in &message.headers {
+            if seen.contains(&name.as_str()) {
+                continue;
+            }
+            if !seen.is_empty() {
+                out.push(',');
+            }
+            seen.push(name);
+            push_str(out, name);
+            out.push(':');
+            push_str(out, &String::from_utf8_lossy(value));
+        }
+        out.push_str("}}");
     }
 
     fn id(&self, message: &Message) -> String {
@@ -58,21 +85,49 @@ impl Kafka {
             return Ok(None);
         }
         let text = messages::text(message).ok_or("the record's value is not UTF-8 text")?;
+        let meta = &self.config.metadata_field;
         let doc = match (self.config.value, &self.config.id_field) {
-            (ValueKind::Json, None) => Document::from_json_with_id(&self.id(message), text)
-                .map_err(|e| {
+            (ValueKind::Json, None) => {
+                let invalid = |e: weir_plugin::FieldError| {
                     format!(
                         "the record's value is not a JSON object: {}",
                         weir_plugin::field_error_message(&e)
                     )
-                })?,
+                };
+                // The metadata spliced into the object's text: one parse in
+                // the host. A value holding the metadata's name already, or
+                // not an object, goes the long way (and is refused there).
+                let body = text.trim_end();
+                let spliced = !meta.is_empty()
+                    && text.trim_start().starts_with('{')
+                    && body.ends_with('}')
+                    && !text.contains(&self.meta_key);
+                if spliced {
+                    let inner = body[..body.len() - 1].trim_end();
+                    let mut json = String::with_capacity(text.len() + 256);
+                    json.push_str(inner);
+                    if !inner.ends_with('{') {
+                        json.push(',');
+                    }
+                    push_str(&mut json, meta);
+                    json.push(':');
+                    Self::metadata(message, &mut json);
+                    json.push('}');
+                    return Document::from_json_with_id(&self.id(message), &json)
+                        .map(Some)
+                        .map_err(invalid);
+                }
+                Document::from_json_with_id(&self.id(message), text).map_err(invalid)?
+            }
             (ValueKind::Json, Some(field)) => {
                 let value: Map<String, Json> = serde_json::from_str(text)
                     .map_err(|e| format!("the record's value is not a JSON object: {e}"))?;
                 let id = match value.get(field) {
                     Some(Json::String(s)) if !s.is_empty() => s.clone(),
                     Some(Json::Number(n)) => n.to_string(),
-                    _ => return Err(format!("the record's value has no `{field}` to be its id")),
+                    _ => {
+                        return Err(format!("the record's value has no `{field}` to be its id"));
+                    }
                 };
                 Document::from_json_with_id(&id, text).map_err(|e| {
                     format!(
@@ -88,8 +143,10 @@ impl Kafka {
                 doc
             }
         };
-        if !self.config.metadata_field.is_empty() {
-            doc.set_json(&self.config.metadata_field, &Self::metadata(message))
+        if !meta.is_empty() {
+            let mut json = String::with_capacity(256);
+            Self::metadata(message, &mut json);
+            doc.set_json(meta, &json)
                 .map_err(|e| weir_plugin::field_error_message(&e))?;
         }
         Ok(Some(doc))
@@ -117,7 +174,8 @@ impl Connector for Kafka {
     }
 
     fn pre_execute(config: Config, _run_id: &str) -> Result<Self, PluginError> {
-        Ok(Self { config })
+        let meta_key = serde_json::to_string(&config.metadata_field).unwrap_or_default();
+        Ok(Self { config, meta_key })
     }
 
     fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
