@@ -171,8 +171,7 @@ pub(super) fn ended_within(proc: &mut Proc, within: Duration) -> Option<ExitStat
 pub(super) fn summary_row(log: &str, name: &str) -> BTreeMap<&'static str, u64> {
     let row = log
         .lines()
-        .filter(|line| line.split_whitespace().next() == Some(name))
-        .next_back()
+        .rfind(|line| line.split_whitespace().next() == Some(name))
         .unwrap_or_else(|| panic!("no summary row for {name}:\n{log}"));
     let columns = [
         "published",
