@@ -28,6 +28,15 @@ pub struct ConnectorConfig {
     pub continuous: bool,
 }
 
+impl ConnectorConfig {
+    /// Whether it never ends by itself: `continuous = true`, or granted a
+    /// source that never ends (a topic, a queue, pushed documents), which
+    /// only a streaming connector reads.
+    pub fn never_ends(&self) -> bool {
+        self.continuous || !self.plugin.grants.sources().is_empty()
+    }
+}
+
 /// One `[[pipelines]]` entry.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

@@ -157,7 +157,7 @@ impl ControlPlane {
             .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
         // A config that never ends is a service: started again when its
         // process dies (`service.rs`).
-        let continuous = admitted.connectors.iter().any(|c| c.continuous);
+        let continuous = admitted.connectors.iter().any(|c| c.never_ends());
         let fleet = match &self.fleet {
             Some(fleet) => {
                 let spec = fleet.spec_for(id, &tenant.name, text, &admitted)?;

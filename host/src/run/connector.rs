@@ -245,7 +245,7 @@ impl Runner {
                 remote,
                 resumed: resumed.as_ref().map(|(done, skip)| (*done, skip)),
                 sync: sync.as_ref(),
-                streaming: streams.is_some() || c.continuous,
+                streaming: streams.is_some() || c.never_ends(),
             };
             let outcome = self.connector_lifecycle(&run, &mut source);
             if let Err(reason) = &outcome {
