@@ -23,7 +23,7 @@ const OTHER: &str = "other-token-0987654321";
 /// A `weir serve` whose tenant `pusher` may push (bounded by `push`, its
 /// table's `push = {...}`), and tenant `other`.
 pub(crate) struct PushServe {
-    pub(crate) proc: Proc,
+    _proc: Proc,
     pub(crate) url: String,
     pub(crate) log: PathBuf,
 }
@@ -75,7 +75,11 @@ plugins = ["nop_indexer.wasm"]
         );
         let text = std::fs::read_to_string(&log).expect("log");
         let url = format!("http://{}", logged_address(&text, "status page on http://"));
-        Self { proc, url, log }
+        Self {
+            _proc: proc,
+            url,
+            log,
+        }
     }
 
     /// Submit the pushed-to run (a buffer of `buffer` lines): its id.

@@ -53,8 +53,11 @@ fn main() {
     let threads: Vec<_> = (0..clients)
         .map(|c| {
             let (url, run, body) = (url.clone(), run.clone(), bodies[c].clone());
-            let (accepted, refused, stop) =
-                (Arc::clone(&accepted), Arc::clone(&refused), Arc::clone(&stop));
+            let (accepted, refused, stop) = (
+                Arc::clone(&accepted),
+                Arc::clone(&refused),
+                Arc::clone(&stop),
+            );
             std::thread::spawn(move || {
                 let agent = agent();
                 while !stop.load(Ordering::Relaxed) {
@@ -158,7 +161,9 @@ fn body(client: usize, lines: usize) -> String {
         .collect()
 }
 
-/// `weir serve` on a free port: the process and its URL.
+/// `weir serve` on a free port: the process and its URL (the caller
+/// kills it and waits for it).
+#[allow(clippy::zombie_processes)]
 fn serve(weir: &Path, dir: &Path) -> (Child, String) {
     let operator = format!(
         r#"
@@ -181,7 +186,7 @@ push = {{ max_body_mib = 64, lines_per_second = 100000000, max_buffer = 1000000 
     );
     std::fs::write(dir.join("operator.toml"), operator).expect("operator");
     let log = dir.join("serve.log");
-    let child = Command::new(weir)
+    let mut child = Command::new(weir)
         .args(["serve", &dir.join("operator.toml").display().to_string()])
         .env("BENCH_PUSH_TOKEN", TOKEN)
         .env("BENCH_ADMIN_TOKEN", "bench-admin")
@@ -197,7 +202,11 @@ push = {{ max_body_mib = 64, lines_per_second = 100000000, max_buffer = 1000000 
             let addr = rest.split(['/', ' ', '\n']).next().unwrap_or_default();
             return (child, format!("http://{addr}"));
         }
-        assert!(Instant::now() < deadline, "weir serve did not start:\n{text}");
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("weir serve did not start:\n{text}");
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -117,8 +117,7 @@ pub fn serve_run() -> u8 {
         throttle,
         Arc::clone(&orphan),
         out.clone(),
-        runner.taps().clone(),
-        runner.pushes().clone(),
+        Arc::clone(&runner),
         Arc::new(move |config: &str| {
             let Some(policy) = operator.tenant(&tenant) else {
                 return Err(ApiError::NoSuchTenant);
@@ -164,8 +163,7 @@ fn listen(
     throttle: Option<Arc<Throttle>>,
     orphan: Arc<Orphan>,
     out: Reporter,
-    tapping: crate::telemetry::tap::Taps,
-    pushes: crate::source::push::Pushes,
+    runner: Arc<crate::run::Runner>,
     reload: Reload,
 ) {
     let listening = Arc::clone(&live);
@@ -173,6 +171,7 @@ fn listen(
         .name("weir-serve-run-control".into())
         .spawn(move || {
             let live = listening;
+            let (tapping, pushes) = (runner.taps(), runner.pushes());
             let mut taps = std::collections::HashMap::new();
             for line in input.lines().map_while(Result::ok) {
                 match serde_json::from_str::<ToRun>(&line) {
