@@ -203,3 +203,65 @@ fn a_bad_schedule_exits_2_naming_it() {
     let (code, stderr) = refused(&["--jitter", "5s"]);
     assert_eq!(code, Some(2), "{stderr}");
 }
+
+#[test]
+fn a_config_that_never_ends_is_refused_a_schedule() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = |schedule: &str| {
+        with_plugins(&format!(
+            r#"
+            {schedule}
+            [[connectors]]
+            name = "endless"
+            pipeline = "main"
+            continuous = true
+            plugin = {{ path = @generator-connector, config = {{ forever = true }} }}
+            [[pipelines]]
+            name = "main"
+            [indexer]
+            plugin = {{ path = @jsonl-indexer, config = {{ path = "/out/out.jsonl" }}, grants = {{ dirs = [{{ host = "out", guest = "/out", writable = true }}] }} }}
+            "#
+        ))
+    };
+    std::fs::create_dir_all(dir.path().join("out")).expect("out");
+    let own = dir.path().join("own.toml");
+    std::fs::write(&own, config("[schedule]\nevery = \"1h\"")).expect("config");
+    let plain = dir.path().join("plain.toml");
+    std::fs::write(&plain, config("")).expect("config");
+    for (args, says) in [
+        (vec!["validate", own.to_str().expect("path")], "schedule"),
+        (
+            vec!["run", "--no-progress", own.to_str().expect("path")],
+            "schedule",
+        ),
+        (
+            vec![
+                "run",
+                "--no-progress",
+                "--every",
+                "1h",
+                plain.to_str().expect("path"),
+            ],
+            "--every",
+        ),
+    ] {
+        let output = std::process::Command::new(WEIR)
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .expect("weir starts");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}{stdout}");
+        let said = format!("{stderr}{stdout}");
+        assert!(
+            said.contains(says) && said.contains("`endless` never ends"),
+            "{args:?}: {said}"
+        );
+    }
+    assert!(
+        !dir.path().join("out/out.jsonl").exists(),
+        "nothing ran: {:?}",
+        std::fs::read_dir(dir.path().join("out")).map(|d| d.count())
+    );
+}

@@ -223,6 +223,12 @@ pub(super) fn run(
                 })
             })
         };
+        if every.is_some()
+            && let Some(why) = weir::config::unschedulable(&runner.config().connectors)
+        {
+            eprintln!("error: --every: {why}");
+            return Ok(super::EXIT_INVALID_CONFIG);
+        }
         let _ops = ops_of(&runner, metrics_addr)?;
         // The config's own [schedule], unless --every says otherwise.
         let configured = every

@@ -70,7 +70,7 @@ pub use pipeline::{ConnectorConfig, PipelineConfig, ShadowConfig, StageBatch, St
 pub use plugins::{PluginAt, PluginRole};
 pub use publisher::PublisherConfig;
 pub use runner::RunnerConfig;
-pub use schedule::ScheduleConfig;
+pub use schedule::{ScheduleConfig, unschedulable};
 pub use state::StateConfig;
 pub use tenants::TenantConfig;
 pub use vars::{IncludeError, MAX_INCLUDE_DEPTH, VarError};

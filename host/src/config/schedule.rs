@@ -83,6 +83,26 @@ impl ScheduleConfig {
     }
 }
 
+/// Why a config whose connector never ends cannot run on a schedule (its
+/// first run would never end, so every later start would be skipped), for
+/// `[schedule]` and `weir run --every` alike; none when every connector
+/// ends.
+pub fn unschedulable(connectors: &[super::ConnectorConfig]) -> Option<String> {
+    let names: Vec<String> = connectors
+        .iter()
+        .filter(|c| c.never_ends())
+        .map(|c| format!("`{}`", c.name))
+        .collect();
+    (!names.is_empty()).then(|| {
+        format!(
+            "connector {} never ends (`continuous`, or a source that never ends granted): a \
+             run of it on a schedule would never end, and every later start would be skipped; \
+             run it once instead (`weir serve` starts it again when its process dies)",
+            names.join(", ")
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,11 @@ impl Config {
                 .iter()
                 .flat_map(super::ScheduleConfig::problems),
         );
+        if self.schedule.is_some()
+            && let Some(why) = super::schedule::unschedulable(&self.connectors)
+        {
+            found.push(Problem::new("schedule", why));
+        }
         conditions::check(self, &mut found);
         if let Some(kafka) = &self.kafka {
             kafka::check(kafka, &mut found);
