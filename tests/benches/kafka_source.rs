@@ -50,6 +50,7 @@ fn main() {
     let work = tempfile::tempdir().expect("tempdir");
     let topic = format!("bench_source_{:08x}", fastrand::u32(..));
     produce(&bootstrap, &topic, n);
+    eprintln!("topic {topic}: {n} records");
 
     let (mut weir_wall, mut weir_cpu, mut raw_wall, mut raw_cpu) = (vec![], vec![], vec![], vec![]);
     for round in 0..=rounds {
@@ -237,5 +238,7 @@ fn raw(bootstrap: &str, topic: &str, group: &str, n: usize, out: &Path) -> (f64,
     consumer
         .commit_consumer_state(CommitMode::Sync)
         .expect("commit");
+    // Leaving the group is part of the job, as it is for `weir run`.
+    drop(consumer);
     (start.elapsed().as_secs_f64(), process_cpu_seconds() - cpu)
 }

@@ -15,8 +15,7 @@
 //! (`accounting.rs`): it counts against the message that owns that position,
 //! its parent's or an earlier one, never a later one.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use super::accounting::{Accounting, Positions};
@@ -44,7 +43,9 @@ pub(crate) struct Deliveries {
     run_id: String,
     /// By the name the plugin uses for each.
     sources: Vec<(String, Arc<dyn Source>)>,
-    accounting: Arc<Accounting>,
+    /// Weak: the accounting holds these deliveries (its `Positions`), and
+    /// the sources' clients go when it does.
+    accounting: Weak<Accounting>,
     dead_letters: Option<Arc<DeadLetterFile>>,
     stopping: OnceLock<Stopping>,
     inner: Mutex<Inner>,
@@ -63,10 +64,10 @@ impl std::fmt::Debug for Deliveries {
 #[derive(Default)]
 struct Inner {
     next_handle: u64,
-    flight: HashMap<u64, InFlight>,
+    flight: foldhash::HashMap<u64, InFlight>,
     /// The positions of documents of messages in flight: whose, and how
     /// many documents are pending there.
-    positions: HashMap<u64, (u64, u32)>,
+    positions: foldhash::HashMap<u64, (u64, u32)>,
     /// The message whose document the connector is publishing now.
     publishing: Option<u64>,
     closed: bool,
@@ -97,7 +98,7 @@ impl Deliveries {
         connector: &str,
         run_id: &str,
         sources: Vec<(String, Arc<dyn Source>)>,
-        accounting: Arc<Accounting>,
+        accounting: &Arc<Accounting>,
         dead_letters: Option<Arc<DeadLetterFile>>,
     ) -> Self {
         Self {
@@ -105,7 +106,7 @@ impl Deliveries {
             connector: connector.to_owned(),
             run_id: run_id.to_owned(),
             sources,
-            accounting,
+            accounting: Arc::downgrade(accounting),
             dead_letters,
             stopping: OnceLock::new(),
             inner: Mutex::new(Inner::default()),
@@ -189,7 +190,9 @@ impl Deliveries {
             reason = %crate::core::text::for_log(reason),
             "the connector rejected a message: dead-lettered"
         );
-        self.accounting.refused();
+        if let Some(accounting) = self.accounting.upgrade() {
+            accounting.refused();
+        }
         let Some(letters) = &self.dead_letters else {
             return;
         };
@@ -407,7 +410,7 @@ pub(crate) fn open(
         &c.name,
         run_id,
         sources,
-        Arc::clone(accounting),
+        accounting,
         dead_letters.cloned(),
     ));
     accounting

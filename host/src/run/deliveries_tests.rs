@@ -61,7 +61,7 @@ fn setup(tokens: &[u64]) -> Setup {
         "c",
         "r1",
         vec![("orders".into(), Arc::clone(&fake) as Arc<dyn Source>)],
-        Arc::clone(&accounting),
+        &accounting,
         None,
     ));
     accounting
@@ -255,4 +255,19 @@ fn a_publish_cut_by_the_stop_never_settles_its_message() {
     assert!(cut.is_err());
     s.deliveries.finish(h);
     assert!(s.settled().is_empty(), "abandoned at close, never failed");
+}
+
+#[test]
+fn the_sources_go_with_the_accounting_no_cycle_keeps_them() {
+    let s = setup(&[1]);
+    let fake = Arc::downgrade(&s.fake);
+    let Setup {
+        fake: held,
+        accounting,
+        deliveries,
+    } = s;
+    drop((held, deliveries));
+    assert!(fake.upgrade().is_some(), "the accounting holds them");
+    drop(accounting);
+    assert!(fake.upgrade().is_none(), "gone with the run's accounting");
 }

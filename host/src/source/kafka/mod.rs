@@ -197,8 +197,9 @@ impl KafkaSource {
 
     /// A polled record as a delivery, counted pending.
     fn delivery(&self, record: &rdkafka::message::BorrowedMessage<'_>) -> Delivery {
-        let partition = (record.topic().to_owned(), record.partition());
-        let token = self.lock().delivered(&partition, record.offset());
+        let token = self
+            .lock()
+            .delivered(record.topic(), record.partition(), record.offset());
         let headers = record.headers().map_or_else(Vec::new, |headers| {
             headers
                 .iter()

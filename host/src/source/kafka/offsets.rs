@@ -9,9 +9,9 @@
 //! later are no longer ours and change nothing (each ownership is an epoch
 //! of its own).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
-/// A partition: its topic's index among the grant's topics, and its number.
+/// A partition: its topic and its number.
 pub(super) type Partition = (String, i32);
 
 #[derive(Debug, Default)]
@@ -32,10 +32,11 @@ impl Track {
     }
 }
 
-/// What each delivery token stands for.
-#[derive(Debug, Clone)]
+/// What each delivery token stands for: a partition (by its place in
+/// `Offsets::names`), an offset, the partition's ownership.
+#[derive(Debug, Clone, Copy)]
 struct Held {
-    partition: Partition,
+    partition: usize,
     offset: i64,
     epoch: u64,
 }
@@ -43,17 +44,37 @@ struct Held {
 /// The records of one source in flight, by partition and by token.
 #[derive(Debug, Default)]
 pub(super) struct Offsets {
-    tracks: HashMap<Partition, Track>,
-    tokens: HashMap<u64, Held>,
+    /// Every partition seen, once each (a token names one by its place).
+    names: Vec<Partition>,
+    tracks: foldhash::HashMap<usize, Track>,
+    tokens: foldhash::HashMap<u64, Held>,
     next_token: u64,
     epochs: u64,
 }
 
 impl Offsets {
-    /// Record `offset` of `partition` was delivered: its token.
-    pub(super) fn delivered(&mut self, partition: &Partition, offset: i64) -> u64 {
+    /// The place of `topic`'s `partition` in `names`, added when new.
+    fn place(&mut self, topic: &str, partition: i32) -> usize {
+        // A grant reads a few topics: a scan of their partitions, no
+        // allocation per record.
+        match self
+            .names
+            .iter()
+            .position(|(t, p)| *p == partition && t == topic)
+        {
+            Some(place) => place,
+            None => {
+                self.names.push((topic.to_owned(), partition));
+                self.names.len() - 1
+            }
+        }
+    }
+
+    /// Record `offset` of `partition` of `topic` was delivered: its token.
+    pub(super) fn delivered(&mut self, topic: &str, partition: i32, offset: i64) -> u64 {
+        let place = self.place(topic, partition);
         let epochs = &mut self.epochs;
-        let track = self.tracks.entry(partition.clone()).or_insert_with(|| {
+        let track = self.tracks.entry(place).or_insert_with(|| {
             *epochs += 1;
             Track {
                 epoch: *epochs,
@@ -65,7 +86,7 @@ impl Offsets {
         self.tokens.insert(
             self.next_token,
             Held {
-                partition: partition.clone(),
+                partition: place,
                 offset,
                 epoch: track.epoch,
             },
@@ -97,12 +118,12 @@ impl Offsets {
     /// moved since its last commit (taken as committed).
     pub(super) fn due(&mut self) -> Vec<(Partition, i64)> {
         let mut due = Vec::new();
-        for (partition, track) in &mut self.tracks {
+        for (&place, track) in &mut self.tracks {
             if let Some(offset) = track.committable()
                 && track.committed.is_none_or(|c| c < offset)
             {
                 track.committed = Some(offset);
-                due.push((partition.clone(), offset));
+                due.push((self.names[place].clone(), offset));
             }
         }
         due
@@ -113,7 +134,7 @@ impl Offsets {
     pub(super) fn all(&self) -> Vec<(Partition, i64)> {
         self.tracks
             .iter()
-            .filter_map(|(partition, track)| Some((partition.clone(), track.committable()?)))
+            .filter_map(|(&place, track)| Some((self.names[place].clone(), track.committable()?)))
             .collect()
     }
 
@@ -122,8 +143,13 @@ impl Offsets {
     pub(super) fn revoke(&mut self, partitions: &[Partition]) -> Vec<(Partition, i64)> {
         let mut due = Vec::new();
         let mut abandoned = 0usize;
+        let mut places = Vec::with_capacity(partitions.len());
         for partition in partitions {
-            if let Some(track) = self.tracks.remove(partition) {
+            let Some(place) = self.names.iter().position(|name| name == partition) else {
+                continue;
+            };
+            places.push(place);
+            if let Some(track) = self.tracks.remove(&place) {
                 abandoned += track.pending.len();
                 if let Some(offset) = track.committable()
                     && track.committed.is_none_or(|c| c < offset)
@@ -134,7 +160,7 @@ impl Offsets {
         }
         if abandoned > 0 {
             self.tokens
-                .retain(|_, held| !partitions.contains(&held.partition));
+                .retain(|_, held| !places.contains(&held.partition));
             tracing::info!(
                 abandoned,
                 "records of revoked partitions left to their new owner"
@@ -166,7 +192,9 @@ mod tests {
     #[test]
     fn a_partition_commits_up_to_its_first_record_pending() {
         let mut offsets = Offsets::default();
-        let t: Vec<u64> = (10..14).map(|o| offsets.delivered(&p(0), o)).collect();
+        let t: Vec<u64> = (10..14)
+            .map(|o| offsets.delivered("orders", 0, o))
+            .collect();
         // Where the partition starts again: its first record pending.
         assert_eq!(offsets.due(), [(p(0), 10)]);
         assert!(offsets.settled(t[1]));
@@ -183,15 +211,15 @@ mod tests {
     #[test]
     fn a_revoked_partition_commits_what_is_done_and_forgets_the_rest() {
         let mut offsets = Offsets::default();
-        let a = offsets.delivered(&p(0), 5);
-        let b = offsets.delivered(&p(0), 6);
-        let c = offsets.delivered(&p(1), 0);
+        let a = offsets.delivered("orders", 0, 5);
+        let b = offsets.delivered("orders", 0, 6);
+        let c = offsets.delivered("orders", 1, 0);
         offsets.settled(a);
         assert_eq!(offsets.revoke(&[p(0)]), [(p(0), 6)]);
         assert_eq!(offsets.in_flight(), 1, "p1's record only");
         assert!(!offsets.settled(b), "no longer ours");
         // Assigned again: a new ownership, its own offsets.
-        let d = offsets.delivered(&p(0), 6);
+        let d = offsets.delivered("orders", 0, 6);
         assert!(offsets.settled(d));
         assert!(offsets.settled(c));
         let mut due = offsets.due();
