@@ -164,7 +164,7 @@ fn a_message_with_no_documents_is_done_when_finished() {
     let refused = s
         .deliveries
         .publish_for(h, &mut || panic!("not called for a finished message"));
-    assert!(refused.unwrap_err().contains("not in flight"));
+    assert!(refused.expect_err("refused").contains("not in flight"));
     assert!(s.deliveries.publish_for(999, &mut || Ok(())).is_err());
 }
 
