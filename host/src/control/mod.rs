@@ -33,9 +33,9 @@ mod metrics;
 mod push;
 mod rate;
 mod reload;
+mod restarts;
 mod run_process;
 mod runs;
-mod restarts;
 mod schedules;
 mod service;
 mod start;
@@ -67,9 +67,9 @@ pub use api::{routes, server_routes};
 pub use auth::Principal;
 pub use error::ApiError;
 pub use letters::{LetterPage, Oversized};
+pub use restarts::ServiceView;
 pub use run_process::serve_run;
 pub use schedules::{LastRun, RunSchedule, ScheduleView};
-pub use restarts::ServiceView;
 pub use view::{RunPage, RunView};
 
 /// Why the control plane could not start.

@@ -14,10 +14,10 @@ pub mod admit;
 #[cfg(test)]
 mod admit_props;
 mod kafka_grants;
-mod queue_grants;
 pub mod operator;
 pub mod process;
 pub mod push_policy;
+mod queue_grants;
 pub mod record;
 pub mod refusal;
 pub mod spec;
