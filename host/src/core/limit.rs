@@ -208,10 +208,18 @@ mod tests {
                     assert_eq!(config_key, format!("limits.{key}"));
                     assert_eq!(limit.label(), key);
                 }
-                (None, None) => assert!(
-                    ["handles", "sql_bytes", "cache_entries", "cache_bytes"]
-                        .contains(&limit.label())
-                ),
+                // Not a plugin's limit: a host bound, or a tenant's bound
+                // in the operator's file, keyed there.
+                (None, None) => match limit.policy_key() {
+                    Some(policy_key) => assert_eq!(
+                        policy_key.replace('.', "_").replace("max_", ""),
+                        limit.label()
+                    ),
+                    None => assert!(
+                        ["handles", "sql_bytes", "cache_entries", "cache_bytes"]
+                            .contains(&limit.label())
+                    ),
+                },
                 other => panic!("{limit:?}: {other:?}"),
             }
         }
