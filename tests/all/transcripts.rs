@@ -14,7 +14,15 @@ const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 
 /// Bundled plugins with no transcript, and why; each is tested against its
 /// real server elsewhere.
-const NO_TRANSCRIPT: [(&str, &str); 10] = [
+const NO_TRANSCRIPT: [(&str, &str); 12] = [
+    (
+        "kafka-connector",
+        "needs a Kafka topic: tests/all/kafka_source/",
+    ),
+    (
+        "queue-connector",
+        "needs a RabbitMQ queue: tests/all/queue_source/",
+    ),
     (
         "embed-text",
         "needs an embedding server: tests/all/embeddings.rs",
