@@ -89,3 +89,38 @@ macro_rules! export_streaming_connector {
         $crate::export_connector!($ty);
     };
 }
+
+/// The usual streaming connector's loop: `receive` batches of at most
+/// `batch` from `source` (waiting `wait_ms` for each), at most `limit`
+/// messages in all (`None`: until the run stops), and for each message
+/// publish the document `document` makes of it and finish it, finish it
+/// alone when that is `Ok(None)`, or `reject` it with the reason `Err`
+/// gives. Returns when the run stops or the limit is reached.
+pub fn consume(
+    publisher: &Publisher,
+    source: &str,
+    batch: u32,
+    wait_ms: u32,
+    limit: Option<u64>,
+    mut document: impl FnMut(&Message) -> Result<Option<Document>, String>,
+) -> Result<(), PluginError> {
+    let mut left = limit.unwrap_or(u64::MAX);
+    while left > 0 {
+        let max = u32::try_from(left.min(u64::from(batch))).unwrap_or(batch);
+        let Some(received) = receive(source, max, wait_ms)? else {
+            break;
+        };
+        left -= received.len() as u64;
+        for message in received {
+            match document(&message) {
+                Ok(Some(doc)) => {
+                    publish(publisher, &message, doc)?;
+                    finish(&message);
+                }
+                Ok(None) => finish(&message),
+                Err(why) => reject(&message, &why),
+            }
+        }
+    }
+    Ok(())
+}

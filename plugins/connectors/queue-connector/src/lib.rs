@@ -119,30 +119,15 @@ impl Connector for Queue {
     }
 
     fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
-        let (source, batch, wait) = (
-            self.config.source.clone(),
+        let source = self.config.source.clone();
+        let (batch, wait, limit) = (
             self.config.batch,
             self.config.wait_ms,
+            self.config.max_messages,
         );
-        let mut left = self.config.max_messages.unwrap_or(u64::MAX);
-        while left > 0 {
-            let max = u32::try_from(left.min(u64::from(batch))).unwrap_or(batch);
-            let Some(received) = messages::receive(&source, max, wait)? else {
-                break;
-            };
-            left -= received.len() as u64;
-            for message in received {
-                match self.document(&message) {
-                    Ok(Some(doc)) => {
-                        messages::publish(publisher, &message, doc)?;
-                        messages::finish(&message);
-                    }
-                    Ok(None) => messages::finish(&message),
-                    Err(why) => messages::reject(&message, &why),
-                }
-            }
-        }
-        Ok(())
+        messages::consume(publisher, &source, batch, wait, limit, |message| {
+            self.document(message)
+        })
     }
 }
 
