@@ -475,6 +475,16 @@ impl Proc {
         let _ = self.child.wait();
     }
 
+    /// Send `signal` (`USR1`, `TERM`...) and go on.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill")
+            .args(["-s", signal, &pid])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(sent, "SIG{signal} sent to {}", self.name);
+    }
+
     /// SIGTERM, then wait for a clean exit; returns whether it exited with 0.
     pub fn stop(&mut self) -> bool {
         let pid = self.child.id().to_string();

@@ -209,6 +209,7 @@ impl Runner {
         if let Some(deliveries) = &streams {
             let (interrupt, abort) = (self.interrupt.clone(), abort.clone());
             deliveries.stop_when(move || interrupt.is_set() || abort.is_set());
+            deliveries.follow(&self.pause);
         }
         let pipeline: Arc<str> = Arc::from(c.pipeline.as_str());
         let outcome = thread::scope(|scope| {

@@ -48,6 +48,8 @@ pub(crate) struct Deliveries {
     accounting: Weak<Accounting>,
     dead_letters: Option<Arc<DeadLetterFile>>,
     stopping: OnceLock<Stopping>,
+    /// The run's pauses, passed on to the sources while the run is on.
+    pauses: Mutex<Option<super::stop::Listening>>,
     inner: Mutex<Inner>,
 }
 
@@ -109,6 +111,7 @@ impl Deliveries {
             accounting: Arc::downgrade(accounting),
             dead_letters,
             stopping: OnceLock::new(),
+            pauses: Mutex::new(None),
             inner: Mutex::new(Inner::default()),
         }
     }
@@ -117,6 +120,25 @@ impl Deliveries {
     /// [`ReceiveError::Stopping`] from then on.
     pub(crate) fn stop_when(&self, stopping: impl Fn() -> bool + Send + Sync + 'static) {
         let _ = self.stopping.set(Box::new(stopping));
+    }
+
+    /// Pause and resume every source with `pause`, the run's (at once
+    /// when it is paused now), until the deliveries close: a paused source
+    /// takes nothing (a queue's consumers are closed, a topic's partitions
+    /// paused) however long the connector waits.
+    pub(crate) fn follow(&self, pause: &super::Pause) {
+        let sources: Vec<Arc<dyn Source>> =
+            self.sources.iter().map(|(_, s)| Arc::clone(s)).collect();
+        let listening = pause.listen(move |paused| {
+            for source in &sources {
+                if paused {
+                    source.pause();
+                } else {
+                    source.resume();
+                }
+            }
+        });
+        *self.pauses.lock().unwrap_or_else(PoisonError::into_inner) = Some(listening);
     }
 
     fn is_stopping(&self) -> bool {
@@ -143,6 +165,13 @@ impl Deliveries {
             inner.positions.clear();
             std::mem::take(&mut inner.flight).len()
         };
+        // No pause reaches a closed source.
+        drop(
+            self.pauses
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
         if abandoned > 0 {
             tracing::info!(
                 connector = %self.connector,

@@ -134,7 +134,8 @@ impl Interrupt {
 /// connectors wait to publish and workers poll nothing; what is in flight
 /// finishes (indexers go on with what workers handed them), and the time
 /// paused does not count toward stall detection. Clone it into a signal
-/// handler.
+/// handler. What must act on a change itself (a source that closes its
+/// consumers) [`Pause::listen`]s.
 #[derive(Debug, Clone, Default)]
 pub struct Pause(Arc<PauseState>);
 
@@ -143,6 +144,62 @@ struct PauseState {
     paused: std::sync::atomic::AtomicBool,
     /// Worker threads holding still now (their work so far counted).
     workers_held: std::sync::atomic::AtomicUsize,
+    /// Told of each change, in order: changes are made under this lock.
+    listeners: Mutex<Listeners>,
+}
+
+/// Told `true` on a pause, `false` on a resume.
+type Listener = Arc<dyn Fn(bool) + Send + Sync>;
+
+/// What is told of pauses and resumes, by registration.
+#[derive(Default)]
+struct Listeners {
+    next: u64,
+    each: Vec<(u64, Listener)>,
+}
+
+impl std::fmt::Debug for Listeners {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listeners")
+            .field("count", &self.each.len())
+            .finish()
+    }
+}
+
+/// A registration of [`Pause::listen`]; ends when dropped.
+#[must_use = "the listener is told nothing once this is dropped"]
+pub(crate) struct Listening {
+    state: std::sync::Weak<PauseState>,
+    id: u64,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.upgrade() {
+            state.listeners().each.retain(|(id, _)| *id != self.id);
+        }
+    }
+}
+
+impl PauseState {
+    fn listeners(&self) -> std::sync::MutexGuard<'_, Listeners> {
+        self.listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Set paused to `to`, telling the listeners when it changed; whether
+    /// it did.
+    fn change(&self, to: bool) -> bool {
+        let listeners = self.listeners();
+        let changed = self.paused.swap(to, std::sync::atomic::Ordering::SeqCst) != to;
+        if changed {
+            for (_, listener) in &listeners.each {
+                listener(to);
+            }
+        }
+        changed
+    }
 }
 
 impl Pause {
@@ -151,26 +208,37 @@ impl Pause {
 
     /// Pause; true when it was running.
     pub fn pause(&self) -> bool {
-        let was = self
-            .0
-            .paused
-            .swap(true, std::sync::atomic::Ordering::SeqCst);
-        if !was {
+        let changed = self.0.change(true);
+        if changed {
             tracing::warn!("paused: nothing new is published or processed until resumed");
         }
-        !was
+        changed
     }
 
     /// Resume; true when it was paused.
     pub fn resume(&self) -> bool {
-        let was = self
-            .0
-            .paused
-            .swap(false, std::sync::atomic::Ordering::SeqCst);
-        if was {
+        let changed = self.0.change(false);
+        if changed {
             tracing::info!("resumed");
         }
-        was
+        changed
+    }
+
+    /// Tell `listener` of each pause (`true`) and resume (`false`) from now
+    /// on, in order, until the registration is dropped; told `true` at once
+    /// when paused now. It must not pause or resume itself.
+    pub(crate) fn listen(&self, listener: impl Fn(bool) + Send + Sync + 'static) -> Listening {
+        let mut listeners = self.0.listeners();
+        if self.is_paused() {
+            listener(true);
+        }
+        listeners.next += 1;
+        let id = listeners.next;
+        listeners.each.push((id, Arc::new(listener)));
+        Listening {
+            state: Arc::downgrade(&self.0),
+            id,
+        }
     }
 
     pub fn is_paused(&self) -> bool {
@@ -235,6 +303,26 @@ mod tests {
         let after = Cancel::default();
         abort.watch_calls(after.clone());
         assert!(after.is_cancelled(), "watched once calls were stopped");
+    }
+
+    #[test]
+    fn listeners_hear_each_change_once_until_dropped() {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let pause = Pause::default();
+        assert!(pause.pause());
+        let told = Arc::clone(&heard);
+        let listening = pause.listen(move |paused| told.lock().expect("heard").push(paused));
+        assert_eq!(
+            *heard.lock().expect("heard"),
+            [true],
+            "paused when it listened"
+        );
+        assert!(!pause.pause(), "no change");
+        assert!(pause.resume());
+        assert!(pause.pause());
+        drop(listening);
+        assert!(pause.resume());
+        assert_eq!(*heard.lock().expect("heard"), [true, false, true]);
     }
 
     #[test]

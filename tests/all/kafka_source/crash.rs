@@ -5,21 +5,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Run, Topic};
+use super::{Run, Topic, produce};
 
 /// The origins (`topic/partition/offset`) of the documents indexed.
 fn origins(docs: &[serde_json::Value]) -> Vec<String> {
     docs.iter()
         .map(|d| d["id"].as_str().expect("id").to_owned())
         .collect()
-}
-
-fn produce(topic: &Topic, from: usize, to: usize) {
-    for i in from..to {
-        let value = format!(r#"{{"n":{i},"body":"record number {i}"}}"#);
-        topic.send(Some(&format!("k{}", i % 997)), value.as_bytes(), &[]);
-    }
-    topic.flush();
 }
 
 #[test]

@@ -7,6 +7,7 @@
 
 mod crash;
 mod delivery;
+mod pause;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -132,6 +133,16 @@ impl Run {
     /// `connector` (more kafka-connector settings, TOML inline-table
     /// entries) and `stages` (TOML array items).
     pub(super) fn new(topic: &Topic, connector: &str, stages: &str) -> Self {
+        Self::with_properties(topic, connector, stages, "")
+    }
+
+    /// [`Run::new`] with more consumer `properties` (inline-table entries).
+    pub(super) fn with_properties(
+        topic: &Topic,
+        connector: &str,
+        stages: &str,
+        properties: &str,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("out")).expect("out");
         let toml = format!(
@@ -151,7 +162,7 @@ impl Run {
             [[connectors]]
             name = "topic"
             pipeline = "p"
-            plugin = {{ path = @kafka-connector, config = {{ source = "orders", batch = 256, wait_ms = 200 {connector} }}, grants = {{ kafka = {{ orders = {{ brokers = {brokers:?}, topics = [{topic:?}], group = {group:?}, properties = {{ "session.timeout.ms" = "6000", "heartbeat.interval.ms" = "500" }} }} }} }} }}
+            plugin = {{ path = @kafka-connector, config = {{ source = "orders", batch = 256, wait_ms = 200 {connector} }}, grants = {{ kafka = {{ orders = {{ brokers = {brokers:?}, topics = [{topic:?}], group = {group:?}, properties = {{ "session.timeout.ms" = "6000", "heartbeat.interval.ms" = "500" {properties} }} }} }} }} }}
             [[pipelines]]
             name = "p"
             stages = [{stages}]
@@ -220,6 +231,15 @@ impl Run {
             std::thread::sleep(Duration::from_millis(25));
         }
     }
+}
+
+/// Records `from..to` (`{"n": i, ...}`, keyed by `i % 997`), flushed.
+pub(super) fn produce(topic: &Topic, from: usize, to: usize) {
+    for i in from..to {
+        let value = format!(r#"{{"n":{i},"body":"record number {i}"}}"#);
+        topic.send(Some(&format!("k{}", i % 997)), value.as_bytes(), &[]);
+    }
+    topic.flush();
 }
 
 fn lines(path: &Path) -> Vec<serde_json::Value> {

@@ -241,3 +241,54 @@ fn a_weir_run_killed_mid_queue_loses_nothing() {
     amqp.delete(&queue);
     amqp.delete(&format!("{queue}.dead-letters"));
 }
+
+/// A paused run (SIGUSR1) closes its queue's consumers however long it
+/// stays paused: what is published meanwhile waits on the broker, ready
+/// for other consumers; resumed (SIGUSR2), the run takes and indexes it,
+/// each message once.
+#[test]
+fn a_paused_run_leaves_its_queue_to_the_broker_until_resumed() {
+    let amqp = Amqp::test_broker();
+    let queue = unique("paused");
+    amqp.declare(&queue);
+    amqp.publish(&queue, &json_bodies(0, 100, "ok"));
+    let run = Run::new(&amqp.url, &queue, ", concurrency = 2", "");
+    let mut proc = run.start("paused");
+    run.wait(&mut proc, "paused", "the first 100 indexed", |r| {
+        r.indexed().len() >= 100
+    });
+    assert_eq!(amqp.counts(&queue).1, 2, "two consumers while running");
+    proc.signal("USR1");
+    assert!(
+        eventually(|| amqp.counts(&queue).1 == 0),
+        "the pause closed the consumers:\n{}",
+        run.log("paused")
+    );
+    amqp.publish(&queue, &json_bodies(100, 200, "ok"));
+    assert_eq!(
+        amqp.counts(&queue),
+        (100, 0),
+        "published during the pause: ready on the broker, no consumer"
+    );
+    assert_eq!(run.indexed().len(), 100, "nothing taken while paused");
+    proc.signal("USR2");
+    run.wait(
+        &mut proc,
+        "paused",
+        "all 200 indexed after the resume",
+        |r| r.indexed().len() >= 200,
+    );
+    assert_eq!(interrupt(&mut proc), Some(130), "{}", run.log("paused"));
+    // Ids are message ids, which each publish numbers from 0: the bodies'
+    // `n` tell the messages apart.
+    let ns: Vec<i64> = std::fs::read_to_string(run.dir.path().join("out/docs.jsonl"))
+        .expect("output")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|d| d["n"].as_i64())
+        .collect();
+    let distinct: std::collections::HashSet<&i64> = ns.iter().collect();
+    assert_eq!((ns.len(), distinct.len()), (200, 200), "each message once");
+    assert_eq!(amqp.counts(&queue), (0, 0), "nothing left on the queue");
+    amqp.delete(&queue);
+}

@@ -16,6 +16,10 @@
 //!   never loss).
 //! - **Reconnecting** is librdkafka's: while the cluster is away, `receive`
 //!   answers no records.
+//! - **Paused** (the run paused): the assignment is paused, partitions
+//!   assigned meanwhile too, and a keeper thread polls while the connector
+//!   does not, so the group keeps this member however long the pause
+//!   (`max.poll.interval.ms`) and nothing is read again after it.
 
 mod offsets;
 
@@ -51,6 +55,8 @@ pub(crate) const HOST_PROPERTIES: [&str; 6] = [
 struct Context {
     offsets: Arc<Mutex<Offsets>>,
     describe: String,
+    /// The source is paused: partitions assigned are paused at once.
+    paused: Arc<AtomicBool>,
 }
 
 impl ClientContext for Context {
@@ -88,9 +94,14 @@ impl ConsumerContext for Context {
         commit(consumer, &due, CommitMode::Sync, &self.describe);
     }
 
-    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Assign(assigned) = rebalance {
             tracing::info!(source = %self.describe, assigned = assigned.count(), "partitions assigned");
+            if self.paused.load(Ordering::SeqCst)
+                && let Err(e) = consumer.pause(assigned)
+            {
+                tracing::warn!(source = %self.describe, error = %e, "partitions assigned during a pause could not be paused");
+            }
         }
     }
 }
@@ -116,14 +127,24 @@ fn commit(
     }
 }
 
+/// How long the keeper's one poll waits while the source is paused.
+const KEEPER_POLL: Duration = Duration::from_millis(200);
+
 /// Topics of one grant, consumed as its consumer group.
-pub(crate) struct KafkaSource {
+pub(crate) struct KafkaSource(Arc<Inner>);
+
+struct Inner {
     consumer: BaseConsumer<Context>,
     offsets: Arc<Mutex<Offsets>>,
     describe: String,
     last_commit: Mutex<Instant>,
     closed: AtomicBool,
-    paused: AtomicBool,
+    paused: Arc<AtomicBool>,
+    /// Held by whoever polls (the connector's `receive`, or the keeper).
+    polling: Mutex<()>,
+    /// Records the keeper's polls got before their partitions were paused:
+    /// the next `receive`'s first.
+    kept: Mutex<Vec<Delivery>>,
 }
 
 impl KafkaSource {
@@ -153,9 +174,11 @@ impl KafkaSource {
             )
             .set("partition.assignment.strategy", "cooperative-sticky");
         let offsets = Arc::new(Mutex::new(Offsets::default()));
+        let paused = Arc::new(AtomicBool::new(false));
         let context = Context {
             offsets: Arc::clone(&offsets),
             describe: describe.clone(),
+            paused: Arc::clone(&paused),
         };
         let consumer: BaseConsumer<Context> = config
             .create_with_context(context)
@@ -165,16 +188,20 @@ impl KafkaSource {
             .subscribe(&topics)
             .map_err(|e| format!("cannot subscribe to {}: {e}", topics.join(", ")))?;
         tracing::debug!(run_id = at.run_id, pipeline = at.pipeline, source = %describe, "Kafka source subscribed");
-        Ok(Self {
+        Ok(Self(Arc::new(Inner {
             consumer,
             offsets,
             describe,
             last_commit: Mutex::new(Instant::now()),
             closed: AtomicBool::new(false),
-            paused: AtomicBool::new(false),
-        })
+            paused,
+            polling: Mutex::new(()),
+            kept: Mutex::new(Vec::new()),
+        })))
     }
+}
 
+impl Inner {
     fn lock(&self) -> std::sync::MutexGuard<'_, Offsets> {
         self.offsets.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -226,29 +253,53 @@ impl KafkaSource {
             attempt: 1,
         }
     }
+
+    fn lock_polling(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.polling.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, Vec<Delivery>> {
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Poll while paused, when the connector does not (it waits to
+    /// publish), until resumed or closed: the group keeps this member.
+    fn keep(self: Arc<Self>) {
+        while self.paused.load(Ordering::SeqCst) && !self.closed.load(Ordering::SeqCst) {
+            let _polling = self.lock_polling();
+            if let Some(Ok(record)) = self.consumer.poll(KEEPER_POLL) {
+                let delivery = self.delivery(&record);
+                self.kept().push(delivery);
+            }
+        }
+    }
 }
 
 impl Source for KafkaSource {
     fn receive(&self, max: usize, wait: Duration) -> Result<Vec<Delivery>, ReceiveError> {
-        if self.closed.load(Ordering::SeqCst) {
+        let this = &self.0;
+        if this.closed.load(Ordering::SeqCst) {
             return Err(ReceiveError::Stopping);
         }
-        self.commit_due();
-        if self.paused.load(Ordering::SeqCst) {
-            // Polled still (no record comes: the assignment is paused), so
-            // the group keeps this member.
-            let _ = self.consumer.poll(wait);
+        this.commit_due();
+        if this.paused.load(Ordering::SeqCst) {
+            // Nothing comes (the assignment is paused); the keeper polls.
+            std::thread::sleep(wait.min(KEEPER_POLL));
             return Ok(Vec::new());
         }
-        let mut out = Vec::new();
+        let _polling = this.lock_polling();
+        let mut out = std::mem::take(&mut *this.kept());
+        if !out.is_empty() {
+            return Ok(out);
+        }
         let mut timeout = wait;
         while out.len() < max {
-            match self.consumer.poll(timeout) {
+            match this.consumer.poll(timeout) {
                 None => break,
-                Some(Ok(record)) => out.push(self.delivery(&record)),
+                Some(Ok(record)) => out.push(this.delivery(&record)),
                 Some(Err(e)) => {
                     // A broker away, a partition's end: librdkafka goes on.
-                    tracing::debug!(source = %self.describe, error = %e, "Kafka source poll");
+                    tracing::debug!(source = %this.describe, error = %e, "Kafka source poll");
                     if out.is_empty() {
                         break;
                     }
@@ -265,38 +316,66 @@ impl Source for KafkaSource {
         }
         // A topic moves on whatever became of the record: failed documents
         // and rejected records are dead-lettered by the run.
-        self.lock().settled(token);
+        self.0.lock().settled(token);
     }
 
     fn close(&self) {
-        if self.closed.swap(true, Ordering::SeqCst) {
+        let this = &self.0;
+        if this.closed.swap(true, Ordering::SeqCst) {
             return;
         }
+        let _polling = this.lock_polling();
         let (due, abandoned) = {
-            let offsets = self.lock();
+            let offsets = this.lock();
             (offsets.all(), offsets.in_flight())
         };
-        commit(&self.consumer, &due, CommitMode::Sync, &self.describe);
-        self.consumer.unsubscribe();
-        tracing::info!(source = %self.describe, partitions = due.len(), abandoned, "Kafka source closed: what is done is committed, the rest is read again by the next run");
+        commit(&this.consumer, &due, CommitMode::Sync, &this.describe);
+        this.consumer.unsubscribe();
+        tracing::info!(source = %this.describe, partitions = due.len(), abandoned, "Kafka source closed: what is done is committed, the rest is read again by the next run");
     }
 
     fn pause(&self) {
-        if let Ok(assignment) = self.consumer.assignment()
-            && self.consumer.pause(&assignment).is_ok()
-        {
-            self.paused.store(true, Ordering::SeqCst);
+        let this = &self.0;
+        if this.closed.load(Ordering::SeqCst) || this.paused.swap(true, Ordering::SeqCst) {
+            return;
         }
+        match this.consumer.assignment() {
+            Ok(assignment) => {
+                if let Err(e) = this.consumer.pause(&assignment) {
+                    tracing::warn!(source = %this.describe, error = %e, "the assignment could not be paused");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(source = %this.describe, error = %e, "the assignment is not known: not paused");
+            }
+        }
+        let keeper = Arc::clone(this);
+        let spawned = std::thread::Builder::new()
+            .name("weir-kafka-keep".into())
+            .spawn(move || keeper.keep());
+        if let Err(e) = spawned {
+            tracing::warn!(source = %this.describe, error = %e, "no keeper thread: a long pause may cost the group's membership");
+        }
+        tracing::info!(source = %this.describe, "paused: its partitions are not read until resumed");
     }
 
     fn resume(&self) {
-        if let Ok(assignment) = self.consumer.assignment() {
-            let _ = self.consumer.resume(&assignment);
+        let this = &self.0;
+        if !this.paused.swap(false, Ordering::SeqCst) {
+            return;
         }
-        self.paused.store(false, Ordering::SeqCst);
+        // The keeper stops at its next poll; the assignment is resumed
+        // with the polls held, so no poll sees half of it.
+        let _polling = this.lock_polling();
+        if let Ok(assignment) = this.consumer.assignment()
+            && let Err(e) = this.consumer.resume(&assignment)
+        {
+            tracing::warn!(source = %this.describe, error = %e, "the assignment could not be resumed");
+        }
+        tracing::info!(source = %this.describe, "resumed");
     }
 
     fn describe(&self) -> String {
-        self.describe.clone()
+        self.0.describe.clone()
     }
 }

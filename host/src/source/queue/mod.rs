@@ -8,10 +8,12 @@
 //! connection is lost, on restart, and after a pause; consumers put what
 //! they get in a buffer [`QueueSource::receive`] takes batches from. A
 //! delivery handed out is kept (its acker, its body for a dead letter) until
-//! the run settles it ([`settle`]): acknowledged when done, rejected back to
+//! the run settles it ([`settle`]): acknowledged when done (with the done
+//! deliveries next to it on its channel, [`acks`]), rejected back to
 //! the queue after a backoff when failed below `max_attempts`, dead-lettered
 //! at `max_attempts` or at once when invalid, requeued when abandoned.
 
+mod acks;
 mod convert;
 mod session;
 mod settle;
@@ -66,14 +68,14 @@ pub struct QueueCounts {
 /// One message taken from the queue, not yet handed to the connector.
 struct Incoming {
     delivery: lapin::message::Delivery,
-    /// Its consumer's channel, kept open while the message is in flight.
-    channel: lapin::Channel,
+    /// Its consumer channel's open deliveries (the channel kept open).
+    acks: Arc<acks::ChannelAcks>,
 }
 
 /// One message handed to the connector and not yet settled.
 struct InFlight {
     delivery: lapin::message::Delivery,
-    channel: lapin::Channel,
+    acks: Arc<acks::ChannelAcks>,
     attempt: u32,
 }
 
@@ -288,13 +290,14 @@ impl Source for QueueSource {
             .in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        for Incoming { delivery, channel } in batch {
+        for incoming in batch {
             if paused {
                 // Paused or closing while it was collected: back to the
                 // queue, not handed out.
-                self.run(settle::give_back(shared.clone(), delivery.acker));
+                self.run(settle::give_back(shared.clone(), incoming));
                 continue;
             }
+            let Incoming { delivery, acks } = incoming;
             let token = shared.next_token.fetch_add(1, Ordering::Relaxed);
             let attempt = convert::attempt(&delivery.properties, delivery.redelivered);
             let parts = convert::parts(&delivery.properties);
@@ -311,7 +314,7 @@ impl Source for QueueSource {
                 token,
                 InFlight {
                     delivery,
-                    channel,
+                    acks,
                     attempt,
                 },
             );
@@ -330,8 +333,18 @@ impl Source for QueueSource {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&token);
-        if let Some(message) = taken {
-            self.run(settle::settle(self.shared.clone(), message, settled));
+        match (taken, settled) {
+            (Some(message), Settled::Done) => {
+                // Acknowledged with the done deliveries around it.
+                let tag = message.delivery.delivery_tag;
+                if message.acks.done(message.delivery.acker, tag) {
+                    self.run(acks::flush(self.shared.clone(), message.acks));
+                }
+            }
+            (Some(message), settled) => {
+                self.run(settle::settle(self.shared.clone(), message, settled));
+            }
+            (None, _) => {}
         }
     }
 

@@ -149,7 +149,7 @@ async fn wait_or_change(wanted: &mut watch::Receiver<Wanted>, wait: Duration) {
 async fn return_buffer(shared: &Arc<Shared>) {
     let buffered: Vec<Incoming> = shared.buffer.1.try_iter().collect();
     for incoming in buffered {
-        settle::give_back(shared.clone(), incoming.delivery.acker).await;
+        settle::give_back(shared.clone(), incoming).await;
     }
 }
 
@@ -269,15 +269,16 @@ async fn consume(
         };
         match made.await {
             Ok((channel, tag, mut consumer)) => {
-                let feed_channel = channel.clone();
+                let acks = super::acks::ChannelAcks::new(channel.clone());
                 let feed = shared.buffer.0.clone();
                 let ended = ended.clone();
                 tokio::spawn(async move {
                     while let Some(next) = consumer.next().await {
                         let Ok(delivery) = next else { break };
+                        acks.delivered(delivery.delivery_tag);
                         let incoming = Incoming {
                             delivery,
-                            channel: feed_channel.clone(),
+                            acks: acks.clone(),
                         };
                         if feed.send(incoming).is_err() {
                             break;

@@ -1,23 +1,24 @@
-//! What becomes of a delivery once the run settles it, on the broker:
-//! acknowledged, rejected back to the queue after a backoff (a counted
-//! attempt), dead-lettered with Weir's headers, or requeued (abandoned).
+//! What becomes of a delivery once the run settles it, on the broker, when
+//! it is not simply done (those are acknowledged together, [`super::acks`]):
+//! rejected back to the queue after a backoff (a counted attempt),
+//! dead-lettered with Weir's headers, or requeued (abandoned). Each is sent
+//! alone, and its tag leaves its channel's open set once it is.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use lapin::Acker;
 use lapin::options::{BasicAckOptions, BasicNackOptions, BasicPublishOptions, BasicRejectOptions};
 
-use super::{InFlight, Shared, convert};
+use super::{InFlight, Incoming, Shared, convert};
 use crate::core::messages::Settled;
 
 /// Settle `message` as `settled` (a task on the source's runtime).
 pub(super) async fn settle(shared: Arc<Shared>, message: InFlight, settled: Settled) {
-    // The channel stays open (held here) until the message is settled.
+    // The channel stays open (held by `acks`) until the message is settled.
     let InFlight {
         delivery,
-        channel: _channel,
+        acks,
         attempt,
     } = message;
     match settled {
@@ -44,18 +45,20 @@ pub(super) async fn settle(shared: Arc<Shared>, message: InFlight, settled: Sett
         Settled::Invalid { reason } => {
             dead_letter(&shared, &delivery, &reason, attempt).await;
         }
-        Settled::Abandoned => return_to_queue(&shared, delivery.acker).await,
+        Settled::Abandoned => return_to_queue(&shared, &delivery.acker).await,
     }
+    acks.released(delivery.delivery_tag);
 }
 
 /// Back to the queue, not a failure: the run stopped, paused or restarted
 /// before it was done (a nack; see docs/queue-trigger.md for how the broker
 /// counts it).
-pub(super) async fn give_back(shared: Arc<Shared>, acker: Acker) {
-    return_to_queue(&shared, acker).await;
+pub(super) async fn give_back(shared: Arc<Shared>, incoming: Incoming) {
+    return_to_queue(&shared, &incoming.delivery.acker).await;
+    incoming.acks.released(incoming.delivery.delivery_tag);
 }
 
-async fn return_to_queue(shared: &Shared, acker: Acker) {
+async fn return_to_queue(shared: &Shared, acker: &lapin::Acker) {
     let requeue = BasicNackOptions {
         multiple: false,
         requeue: true,
@@ -118,6 +121,6 @@ async fn dead_letter(
         }
     } else {
         // It comes again, and is dead-lettered then.
-        return_to_queue(shared, delivery.acker.clone()).await;
+        return_to_queue(shared, &delivery.acker).await;
     }
 }
