@@ -33,8 +33,9 @@ pub struct QueueGrant {
     /// How long a batch collects after its first message (default `"100ms"`).
     #[serde(default = "default_batch_wait", with = "humantime_serde")]
     pub batch_wait: Duration,
-    /// Messages each consumer may hold unacknowledged (default twice
-    /// `batch_size`, at least `batch_size`, at most 65535).
+    /// Messages each consumer may hold unacknowledged (default
+    /// [`QueueGrant::PREFETCH_BATCHES`] times `batch_size`, at least
+    /// `batch_size`, at most 65535).
     #[serde(default)]
     pub prefetch: Option<u32>,
     /// Deliveries of a message whose documents fail before it is
@@ -148,6 +149,10 @@ impl QueueGrant {
         }
     }
 
+    /// Batches a consumer may hold unacknowledged when `prefetch` is not
+    /// set.
+    pub const PREFETCH_BATCHES: u32 = 8;
+
     /// Where dead letters go.
     pub fn dead_letter_queue_name(&self) -> String {
         self.dead_letter_queue
@@ -155,11 +160,14 @@ impl QueueGrant {
             .unwrap_or_else(|| format!("{}.dead-letters", self.queue_name()))
     }
 
-    /// Unacknowledged messages per consumer.
+    /// Unacknowledged messages per consumer: `prefetch`, else
+    /// [`Self::PREFETCH_BATCHES`] batches; at least a batch. A message is
+    /// acknowledged only once its documents are indexed, so a consumer
+    /// must be let hold several batches for the pipeline to stay full.
     pub fn prefetch_count(&self) -> u16 {
         let prefetch = self
             .prefetch
-            .unwrap_or(self.batch_size.saturating_mul(2))
+            .unwrap_or(self.batch_size.saturating_mul(Self::PREFETCH_BATCHES))
             .max(self.batch_size);
         u16::try_from(prefetch).unwrap_or(u16::MAX)
     }
@@ -397,6 +405,8 @@ mod tests {
             .map(|a| grant.backoff_after(a).as_millis())
             .collect();
         assert_eq!(waits, [100, 200, 350, 350]);
-        assert_eq!(grant.prefetch_count(), 200);
+        assert_eq!(grant.prefetch_count(), 800, "8 batches of 100");
+        grant.batch_size = 10_000;
+        assert_eq!(grant.prefetch_count(), u16::MAX, "the protocol's bound");
     }
 }
