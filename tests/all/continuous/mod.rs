@@ -111,9 +111,15 @@ impl Forever {
         )
     }
 
-    /// `weir run` of the config.
+    /// `weir run` of the config: in Kafka mode when it has a `[kafka]`
+    /// section (its workers and indexers are processes of their own).
     pub(super) fn run(&self, name: &str) -> Proc {
-        self.start(name, &["run", "--no-progress"])
+        let kafka = std::fs::read_to_string(&self.config).is_ok_and(|t| t.contains("[kafka]"));
+        if kafka {
+            self.start(name, &["run", "--no-progress", "--mode", "kafka"])
+        } else {
+            self.start(name, &["run", "--no-progress"])
+        }
     }
 
     /// The numbers of the documents indexed so far, in the order recorded.

@@ -7,6 +7,7 @@
 
 mod crash;
 mod delivery;
+mod modes;
 mod pause;
 
 use std::collections::HashMap;
@@ -126,6 +127,8 @@ impl Topic {
 pub(super) struct Run {
     pub(super) dir: tempfile::TempDir,
     pub(super) config: PathBuf,
+    pipeline: String,
+    kafka_mode: bool,
 }
 
 impl Run {
@@ -143,10 +146,44 @@ impl Run {
         stages: &str,
         properties: &str,
     ) -> Self {
+        Self::build(topic, connector, stages, properties, false)
+    }
+
+    /// [`Run::new`] in Kafka mode: a pipeline of its own on the test
+    /// cluster, its workers and indexers [`Run::serve`]d apart.
+    pub(super) fn in_kafka_mode(topic: &Topic, connector: &str) -> Self {
+        Self::build(topic, connector, "", "", true)
+    }
+
+    fn build(
+        topic: &Topic,
+        connector: &str,
+        stages: &str,
+        properties: &str,
+        kafka_mode: bool,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("out")).expect("out");
+        let (pipeline, kafka) = if kafka_mode {
+            (
+                format!("ks_{:08x}", fastrand::u32(..)),
+                format!(
+                    "[kafka]\nbootstrap_servers = {:?}\ntopic_partitions = 3\nconsumer = {{ \"session.timeout.ms\" = \"6000\", \"heartbeat.interval.ms\" = \"1000\" }}",
+                    kafka_bootstrap()
+                ),
+            )
+        } else {
+            ("p".to_owned(), String::new())
+        };
+        // Kafka mode's pairs are indexer instances, each with a file.
+        let docs = if kafka_mode {
+            "docs-{instance}.jsonl"
+        } else {
+            "docs.jsonl"
+        };
         let toml = format!(
             r#"
+            {kafka}
             [runner]
             cache_dir = {cache:?}
             log_interval = "2s"
@@ -156,15 +193,15 @@ impl Run {
             [indexer]
             batch_size = 100
             batch_timeout = "20ms"
-            plugin = {{ path = @jsonl-indexer, config = {{ path = "/out/docs.jsonl" }}, grants = {{ dirs = [{{ host = {out:?}, guest = "/out", writable = true }}] }} }}
+            plugin = {{ path = @jsonl-indexer, config = {{ path = "/out/{docs}" }}, grants = {{ dirs = [{{ host = {out:?}, guest = "/out", writable = true }}] }} }}
             [dead_letters]
             path = "dead.jsonl"
             [[connectors]]
             name = "topic"
-            pipeline = "p"
+            pipeline = "{pipeline}"
             plugin = {{ path = @kafka-connector, config = {{ source = "orders", batch = 256, wait_ms = 200 {connector} }}, grants = {{ kafka = {{ orders = {{ brokers = {brokers:?}, topics = [{topic:?}], group = {group:?}, properties = {{ "session.timeout.ms" = "6000", "heartbeat.interval.ms" = "500" {properties} }} }} }} }} }}
             [[pipelines]]
-            name = "p"
+            name = "{pipeline}"
             stages = [{stages}]
             "#,
             cache = dir.path().join("cache").display().to_string(),
@@ -175,18 +212,38 @@ impl Run {
         );
         let config = dir.path().join("config.toml");
         std::fs::write(&config, with_plugins(&toml)).expect("config");
-        Self { dir, config }
+        Self {
+            dir,
+            config,
+            pipeline,
+            kafka_mode,
+        }
     }
 
     /// `weir run` on the config, its log in `<name>.log`.
     pub(super) fn start(&self, name: &str) -> Proc {
-        let log = self.log_path(name);
+        let config = self.config.to_str().expect("utf-8");
+        let mut args = vec!["run", "--no-progress", config];
+        if self.kafka_mode {
+            args.extend(["--mode", "kafka"]);
+        }
         Proc::start(
             name,
             Path::new(WEIR),
-            &["run", "--no-progress", self.config.to_str().expect("utf-8")],
+            &args,
             &[("RUST_LOG", "info".into())],
-            &log,
+            &self.log_path(name),
+        )
+    }
+
+    /// `weir <role> <config> <pipeline>`: a serving process of Kafka mode.
+    pub(super) fn serve(&self, name: &str, role: &str) -> Proc {
+        Proc::start(
+            name,
+            Path::new(WEIR),
+            &[role, self.config.to_str().expect("utf-8"), &self.pipeline],
+            &[("RUST_LOG", "info".into())],
+            &self.log_path(name),
         )
     }
 
@@ -201,7 +258,15 @@ impl Run {
     /// The documents indexed so far, in file order (lines cut by a kill
     /// apart).
     pub(super) fn indexed(&self) -> Vec<serde_json::Value> {
-        lines(&self.dir.path().join("out/docs.jsonl"))
+        let mut files: Vec<PathBuf> = std::fs::read_dir(self.dir.path().join("out"))
+            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        files.retain(|f| {
+            f.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("docs"))
+        });
+        files.sort();
+        files.iter().flat_map(|f| lines(f)).collect()
     }
 
     pub(super) fn dead_letters(&self) -> Vec<serde_json::Value> {
