@@ -684,3 +684,105 @@ fn pipeline_topics(prefixes: &BTreeSet<String>) -> Vec<String> {
         .filter(|t| !t.ends_with("_state"))
         .collect()
 }
+
+/// A schedule survives the leading control plane killed (-9): the standby
+/// takes over and reads it from the fleet's topic, starts it on, and never
+/// starts it twice for one time nor while a run of it goes on.
+#[test]
+fn a_schedule_survives_its_leading_plane_killed_without_a_double_start() {
+    const EVERY_MS: u64 = 3_000;
+    let fleet = Fleet::new();
+    let mut first = fleet.control_plane(0);
+    let url = fleet.leading(0, Duration::from_secs(90));
+    let _standby = fleet.control_plane(1);
+    let _worker = fleet.worker(0);
+    let config = format!(
+        "{}\n[schedule]\nevery = \"{}s\"\n",
+        fleet
+            .run_config("ta")
+            .replace(&format!("count = {DOCS}"), "count = 30"),
+        EVERY_MS / 1000
+    );
+    let (status, view) = request(
+        "POST",
+        &format!("{url}/api/runs"),
+        Some(token("ta")),
+        &config,
+    );
+    assert_eq!(status, 201, "{view}");
+    let id = view["id"].as_str().expect("schedule id").to_owned();
+    let runs_on = |url: &str| -> Vec<Value> {
+        let (status, page) = request(
+            "GET",
+            &format!("{url}/api/runs?limit=500"),
+            Some(token("ta")),
+            "",
+        );
+        assert_eq!(status, 200, "{page}");
+        let mut runs: Vec<Value> = page["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .filter(|r| r["schedule"]["id"] == id.as_str())
+            .cloned()
+            .collect();
+        runs.sort_by_key(|r| r["submitted_ms"].as_u64());
+        runs
+    };
+    let ended = |run: &Value| {
+        !["running", "paused", "stopping"].contains(&run["status"].as_str().unwrap_or_default())
+    };
+    let wait = |url: &str, what: &str, done: &dyn Fn(&[Value]) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(240);
+        loop {
+            let runs = runs_on(url);
+            if done(&runs) {
+                return runs;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: {runs:?}\n{}\n{}",
+                fleet.log_text("serve-0"),
+                fleet.log_text("serve-1")
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let before = wait(
+        &url,
+        "two scheduled runs ended on the first plane",
+        &|runs| runs.iter().filter(|r| ended(r)).count() >= 2,
+    );
+    first.kill_hard();
+    let url = fleet.leading(1, Duration::from_secs(120));
+    let (status, read) = request(
+        "GET",
+        &format!("{url}/api/schedules/{id}"),
+        Some(token("ta")),
+        "",
+    );
+    assert_eq!(status, 200, "the new leader has the schedule: {read}");
+    let runs = wait(&url, "two more runs started by the new leader", &|runs| {
+        runs.len() >= before.len() + 2
+            && runs.iter().filter(|r| ended(r)).count() >= before.len() + 1
+    });
+    // One run per start, never two at once: each run was submitted after
+    // the one before it ended, and starts are an interval apart.
+    for pair in runs.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        let gap = b["submitted_ms"].as_u64().expect("submitted")
+            - a["submitted_ms"].as_u64().expect("submitted");
+        assert!(
+            gap >= EVERY_MS - 1_000,
+            "two starts {gap} ms apart: {pair:?}"
+        );
+        if let Some(end) = a["finished_ms"].as_u64() {
+            assert!(
+                b["submitted_ms"].as_u64().expect("submitted") >= end,
+                "a run started while the one before it went on: {pair:?}"
+            );
+        }
+    }
+    let ids: BTreeSet<&str> = runs.iter().filter_map(|r| r["id"].as_str()).collect();
+    assert_eq!(ids.len(), runs.len(), "each run once: {runs:?}");
+}
