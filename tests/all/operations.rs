@@ -471,6 +471,25 @@ fn configs_asking_for_what_a_tenant_may_not_have_are_refused_with_the_reason() {
             403,
             "not a host or address tenant `acme` may reach",
         ),
+        // A topic or a queue on a broker the tenant was not given.
+        (
+            generated(
+                "acme-books",
+                1,
+                r#"{ path = "nop_indexer.wasm", grants = { kafka = { t = { brokers = "10.1.2.3:9092", topics = ["orders"], group = "g" } } } }"#,
+            ),
+            403,
+            "`10.1.2.3:9092` is not a Kafka broker tenant `acme` may reach",
+        ),
+        (
+            generated(
+                "acme-books",
+                1,
+                r#"{ path = "nop_indexer.wasm", grants = { queues = { q = { url = "amqp://u:secret@10.1.2.3:5672/%2f", queue = "orders" } } } }"#,
+            ),
+            403,
+            "is not a queue broker tenant `acme` may reach",
+        ),
         (
             generated(
                 "acme-books",
@@ -517,6 +536,10 @@ fn configs_asking_for_what_a_tenant_may_not_have_are_refused_with_the_reason() {
         assert_eq!(got, status, "{answer}\n{config}");
         let text = answer.to_string();
         assert!(text.contains(reason), "`{reason}` not in {text}");
+        assert!(
+            !text.contains("secret"),
+            "a refusal names no password: {text}"
+        );
     }
     // The operator's token reads, but does not submit.
     assert_eq!(serve.submit(ADMIN, &generated("acme-books", 1, nop)).0, 403);
