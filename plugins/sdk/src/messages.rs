@@ -54,6 +54,14 @@ pub fn publish(publisher: &Publisher, message: &Message, doc: Document) -> Resul
     host::publish(publisher, message.handle, doc).map_err(PluginError::Fatal)
 }
 
+/// Publish a deletion marker for document `id` as one of the documents of
+/// `message` (a tombstone, a delete event): the indexer deletes the
+/// document, and the message is done once it has. A refusal is a fatal
+/// error naming why.
+pub fn delete(publisher: &Publisher, message: &Message, id: &str) -> Result<(), PluginError> {
+    host::delete(publisher, message.handle, id).map_err(PluginError::Fatal)
+}
+
 /// Every document of `message` is published: the host acknowledges it once
 /// they are done (at once when there were none).
 pub fn finish(message: &Message) {
@@ -90,19 +98,30 @@ macro_rules! export_streaming_connector {
     };
 }
 
+/// What one message becomes, for [`consume`].
+#[derive(Debug)]
+pub enum Becomes {
+    /// One document.
+    Document(Document),
+    /// The deletion of document `id` (a tombstone, a delete event).
+    Delete(String),
+    /// Nothing: the message is done with no document.
+    Nothing,
+}
+
 /// The usual streaming connector's loop: `receive` batches of at most
 /// `batch` from `source` (waiting `wait_ms` for each), at most `limit`
 /// messages in all (`None`: until the run stops), and for each message
-/// publish the document `document` makes of it and finish it, finish it
-/// alone when that is `Ok(None)`, or `reject` it with the reason `Err`
-/// gives. Returns when the run stops or the limit is reached.
+/// publish what `becomes` makes of it ([`Becomes`]) and finish it, or
+/// `reject` it with the reason `Err` gives. Returns when the run stops or
+/// the limit is reached.
 pub fn consume(
     publisher: &Publisher,
     source: &str,
     batch: u32,
     wait_ms: u32,
     limit: Option<u64>,
-    mut document: impl FnMut(&Message) -> Result<Option<Document>, String>,
+    mut becomes: impl FnMut(&Message) -> Result<Becomes, String>,
 ) -> Result<(), PluginError> {
     let mut left = limit.unwrap_or(u64::MAX);
     while left > 0 {
@@ -112,14 +131,16 @@ pub fn consume(
         };
         left -= received.len() as u64;
         for message in received {
-            match document(&message) {
-                Ok(Some(doc)) => {
-                    publish(publisher, &message, doc)?;
-                    finish(&message);
+            match becomes(&message) {
+                Ok(Becomes::Document(doc)) => publish(publisher, &message, doc)?,
+                Ok(Becomes::Delete(id)) => delete(publisher, &message, &id)?,
+                Ok(Becomes::Nothing) => {}
+                Err(why) => {
+                    reject(&message, &why);
+                    continue;
                 }
-                Ok(None) => finish(&message),
-                Err(why) => reject(&message, &why),
             }
+            finish(&message);
         }
     }
     Ok(())

@@ -109,3 +109,40 @@ fn records_become_documents_in_key_order_and_a_bad_one_is_dead_lettered() {
         run.log("run")
     );
 }
+
+/// A tombstone (a key with no value) deletes the document of its key, after
+/// the versions before it; its offset is committed once the deletion is
+/// indexed.
+#[test]
+fn a_tombstone_deletes_the_document_of_its_key() {
+    let topic = Topic::new("ks_tombstone", 2);
+    for k in 0..10 {
+        let value = format!(r#"{{"k":{k}}}"#);
+        topic.send(Some(&format!("k{k}")), value.as_bytes(), &[]);
+    }
+    topic.tombstone("k3");
+    topic.tombstone("k7");
+    topic.flush();
+    let run = Run::new(&topic, "", "");
+    let mut proc = run.start("run");
+    run.wait(&mut proc, "run", "ten documents and two deletions", |r| {
+        r.indexed().len() >= 12
+    });
+    run.wait(&mut proc, "run", "every offset committed", |_| {
+        topic.committed().values().sum::<i64>() == 12
+    });
+    proc.stop();
+    // The last line of each id is what the index holds.
+    let mut last: HashMap<String, serde_json::Value> = HashMap::new();
+    for doc in run.indexed() {
+        last.insert(doc["id"].as_str().expect("id").to_owned(), doc);
+    }
+    let mut deleted: Vec<&str> = last
+        .iter()
+        .filter(|(_, d)| d["_deleted"] == true)
+        .map(|(id, _)| id.as_str())
+        .collect();
+    deleted.sort_unstable();
+    assert_eq!(deleted, ["k3", "k7"], "{last:?}");
+    assert_eq!(last.len(), 10);
+}

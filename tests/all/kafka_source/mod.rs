@@ -87,6 +87,15 @@ impl Topic {
         }
     }
 
+    /// A tombstone: `key` with no value.
+    pub(super) fn tombstone(&self, key: &str) {
+        let record = BaseRecord::<str, [u8]>::to(&self.name).key(key);
+        self.producer
+            .send(record)
+            .map_err(|(e, _)| e)
+            .expect("tombstone produced");
+    }
+
     pub(super) fn flush(&self) {
         self.producer
             .flush(Duration::from_secs(60))

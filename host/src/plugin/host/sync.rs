@@ -95,27 +95,33 @@ impl sync::Host for PluginState {
     }
 
     fn delete(&mut self, h: Resource<Publisher>, id: String) -> Wasm<Result<(), String>> {
-        if id.is_empty() {
-            return Ok(Err(
-                "a deletion marker needs the id of the document to delete".into(),
-            ));
+        match self.deletion_marker(id) {
+            Ok(marker) => self.publish_document(&h, marker),
+            Err(why) => Ok(Err(why)),
         }
-        let max = self.budget.doc_limits.max_bytes;
-        if id.len() > max {
-            return Ok(Err(format!(
-                "the id to delete is {} bytes, over the document limit of {} MiB ({})",
-                id.len(),
-                max >> 20,
-                Limit::MaxDocumentMib
-            )));
-        }
-        let mut marker = Document::new(id);
-        marker.set_deleted(true);
-        self.publish_document(&h, marker)
     }
 }
 
 impl PluginState {
+    /// A deletion marker for document `id`, or why there can be none.
+    pub(super) fn deletion_marker(&self, id: String) -> Result<Document, String> {
+        if id.is_empty() {
+            return Err("a deletion marker needs the id of the document to delete".into());
+        }
+        let max = self.budget.doc_limits.max_bytes;
+        if id.len() > max {
+            return Err(format!(
+                "the id to delete is {} bytes, over the document limit of {} MiB ({})",
+                id.len(),
+                max >> 20,
+                Limit::MaxDocumentMib
+            ));
+        }
+        let mut marker = Document::new(id);
+        marker.set_deleted(true);
+        Ok(marker)
+    }
+
     fn change(&mut self, key: &str, value: Option<&str>) -> Result<(), String> {
         check_entry(key, value)?;
         match self.connector_state() {

@@ -19,7 +19,9 @@
 /// timestamp and headers. A record whose value is not what `value` says
 /// (not a JSON object, not UTF-8 text), or has no `id_field`, is
 /// dead-lettered at once with its origin; the others go on. A record with
-/// no value (a tombstone) makes no document.
+/// no value (a tombstone) deletes the document of its key when ids are
+/// keys (`id = "key"`, no `id_field`; `tombstones = "skip"` to keep it),
+/// and otherwise makes no document.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -53,6 +55,20 @@ pub struct Config {
     /// benchmark); none: until the run is stopped.
     #[serde(default)]
     pub max_records: Option<u64>,
+    /// What a keyed record with no value (a tombstone of a compacted topic)
+    /// does when ids are keys: `delete` the document of its key, or `skip`
+    /// it (no document).
+    #[serde(default)]
+    pub tombstones: Tombstones,
+}
+
+/// What a tombstone does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Tombstones {
+    #[default]
+    Delete,
+    Skip,
 }
 
 /// Where a document's id comes from.

@@ -3,8 +3,8 @@
 
 mod config;
 
-use config::{Config, IdFrom, ValueKind};
-use weir_plugin::messages::{self, Message};
+use config::{Config, IdFrom, Tombstones, ValueKind};
+use weir_plugin::messages::{self, Becomes, Message};
 use weir_plugin::serde_json::{self, Map, Value as Json};
 use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, issue};
 
@@ -79,11 +79,29 @@ impl Kafka {
         }
     }
 
-    /// The record's document, or why it is not one (`None`: a tombstone).
-    fn document(&self, message: &Message) -> Result<Option<Document>, String> {
+    /// What the record becomes, or why it is not a document.
+    fn becomes(&self, message: &Message) -> Result<Becomes, String> {
         if message.body.is_empty() {
-            return Ok(None);
+            return Ok(self.tombstone(message));
         }
+        self.document(message).map(Becomes::Document)
+    }
+
+    /// A tombstone deletes the document of its key when ids are keys.
+    fn tombstone(&self, message: &Message) -> Becomes {
+        let keyed = self.config.id == IdFrom::Key && self.config.id_field.is_none();
+        match &message.key {
+            Some(key)
+                if keyed && !key.is_empty() && self.config.tombstones == Tombstones::Delete =>
+            {
+                Becomes::Delete(lossy(key))
+            }
+            _ => Becomes::Nothing,
+        }
+    }
+
+    /// The record's document, or why it is not one.
+    fn document(&self, message: &Message) -> Result<Document, String> {
         let text = messages::text(message).ok_or("the record's value is not UTF-8 text")?;
         let meta = &self.config.metadata_field;
         let doc = match (self.config.value, &self.config.id_field) {
@@ -113,9 +131,7 @@ impl Kafka {
                     json.push(':');
                     Self::metadata(message, &mut json);
                     json.push('}');
-                    return Document::from_json_with_id(&self.id(message), &json)
-                        .map(Some)
-                        .map_err(invalid);
+                    return Document::from_json_with_id(&self.id(message), &json).map_err(invalid);
                 }
                 Document::from_json_with_id(&self.id(message), text).map_err(invalid)?
             }
@@ -149,7 +165,7 @@ impl Kafka {
             doc.set_json(meta, &json)
                 .map_err(|e| weir_plugin::field_error_message(&e))?;
         }
-        Ok(Some(doc))
+        Ok(doc)
     }
 }
 
@@ -186,7 +202,7 @@ impl Connector for Kafka {
             self.config.max_records,
         );
         messages::consume(publisher, &source, batch, wait, limit, |message| {
-            self.document(message)
+            self.becomes(message)
         })
     }
 }

@@ -4,7 +4,7 @@
 mod config;
 
 use config::{Config, ValueKind};
-use weir_plugin::messages::{self, Message};
+use weir_plugin::messages::{self, Becomes, Message};
 use weir_plugin::serde_json::{self, Map, Value as Json};
 use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, issue};
 
@@ -50,10 +50,11 @@ impl Queue {
         }
     }
 
-    /// The message's document, or why it is not one (`None`: no body).
-    fn document(&self, message: &Message) -> Result<Option<Document>, String> {
+    /// What the message becomes (nothing when it has no body), or why it
+    /// is not a document.
+    fn document(&self, message: &Message) -> Result<Becomes, String> {
         if message.body.is_empty() {
-            return Ok(None);
+            return Ok(Becomes::Nothing);
         }
         let text = messages::text(message).ok_or("the message's body is not UTF-8 text")?;
         let doc = match (self.config.value, &self.config.id_field) {
@@ -90,7 +91,7 @@ impl Queue {
             doc.set_json(&self.config.metadata_field, &Self::metadata(message))
                 .map_err(|e| weir_plugin::field_error_message(&e))?;
         }
-        Ok(Some(doc))
+        Ok(Becomes::Document(doc))
     }
 }
 

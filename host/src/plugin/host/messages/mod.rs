@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use wasmtime::component::Resource;
 
 use super::{Handle, PluginState, Wasm};
+use crate::core::document::Document;
 use crate::core::messages::{Delivery, ReceiveError};
 use crate::plugin::bindings::streaming_connector::weir::plugin::messages::{
     self, Message, ReceiveError as WitReceiveError,
@@ -107,27 +108,19 @@ impl messages::Host for PluginState {
     ) -> Wasm<Result<(), String>> {
         // Handed over: no longer held by the connector, published or not.
         let doc = self.take_back(doc)?;
-        let Some(session) = self.messages.clone() else {
-            return Ok(Err(NO_SOURCES.into()));
-        };
-        let mut doc = Some(doc);
-        let mut trap = None;
-        let published = session.publish_for(message, &mut || {
-            let Some(doc) = doc.take() else {
-                return Err("the document was published already".into());
-            };
-            match self.publish_document(&h, doc) {
-                Ok(answer) => answer,
-                Err(e) => {
-                    trap = Some(e);
-                    Err("the publisher handle is not the connector's".into())
-                }
-            }
-        });
-        if let Some(trap) = trap {
-            return Err(trap);
+        self.publish_for_message(&h, message, doc)
+    }
+
+    fn delete(
+        &mut self,
+        h: Resource<Publisher>,
+        message: u64,
+        id: String,
+    ) -> Wasm<Result<(), String>> {
+        match self.deletion_marker(id) {
+            Ok(marker) => self.publish_for_message(&h, message, marker),
+            Err(why) => Ok(Err(why)),
         }
-        Ok(published)
     }
 
     fn finish(&mut self, message: u64) -> Wasm<()> {
@@ -148,5 +141,37 @@ impl messages::Host for PluginState {
             self.unknown_message(message, "rejected");
         }
         Ok(())
+    }
+}
+
+impl PluginState {
+    /// Publish `doc` as one of message `message`'s documents.
+    fn publish_for_message(
+        &mut self,
+        h: &Resource<Publisher>,
+        message: u64,
+        doc: Document,
+    ) -> Wasm<Result<(), String>> {
+        let Some(session) = self.messages.clone() else {
+            return Ok(Err(NO_SOURCES.into()));
+        };
+        let mut doc = Some(doc);
+        let mut trap = None;
+        let published = session.publish_for(message, &mut || {
+            let Some(doc) = doc.take() else {
+                return Err("the document was published already".into());
+            };
+            match self.publish_document(h, doc) {
+                Ok(answer) => answer,
+                Err(e) => {
+                    trap = Some(e);
+                    Err("the publisher handle is not the connector's".into())
+                }
+            }
+        });
+        if let Some(trap) = trap {
+            return Err(trap);
+        }
+        Ok(published)
     }
 }
