@@ -10,7 +10,9 @@
 # documents per call); `per-document-stage` builds it for the `stage` world
 # instead (one call per document, as contract 0.2.0 runs stages), to compare.
 # A connector is built for the `syncing-connector` world (contract 0.2.2), so it
-# can keep state between runs and report deletes with `weir.sync`.
+# can keep state between runs and report deletes with `weir.sync`;
+# `streaming-connector` builds one for the world of that name, which also reads
+# topics, queues and pushed documents with `weir.messages`.
 #
 # componentize-py (the version pinned in requirements.txt) is installed from PyPI
 # on first use into a venv under ${WEIR_TOOLS_DIR:-~/.cache/weir/tools}.
@@ -26,7 +28,7 @@ die() {
     exit 1
 }
 
-[[ $# -eq 3 ]] || die "usage: build.sh <stage|connector|indexer> <src-dir> <out.wasm>"
+[[ $# -eq 3 ]] || die "usage: build.sh <stage|connector|streaming-connector|indexer> <src-dir> <out.wasm>"
 kind=$1
 src=$2
 out=$3
@@ -35,8 +37,9 @@ case $kind in
     stage) world=lent-stage export_class="StageBatchApi StageLentApi" export_with="_stage.export _stage.export_lent" ;;
     per-document-stage) world=stage export_class=StageApi export_with=_stage.export_per_document ;;
     connector) world=syncing-connector export_class=ConnectorApi export_with=_connector.export ;;
+    streaming-connector) world=streaming-connector export_class=ConnectorApi export_with=_connector.export ;;
     indexer) world=indexer export_class=IndexerApi export_with=_indexer.export ;;
-    *) die "unknown kind \`$kind\`: expected stage, connector or indexer (or per-document-stage)" ;;
+    *) die "unknown kind \`$kind\`: expected stage, connector or indexer (or per-document-stage, streaming-connector)" ;;
 esac
 [[ -d $src ]] || die "source directory not found: $src"
 [[ -f $src/app.py ]] || die "$src has no app.py (the module that defines the plugin class)"

@@ -44,6 +44,7 @@ mod sandbox;
 mod scaffold;
 mod schedules;
 mod sdk;
+mod sdk_messages;
 mod sdk_sync;
 mod search;
 mod serve_limits;

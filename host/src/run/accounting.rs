@@ -435,13 +435,18 @@ impl Accounting {
         } else if counts.aside.take_early(id) {
             // A child whose terminal event came first: done already.
         } else {
-            // A child: it holds back what the least pending document does
-            // (its parent's or earlier), or what the last published did.
-            let position = counts
-                .live
-                .keys()
-                .next()
-                .copied()
+            // A child: it holds back what its root does (the root's oldest
+            // pending version is the one being processed: one id's versions
+            // go through in order), so the message the root came from is
+            // not done before it; a child of a root not known to be pending
+            // holds back what the least pending document does, or what the
+            // last published did.
+            let position = event
+                .root
+                .as_deref()
+                .and_then(|root| counts.pending.get(root))
+                .map(|held| held.first)
+                .or_else(|| counts.live.keys().next().copied())
                 .unwrap_or(counts.next.saturating_sub(1));
             counts.hold(id, position);
             if let Some(positions) = self.positions.get() {

@@ -29,6 +29,10 @@ use crate::plugin::MessageSession;
 /// `receive` waits and answers none, until some are settled.
 pub(crate) const MAX_IN_FLIGHT: usize = 100_000;
 
+/// The longest one `receive` waits on a source, whatever the connector
+/// asked (it asks again).
+const RECEIVE_WAIT: Duration = Duration::from_secs(1);
+
 /// A streaming connector's deadline: none, in practice (a century; an
 /// `Instant` that far ahead is still one).
 pub(crate) const NO_DEADLINE: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
@@ -257,6 +261,10 @@ impl MessageSession for Deliveries {
                 names.join(", ")
             )));
         };
+        // However long the connector asks to wait, a source is asked for at
+        // most RECEIVE_WAIT at a time: a stop or a pause is never behind a
+        // long wait (an empty answer is one the contract allows).
+        let wait = wait.min(RECEIVE_WAIT);
         let room = MAX_IN_FLIGHT.saturating_sub(self.in_flight());
         if room == 0 {
             // The connector receives without finishing: wait as if none came.
@@ -316,7 +324,7 @@ impl MessageSession for Deliveries {
     }
 
     fn finish(&self, handle: u64) -> bool {
-        let due = {
+        let (source, token, due) = {
             let mut inner = self.lock();
             let (source, token) = match inner.flight.get_mut(&handle) {
                 Some(flight) if !flight.finished => {
@@ -325,10 +333,11 @@ impl MessageSession for Deliveries {
                 }
                 _ => return false,
             };
-            // Its documents are published: a pushed message is answered.
-            self.sources[source].1.finished(token);
-            self.due(&mut inner, handle)
+            (source, token, self.due(&mut inner, handle))
         };
+        // Its documents are published: a pushed message is answered (out of
+        // the lock: the answer may wait on a pipe).
+        self.sources[source].1.finished(token);
         Self::settle(due);
         true
     }
@@ -352,6 +361,15 @@ impl MessageSession for Deliveries {
             },
         );
         true
+    }
+}
+
+impl Drop for Deliveries {
+    /// A run that failed before it closed them (a connector that could not
+    /// start) still closes its sources: a push source leaves its run's
+    /// pushes, a queue returns what it holds.
+    fn drop(&mut self) {
+        self.close();
     }
 }
 

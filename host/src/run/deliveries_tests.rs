@@ -208,6 +208,32 @@ fn a_child_holds_back_the_message_whose_position_it_takes() {
     assert_eq!(s.settled(), [(1, Settled::Done)]);
 }
 
+/// A child of a younger message's document holds back that message, not
+/// the oldest one still pending (messages of other channels or partitions
+/// are settled apart: the younger must not be done before its child).
+#[test]
+fn a_child_holds_back_its_roots_message_not_the_oldest_pending() {
+    let s = setup(&[1, 2]);
+    let handles = s.receive();
+    s.publish(handles[0], "slow");
+    s.deliveries.finish(handles[0]);
+    s.publish(handles[1], "parent");
+    s.deliveries.finish(handles[1]);
+    let mut child = Document::new("child");
+    child.set_run_id(Some("r1".into()));
+    s.accounting.apply(&Event::created(&child, "parent"));
+    s.event("parent", EventKind::Finish);
+    assert!(s.settled().is_empty(), "the parent's child is pending");
+    s.event("slow", EventKind::Finish);
+    assert_eq!(
+        s.settled(),
+        [(1, Settled::Done)],
+        "the slow one was never held"
+    );
+    s.event("child", EventKind::Finish);
+    assert_eq!(s.settled(), [(1, Settled::Done), (2, Settled::Done)]);
+}
+
 #[test]
 fn unknown_sources_fail_stopping_answers_stopping_and_close_abandons() {
     let s = setup(&[1, 2]);

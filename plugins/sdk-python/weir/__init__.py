@@ -33,6 +33,9 @@ connector worlds): the host hands it each batch entry prepared as it asked.
 
 A connector keeps state between runs and reports deletes with `weir.sync`
 (`get`, `set`, `remove`, `entries`, `delete(publisher, id)`, ...): see its module.
+A streaming connector (`build.sh streaming-connector`) reads a topic, a queue or
+pushed documents with `weir.messages` (`receive`, `publish`, `finish`, `reject`,
+`consume`): see its module.
 
 Everything a plugin imports must be imported at module level: the component
 holds the modules imported while it was built, and nothing else. For the same
@@ -77,3 +80,12 @@ else:
     from . import sync
 
     __all__ += ["sync"]
+
+try:
+    from wit_world.imports import messages as _messages  # noqa: F401 (only in the streaming-connector world)
+except ImportError:
+    pass
+else:
+    from . import messages
+
+    __all__ += ["messages"]

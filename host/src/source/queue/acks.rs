@@ -52,8 +52,6 @@ struct Flush<A> {
     run: Option<(A, u64)>,
     /// Waited past [`STRAGGLER`] above a delivery not done.
     stragglers: Vec<A>,
-    /// Still waiting after this flush.
-    left: bool,
 }
 
 impl<A> Tags<A> {
@@ -99,15 +97,15 @@ impl<A> Tags<A> {
             self.open.remove(&t);
             stragglers.extend(self.done.remove(&t).map(|(a, _)| a));
         }
-        let left = !self.done.is_empty();
-        if !left {
-            self.flushing = false;
-        }
-        Flush {
-            run,
-            stragglers,
-            left,
-        }
+        Flush { run, stragglers }
+    }
+
+    /// After a flush's acks were sent: whether done deliveries wait on (the
+    /// flush goes on); else no flush is planned any more. Only then, so a
+    /// flush never starts while another's acks are still being sent.
+    fn sent(&mut self) -> bool {
+        self.flushing = !self.done.is_empty();
+        self.flushing
     }
 }
 
@@ -160,11 +158,7 @@ pub(super) async fn flush(shared: Arc<Shared>, acks: Arc<ChannelAcks>) {
             let _ = tokio::time::timeout(wait, acks.planned.notified()).await;
             now = Instant::now();
         }
-        let Flush {
-            run,
-            stragglers,
-            left,
-        } = acks.tags().take(now);
+        let Flush { run, stragglers } = acks.tags().take(now);
         if let Some((acker, count)) = run {
             let all = BasicAckOptions { multiple: true };
             if matches!(acker.ack(all).await, Ok(true)) {
@@ -176,7 +170,7 @@ pub(super) async fn flush(shared: Arc<Shared>, acks: Arc<ChannelAcks>) {
                 shared.counts.acked.fetch_add(1, Ordering::Relaxed);
             }
         }
-        if !left {
+        if !acks.tags().sent() {
             return;
         }
         wait = STRAGGLER;
@@ -210,16 +204,15 @@ mod tests {
         let mut t = tags(&[1, 2, 3, 4, 5], &[1, 2, 4], &[], now);
         let flush = t.take(now);
         assert_eq!(flush.run, Some((2, 2)));
-        assert!(flush.stragglers.is_empty() && flush.left && t.flushing);
+        assert!(flush.stragglers.is_empty());
+        assert!(t.sent(), "4 waits on: the flush goes on");
         assert_eq!(t.open.iter().copied().collect::<Vec<_>>(), [3, 4, 5]);
         // 3 rejected alone (released): 4 is now at the bottom, 5 not done.
         t.open.remove(&3);
         let flush = t.take(now);
         assert_eq!(flush.run, Some((4, 1)));
-        assert!(
-            !flush.left && !t.flushing,
-            "nothing waits: no flush planned"
-        );
+        assert!(t.flushing, "planned until its acks are sent");
+        assert!(!t.sent() && !t.flushing, "nothing waits: no flush planned");
         assert_eq!(t.open.iter().copied().collect::<Vec<_>>(), [5]);
     }
 
@@ -230,7 +223,7 @@ mod tests {
         let flush = t.take(now);
         assert_eq!(flush.run, None, "7 is not done: no run");
         assert_eq!(flush.stragglers, [9]);
-        assert!(flush.left, "8 and 10 wait on");
+        assert!(t.sent(), "8 and 10 wait on");
         assert_eq!(t.open.iter().copied().collect::<Vec<_>>(), [7, 8, 10]);
         // 7 done: 8 follows it in the run; 10 is at its top.
         t.done.insert(7, (7, now));

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use lapin::Confirmation;
 use lapin::options::{BasicAckOptions, BasicNackOptions, BasicPublishOptions, BasicRejectOptions};
 
 use super::{InFlight, Incoming, Shared, convert};
@@ -94,7 +95,12 @@ async fn dead_letter(
                     .basic_publish(
                         "".into(),
                         queue.as_str().into(),
-                        BasicPublishOptions::default(),
+                        // Mandatory: a dead-letter queue that is not there
+                        // is an answer, not a silent drop.
+                        BasicPublishOptions {
+                            mandatory: true,
+                            ..BasicPublishOptions::default()
+                        },
                         &delivery.data,
                         properties,
                     )
@@ -110,8 +116,9 @@ async fn dead_letter(
             None => None,
         }
     };
+    // Stored: confirmed, and not returned as unroutable.
     let stored = match confirmed {
-        Some(confirm) => matches!(confirm.await, Ok(c) if c.is_ack()),
+        Some(confirm) => matches!(confirm.await, Ok(Confirmation::Ack(None))),
         None => false,
     };
     if stored {
@@ -120,7 +127,10 @@ async fn dead_letter(
             tracing::warn!(source = %shared.label, dead_letter_queue = %queue, attempts, %error, "message dead-lettered");
         }
     } else {
-        // It comes again, and is dead-lettered then.
+        // It comes again, and is dead-lettered then: after the backoff, or
+        // a dead-letter queue that refuses it would make a hot loop.
+        tracing::warn!(source = %shared.label, dead_letter_queue = %queue, "the dead-letter queue did not take the message (missing, full or refusing): it goes back to its queue after the backoff");
+        backoff(shared, shared.grant.backoff_after(attempts)).await;
         return_to_queue(shared, &delivery.acker).await;
     }
 }
