@@ -50,6 +50,9 @@ pub enum ScheduleError {
     JitterTooLong { text: String },
 }
 
+/// How many of a cron's next starts its jitter is checked against.
+const CRON_GAPS_CHECKED: usize = 500;
+
 /// When a config runs: see the module's documentation.
 #[derive(Debug, Clone)]
 pub struct Schedule {
@@ -192,7 +195,36 @@ impl Schedule {
                 text: text.to_owned(),
             });
         }
+        // A cron's jitter must be shorter than the gap between its starts
+        // (its shortest over the next ones), as an interval's must: a start
+        // delayed past the next would have that one taken for missed.
+        if matches!(schedule.kind, Kind::Cron { .. })
+            && !schedule.jitter.is_zero()
+            && schedule
+                .shortest_gap(CRON_GAPS_CHECKED)
+                .is_some_and(|gap| schedule.jitter >= gap)
+        {
+            return Err(ScheduleError::JitterNotShorter {
+                jitter: humantime::format_duration(schedule.jitter).to_string(),
+                interval: text.to_owned(),
+            });
+        }
         Ok(schedule)
+    }
+
+    /// The shortest gap between two of the next `starts` starts (from now).
+    fn shortest_gap(&self, starts: usize) -> Option<Duration> {
+        let mut at = self.next_after(Utc::now())?;
+        let mut shortest: Option<Duration> = None;
+        for _ in 0..starts {
+            let Some(next) = self.next_after(at) else {
+                break;
+            };
+            let gap = (next - at).to_std().unwrap_or_default();
+            shortest = Some(shortest.map_or(gap, |s| s.min(gap)));
+            at = next;
+        }
+        shortest
     }
 
     /// The most a start is delayed by.

@@ -192,6 +192,12 @@ fn bad_jitters_are_refused() {
         refused("1m", None, Some("soon")),
         ScheduleError::BadJitter { .. }
     ));
+    // A cron's jitter against the shortest gap between its starts: at 3:00
+    // and 3:10 every day, 10 minutes is too long, 9 is not.
+    let e = refused("0,10 3 * * *", None, Some("10m"));
+    assert!(matches!(e, ScheduleError::JitterNotShorter { .. }), "{e}");
+    assert!(Schedule::parse("0,10 3 * * *", None, Some("9m")).is_ok());
+    assert!(Schedule::parse("0 3 * * *", None, Some("23h")).is_ok());
     assert!(matches!(
         refused("0 3 * * *", None, Some("400days")),
         ScheduleError::JitterTooLong { .. }
