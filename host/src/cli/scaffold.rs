@@ -68,7 +68,7 @@ const PYTHON_SDK: &[(&str, &str)] = vendored!("sdk-python":
     "weir/__init__.py", "weir/_batches.py", "weir/_codec.py", "weir/_config.py", "weir/_connector.py",
     "weir/_document.py", "weir/_errors.py", "weir/_indexer.py", "weir/_indexing.py",
     "weir/_log.py", "weir/_plugins.py", "weir/_runtime.py", "weir/_stage.py", "weir/_values.py",
-    "weir/sync.py",
+    "weir/messages.py", "weir/sync.py",
 );
 
 /// The JavaScript SDK (`plugins/sdk-js`), its pinned tools and build script.
