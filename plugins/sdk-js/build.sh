@@ -7,7 +7,9 @@
 # documents per call); `per-document-stage` builds it for the `stage` world
 # instead (one call per document, as contract 0.2.0 runs stages), to compare.
 # A connector is built for the `syncing-connector` world (contract 0.2.2), so it
-# can keep state between runs and report deletes with `weir.sync`.
+# can keep state between runs and report deletes with `weir.sync`;
+# `streaming-connector` builds one for the world of that name, which also reads
+# topics, queues and pushed documents with `weir.messages`.
 #
 # <src-dir>/app.js default-exports a class extending weir.Stage, weir.Connector
 # or weir.Indexer (per the world) and imports the SDK as `weir`:
@@ -35,7 +37,7 @@ die() {
     exit 1
 }
 
-[[ $# -eq 3 ]] || die "usage: build.sh <stage|connector|indexer> <src-dir> <out.wasm>"
+[[ $# -eq 3 ]] || die "usage: build.sh <stage|connector|streaming-connector|indexer> <src-dir> <out.wasm>"
 kind=$1 src=$2 out=$3
 # The WIT world, the SDK function that exports the plugin class, the name of
 # the interface it makes (the world's export; names destructured for a world
@@ -47,8 +49,9 @@ case $kind in
 stage) world=lent-stage export=exportLentStage api="{ stageBatchApi, stageLentApi }" ;;
 per-document-stage) world=stage export=exportStagePerDocument api=stageApi ;;
 connector) world=syncing-connector export=exportConnector api=connectorApi hosts=sync ;;
+streaming-connector) world=streaming-connector export=exportConnector api=connectorApi hosts="sync messages" ;;
 indexer) world=indexer export=exportIndexer api=indexerApi ;;
-*) die "unknown kind \`$kind\` (expected stage, connector or indexer, or per-document-stage)" ;;
+*) die "unknown kind \`$kind\` (expected stage, connector or indexer, or per-document-stage, streaming-connector)" ;;
 esac
 [[ -f $src/app.js ]] || die "no app.js in \`$src\` (the plugin's module)"
 command -v node >/dev/null || die "node is not installed: Node.js 20 or later is needed to build JavaScript plugins"

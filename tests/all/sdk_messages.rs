@@ -1,5 +1,5 @@
-//! A streaming connector in Python (`weir.messages`, built for the
-//! `streaming-connector` world), through the `weir` binary on the test
+//! A streaming connector in Python and in JavaScript (`weir.messages`, built
+//! for the `streaming-connector` world), through the `weir` binary on the test
 //! RabbitMQ node: each message a document, a delete event a deletion, a
 //! body that is not JSON rejected (dead-lettered with its origin, on the
 //! broker too), every message acknowledged once done, and the run ends
@@ -32,10 +32,44 @@ class Orders(weir.Connector):
         return weir.Document(fields["id"], fields)
 "#;
 
+/// The same connector in JavaScript.
+const JS: &str = r#"import * as weir from "weir";
+
+const messages = weir.messages;
+
+export default class Orders extends weir.Connector {
+  configure(config) {
+    this.limit = config.integer("limit");
+  }
+
+  execute(publisher) {
+    messages.consume(publisher, "orders", (message) => this.becomes(message), { batch: 20, waitMs: 200, limit: this.limit });
+  }
+
+  becomes(message) {
+    const fields = JSON.parse(messages.text(message) ?? "");
+    if (fields.delete) return new messages.Delete(fields.id);
+    Object.assign(fields, { lang: "js", attempt: message.attempt, origin: message.origin });
+    return weir.Document.create(fields.id, fields);
+  }
+}
+"#;
+
 #[test]
 fn a_python_streaming_connector_publishes_deletes_and_rejects_by_message() {
+    streams("python", "JSONDecodeError");
+}
+
+#[test]
+fn a_js_streaming_connector_publishes_deletes_and_rejects_by_message() {
+    streams("js", "SyntaxError");
+}
+
+/// The connector in `lang` on a queue of 30 documents, a body that is not
+/// JSON (its error names `parse_error`) and a delete event.
+fn streams(lang: &str, parse_error: &str) {
     let amqp = Amqp::test_broker();
-    let queue = unique("python");
+    let queue = unique(lang);
     amqp.declare(&queue);
     let mut bodies: Vec<String> = (0..30)
         .map(|i| format!(r#"{{"id":"o-{i}","n":{i}}}"#))
@@ -48,8 +82,13 @@ fn a_python_streaming_connector_publishes_deletes_and_rejects_by_message() {
     let src = dir.path().join("src");
     std::fs::create_dir_all(&src).expect("src");
     std::fs::create_dir_all(dir.path().join("out")).expect("out");
-    std::fs::write(src.join("app.py"), PYTHON).expect("app.py");
-    let component = sdk_component("python", "streaming-connector", &src);
+    let (file, text) = if lang == "python" {
+        ("app.py", PYTHON)
+    } else {
+        ("app.js", JS)
+    };
+    std::fs::write(src.join(file), text).expect("connector source");
+    let component = sdk_component(lang, "streaming-connector", &src);
     let config = format!(
         r#"
         [worker]
@@ -93,13 +132,13 @@ fn a_python_streaming_connector_publishes_deletes_and_rejects_by_message() {
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect();
     assert_eq!(lines.len(), 31, "30 documents and a deletion:\n{log}");
-    let last = lines.last().expect("lines");
-    assert_eq!(
-        (last["id"].as_str(), last["_deleted"].as_bool()),
-        (Some("o-3"), Some(true))
-    );
-    for doc in &lines[..30] {
-        assert_eq!(doc["lang"], "python", "{doc}");
+    // One id's lines in order (ids apart go through apart): o-3's last
+    // line is its deletion.
+    let o3: Vec<&Value> = lines.iter().filter(|l| l["id"] == "o-3").collect();
+    assert_eq!(o3.len(), 2, "{o3:?}");
+    assert_eq!(o3[1]["_deleted"], true, "{o3:?}");
+    for doc in lines.iter().filter(|l| l["_deleted"] != true) {
+        assert_eq!(doc["lang"], lang, "{doc}");
         assert_eq!(doc["attempt"], 1, "{doc}");
         assert_eq!(doc["origin"], queue.as_str(), "{doc}");
     }
@@ -112,7 +151,7 @@ fn a_python_streaming_connector_publishes_deletes_and_rejects_by_message() {
     assert!(
         letters[0]["error"]
             .as_str()
-            .is_some_and(|e| e.contains("JSONDecodeError")),
+            .is_some_and(|e| e.contains(parse_error)),
         "{letters:?}"
     );
     // Every message settled on the broker: none left, the invalid one on

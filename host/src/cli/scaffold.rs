@@ -76,7 +76,7 @@ const JS_SDK: &[(&str, &str)] = vendored!("sdk-js":
     "build.sh", "package.json", "package-lock.json", "README.md",
     "src/batch.js", "src/batch_fields.js", "src/config.js", "src/connector.js", "src/document.js",
     "src/errors.js", "src/file.js", "src/index.js", "src/indexer.js", "src/json.js", "src/lent.js",
-    "src/log.js", "src/plugin.js", "src/stage.js", "src/sync.js", "src/values.js",
+    "src/log.js", "src/messages.js", "src/plugin.js", "src/stage.js", "src/sync.js", "src/values.js",
 );
 
 /// Write a new project for a `kind` plugin in `lang` named `name` into

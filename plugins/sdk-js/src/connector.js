@@ -72,12 +72,21 @@ export class Publisher {
 export let syncHost;
 
 /**
+ * The WIT `messages` interface, for `weir.messages` (see `messages.js`): set
+ * by {@link exportConnector} in the streaming-connector world.
+ * @internal
+ */
+export let messagesHost;
+
+/**
  * The WIT `connector-api`, backed by one instance of `Plugin`; `hosts.sync` is
- * the world's `weir:plugin/sync`, for `weir.sync`.
+ * the world's `weir:plugin/sync`, for `weir.sync`, and `hosts.messages` the
+ * streaming world's `weir:plugin/messages`, for `weir.messages`.
  * @internal `build.sh` exports it as `connectorApi`
  */
 export function exportConnector(Plugin, hosts = {}) {
   syncHost = hosts.sync;
+  messagesHost = hosts.messages;
   const instance = new Instance(Plugin, Connector, "execute(publisher)");
   const calls = {
     checkConfig: (text) => instance.checkConfig(text),

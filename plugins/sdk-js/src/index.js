@@ -7,7 +7,8 @@
  * The SDK's modules are free of side effects (but for `log.js`), so the
  * bundle keeps only what the plugin uses: an indexer, whose world has no
  * document interface, must not use `Document`; only a connector may use
- * `weir.sync` (state between runs, and deletes: see `sync.js`).
+ * `weir.sync` (state between runs, and deletes: see `sync.js`), and only a
+ * streaming connector `weir.messages` (topics, queues, pushes: `messages.js`).
  *
  * ```js
  * import * as weir from "weir";
@@ -34,6 +35,7 @@ export { BatchError, DocumentFailure, Failure, Fatal, Transient } from "./errors
 export { File } from "./file.js";
 export { Decimal } from "./json.js";
 export { Connector, Publisher, exportConnector } from "./connector.js";
+export * as messages from "./messages.js";
 export * as sync from "./sync.js";
 export { Indexer, exportIndexer } from "./indexer.js";
 export { Stage, exportStagePerDocument } from "./stage.js";
