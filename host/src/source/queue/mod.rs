@@ -335,7 +335,8 @@ impl Source for QueueSource {
             .remove(&token);
         match (taken, settled) {
             (Some(message), Settled::Done) => {
-                // Acknowledged with the done deliveries around it.
+                // Acknowledged with the done deliveries around it, without a
+                // task of its own (the hot path: one flush per few ms).
                 let tag = message.delivery.delivery_tag;
                 if message.acks.done(message.delivery.acker, tag) {
                     self.run(acks::flush(self.shared.clone(), message.acks));

@@ -24,9 +24,12 @@ pub(super) async fn settle(shared: Arc<Shared>, message: InFlight, settled: Sett
     } = message;
     match settled {
         Settled::Done => {
-            if delivery.acker.ack(BasicAckOptions::default()).await.is_ok() {
-                shared.counts.acked.fetch_add(1, Ordering::Relaxed);
+            // One way to acknowledge: with the done deliveries around it.
+            let tag = delivery.delivery_tag;
+            if acks.done(delivery.acker, tag) {
+                super::acks::flush(shared, acks).await;
             }
+            return;
         }
         Settled::Failed { error } if attempt >= shared.grant.max_attempts => {
             dead_letter(&shared, &delivery, &error, attempt).await;
