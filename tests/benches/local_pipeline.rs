@@ -18,7 +18,14 @@
 //!   process of this bench, as `weir run` runs it less its command line
 //!   (logging, signals, progress): what the binary adds, if anything;
 //! - `Lucille` (CSV), when `WEIR_BENCH_LUCILLE` names a built Lucille
-//!   (common/lucille.rs): its own file connector, stages and CSV indexer.
+//!   (common/lucille.rs): its own file connector, stages and CSV indexer;
+//!   each round also on 1/5 of the documents, for its steady state: (CPU of
+//!   the whole run - CPU of the 1/5 run) / (4/5 of the documents), which
+//!   leaves out the JVM's start-up and warm-up;
+//! - `Benthos` (JSONL), when `go` is on the path (common/benthos.rs; the Go
+//!   program in `benches/benthos`, built once per run): its `file` input,
+//!   three bloblang `mutation` processors and `file` output, the same
+//!   pipeline threads and batch size.
 //!
 //! Every phase is a process timed from outside: wall time, and the CPU time
 //! (user + system, every thread) and peak RSS of the whole process from its
@@ -29,11 +36,20 @@
 //! RSS flat in the number of documents), and the CSV phases once more beside
 //! a process spinning on every core (wall time on a busy machine).
 //!
+//! Start-up: each round, a warm (components compiled, cache filled)
+//! one-document `weir run --no-progress` of the JSONL config, 5 tries: its
+//! wall time from outside against the run's own time as its summary prints
+//! it; the difference is what start-up and exit cost beyond the run (goal:
+//! within 0.05 s). Benthos's and Lucille's one-document runs are timed too,
+//! when they are present.
+//!
 //! `cargo bench -p weir-tests --bench local_pipeline`: `WEIR_BENCH_DOCS`
 //! (default 1,000,000), `WEIR_BENCH_THREADS` (worker threads, default 2),
 //! `WEIR_BENCH_ROUNDS` (default 3), `WEIR_BENCH_WEIR` (the `weir` binary to
 //! time; default: the one this bench is built with, in the same profile as
-//! a release build), `WEIR_BENCH_LUCILLE` and `WEIR_BENCH_JAVA`.
+//! a release build), `WEIR_BENCH_LUCILLE` and `WEIR_BENCH_JAVA`,
+//! `WEIR_BENCH_BENTHOS` (a built Benthos instead of `go build`; `off` skips
+//! it).
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -42,6 +58,8 @@ use std::process::Command;
 use serde_json::Value;
 use weir::core::document::Document;
 
+#[path = "common/benthos.rs"]
+mod benthos;
 #[path = "common/corpus.rs"]
 mod corpus;
 #[path = "common/lucille.rs"]
@@ -61,7 +79,7 @@ use summary::RunSummary;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Documents per indexer batch, for Weir and Lucille alike.
+/// Documents per indexer batch, for Weir, Lucille and Benthos alike.
 const BATCH: usize = 500;
 
 /// The CSV output's columns (`tags` multi-valued, joined with `|`).
@@ -243,6 +261,7 @@ struct Setup {
     dir: PathBuf,
     threads: usize,
     lucille: Option<PathBuf>,
+    benthos: Option<PathBuf>,
 }
 
 /// Run `phase` on `dir` as a process and measure it from outside.
@@ -272,6 +291,14 @@ fn measure(phase: &str, setup: &Setup, dir: &Path) -> Measured {
             setup.threads,
             BATCH,
         ),
+        "benthos" => benthos::command(
+            setup.benthos.as_deref().expect("a Benthos"),
+            dir,
+            &dir.join("input.jsonl"),
+            &dir.join("benthos.jsonl"),
+            setup.threads,
+            BATCH,
+        ),
         other => panic!("unknown phase {other}"),
     };
     let usage = process::timed(&mut command);
@@ -281,6 +308,7 @@ fn measure(phase: &str, setup: &Setup, dir: &Path) -> Measured {
     let docs = match (&summary, phase) {
         (Some(summary), _) => usize::try_from(summary.succeeded).expect("count"),
         (None, "lucille-csv") => lucille::rows(&dir.join("lucille.csv")),
+        (None, "benthos") => benthos::lines(&dir.join("benthos.jsonl")),
         (None, _) => usage.stdout.trim().parse().expect("the phase's count"),
     };
     Measured {
@@ -387,18 +415,34 @@ fn main() {
     let rounds = env_number("WEIR_BENCH_ROUNDS", 3).max(1);
     let small_dir = tempfile::tempdir().expect("tempdir");
     let dir = tempfile::tempdir().expect("tempdir");
+    // The start-up runs' one document, and Lucille's run on 1/5.
+    let one_dir = tempfile::tempdir().expect("tempdir");
+    let fifth_dir = tempfile::tempdir().expect("tempdir");
+    let benthos = match benthos::binary(dir.path()) {
+        Ok(path) => Some(path),
+        Err(why) => {
+            println!("Benthos phase skipped: {why}");
+            None
+        }
+    };
     let setup = Setup {
         dir: dir.path().to_owned(),
         threads,
         lucille: lucille::from_env(),
+        benthos,
     };
     generate(&small_dir.path().join("input.jsonl"), n / 10);
     generate(&dir.path().join("input.jsonl"), n);
+    generate(&one_dir.path().join("input.jsonl"), 1);
+    if setup.lucille.is_some() {
+        generate(&fifth_dir.path().join("input.jsonl"), n / 5);
+    }
     for (at, name, csv) in [
         (dir.path(), "weir", false),
         (dir.path(), "weir-csv", true),
         (dir.path(), "weir-csv-020", true),
         (small_dir.path(), "weir", false),
+        (one_dir.path(), "weir", false),
     ] {
         let config = weir_config(at, name, threads, csv);
         // Untimed: compiles the components into the run's cache.
@@ -424,23 +468,137 @@ fn main() {
     if setup.lucille.is_some() {
         phases.push("lucille-csv");
     }
+    if setup.benthos.is_some() {
+        phases.push("benthos");
+    }
     let mut runs: Vec<Vec<Measured>> = phases.iter().map(|_| Vec::new()).collect();
+    let mut lucille_fifth = Vec::new();
+    let mut startup = Vec::new();
+    let show = |round: usize, phase: &str, m: &Measured| {
+        println!(
+            "round {round} {phase:<15} {:>9.0} docs/s {:>8.2} us CPU/doc",
+            m.rate(),
+            m.cpu_us()
+        );
+    };
     for round in 1..=rounds {
         for (phase, measured) in phases.iter().zip(&mut runs) {
             let m = measure(phase, &setup, &setup.dir);
             assert_eq!(m.docs, n, "{phase}: every document through");
-            println!(
-                "round {round} {phase:<15} {:>9.0} docs/s {:>8.2} us CPU/doc",
-                m.rate(),
-                m.cpu_us()
-            );
+            show(round, phase, &m);
             measured.push(m);
         }
+        if setup.lucille.is_some() {
+            let m = measure("lucille-csv", &setup, fifth_dir.path());
+            assert_eq!(m.docs, n / 5, "lucille-csv on 1/5: every document through");
+            show(round, "lucille-csv 1/5", &m);
+            lucille_fifth.push(m);
+        }
+        if round == 1 && setup.benthos.is_some() {
+            // Benthos writes what Weir writes.
+            benthos::assert_same_document(
+                &setup.dir.join("weir.jsonl"),
+                &setup.dir.join("benthos.jsonl"),
+            );
+        }
+        let started = startup_round(&setup, one_dir.path());
+        println!(
+            "round {round} start-up        weir wall {:.3} s, run {:.3} s, beyond the run {:.3} s",
+            started.weir_wall, started.weir_run, started.weir_beyond
+        );
+        startup.push(started);
     }
     let weir_small = measure("weir", &setup, small_dir.path());
     assert_eq!(weir_small.docs, n / 10);
     let busy = busy_rounds(&setup);
-    report(&phases, &runs, &weir_small, &busy, n);
+    let steady: Vec<Measured> = if setup.lucille.is_some() {
+        let full = &runs[phases
+            .iter()
+            .position(|p| *p == "lucille-csv")
+            .expect("lucille")];
+        full.iter()
+            .zip(&lucille_fifth)
+            .map(|(full, fifth)| steady_state(full, fifth))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let lucille = Lucille {
+        fifth: lucille_fifth,
+        steady,
+    };
+    report(&phases, &runs, &lucille, &weir_small, &busy, n);
+    report_startup(&startup);
+}
+
+/// Lucille's runs on 1/5 of the documents, and its steady state (empty
+/// without a Lucille).
+struct Lucille {
+    fifth: Vec<Measured>,
+    steady: Vec<Measured>,
+}
+
+/// The steady state of a system from its whole run and its run on fewer
+/// documents: the documents, time and CPU of the difference, which leaves
+/// out start-up, warm-up and exit (the peak RSS is the whole run's).
+fn steady_state(full: &Measured, part: &Measured) -> Measured {
+    Measured {
+        docs: full.docs - part.docs,
+        seconds: full.seconds - part.seconds,
+        cpu: full.cpu - part.cpu,
+        peak_mib: full.peak_mib,
+        summary: None,
+    }
+}
+
+/// One-document runs per start-up round.
+const STARTUP_TRIES: usize = 5;
+
+/// One round of start-up figures, each the median of its tries, seconds.
+struct Startup {
+    weir_wall: f64,
+    weir_cpu: f64,
+    /// The run's own time, as its summary prints it.
+    weir_run: f64,
+    /// Process wall time beyond the run's own: start-up and exit.
+    weir_beyond: f64,
+    /// Wall and CPU of the peers' one-document runs, when present.
+    benthos: Option<(f64, f64)>,
+    lucille: Option<(f64, f64)>,
+}
+
+/// Warm one-document runs in `dir` (its components already compiled into
+/// its cache): `weir run --no-progress` of the JSONL config, then Benthos
+/// and Lucille when present.
+fn startup_round(setup: &Setup, dir: &Path) -> Startup {
+    let tries = |phase: &str| -> Vec<Measured> {
+        (0..STARTUP_TRIES)
+            .map(|_| {
+                let m = measure(phase, setup, dir);
+                assert_eq!(m.docs, 1, "start-up, {phase}: the one document through");
+                m
+            })
+            .collect()
+    };
+    let weir = tries("weir");
+    let run = |m: &Measured| {
+        let elapsed = m.summary.as_ref().expect("weir's summary").elapsed;
+        assert!(!elapsed.is_zero(), "no run time in weir's summary");
+        elapsed.as_secs_f64()
+    };
+    let wall_cpu =
+        |runs: Vec<Measured>| (median_by(&runs, |m| m.seconds), median_by(&runs, |m| m.cpu));
+    Startup {
+        weir_wall: median_by(&weir, |m| m.seconds),
+        weir_cpu: median_by(&weir, |m| m.cpu),
+        weir_run: median_by(&weir, run),
+        weir_beyond: median_by(&weir, |m| m.seconds - run(m)),
+        benthos: setup.benthos.is_some().then(|| wall_cpu(tries("benthos"))),
+        lucille: setup
+            .lucille
+            .is_some()
+            .then(|| wall_cpu(tries("lucille-csv"))),
+    }
 }
 
 /// The CSV phases once more, beside a process spinning on every core.
@@ -462,6 +620,7 @@ fn busy_rounds(setup: &Setup) -> Vec<(&'static str, Measured)> {
 fn report(
     phases: &[&str],
     runs: &[Vec<Measured>],
+    lucille: &Lucille,
     weir_small: &Measured,
     busy: &[(&str, Measured)],
     n: usize,
@@ -489,6 +648,11 @@ fn report(
     ];
     if phases.contains(&"lucille-csv") {
         rows.push(("Lucille, CSV".to_owned(), of("lucille-csv")));
+        rows.push((format!("Lucille, CSV, {} docs", n / 5), &lucille.fifth));
+        rows.push(("Lucille, CSV, steady state".to_owned(), &lucille.steady));
+    }
+    if phases.contains(&"benthos") {
+        rows.push(("Benthos, JSONL".to_owned(), of("benthos")));
     }
     for (name, m) in &rows {
         println!(
@@ -511,24 +675,37 @@ fn report(
     println!("  0.2.0  {}", stages_line(of("weir-csv-020")));
 
     println!("\nratios in the same round: median [range over {rounds} rounds]");
-    let pair = |name: &str, a: &str, b: &str| {
+    let pair = |name: &str, a: &[Measured], b: &[Measured]| {
         println!(
-            "{name:<34} docs/s {}   CPU per document {}",
-            ratio(of(a), of(b), rate),
-            ratio(of(a), of(b), cpu_us)
+            "{name:<38} docs/s {}   CPU per document {}",
+            ratio(a, b, rate),
+            ratio(a, b, cpu_us)
         );
     };
-    pair("weir / native, JSONL", "weir", "native");
-    pair("weir / native, CSV", "weir-csv", "native-csv");
-    pair("weir 0.2.0 / 0.2.1 stages, CSV", "weir-csv-020", "weir-csv");
+    pair("weir / native, JSONL", of("weir"), of("native"));
+    pair("weir / native, CSV", of("weir-csv"), of("native-csv"));
+    pair(
+        "weir 0.2.0 / 0.2.1 stages, CSV",
+        of("weir-csv-020"),
+        of("weir-csv"),
+    );
     pair(
         "weir binary / in-process, CSV",
-        "weir-csv",
-        "in-process-csv",
+        of("weir-csv"),
+        of("in-process-csv"),
     );
     if phases.contains(&"lucille-csv") {
-        pair("weir / Lucille, CSV", "weir-csv", "lucille-csv");
-        pair("Lucille / native, CSV", "lucille-csv", "native-csv");
+        pair("weir / Lucille, CSV", of("weir-csv"), of("lucille-csv"));
+        pair(
+            "weir / Lucille steady state, CSV",
+            of("weir-csv"),
+            &lucille.steady,
+        );
+        pair("Lucille / native, CSV", of("lucille-csv"), of("native-csv"));
+    }
+    if phases.contains(&"benthos") {
+        pair("weir / Benthos, JSONL", of("weir"), of("benthos"));
+        pair("Benthos / native, JSONL", of("benthos"), of("native"));
     }
     println!(
         "weir peak RSS, {n} / {} docs: {:.2}x",
@@ -563,6 +740,45 @@ fn report(
                 "{:<30} {docs_s:>10.0} {seconds:>9.2} {us:>11.2} {:>13.2}",
                 format!("{name}, {when}"),
                 seconds / cpu
+            );
+        }
+    }
+}
+
+/// The start-up rounds: medians over rounds of each round's median.
+fn report_startup(rounds: &[Startup]) {
+    let spread = |f: &dyn Fn(&Startup) -> f64| {
+        let values: Vec<f64> = rounds.iter().map(f).collect();
+        let (low, high) = values
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), &v| (l.min(v), h.max(v)));
+        format!("{:.3} s [{low:.3}-{high:.3}]", median_of(values))
+    };
+    println!(
+        "\nstart-up: a warm one-document run, timed from outside; median of {STARTUP_TRIES} tries per round, median [range] over {} rounds",
+        rounds.len()
+    );
+    println!(
+        "  weir run --no-progress: process wall {}, CPU {}",
+        spread(&|r| r.weir_wall),
+        spread(&|r| r.weir_cpu)
+    );
+    println!(
+        "    the run's own time (its summary): {}",
+        spread(&|r| r.weir_run)
+    );
+    println!(
+        "    start-up and exit beyond the run: {} (goal: within 0.050 s)",
+        spread(&|r| r.weir_beyond)
+    );
+    let peers: [(&str, &dyn Fn(&Startup) -> Option<(f64, f64)>); 2] =
+        [("Benthos", &|r| r.benthos), ("Lucille", &|r| r.lucille)];
+    for (name, of) in peers {
+        if rounds.iter().all(|r| of(r).is_some()) {
+            println!(
+                "  {name}: process wall {}, CPU {}",
+                spread(&|r| of(r).expect("measured").0),
+                spread(&|r| of(r).expect("measured").1)
             );
         }
     }

@@ -1,6 +1,6 @@
 //! What `weir run` printed at the end of a run (host/src/cli/summary.rs),
-//! read back for the benchmarks that run the binary: documents, CPU time
-//! by kind of thread, and each stage's time in its calls.
+//! read back for the benchmarks that run the binary: the run's own time,
+//! documents, CPU time by kind of thread, and each stage's time in its calls.
 
 // Each benchmark that includes this file uses some of it.
 #![allow(dead_code)]
@@ -10,6 +10,9 @@ use std::time::Duration;
 /// The figures of one run's summary.
 #[derive(Debug, Clone, Default)]
 pub struct RunSummary {
+    /// The run's own time, as its first line says it
+    /// (`Run <id>: Success in 134.40ms`).
+    pub elapsed: Duration,
     /// Documents the connectors' rows say succeeded, summed.
     pub succeeded: u64,
     /// CPU time of the threads that ran connectors, workers and indexers.
@@ -29,6 +32,9 @@ pub fn parse(stdout: &str) -> RunSummary {
     for line in stdout.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.first().copied() {
+            Some("Run") if words.len() >= 5 && words[words.len() - 2] == "in" => {
+                summary.elapsed = duration(words[words.len() - 1]);
+            }
             Some("connector") | Some("stage") => table = words[0],
             Some("CPU") => {
                 let after = |kind: &str| {
@@ -42,7 +48,8 @@ pub fn parse(stdout: &str) -> RunSummary {
             Some("(indexer") => summary
                 .stages
                 .push(("indexer batches".into(), duration(words[words.len() - 2]))),
-            Some(name) if table == "connector" && words.len() >= 9 => {
+            // A connector's notes (`bench: full sync: ...`) follow its row.
+            Some(name) if table == "connector" && words.len() >= 9 && !name.ends_with(':') => {
                 summary.succeeded += words[4].parse::<u64>().unwrap_or_else(|_| {
                     panic!("no succeeded count for connector {name} in: {line}")
                 });
