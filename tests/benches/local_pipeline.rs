@@ -747,38 +747,41 @@ fn report(
 
 /// The start-up rounds: medians over rounds of each round's median.
 fn report_startup(rounds: &[Startup]) {
-    let spread = |f: &dyn Fn(&Startup) -> f64| {
-        let values: Vec<f64> = rounds.iter().map(f).collect();
+    let spread = |values: Vec<f64>| {
         let (low, high) = values
             .iter()
             .fold((f64::MAX, f64::MIN), |(l, h), &v| (l.min(v), h.max(v)));
         format!("{:.3} s [{low:.3}-{high:.3}]", median_of(values))
     };
+    let weir = |f: fn(&Startup) -> f64| spread(rounds.iter().map(f).collect());
     println!(
         "\nstart-up: a warm one-document run, timed from outside; median of {STARTUP_TRIES} tries per round, median [range] over {} rounds",
         rounds.len()
     );
     println!(
         "  weir run --no-progress: process wall {}, CPU {}",
-        spread(&|r| r.weir_wall),
-        spread(&|r| r.weir_cpu)
+        weir(|r| r.weir_wall),
+        weir(|r| r.weir_cpu)
     );
     println!(
         "    the run's own time (its summary): {}",
-        spread(&|r| r.weir_run)
+        weir(|r| r.weir_run)
     );
     println!(
         "    start-up and exit beyond the run: {} (goal: within 0.050 s)",
-        spread(&|r| r.weir_beyond)
+        weir(|r| r.weir_beyond)
     );
-    let peers: [(&str, &dyn Fn(&Startup) -> Option<(f64, f64)>); 2] =
-        [("Benthos", &|r| r.benthos), ("Lucille", &|r| r.lucille)];
-    for (name, of) in peers {
-        if rounds.iter().all(|r| of(r).is_some()) {
+    for (name, peer) in [
+        ("Benthos", rounds.iter().map(|r| r.benthos).collect()),
+        ("Lucille", rounds.iter().map(|r| r.lucille).collect()),
+    ] {
+        let peer: Option<Vec<(f64, f64)>> = peer;
+        if let Some(peer) = peer {
+            let (walls, cpus) = peer.into_iter().unzip();
             println!(
                 "  {name}: process wall {}, CPU {}",
-                spread(&|r| of(r).expect("measured").0),
-                spread(&|r| of(r).expect("measured").1)
+                spread(walls),
+                spread(cpus)
             );
         }
     }
