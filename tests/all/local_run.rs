@@ -211,6 +211,53 @@ fn a_stage_that_cannot_start_stops_the_run_before_any_document() {
     assert!(recording.sent_for_processing().is_empty());
 }
 
+/// Batches fill by time while the source publishes; once it is done, nothing
+/// waits for documents that are not coming. With a stage batch wait and an
+/// indexer batch timeout of ten minutes, each connector's last documents
+/// would wait that long; they go as soon as they are processed.
+#[test]
+fn a_finished_source_leaves_no_batch_waiting_for_its_timeout() {
+    let toml = r#"
+        [runner]
+        connector_timeout = "30m"
+        stall_timeout = "20m"
+        [worker]
+        threads = 2
+        [indexer]
+        batch_size = 1000
+        batch_timeout = "10m"
+        plugin = { path = @test-indexer, config = {} }
+        [[connectors]]
+        name = "first"
+        pipeline = "p"
+        plugin = { path = @test-connector, config = { count = 5 } }
+        [[connectors]]
+        name = "second"
+        pipeline = "p"
+        plugin = { path = @test-connector, config = { count = 1 } }
+        [[pipelines]]
+        name = "p"
+        stages = [{ name = "probe", plugin = { path = @batch-probe }, batch = { size = 64, wait = "10s" } }]
+        "#;
+    let (result, recording) = run(toml);
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    assert_eq!(
+        (
+            result.connectors[0].succeeded,
+            result.connectors[1].succeeded
+        ),
+        (5, 1)
+    );
+    assert_eq!(count(&recording, EventKind::Finish), 6);
+    // The stage waits alone would have taken 20 s (10 s a connector), the
+    // indexer's 20 minutes.
+    assert!(
+        result.elapsed < Duration::from_secs(15),
+        "the run took {:?}: a partial batch waited for its timeout",
+        result.elapsed
+    );
+}
+
 #[test]
 fn a_stage_failing_one_document_fails_only_that_document() {
     let docs = r#"{ docs = [{ id = "good-1" }, { id = "bad", action = "fail" }, { id = "trap", action = "panic" }, { id = "good-2" }] }"#;

@@ -32,7 +32,10 @@ use super::{
 use crate::core::document::Document;
 use crate::core::event::Event;
 
+mod drain;
 mod spent;
+
+use drain::{Drain, Waiting};
 
 /// How long a blocked worker waits before checking that the indexer is
 /// still there.
@@ -162,6 +165,7 @@ impl LocalMessenger {
         let route = foldhash::fast::FixedState::with_seed(0);
         let dests: Arc<[Queue]> = dests.into();
         let (spent, returns) = spent::way_back();
+        let drain = Drain::new(workers.min(receivers.len()));
         let workers = receivers
             .into_iter()
             .take(workers)
@@ -172,6 +176,7 @@ impl LocalMessenger {
                 dests: Arc::clone(&dests),
                 route: route.clone(),
                 events: self.events.0.clone(),
+                waiting: Waiting::new(Arc::clone(&drain)),
             })
             .collect();
         let indexers = dest_receivers
@@ -182,6 +187,7 @@ impl LocalMessenger {
                 dest_bytes,
                 events: self.events.0.clone(),
                 spent: spent.clone(),
+                drain: Arc::clone(&drain),
             })
             .collect();
         LocalParts {
@@ -190,6 +196,7 @@ impl LocalMessenger {
                 route,
                 events: self.events.1.clone(),
                 returns,
+                drain,
             },
             workers,
             indexers,
@@ -271,6 +278,7 @@ pub struct LocalPublisherMessenger {
     route: foldhash::fast::FixedState,
     events: Receiver<Event>,
     returns: spent::Returns,
+    drain: Arc<Drain>,
 }
 
 impl PublisherMessenger for LocalPublisherMessenger {
@@ -307,6 +315,10 @@ impl PublisherMessenger for LocalPublisherMessenger {
     fn poll_event(&self, timeout: Duration) -> Result<Polled<Event>, MessengerError> {
         Ok(poll(&self.events, timeout))
     }
+
+    fn drain(&self) {
+        self.drain.finish_source();
+    }
 }
 
 #[derive(Debug)]
@@ -318,6 +330,7 @@ pub struct LocalWorkerMessenger {
     dests: Arc<[Queue]>,
     route: foldhash::fast::FixedState,
     events: Sender<Event>,
+    waiting: Waiting,
 }
 
 impl WorkerMessenger for LocalWorkerMessenger {
@@ -325,7 +338,26 @@ impl WorkerMessenger for LocalWorkerMessenger {
         &mut self,
         timeout: Duration,
     ) -> Result<Polled<Document>, MessengerError> {
-        Ok(received(poll(&self.source, timeout), &self.source_bytes))
+        // A worker that waits on an empty queue holds nothing for the
+        // indexers (a worker gathering the rest of a batch after the source
+        // is done does not wait: see `draining`).
+        let polled = match self.source.try_recv() {
+            Ok(doc) => Polled::Item(doc),
+            Err(crossbeam_channel::TryRecvError::Disconnected) => Polled::Closed,
+            Err(crossbeam_channel::TryRecvError::Empty) if timeout.is_zero() => Polled::Idle,
+            Err(crossbeam_channel::TryRecvError::Empty) => {
+                self.waiting.idle();
+                poll(&self.source, timeout)
+            }
+        };
+        if let Polled::Item(_) = &polled {
+            self.waiting.busy();
+        }
+        Ok(received(polled, &self.source_bytes))
+    }
+
+    fn draining(&self) -> bool {
+        self.waiting.drain().source_done()
     }
 
     fn send_for_indexing(&mut self, doc: Document) -> Result<(), MessengerError> {
@@ -364,6 +396,7 @@ pub struct LocalIndexerMessenger {
     dest_bytes: Arc<QueueBytes>,
     events: Sender<Event>,
     spent: spent::Spent,
+    drain: Arc<Drain>,
 }
 
 /// Workers waiting for room in the destination queue must not wait for an
@@ -395,6 +428,14 @@ impl IndexerMessenger for LocalIndexerMessenger {
 
     fn retire(&mut self, batch: Vec<Document>) {
         self.spent.retire(batch);
+    }
+
+    fn draining(&self) -> bool {
+        self.drain.source_done()
+    }
+
+    fn upstream_idle(&self) -> bool {
+        self.drain.upstream_idle()
     }
 }
 

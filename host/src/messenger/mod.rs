@@ -138,6 +138,10 @@ pub trait PublisherMessenger: Send + Sync {
     fn publishing_done(&self) -> Result<(), MessengerError> {
         Ok(())
     }
+    /// The connector's execute returned: where workers and indexers wait
+    /// for fuller batches in this process, they stop waiting for documents
+    /// that are not coming (local mode; see `local::drain`).
+    fn drain(&self) {}
 }
 
 /// A connector's part of a run, as an earlier runner left it: the ids it
@@ -170,6 +174,11 @@ pub trait WorkerMessenger: Send {
     fn max_in_hand(&self) -> usize {
         usize::MAX
     }
+    /// The source has published its last document: gathering a batch
+    /// should take what is queued and not wait for more.
+    fn draining(&self) -> bool {
+        false
+    }
 }
 
 /// What an indexer needs.
@@ -192,6 +201,17 @@ pub trait IndexerMessenger: Send {
     /// thread that built them, which its allocator does fastest).
     fn retire(&mut self, batch: Vec<Document>) {
         drop(batch);
+    }
+    /// The source has published its last document: a partial batch is
+    /// worth looking at often (see [`Self::upstream_idle`]).
+    fn draining(&self) -> bool {
+        false
+    }
+    /// Nothing can reach this indexer until more is published: the source
+    /// is done and every worker waits on an empty queue. A partial batch
+    /// then goes at once instead of at its timeout.
+    fn upstream_idle(&self) -> bool {
+        false
     }
 }
 

@@ -21,10 +21,6 @@ use crate::messenger::{MessengerParts, Polled, PublisherMessenger};
 use crate::plugin::ConnectorInstance;
 use crate::telemetry::RunStats;
 
-/// How long the runner sleeps when no event is waiting. It bounds how late
-/// completion is noticed, not throughput: events queue up meanwhile.
-const EVENT_POLL: Duration = Duration::from_millis(10);
-
 /// Events counted under one lock of the accounting.
 const EVENT_CHUNK: usize = 256;
 
@@ -417,15 +413,22 @@ impl Runner {
         let (execute_sink, mut sweep_sink) = (sink(), sink());
         let messenger = Arc::clone(publisher);
         let (run_id, interrupt) = (run.run_id, &self.interrupt);
+        // The runner sleeps between looks at the events; the connector's
+        // end wakes it.
+        let runner = thread::current();
         thread::scope(|scope| {
             let stats = &self.stats;
             let mut execution = Some(spawn_in_span(scope, "weir-connector", move || {
                 let _cpu = crate::telemetry::ThreadCpu::count_into(&stats.connector_cpu_nanos);
-                held_sink
-                    .after_execute(
-                        execute(Box::new(execute_sink), execute_timeout),
-                        execute_timeout,
-                    )
+                let executed = held_sink.after_execute(
+                    execute(Box::new(execute_sink), execute_timeout),
+                    execute_timeout,
+                );
+                // Nothing more is coming but what the sweep or clean-ups
+                // publish: the pipeline stops waiting to fill batches.
+                messenger.drain();
+                runner.unpark();
+                executed
                     .and_then(|()| {
                         // A full sync's documents all done: its sweep.
                         sync.map_or(Ok(()), |sync| {
@@ -483,8 +486,13 @@ impl Runner {
                     abort.trigger(e);
                 }
                 if drained == 0 {
-                    thread::sleep(EVENT_POLL);
-                } else {
+                    drained = watch::wait_for_events(&**publisher, accounting, executed.is_some())
+                        .unwrap_or_else(|e| {
+                            abort.trigger(format!("cannot read events: {e}"));
+                            0
+                        });
+                }
+                if drained > 0 {
                     watch.progressed();
                 }
                 if self.pause.is_paused() {

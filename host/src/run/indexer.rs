@@ -19,6 +19,9 @@ use crate::telemetry::meters::{IndexerMeters, Scope};
 
 /// How long a poll waits before the indexer checks for an abort.
 const POLL: Duration = Duration::from_millis(50);
+/// How long a poll waits, once the source is done, before the indexer
+/// looks again whether anything is still on its way.
+const TAIL_POLL: Duration = Duration::from_millis(1);
 
 /// What became of a batch.
 enum BatchOutcome {
@@ -114,6 +117,14 @@ impl IndexerLoop {
             }
             let wait = if batch.is_empty() {
                 POLL
+            } else if self.messenger.draining() {
+                // The source is done: a partial batch goes as soon as
+                // nothing is on its way here.
+                if self.messenger.upstream_idle() {
+                    Duration::ZERO
+                } else {
+                    TAIL_POLL
+                }
             } else {
                 self.config
                     .batch_timeout
@@ -136,7 +147,9 @@ impl IndexerLoop {
                     }
                 }
                 Polled::Idle => {
-                    if !batch.is_empty() && last_add.elapsed() >= self.config.batch_timeout {
+                    let due = last_add.elapsed() >= self.config.batch_timeout
+                        || self.messenger.upstream_idle();
+                    if !batch.is_empty() && due {
                         self.flush(&mut batch)?;
                         bytes = 0;
                     }

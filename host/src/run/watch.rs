@@ -9,10 +9,42 @@ use crate::messenger::{PublisherMessenger, Seen, Servers};
 use crate::plugin::Cancel;
 use crate::telemetry::{self, RunStats, StatsSnapshot};
 
+/// How long the runner waits when no event is waiting. It bounds how late
+/// completion is noticed, not throughput: events queue up meanwhile.
+const EVENT_POLL: Duration = Duration::from_millis(10);
 /// How often the runner reads heartbeats.
 const SERVER_CHECK: Duration = Duration::from_secs(1);
 /// How many pending ids a stalled or interrupted run names.
 const NAMED_IDS: usize = 10;
+
+/// Wait for events when none was waiting, up to [`EVENT_POLL`]; how many
+/// were counted. While the connector runs the runner sleeps (woken early by
+/// the connector's end): blocking on the queue instead would wake it once
+/// per event. Once it has returned (`tail`), only what is in flight is left
+/// and the run ends when its last event is counted: the runner waits on
+/// the queue itself and is woken by the first event.
+pub(super) fn wait_for_events(
+    publisher: &dyn PublisherMessenger,
+    accounting: &Accounting,
+    tail: bool,
+) -> Result<usize, crate::messenger::MessengerError> {
+    if !tail {
+        std::thread::park_timeout(EVENT_POLL);
+        return Ok(0);
+    }
+    Ok(match publisher.poll_event(EVENT_POLL)? {
+        crate::messenger::Polled::Item(event) => {
+            accounting.apply(&event);
+            1
+        }
+        crate::messenger::Polled::Idle => 0,
+        crate::messenger::Polled::Closed => {
+            // Nobody left to send one: the other checks end the run.
+            std::thread::park_timeout(EVENT_POLL);
+            0
+        }
+    })
+}
 
 /// The state of one connector's wait.
 pub(super) struct Watch<'a> {

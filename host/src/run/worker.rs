@@ -244,7 +244,13 @@ impl Worker {
             Polled::Idle => return Ok(false),
             Polled::Closed => return Ok(true),
         }
-        let deadline = Instant::now() + gather.wait;
+        // Once the source is done, what is queued is all there is to wait for.
+        let wait = if self.messenger.draining() {
+            Duration::ZERO
+        } else {
+            gather.wait
+        };
+        let deadline = Instant::now() + wait;
         let mut bytes = docs[0].approx_json_bytes();
         while docs.len() < gather.size && bytes < StageBatch::MAX_BYTES {
             let left = deadline.saturating_duration_since(Instant::now());

@@ -133,6 +133,10 @@ impl<M: PublisherMessenger> PublisherMessenger for Recorder<M> {
     fn poll_event(&self, timeout: Duration) -> Result<Polled<Event>, MessengerError> {
         self.inner.poll_event(timeout)
     }
+
+    fn drain(&self) {
+        self.inner.drain();
+    }
 }
 
 impl<M: WorkerMessenger> WorkerMessenger for Recorder<M> {
@@ -165,6 +169,10 @@ impl<M: WorkerMessenger> WorkerMessenger for Recorder<M> {
     fn max_in_hand(&self) -> usize {
         self.inner.max_in_hand()
     }
+
+    fn draining(&self) -> bool {
+        self.inner.draining()
+    }
 }
 
 impl<M: IndexerMessenger> IndexerMessenger for Recorder<M> {
@@ -184,5 +192,13 @@ impl<M: IndexerMessenger> IndexerMessenger for Recorder<M> {
 
     fn batch_complete(&mut self, batch: &[Document]) -> Result<(), MessengerError> {
         self.inner.batch_complete(batch)
+    }
+
+    fn draining(&self) -> bool {
+        self.inner.draining()
+    }
+
+    fn upstream_idle(&self) -> bool {
+        self.inner.upstream_idle()
     }
 }
