@@ -258,6 +258,41 @@ fn a_finished_source_leaves_no_batch_waiting_for_its_timeout() {
     );
 }
 
+/// A worker filling a batch while the connector is still at work (here it
+/// sleeps after publishing) sees the connector finish within a slice of its
+/// wait, not at the end of it.
+#[test]
+fn a_source_finishing_during_a_long_batch_wait_is_seen_at_once() {
+    let toml = r#"
+        [runner]
+        connector_timeout = "30m"
+        stall_timeout = "20m"
+        [worker]
+        threads = 1
+        [indexer]
+        batch_size = 1000
+        batch_timeout = "10m"
+        plugin = { path = @test-indexer, config = {} }
+        [[connectors]]
+        name = "first"
+        pipeline = "p"
+        plugin = { path = @test-connector, config = { count = 3, sleep_ms = 300 } }
+        [[pipelines]]
+        name = "p"
+        stages = [{ name = "probe", plugin = { path = @batch-probe }, batch = { size = 64, wait = "10s" } }]
+        "#;
+    let (result, recording) = run(toml);
+    assert_eq!(result.status(), RunStatus::Success, "{result:?}");
+    assert_eq!(result.connectors[0].succeeded, 3);
+    assert_eq!(count(&recording, EventKind::Finish), 3);
+    // The worker's wait alone would have taken 10 s.
+    assert!(
+        result.elapsed < Duration::from_secs(8),
+        "the run took {:?}: the worker waited out its batch wait after the source was done",
+        result.elapsed
+    );
+}
+
 #[test]
 fn a_stage_failing_one_document_fails_only_that_document() {
     let docs = r#"{ docs = [{ id = "good-1" }, { id = "bad", action = "fail" }, { id = "trap", action = "panic" }, { id = "good-2" }] }"#;

@@ -22,6 +22,8 @@ const POLL: Duration = Duration::from_millis(50);
 /// How long a poll waits, once the source is done, before the indexer
 /// looks again whether anything is still on its way.
 const TAIL_POLL: Duration = Duration::from_millis(1);
+/// The longest a poll waits while a partial batch waits for more.
+const PARTIAL_POLL: Duration = Duration::from_millis(10);
 
 /// What became of a batch.
 enum BatchOutcome {
@@ -126,10 +128,12 @@ impl IndexerLoop {
                     TAIL_POLL
                 }
             } else {
+                // In slices: a source that finishes meanwhile is seen
+                // within one, whatever the batch timeout.
                 self.config
                     .batch_timeout
                     .saturating_sub(last_add.elapsed())
-                    .min(POLL)
+                    .min(PARTIAL_POLL)
             };
             match self
                 .messenger

@@ -18,6 +18,8 @@ use crate::telemetry::{self, RunStats};
 
 /// How long a poll waits before the worker checks for an abort.
 const POLL: Duration = Duration::from_millis(50);
+/// The longest one poll waits while a batch is gathered.
+const GATHER_SLICE: Duration = Duration::from_millis(10);
 
 /// Documents processed and their time, counted here and added to the run's
 /// figures every [`LocalCount::EVERY`] documents or [`LocalCount::AGE`] of
@@ -244,21 +246,26 @@ impl Worker {
             Polled::Idle => return Ok(false),
             Polled::Closed => return Ok(true),
         }
-        // Once the source is done, what is queued is all there is to wait for.
-        let wait = if self.messenger.draining() {
-            Duration::ZERO
-        } else {
-            gather.wait
-        };
-        let deadline = Instant::now() + wait;
+        // Once the source is done, what is queued is all there is to wait
+        // for. The wait goes in slices, so that a source finishing during
+        // a long one is seen within a slice.
+        let deadline = Instant::now() + gather.wait;
         let mut bytes = docs[0].approx_json_bytes();
         while docs.len() < gather.size && bytes < StageBatch::MAX_BYTES {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = if self.messenger.draining() {
+                Duration::ZERO
+            } else {
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .min(GATHER_SLICE)
+            };
             match self.messenger.poll_doc_to_process(left)? {
                 Polled::Item(doc) => {
                     bytes += doc.approx_json_bytes();
                     docs.push(doc);
                 }
+                // A slice ended: wait on unless the batch's wait is over.
+                Polled::Idle if !left.is_zero() && Instant::now() < deadline => {}
                 Polled::Idle => break,
                 Polled::Closed => return Ok(true),
             }
