@@ -40,6 +40,10 @@ use drain::{Drain, Waiting};
 /// How long a blocked worker waits before checking that the indexer is
 /// still there.
 const SEND_WAIT: Duration = Duration::from_millis(50);
+/// How long a worker gathering a batch lets documents build up when its
+/// queue is empty (see `poll_gathering`): at the pace of a fast connector,
+/// hundreds of documents, for one switch of threads instead of one each.
+const LINGER: Duration = Duration::from_millis(1);
 
 /// The bytes of the documents in one queue, bounded.
 #[derive(Debug)]
@@ -358,6 +362,22 @@ impl WorkerMessenger for LocalWorkerMessenger {
 
     fn draining(&self) -> bool {
         self.waiting.drain().source_done()
+    }
+
+    fn poll_gathering(&mut self, slice: Duration) -> Result<Polled<Document>, MessengerError> {
+        // Woken by each document, a worker gathering a batch at the pace
+        // the connector publishes would switch threads once per document:
+        // when nothing is queued, it lets the batch build up for a moment.
+        let polled = match self.source.try_recv() {
+            Err(crossbeam_channel::TryRecvError::Empty) if !slice.is_zero() => {
+                std::thread::sleep(slice.min(LINGER));
+                poll(&self.source, Duration::ZERO)
+            }
+            Ok(doc) => Polled::Item(doc),
+            Err(crossbeam_channel::TryRecvError::Disconnected) => Polled::Closed,
+            Err(crossbeam_channel::TryRecvError::Empty) => Polled::Idle,
+        };
+        Ok(received(polled, &self.source_bytes))
     }
 
     fn send_for_indexing(&mut self, doc: Document) -> Result<(), MessengerError> {

@@ -179,6 +179,13 @@ pub trait WorkerMessenger: Send {
     fn draining(&self) -> bool {
         false
     }
+    /// The next document of a batch being gathered, waiting up to `slice`:
+    /// as [`Self::poll_doc_to_process`], except that a messenger may let
+    /// documents build up for a moment instead of waking for each one (a
+    /// batch is what the worker waits for, not the next document).
+    fn poll_gathering(&mut self, slice: Duration) -> Result<Polled<Document>, MessengerError> {
+        self.poll_doc_to_process(slice)
+    }
 }
 
 /// What an indexer needs.

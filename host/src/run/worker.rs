@@ -259,7 +259,7 @@ impl Worker {
                     .saturating_duration_since(Instant::now())
                     .min(GATHER_SLICE)
             };
-            match self.messenger.poll_doc_to_process(left)? {
+            match self.messenger.poll_gathering(left)? {
                 Polled::Item(doc) => {
                     bytes += doc.approx_json_bytes();
                     docs.push(doc);

@@ -147,6 +147,10 @@ impl<M: WorkerMessenger> WorkerMessenger for Recorder<M> {
         self.inner.poll_doc_to_process(timeout)
     }
 
+    fn poll_gathering(&mut self, slice: Duration) -> Result<Polled<Document>, MessengerError> {
+        self.inner.poll_gathering(slice)
+    }
+
     fn send_for_indexing(&mut self, doc: Document) -> Result<(), MessengerError> {
         push(&self.recording.sent_for_indexing, doc.clone());
         self.inner.send_for_indexing(doc)

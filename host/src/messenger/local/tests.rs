@@ -185,3 +185,48 @@ fn the_versions_of_an_id_go_to_one_worker() {
         "ids are spread over the workers ({busy} of 4 got some)"
     );
 }
+
+#[test]
+fn a_gathering_worker_takes_what_came_while_it_lingered_and_frees_its_bytes() {
+    let parts = LocalMessenger::new(8, 4096).into_parts(1, 1);
+    let (publisher, mut worker) = (
+        parts.publisher,
+        parts.workers.into_iter().next().expect("worker"),
+    );
+    // Nothing queued: the slice passes, nothing is taken.
+    assert_eq!(worker.poll_gathering(T), Ok(Polled::Idle));
+    assert_eq!(worker.poll_gathering(Duration::ZERO), Ok(Polled::Idle));
+    // Sent while the worker lingers: taken when it looks again.
+    let sender = std::thread::spawn(move || {
+        let big = |id: &str| {
+            let mut d = Document::new(id);
+            d.set("body", serde_json::json!("x".repeat(1500)))
+                .expect("set");
+            d
+        };
+        for id in ["a", "b", "c"] {
+            // Each of ~1.5 KB: the queue's 4 KB hold two at once, so the
+            // third goes only once the worker has taken and freed one.
+            while publisher
+                .send_for_processing(big(id), T)
+                .expect("open")
+                .is_some()
+            {}
+        }
+        publisher
+    });
+    let mut taken = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while taken.len() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "taken so far: {taken:?}"
+        );
+        if let Polled::Item(doc) = worker.poll_gathering(T).expect("poll") {
+            taken.push(doc.id().to_owned());
+        }
+    }
+    assert_eq!(taken, ["a", "b", "c"]);
+    drop(sender.join().expect("sender"));
+    assert_eq!(worker.poll_gathering(T), Ok(Polled::Closed));
+}
