@@ -40,9 +40,10 @@ use drain::{Drain, Waiting};
 /// How long a blocked worker waits before checking that the indexer is
 /// still there.
 const SEND_WAIT: Duration = Duration::from_millis(50);
-/// How long a worker gathering a batch lets documents build up when its
-/// queue is empty (see `poll_gathering`): at the pace of a fast connector,
-/// hundreds of documents, for one switch of threads instead of one each.
+/// How long a worker or indexer gathering a batch lets documents build up
+/// when its queue is empty (see `gathered`): at the pace of a fast
+/// connector, hundreds of documents, for one switch of threads instead of
+/// one each.
 const LINGER: Duration = Duration::from_millis(1);
 
 /// The bytes of the documents in one queue, bounded.
@@ -260,6 +261,22 @@ fn received(polled: Polled<Document>, bytes: &QueueBytes) -> Polled<Document> {
     polled
 }
 
+/// The next item of `rx` for a batch being gathered: when nothing is
+/// queued, after letting items build up for [`LINGER`] (at most `slice`).
+/// Woken by each item instead, a worker or indexer gathering at the pace
+/// the connector publishes would switch threads once per document.
+fn gathered<T>(rx: &Receiver<T>, slice: Duration) -> Polled<T> {
+    match rx.try_recv() {
+        Ok(item) => Polled::Item(item),
+        Err(crossbeam_channel::TryRecvError::Disconnected) => Polled::Closed,
+        Err(crossbeam_channel::TryRecvError::Empty) if slice.is_zero() => Polled::Idle,
+        Err(crossbeam_channel::TryRecvError::Empty) => {
+            std::thread::sleep(slice.min(LINGER));
+            poll(rx, Duration::ZERO)
+        }
+    }
+}
+
 fn poll<T>(rx: &Receiver<T>, timeout: Duration) -> Polled<T> {
     // What is there already is taken without computing a deadline (a clock read).
     match rx.try_recv() {
@@ -365,19 +382,7 @@ impl WorkerMessenger for LocalWorkerMessenger {
     }
 
     fn poll_gathering(&mut self, slice: Duration) -> Result<Polled<Document>, MessengerError> {
-        // Woken by each document, a worker gathering a batch at the pace
-        // the connector publishes would switch threads once per document:
-        // when nothing is queued, it lets the batch build up for a moment.
-        let polled = match self.source.try_recv() {
-            Err(crossbeam_channel::TryRecvError::Empty) if !slice.is_zero() => {
-                std::thread::sleep(slice.min(LINGER));
-                poll(&self.source, Duration::ZERO)
-            }
-            Ok(doc) => Polled::Item(doc),
-            Err(crossbeam_channel::TryRecvError::Disconnected) => Polled::Closed,
-            Err(crossbeam_channel::TryRecvError::Empty) => Polled::Idle,
-        };
-        Ok(received(polled, &self.source_bytes))
+        Ok(received(gathered(&self.source, slice), &self.source_bytes))
     }
 
     fn send_for_indexing(&mut self, doc: Document) -> Result<(), MessengerError> {
@@ -430,6 +435,10 @@ impl Drop for LocalIndexerMessenger {
 impl IndexerMessenger for LocalIndexerMessenger {
     fn poll_doc_to_index(&mut self, timeout: Duration) -> Result<Polled<Document>, MessengerError> {
         Ok(received(poll(&self.dest, timeout), &self.dest_bytes))
+    }
+
+    fn poll_gathering(&mut self, slice: Duration) -> Result<Polled<Document>, MessengerError> {
+        Ok(received(gathered(&self.dest, slice), &self.dest_bytes))
     }
 
     fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {

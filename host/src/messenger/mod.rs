@@ -209,6 +209,12 @@ pub trait IndexerMessenger: Send {
     fn retire(&mut self, batch: Vec<Document>) {
         drop(batch);
     }
+    /// The next document of a partial batch, waiting up to `slice`: as
+    /// [`Self::poll_doc_to_index`], except that a messenger may let
+    /// documents build up for a moment instead of waking for each one.
+    fn poll_gathering(&mut self, slice: Duration) -> Result<Polled<Document>, MessengerError> {
+        self.poll_doc_to_index(slice)
+    }
     /// The source has published its last document: a partial batch is
     /// worth looking at often (see [`Self::upstream_idle`]).
     fn draining(&self) -> bool {

@@ -135,11 +135,13 @@ impl IndexerLoop {
                     .saturating_sub(last_add.elapsed())
                     .min(PARTIAL_POLL)
             };
-            match self
-                .messenger
-                .poll_doc_to_index(wait)
-                .map_err(messenger_error)?
-            {
+            // A partial batch is filled without waking for each document.
+            let polled = if batch.is_empty() {
+                self.messenger.poll_doc_to_index(wait)
+            } else {
+                self.messenger.poll_gathering(wait)
+            };
+            match polled.map_err(messenger_error)? {
                 Polled::Item(doc) => {
                     bytes += doc.approx_json_bytes();
                     batch.push(doc);

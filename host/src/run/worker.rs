@@ -241,7 +241,21 @@ impl Worker {
         gather: StageBatch,
         docs: &mut Vec<Document>,
     ) -> Result<bool, MessengerError> {
-        match self.messenger.poll_doc_to_process(POLL)? {
+        // Fresh from a batch, a worker that finds its queue empty lets the
+        // next documents build up for a moment before it sleeps until one
+        // comes: a worker faster than its connector then wakes once for
+        // many documents, not once for each. Once the source is done,
+        // nothing is worth waiting for.
+        let first = if self.messenger.draining() {
+            Polled::Idle
+        } else {
+            self.messenger.poll_gathering(POLL)?
+        };
+        let first = match first {
+            Polled::Idle => self.messenger.poll_doc_to_process(POLL)?,
+            polled => polled,
+        };
+        match first {
             Polled::Item(doc) => docs.push(doc),
             Polled::Idle => return Ok(false),
             Polled::Closed => return Ok(true),

@@ -184,6 +184,10 @@ impl<M: IndexerMessenger> IndexerMessenger for Recorder<M> {
         self.inner.poll_doc_to_index(timeout)
     }
 
+    fn poll_gathering(&mut self, slice: Duration) -> Result<Polled<Document>, MessengerError> {
+        self.inner.poll_gathering(slice)
+    }
+
     fn send_event(&mut self, event: Event) -> Result<(), MessengerError> {
         push(&self.recording.events, event.clone());
         self.inner.send_event(event)
