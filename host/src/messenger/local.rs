@@ -261,18 +261,22 @@ fn received(polled: Polled<Document>, bytes: &QueueBytes) -> Polled<Document> {
     polled
 }
 
-/// The next item of `rx` for a batch being gathered: when nothing is
-/// queued, after letting items build up for [`LINGER`] (at most `slice`).
-/// Woken by each item instead, a worker or indexer gathering at the pace
-/// the connector publishes would switch threads once per document.
+/// The next item of `rx` for a batch being gathered, within `slice`: when
+/// nothing is queued, after letting items build up for [`LINGER`] (woken
+/// by each item instead, a worker or indexer gathering at the pace the
+/// connector publishes would switch threads once per document). When the
+/// linger brought nothing, the source is slow: the rest of the slice waits
+/// for the next item as [`poll`] does, so a trickle does not make it look
+/// a thousand times a second.
 fn gathered<T>(rx: &Receiver<T>, slice: Duration) -> Polled<T> {
     match rx.try_recv() {
         Ok(item) => Polled::Item(item),
         Err(crossbeam_channel::TryRecvError::Disconnected) => Polled::Closed,
         Err(crossbeam_channel::TryRecvError::Empty) if slice.is_zero() => Polled::Idle,
         Err(crossbeam_channel::TryRecvError::Empty) => {
-            std::thread::sleep(slice.min(LINGER));
-            poll(rx, Duration::ZERO)
+            let linger = slice.min(LINGER);
+            std::thread::sleep(linger);
+            poll(rx, slice - linger)
         }
     }
 }

@@ -20,6 +20,9 @@ use crate::telemetry::{self, RunStats};
 const POLL: Duration = Duration::from_millis(50);
 /// The longest one poll waits while a batch is gathered.
 const GATHER_SLICE: Duration = Duration::from_millis(10);
+/// How long a worker fresh from a batch lets documents build up before it
+/// waits for the next one.
+const SETTLE: Duration = Duration::from_millis(1);
 
 /// Documents processed and their time, counted here and added to the run's
 /// figures every [`LocalCount::EVERY`] documents or [`LocalCount::AGE`] of
@@ -249,7 +252,9 @@ impl Worker {
         let first = if self.messenger.draining() {
             Polled::Idle
         } else {
-            self.messenger.poll_gathering(POLL)?
+            // Only the moment: a worker with nothing in hand counts as
+            // waiting (see `draining`) once it polls below.
+            self.messenger.poll_gathering(SETTLE)?
         };
         let first = match first {
             Polled::Idle => self.messenger.poll_doc_to_process(POLL)?,
