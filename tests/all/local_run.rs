@@ -217,16 +217,9 @@ fn a_stage_that_cannot_start_stops_the_run_before_any_document() {
 /// would wait that long; they go as soon as they are processed.
 #[test]
 fn a_finished_source_leaves_no_batch_waiting_for_its_timeout() {
-    let toml = r#"
-        [runner]
-        connector_timeout = "30m"
-        stall_timeout = "20m"
-        [worker]
-        threads = 2
-        [indexer]
-        batch_size = 1000
-        batch_timeout = "10m"
-        plugin = { path = @test-indexer, config = {} }
+    let toml = long_waits(
+        2,
+        r#"
         [[connectors]]
         name = "first"
         pipeline = "p"
@@ -234,12 +227,9 @@ fn a_finished_source_leaves_no_batch_waiting_for_its_timeout() {
         [[connectors]]
         name = "second"
         pipeline = "p"
-        plugin = { path = @test-connector, config = { count = 1 } }
-        [[pipelines]]
-        name = "p"
-        stages = [{ name = "probe", plugin = { path = @batch-probe }, batch = { size = 64, wait = "10s" } }]
-        "#;
-    let (result, recording) = run(toml);
+        plugin = { path = @test-connector, config = { count = 1 } }"#,
+    );
+    let (result, recording) = run(&toml);
     assert_eq!(result.status(), RunStatus::Success, "{result:?}");
     assert_eq!(
         (
@@ -263,25 +253,15 @@ fn a_finished_source_leaves_no_batch_waiting_for_its_timeout() {
 /// wait, not at the end of it.
 #[test]
 fn a_source_finishing_during_a_long_batch_wait_is_seen_at_once() {
-    let toml = r#"
-        [runner]
-        connector_timeout = "30m"
-        stall_timeout = "20m"
-        [worker]
-        threads = 1
-        [indexer]
-        batch_size = 1000
-        batch_timeout = "10m"
-        plugin = { path = @test-indexer, config = {} }
+    let toml = long_waits(
+        1,
+        r#"
         [[connectors]]
         name = "first"
         pipeline = "p"
-        plugin = { path = @test-connector, config = { count = 3, sleep_ms = 300 } }
-        [[pipelines]]
-        name = "p"
-        stages = [{ name = "probe", plugin = { path = @batch-probe }, batch = { size = 64, wait = "10s" } }]
-        "#;
-    let (result, recording) = run(toml);
+        plugin = { path = @test-connector, config = { count = 3, sleep_ms = 300 } }"#,
+    );
+    let (result, recording) = run(&toml);
     assert_eq!(result.status(), RunStatus::Success, "{result:?}");
     assert_eq!(result.connectors[0].succeeded, 3);
     assert_eq!(count(&recording, EventKind::Finish), 3);
@@ -291,6 +271,29 @@ fn a_source_finishing_during_a_long_batch_wait_is_seen_at_once() {
         "the run took {:?}: the worker waited out its batch wait after the source was done",
         result.elapsed
     );
+}
+
+/// A run of `connectors` into pipeline `p` on `threads` workers whose every
+/// batch waits long: a stage batch wait of 10 s, an indexer batch timeout of
+/// 10 minutes (and timeouts that let such waits be).
+fn long_waits(threads: usize, connectors: &str) -> String {
+    format!(
+        r#"
+        [runner]
+        connector_timeout = "30m"
+        stall_timeout = "20m"
+        [worker]
+        threads = {threads}
+        [indexer]
+        batch_size = 1000
+        batch_timeout = "10m"
+        plugin = {{ path = @test-indexer, config = {{}} }}
+        {connectors}
+        [[pipelines]]
+        name = "p"
+        stages = [{{ name = "probe", plugin = {{ path = @batch-probe }}, batch = {{ size = 64, wait = "10s" }} }}]
+        "#
+    )
 }
 
 #[test]
