@@ -33,6 +33,7 @@ mod lent;
 mod limits;
 mod local_run;
 mod operations;
+mod packed_publish;
 mod push;
 mod queue_source;
 mod rag;

@@ -316,6 +316,10 @@ impl PluginRuntime {
         bindings::stage::weir::plugin::log::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::stage::weir::plugin::document::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::connector::weir::plugin::publishing::add_to_linker::<_, Own>(&mut linker, |s| s)?;
+        bindings::packing_connector::weir::plugin::publishing_packed::add_to_linker::<_, Own>(
+            &mut linker,
+            |s| s,
+        )?;
         bindings::batch_stage::weir::plugin::fields::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::lent_stage::weir::plugin::lending::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::syncing_connector::weir::plugin::sync::add_to_linker::<_, Own>(

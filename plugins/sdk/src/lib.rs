@@ -1,6 +1,6 @@
 //! Write Weir plugins in Rust.
 //!
-//! The bindings for the plugin worlds of `weir:plugin@0.2.2` live here: a
+//! The bindings for the plugin worlds of `weir:plugin@0.2.3` live here: a
 //! trait and an export macro per kind, and small helpers: typed configs
 //! ([`parse_config`]), logging macros, value conversions, and reading and
 //! writing several fields of a document in one call
@@ -78,9 +78,9 @@ pub mod bindings {
             export_macro_name: "__export_batch_stage_world",
             default_bindings_module: "weir_plugin::bindings::batch_stage",
             with: {
-                "weir:plugin/types@0.2.2": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.2": super::stage::weir::plugin::log,
-                "weir:plugin/document@0.2.2": super::stage::weir::plugin::document,
+                "weir:plugin/types@0.2.3": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.3": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.2.3": super::stage::weir::plugin::document,
             },
         });
     }
@@ -90,7 +90,7 @@ pub mod bindings {
     /// `connector` does), so the host sees the world it uses.
     pub mod connector {
         wit_bindgen::generate!({
-            inline: "package weir:sdk; world connectors { include weir:plugin/syncing-connector@0.2.2; include weir:plugin/streaming-connector@0.2.2; }",
+            inline: "package weir:sdk; world connectors { include weir:plugin/syncing-connector@0.2.3; include weir:plugin/streaming-connector@0.2.3; include weir:plugin/packing-connector@0.2.3; }",
             world: "weir:sdk/connectors",
             path: "../../wit",
             generate_all,
@@ -98,9 +98,9 @@ pub mod bindings {
             export_macro_name: "__export_connector_world",
             default_bindings_module: "weir_plugin::bindings::connector",
             with: {
-                "weir:plugin/types@0.2.2": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.2": super::stage::weir::plugin::log,
-                "weir:plugin/document@0.2.2": super::stage::weir::plugin::document,
+                "weir:plugin/types@0.2.3": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.3": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.2.3": super::stage::weir::plugin::document,
             },
         });
     }
@@ -114,8 +114,8 @@ pub mod bindings {
             export_macro_name: "__export_indexer_world",
             default_bindings_module: "weir_plugin::bindings::indexer",
             with: {
-                "weir:plugin/types@0.2.2": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.2": super::stage::weir::plugin::log,
+                "weir:plugin/types@0.2.3": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.3": super::stage::weir::plugin::log,
             },
         });
     }
@@ -130,6 +130,7 @@ mod fields;
 mod indexer;
 mod logging;
 pub mod messages;
+pub mod outbox;
 mod packed;
 pub mod sql;
 pub mod sweep;
@@ -152,6 +153,7 @@ pub use indexer::{
     Indexer, batch_error, failure, indexer_instance, instance_path, picked, whole_json,
 };
 pub use logging::{log, log_enabled};
+pub use outbox::Outbox;
 pub use packed::{Entry, Packed};
 pub use serde;
 pub use serde_json;

@@ -45,6 +45,10 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
         include_str!("../../../../plugins/sdk/src/logging.rs"),
     ),
     (
+        ".weir/sdk-rust/src/outbox.rs",
+        include_str!("../../../../plugins/sdk/src/outbox.rs"),
+    ),
+    (
         ".weir/sdk-rust/src/packed.rs",
         include_str!("../../../../plugins/sdk/src/packed.rs"),
     ),
@@ -68,7 +72,7 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
         ".weir/sdk-rust/Cargo.toml",
         r#"[package]
 name = "weir-plugin"
-version = "0.2.2"
+version = "0.2.3"
 edition = "2024"
 publish = false
 

@@ -132,7 +132,7 @@ impl PluginState {
     }
 }
 
-fn too_much_json(bytes: usize) -> FieldError {
+pub(super) fn too_much_json(bytes: usize) -> FieldError {
     FieldError::TooLarge(format!(
         "{bytes} bytes of JSON are over the document limit ({})",
         Limit::MaxDocumentMib

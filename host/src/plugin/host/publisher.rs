@@ -1,12 +1,20 @@
 //! The host side of the `publishing` interface: what a connector's
-//! publisher handle ([`Publisher`]) does with the documents it is given.
+//! publisher handle ([`Publisher`]) does with the documents it is given,
+//! one a call (`publish`) or packed (`publish-packed`, 0.2.3).
 
 use wasmtime::component::Resource;
 
+use super::convert::to_wit_error;
 use super::{Handle, PluginState, Wasm};
 use crate::core::document::Document;
 use crate::plugin::bindings::connector;
+use crate::plugin::bindings::packing_connector::weir::plugin::publishing_packed::{
+    self, PackedDocuments, PackedReason, PackedRefusal,
+};
 use crate::plugin::resources::Publisher;
+
+/// The most documents one `publish-packed` call takes.
+pub(crate) const MAX_PACKED: usize = 4096;
 
 impl connector::weir::plugin::publishing::Host for PluginState {}
 
@@ -49,5 +57,134 @@ impl connector::weir::plugin::publishing::HostPublisher for PluginState {
     fn drop(&mut self, h: Resource<Publisher>) -> Wasm<()> {
         self.table.delete(h)?;
         Ok(())
+    }
+}
+
+impl publishing_packed::Host for PluginState {
+    fn publish_packed(
+        &mut self,
+        h: Resource<Publisher>,
+        docs: PackedDocuments,
+    ) -> Wasm<Result<(), PackedRefusal>> {
+        // A call cut up wrongly is the plugin's error: nothing of it is
+        // published.
+        let pieces = cut(&docs.text, &docs.lengths).map_err(|why| {
+            wasmtime::format_err!("`publish-packed` was given documents it cannot read: {why}")
+        })?;
+        let limits = self.budget.doc_limits;
+        for (at, (id, json)) in pieces.enumerate() {
+            let refusal = |reason| PackedRefusal {
+                at: u32::try_from(at).unwrap_or(u32::MAX),
+                reason,
+            };
+            let doc = if json.len() > limits.max_bytes {
+                Err(super::document::too_much_json(json.len()))
+            } else {
+                Document::from_fields_json_str(id, json, limits).map_err(to_wit_error)
+            };
+            let doc = match doc {
+                Ok(doc) => doc,
+                Err(e) => return Ok(Err(refusal(PackedReason::Invalid(e)))),
+            };
+            if let Err(why) = self.publish_document(&h, doc)? {
+                return Ok(Err(refusal(PackedReason::Refused(why))));
+            }
+        }
+        Ok(Ok(()))
+    }
+}
+
+/// The (id, JSON text) pieces `lengths` cuts `text` into, checked whole
+/// before the first is read: at most [`MAX_PACKED`] documents, two pieces
+/// each, every piece on a character boundary, and all of `text` covered.
+fn cut<'t>(
+    text: &'t str,
+    lengths: &[u32],
+) -> Result<impl Iterator<Item = (&'t str, &'t str)> + 't, String> {
+    if lengths.len() % 2 != 0 {
+        return Err(format!(
+            "{} lengths: two are needed for each document (its id, then its JSON text)",
+            lengths.len()
+        ));
+    }
+    if lengths.len() / 2 > MAX_PACKED {
+        return Err(format!(
+            "{} documents in one call; it takes at most {MAX_PACKED}",
+            lengths.len() / 2
+        ));
+    }
+    let mut ends = Vec::with_capacity(lengths.len());
+    let mut end = 0usize;
+    for (i, &length) in lengths.iter().enumerate() {
+        end = end.saturating_add(length as usize);
+        if end > text.len() || !text.is_char_boundary(end) {
+            return Err(format!(
+                "piece {i} ends at byte {end}, which is {} the text's {} bytes",
+                if end > text.len() {
+                    "past"
+                } else {
+                    "inside a character of"
+                },
+                text.len()
+            ));
+        }
+        ends.push(end);
+    }
+    if end != text.len() {
+        return Err(format!(
+            "the lengths cover {end} of the text's {} bytes",
+            text.len()
+        ));
+    }
+    let mut start = 0;
+    let mut pieces = ends.into_iter().map(move |end| {
+        let piece = &text[start..end];
+        start = end;
+        piece
+    });
+    Ok(std::iter::from_fn(move || {
+        Some((pieces.next()?, pieces.next()?))
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(text: &str, lengths: &[u32]) -> Result<Vec<(String, String)>, String> {
+        Ok(cut(text, lengths)?
+            .map(|(id, json)| (id.to_owned(), json.to_owned()))
+            .collect())
+    }
+
+    #[test]
+    fn packed_text_is_cut_into_ids_and_json_in_order() {
+        let text = "a{\"x\":1}bé{}";
+        assert_eq!(
+            pieces(text, &[1, 7, 3, 2]).unwrap(),
+            [
+                ("a".to_owned(), "{\"x\":1}".to_owned()),
+                ("bé".to_owned(), "{}".to_owned())
+            ]
+        );
+        assert_eq!(pieces("", &[]).unwrap(), []);
+    }
+
+    #[test]
+    fn packed_text_cut_wrongly_is_refused_whole() {
+        let odd = pieces("a{}", &[1, 2, 0]).unwrap_err();
+        assert!(odd.contains("3 lengths"), "{odd}");
+        let past = pieces("a{}", &[1, 3]).unwrap_err();
+        assert!(past.contains("past the text's 3 bytes"), "{past}");
+        let inside = pieces("é{}", &[1, 3]).unwrap_err();
+        assert!(inside.contains("inside a character"), "{inside}");
+        let short = pieces("a{}b{}", &[1, 2]).unwrap_err();
+        assert!(short.contains("cover 3 of the text's 6 bytes"), "{short}");
+        let overflow = pieces("a{}", &[1, u32::MAX, u32::MAX, u32::MAX]).unwrap_err();
+        assert!(overflow.contains("past"), "{overflow}");
+        let many = vec![0; 2 * (MAX_PACKED + 1)];
+        let too_many = pieces("", &many).unwrap_err();
+        assert!(too_many.contains("4097 documents"), "{too_many}");
+        assert!(pieces("", &vec![0; 2 * MAX_PACKED]).is_ok());
     }
 }

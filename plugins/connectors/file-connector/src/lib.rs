@@ -14,9 +14,10 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use config::{Config, Format};
+use weir_plugin::outbox::Reason;
 use weir_plugin::serde;
 use weir_plugin::serde_json::{self, Map, Value as Json};
-use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, issue, sync};
+use weir_plugin::{ConfigIssue, Connector, Outbox, PluginError, Publisher, issue, sync};
 
 fn format_of(config: &Config, path: &str) -> Option<Format> {
     config.format.or_else(|| {
@@ -37,6 +38,18 @@ struct FileConnector {
     config: Config,
     /// Record files with `incremental`: the ids read this run.
     seen: std::collections::HashSet<String>,
+    /// Records read and not yet published: they go in one call when it is
+    /// full and at the end of their file.
+    outbox: Outbox,
+    /// For each record in `outbox`, in order: what follows its publish.
+    waiting: Vec<Waiting>,
+}
+
+/// A record in the outbox: its line, and with `incremental` the id and
+/// fingerprint kept once it is published.
+struct Waiting {
+    line: usize,
+    keep: Option<(String, String)>,
 }
 
 /// A record's fingerprint: the first 128 bits of the SHA-256 of its text.
@@ -151,15 +164,40 @@ impl FileConnector {
                 },
             }
         }
-        let doc = Document::from_json_with_id(&id, fields)
-            .map_err(|e| fatal(path, line, weir_plugin::field_error_message(&e)))?;
-        publisher
-            .publish(doc)
-            .map_err(|e| fatal(path, line, format!("publish refused: {e}")))?;
-        match keep {
-            Some(value) => sync::set(&id, &value),
-            None => Ok(()),
+        let keep = keep.map(|value| (id.clone(), value));
+        self.outbox.push(&id, fields);
+        self.waiting.push(Waiting { line, keep });
+        if self.outbox.is_full() {
+            self.send(publisher, path)?;
         }
+        Ok(())
+    }
+
+    /// Publish the records of `path` in the outbox, then keep the
+    /// fingerprints of those published (a state change waits for its
+    /// record's publish).
+    fn send(&mut self, publisher: &Publisher, path: &str) -> Result<(), PluginError> {
+        let sent = self.outbox.send(publisher);
+        let published = match &sent {
+            Ok(()) => self.waiting.len(),
+            Err(refusal) => refusal.at.min(self.waiting.len()),
+        };
+        let mut waiting = std::mem::take(&mut self.waiting);
+        for Waiting { keep, .. } in waiting.drain(..published) {
+            if let Some((id, value)) = keep {
+                sync::set(&id, &value)?;
+            }
+        }
+        let refused = sent.map_err(|refusal| {
+            let line = waiting.first().map_or(0, |w| w.line);
+            match refusal.reason {
+                Reason::Invalid(e) => fatal(path, line, weir_plugin::field_error_message(&e)),
+                Reason::Refused(why) => fatal(path, line, format!("publish refused: {why}")),
+            }
+        });
+        waiting.clear();
+        self.waiting = waiting;
+        refused
     }
 
     /// With `incremental`: a delete for every id kept from an earlier run
@@ -172,7 +210,15 @@ impl FileConnector {
         Ok(())
     }
 
+    /// Publish the records of a JSONL file: those read before a line that
+    /// stops it too.
     fn read_jsonl(&mut self, publisher: &Publisher, path: &str) -> Result<(), PluginError> {
+        let read = self.read_jsonl_lines(publisher, path);
+        let sent = self.send(publisher, path);
+        read.and(sent)
+    }
+
+    fn read_jsonl_lines(&mut self, publisher: &Publisher, path: &str) -> Result<(), PluginError> {
         let file = File::open(path).map_err(|e| fatal(path, 0, e))?;
         // Large reads: each one is a host call (and a thread hop) in the sandbox.
         let mut reader = BufReader::with_capacity(1 << 20, file);
@@ -230,7 +276,15 @@ impl FileConnector {
         Ok(())
     }
 
+    /// Publish the rows of a CSV file: those read before a row that stops
+    /// it too.
     fn read_csv(&mut self, publisher: &Publisher, path: &str) -> Result<(), PluginError> {
+        let read = self.read_csv_rows(publisher, path);
+        let sent = self.send(publisher, path);
+        read.and(sent)
+    }
+
+    fn read_csv_rows(&mut self, publisher: &Publisher, path: &str) -> Result<(), PluginError> {
         let mut reader = csv::ReaderBuilder::new()
             .delimiter(self.config.delimiter as u8)
             .from_path(path)
@@ -307,6 +361,8 @@ impl Connector for FileConnector {
         Ok(Self {
             config,
             seen: Default::default(),
+            outbox: Outbox::new(),
+            waiting: Vec::new(),
         })
     }
 

@@ -6,8 +6,9 @@
 mod config;
 
 use config::Config;
+use weir_plugin::outbox::Reason;
 use weir_plugin::serde_json::Value as Json;
-use weir_plugin::{ConfigIssue, Connector, Document, PluginError, Publisher, doc_error, issue};
+use weir_plugin::{ConfigIssue, Connector, Outbox, PluginError, Publisher, doc_error, issue};
 
 /// Largest `pad`: a document stays well within the default document limit.
 const MAX_PAD: usize = 8 << 20;
@@ -72,6 +73,9 @@ impl Connector for Generator {
             _ => Box::new((start..=u64::MAX).chain(0..start).cycle()),
         };
         let began = std::time::Instant::now();
+        // Many documents to a call; one at a time when paced, so none waits
+        // for the ones after it.
+        let mut outbox = Outbox::new();
         for (sent, n) in numbers.enumerate() {
             if let Some(rate) = self.config.rate {
                 // Document `sent` is due `sent / rate` seconds in.
@@ -82,11 +86,22 @@ impl Connector for Generator {
             }
             let fields = format!("{{\"n\":{n}{separator}{}}}", self.shared);
             let id = format!("{}{n}", self.config.id_prefix);
-            let doc = Document::from_json_with_id(&id, &fields).map_err(doc_error)?;
-            publisher.publish(doc).map_err(PluginError::Fatal)?;
+            outbox.push(&id, &fields);
+            if self.config.rate.is_some() || outbox.is_full() {
+                send(&mut outbox, publisher)?;
+            }
         }
-        Ok(())
+        send(&mut outbox, publisher)
     }
+}
+
+fn send(outbox: &mut Outbox, publisher: &Publisher) -> Result<(), PluginError> {
+    outbox
+        .send(publisher)
+        .map_err(|refusal| match refusal.reason {
+            Reason::Invalid(e) => doc_error(e),
+            Reason::Refused(why) => PluginError::Fatal(why),
+        })
 }
 
 weir_plugin::export_connector!(Generator);

@@ -17,6 +17,9 @@
 //! `sleep_ms`; `forever` (then, until the run is stopped, publish
 //! `doc-<n>` from the number its state's `cursor` key holds on, setting
 //! `cursor` to the next number after each, at most `rate` a second).
+//! `packed` (first of all: `publish-packed` calls made as given, each
+//! `{ "text", "lengths" }`, even when they are not well formed; a refusal
+//! fails it with `packed call <i> refused document <at>: <reason>`).
 
 use weir_plugin::serde_json::{Map, Value as Json};
 use weir_plugin::{Connector, Document, PluginError, Publisher};
@@ -58,6 +61,38 @@ struct Config {
     #[serde(default)]
     forever: bool,
     rate: Option<f64>,
+    #[serde(default)]
+    packed: Vec<Packed>,
+}
+
+/// One `publish-packed` call, as the config gives it.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Packed {
+    text: String,
+    lengths: Vec<u32>,
+}
+
+/// `packed`: each call as given, straight through the contract.
+fn publish_packed(calls: &[Packed], publisher: &Publisher) -> Result<(), PluginError> {
+    use weir_plugin::bindings::connector::weir::plugin::publishing_packed as packed;
+    for (i, call) in calls.iter().enumerate() {
+        let docs = packed::PackedDocuments {
+            text: call.text.clone(),
+            lengths: call.lengths.clone(),
+        };
+        if let Err(refusal) = packed::publish_packed(publisher, &docs) {
+            let reason = match refusal.reason {
+                packed::PackedReason::Invalid(e) => weir_plugin::field_error_message(&e),
+                packed::PackedReason::Refused(why) => format!("refused: {why}"),
+            };
+            return Err(PluginError::Fatal(format!(
+                "packed call {i} refused document {}: {reason}",
+                refusal.at
+            )));
+        }
+    }
+    Ok(())
 }
 
 struct TestConnector(Config);
@@ -132,6 +167,7 @@ impl Connector for TestConnector {
 
     fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
         let c = &self.0;
+        publish_packed(&c.packed, publisher)?;
         for n in 0..c.state_keys {
             weir_plugin::sync::set(&format!("k{n:07}"), "")?;
         }
