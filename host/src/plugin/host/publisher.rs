@@ -101,7 +101,7 @@ fn cut<'t>(
     text: &'t str,
     lengths: &[u32],
 ) -> Result<impl Iterator<Item = (&'t str, &'t str)> + 't, String> {
-    if lengths.len() % 2 != 0 {
+    if !lengths.len().is_multiple_of(2) {
         return Err(format!(
             "{} lengths: two are needed for each document (its id, then its JSON text)",
             lengths.len()
@@ -161,29 +161,29 @@ mod tests {
     fn packed_text_is_cut_into_ids_and_json_in_order() {
         let text = "a{\"x\":1}bé{}";
         assert_eq!(
-            pieces(text, &[1, 7, 3, 2]).unwrap(),
+            pieces(text, &[1, 7, 3, 2]).expect("cut"),
             [
                 ("a".to_owned(), "{\"x\":1}".to_owned()),
                 ("bé".to_owned(), "{}".to_owned())
             ]
         );
-        assert_eq!(pieces("", &[]).unwrap(), []);
+        assert_eq!(pieces("", &[]).expect("cut"), []);
     }
 
     #[test]
     fn packed_text_cut_wrongly_is_refused_whole() {
-        let odd = pieces("a{}", &[1, 2, 0]).unwrap_err();
+        let odd = pieces("a{}", &[1, 2, 0]).expect_err("refused");
         assert!(odd.contains("3 lengths"), "{odd}");
-        let past = pieces("a{}", &[1, 3]).unwrap_err();
+        let past = pieces("a{}", &[1, 3]).expect_err("refused");
         assert!(past.contains("past the text's 3 bytes"), "{past}");
-        let inside = pieces("é{}", &[1, 3]).unwrap_err();
+        let inside = pieces("é{}", &[1, 3]).expect_err("refused");
         assert!(inside.contains("inside a character"), "{inside}");
-        let short = pieces("a{}b{}", &[1, 2]).unwrap_err();
+        let short = pieces("a{}b{}", &[1, 2]).expect_err("refused");
         assert!(short.contains("cover 3 of the text's 6 bytes"), "{short}");
-        let overflow = pieces("a{}", &[1, u32::MAX, u32::MAX, u32::MAX]).unwrap_err();
+        let overflow = pieces("a{}", &[1, u32::MAX, u32::MAX, u32::MAX]).expect_err("refused");
         assert!(overflow.contains("past"), "{overflow}");
         let many = vec![0; 2 * (MAX_PACKED + 1)];
-        let too_many = pieces("", &many).unwrap_err();
+        let too_many = pieces("", &many).expect_err("refused");
         assert!(too_many.contains("4097 documents"), "{too_many}");
         assert!(pieces("", &vec![0; 2 * MAX_PACKED]).is_ok());
     }
