@@ -6,7 +6,7 @@
 # A stage is built for the `lent-stage` world (contract 0.2.1: a batch of
 # documents per call); `per-document-stage` builds it for the `stage` world
 # instead (one call per document, as contract 0.2.0 runs stages), to compare.
-# A connector is built for the `syncing-connector` world (contract 0.2.2), so it
+# A connector is built for the `syncing-connector` world (contract 0.2.3), so it
 # can keep state between runs and report deletes with `weir.sync`;
 # `streaming-connector` builds one for the world of that name, which also reads
 # topics, queues and pushed documents with `weir.messages`.
@@ -48,8 +48,8 @@ hosts=
 case $kind in
 stage) world=lent-stage export=exportLentStage api="{ stageBatchApi, stageLentApi }" ;;
 per-document-stage) world=stage export=exportStagePerDocument api=stageApi ;;
-connector) world=syncing-connector export=exportConnector api=connectorApi hosts=sync ;;
-streaming-connector) world=streaming-connector export=exportConnector api=connectorApi hosts="sync messages" ;;
+connector) world=syncing-connector export=exportConnector api=connectorApi hosts="sync packed=publishing-packed" ;;
+streaming-connector) world=streaming-connector export=exportConnector api=connectorApi hosts="sync messages packed=publishing-packed" ;;
 indexer) world=indexer export=exportIndexer api=indexerApi ;;
 *) die "unknown kind \`$kind\` (expected stage, connector or indexer, or per-document-stage, streaming-connector)" ;;
 esac
@@ -114,13 +114,16 @@ world $world {
 }
 EOF
 
-# The entry module exports the plugin class as the world's interface.
+# The entry module exports the plugin class as the world's interface. A host is
+# `<name>` (the interface of that name) or `<name>=<interface>`.
+names=()
+for host in $hosts; do names+=("${host%%=*}"); done
 args=Plugin
-[[ -z $hosts ]] || args="Plugin, { ${hosts// /, } }"
+[[ -z $hosts ]] || args="Plugin, { $(IFS=,; echo "${names[*]}" | sed 's/,/, /g') }"
 {
     echo 'import Plugin from "./app.js";'
     for host in $hosts; do
-        echo "import * as $host from \"weir:plugin/$host@$contract\";"
+        echo "import * as ${host%%=*} from \"weir:plugin/${host#*=}@$contract\";"
     done
     echo "import { $export } from \"weir\";"
     echo "export const $api = $export($args);"

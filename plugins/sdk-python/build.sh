@@ -9,7 +9,7 @@
 # A stage is built for the `lent-stage` world (contract 0.2.1: a batch of
 # documents per call); `per-document-stage` builds it for the `stage` world
 # instead (one call per document, as contract 0.2.0 runs stages), to compare.
-# A connector is built for the `syncing-connector` world (contract 0.2.2), so it
+# A connector is built for the `syncing-connector` world (contract 0.2.3), so it
 # can keep state between runs and report deletes with `weir.sync`;
 # `streaming-connector` builds one for the world of that name, which also reads
 # topics, queues and pushed documents with `weir.messages`.

@@ -189,6 +189,61 @@ fn connectors_publish_the_same_in_every_language() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// The connector again through each SDK's packed publishing (`publish-packed`,
+/// 256 documents a call): what it publishes is what it publishes one by one,
+/// across calls, and a document the host refuses mid-call stops it there
+/// with an error naming the document, those before it published.
+#[test]
+fn connectors_publish_the_same_packed_in_every_language() {
+    let mut problems = Vec::new();
+    let run = |lang: &str, config: Value| {
+        PluginTest::with_runtime(runtime(), component(lang, "connector"))
+            .config(config)
+            .run(Vec::new())
+            .unwrap_or_else(|e| panic!("{lang} connector: {e}"))
+    };
+    for lang in LANGS {
+        let packed = run(lang, json!({ "count": 3, "prefix": "gen", "packed": true }));
+        check(lang, "connector", &packed, &mut problems);
+
+        let one_by_one = run(lang, json!({ "count": 600, "prefix": "gen" }));
+        let packed = run(
+            lang,
+            json!({ "count": 600, "prefix": "gen", "packed": true }),
+        );
+        assert_eq!(one_by_one.documents().count(), 600, "{lang}");
+        assert_eq!(packed.0, one_by_one.0, "{lang}: packed against one by one");
+
+        let stopped = run(
+            lang,
+            json!({ "count": 600, "prefix": "gen", "packed": true, "deep_at": 300 }),
+        );
+        let ids: Vec<&str> = stopped
+            .documents()
+            .filter_map(|d| d["id"].as_str())
+            .collect();
+        let before: Vec<String> = (0..300).map(|i| format!("gen-{i}")).collect();
+        assert_eq!(ids, before, "{lang}: the documents before the refused one");
+        let errors: Vec<&Value> = stopped
+            .0
+            .iter()
+            .filter(|line| line["event"] == "ERROR")
+            .collect();
+        let message = errors
+            .first()
+            .and_then(|e| e["message"].as_str())
+            .unwrap_or_default();
+        assert!(
+            errors.len() == 1
+                && errors[0]["call"] == "execute"
+                && message.contains("document `gen-300`")
+                && message.contains("max_depth"),
+            "{lang}: {errors:?}"
+        );
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 #[test]
 fn indexers_write_and_refuse_the_same_in_every_language() {
     let mut problems = Vec::new();

@@ -98,6 +98,7 @@ pub mod syncing_connector {
             "weir:plugin/log": crate::plugin::bindings::stage::weir::plugin::log,
             "weir:plugin/document": crate::plugin::bindings::stage::weir::plugin::document,
             "weir:plugin/publishing": crate::plugin::bindings::connector::weir::plugin::publishing,
+            "weir:plugin/publishing-packed": crate::plugin::bindings::packing_connector::weir::plugin::publishing_packed,
             "weir:plugin/sql.rows": crate::plugin::resources::SqlRows,
         },
     });
@@ -111,6 +112,7 @@ pub mod streaming_connector {
         "weir:plugin/log": crate::plugin::bindings::stage::weir::plugin::log,
         "weir:plugin/document": crate::plugin::bindings::stage::weir::plugin::document,
         "weir:plugin/publishing": crate::plugin::bindings::connector::weir::plugin::publishing,
+        "weir:plugin/publishing-packed": crate::plugin::bindings::packing_connector::weir::plugin::publishing_packed,
         "weir:plugin/sync": crate::plugin::bindings::syncing_connector::weir::plugin::sync,
     });
 }
