@@ -175,7 +175,9 @@ impl FileConnector {
 
     /// Publish the records of `path` in the outbox, then keep the
     /// fingerprints of those published (a state change waits for its
-    /// record's publish).
+    /// record's publish). Until then a later record of the same id is
+    /// compared with the state of earlier runs, so it may be sent again:
+    /// at least once, the index keeps the last.
     fn send(&mut self, publisher: &Publisher, path: &str) -> Result<(), PluginError> {
         let sent = self.outbox.send(publisher);
         let published = match &sent {
