@@ -240,6 +240,29 @@ fn connectors_publish_the_same_packed_in_every_language() {
                 && message.contains("max_depth"),
             "{lang}: {errors:?}"
         );
+
+        // The connector itself fails mid-call: what it gathered before is published.
+        let failed = run(
+            lang,
+            json!({ "count": 600, "prefix": "gen", "packed": true, "fail_at": 300 }),
+        );
+        let ids: Vec<&str> = failed
+            .documents()
+            .filter_map(|d| d["id"].as_str())
+            .collect();
+        assert_eq!(ids, before, "{lang}: the documents before the failure");
+        let errors: Vec<&Value> = failed
+            .0
+            .iter()
+            .filter(|line| line["event"] == "ERROR")
+            .collect();
+        assert!(
+            errors.len() == 1
+                && errors[0]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("configured to fail at gen-300")),
+            "{lang}: {errors:?}"
+        );
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -62,7 +62,8 @@ export class Publisher {
    * @returns {number} how many it published
    * @throws {FieldError} naming the first document that is not one
    * @throws {Fatal} with the host's reason when it refuses one (stop then);
-   *   either way the documents before it are published
+   *   either way the documents before it are published, as they are when
+   *   iterating `documents` throws
    */
   publishAll(documents) {
     if (packedHost === undefined) {
@@ -73,29 +74,37 @@ export class Publisher {
     const text = [];
     const lengths = [];
     const send = () => {
+      // The outbox is emptied first: whatever the host answers, nothing is sent twice.
       if (ids.length === 0) return;
+      const call = { text: text.join(""), lengths: Uint32Array.from(lengths) };
+      const sent = ids.splice(0);
+      text.length = 0;
+      lengths.length = 0;
       try {
-        packedHost.publishPacked(this.lent(), { text: text.join(""), lengths: Uint32Array.from(lengths) });
+        packedHost.publishPacked(this.lent(), call);
       } catch (e) {
         const refusal = e?.payload;
         if (refusal?.reason === undefined) throw e;
         published += refusal.at;
         const { tag, val } = refusal.reason;
-        if (tag === "invalid") throw fieldError(`document \`${ids[refusal.at]}\``, val);
+        if (tag === "invalid") throw fieldError(`document \`${sent[refusal.at]}\``, val);
         throw new Fatal(val);
       }
-      published += ids.length;
-      ids.length = 0;
-      text.length = 0;
-      lengths.length = 0;
+      published += sent.length;
     };
-    for (const [id, fields] of documents) {
-      if (typeof id !== "string") throw new TypeError(`a document id must be a string, not ${typeof id}`);
-      const json = typeof fields === "string" ? fields : toJsonText(fields);
-      ids.push(id);
-      text.push(id, json);
-      lengths.push(utf8Length(id), utf8Length(json));
-      if (ids.length >= PACKED_CALL) send();
+    try {
+      for (const [id, fields] of documents) {
+        if (typeof id !== "string") throw new TypeError(`a document id must be a string, not ${typeof id}`);
+        const json = typeof fields === "string" ? fields : toJsonText(fields);
+        ids.push(id);
+        text.push(id, json);
+        lengths.push(utf8Length(id), utf8Length(json));
+        if (ids.length >= PACKED_CALL) send();
+      }
+    } catch (e) {
+      // What came before the failure is published, as one by one.
+      send();
+      throw e;
     }
     send();
     return published;

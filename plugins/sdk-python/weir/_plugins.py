@@ -159,7 +159,7 @@ class Publisher:
 
         Stops at the first document that is not one (raises `weir.FieldError` naming
         its id) or that the host refuses (raises `weir.PublishError`: stop then); the
-        documents before it are published. What follows a document's publish (its
+        documents before it are published, as they are when `documents` itself raises. What follows a document's publish (its
         `sync.set`) goes after this call.
         """
         from wit_world.imports import publishing_packed as packed
@@ -170,10 +170,15 @@ class Publisher:
         lengths: list[int] = []
 
         def send() -> None:
+            # The outbox is emptied first: whatever the host answers, nothing is sent twice.
             nonlocal published
             if not ids:
                 return
             call = packed.PackedDocuments("".join(text), list(lengths))
+            sent = list(ids)
+            ids.clear()
+            text.clear()
+            lengths.clear()
             try:
                 packed.publish_packed(self._lent(), call)
             except Err as error:
@@ -181,23 +186,25 @@ class Publisher:
                 published += refusal.at
                 reason = refusal.reason
                 if isinstance(reason, packed.PackedReason_Invalid):
-                    raise _field_error(Err(reason.value), f"document `{ids[refusal.at]}`") from None
+                    raise _field_error(Err(reason.value), f"document `{sent[refusal.at]}`") from None
                 raise PublishError(reason.value) from None
-            published += len(ids)
-            ids.clear()
-            text.clear()
-            lengths.clear()
+            published += len(sent)
 
-        for id, fields in documents:  # noqa: A001 (the document's id)
-            _string(id, "a document id")
-            if not isinstance(fields, dict):
-                raise TypeError(f"fields must be a dict, not {type(fields).__name__}")
-            json = _encode(fields, f"document `{id}`")
-            ids.append(id)
-            text += (id, json)
-            lengths += (_utf8_length(id), _utf8_length(json))
-            if len(ids) >= _PACKED_CALL:
-                send()
+        try:
+            for id, fields in documents:  # noqa: A001 (the document's id)
+                _string(id, "a document id")
+                if not isinstance(fields, dict):
+                    raise TypeError(f"fields must be a dict, not {type(fields).__name__}")
+                json = _encode(fields, f"document `{id}`")
+                ids.append(id)
+                text += (id, json)
+                lengths += (_utf8_length(id), _utf8_length(json))
+                if len(ids) >= _PACKED_CALL:
+                    send()
+        except BaseException:
+            # What came before the failure is published, as one by one.
+            send()
+            raise
         send()
         return published
 

@@ -10,9 +10,11 @@ export default class ConformanceConnector extends weir.Connector {
     this.prefix = config.string("prefix", { default: "doc" });
     this.packed = config.boolean("packed", { default: false });
     this.deepAt = config.integer("deep_at", { default: -1, min: -1 });
+    this.failAt = config.integer("fail_at", { default: -1, min: -1 });
   }
 
   fields(i) {
+    if (i === this.failAt) throw new weir.Fatal(`configured to fail at ${this.prefix}-${i}`);
     if (i === this.deepAt) {
       let deep = 1;
       for (let d = 0; d < TOO_DEEP; d++) deep = [deep];

@@ -12,8 +12,11 @@ class ConformanceConnector(weir.Connector):
         self.prefix = config.string("prefix", default="doc")
         self.packed = config.boolean("packed", default=False)
         self.deep_at = config.integer("deep_at", default=-1, min=-1)
+        self.fail_at = config.integer("fail_at", default=-1, min=-1)
 
     def fields(self, i: int) -> dict:
+        if i == self.fail_at:
+            raise weir.Fatal(f"configured to fail at {self.prefix}-{i}")
         if i == self.deep_at:
             deep = 1
             for _ in range(TOO_DEEP):

@@ -16,6 +16,8 @@ struct Config {
     packed: bool,
     /// The document that nests too deep to be one.
     deep_at: Option<u64>,
+    /// The document at which the connector fails, before publishing it.
+    fail_at: Option<u64>,
 }
 
 fn default_prefix() -> String {
@@ -26,20 +28,26 @@ struct Conformance(Config);
 
 impl Conformance {
     /// Document `i`'s fields as JSON text, so that `big` (beyond 64 bits)
-    /// stays exact.
-    fn fields(&self, i: u64) -> String {
+    /// stays exact; an error at `fail_at`.
+    fn fields(&self, i: u64) -> Result<String, PluginError> {
+        if self.0.fail_at == Some(i) {
+            return Err(PluginError::Fatal(format!(
+                "configured to fail at {}-{i}",
+                self.0.prefix
+            )));
+        }
         if self.0.deep_at == Some(i) {
-            return format!(
+            return Ok(format!(
                 r#"{{"deep":{}1{}}}"#,
                 "[".repeat(TOO_DEEP),
                 "]".repeat(TOO_DEEP)
-            );
+            ));
         }
-        format!(
+        Ok(format!(
             r#"{{"n":{i},"neg":{neg},"big":{big},"half":{i}.5,"text":"ünï-😀-{i}","nested":{{"i":{i},"list":[{i},null,"x"]}},"none":null,"tags":["a","b"]}}"#,
             neg = -(i as i128) - 1,
             big = 18_446_744_073_709_551_616_u128 + u128::from(i),
-        )
+        ))
     }
 
     fn publish_packed(&self, publisher: &Publisher) -> Result<(), PluginError> {
@@ -54,7 +62,15 @@ impl Conformance {
         };
         for i in 0..self.0.count {
             let id = format!("{}-{i}", self.0.prefix);
-            outbox.push(&id, &self.fields(i));
+            let fields = match self.fields(i) {
+                Ok(fields) => fields,
+                Err(e) => {
+                    // What came before the failure is published, as one by one.
+                    send(&mut outbox, &mut ids)?;
+                    return Err(e);
+                }
+            };
+            outbox.push(&id, &fields);
             ids.push(id);
             if outbox.is_full() {
                 send(&mut outbox, &mut ids)?;
@@ -77,7 +93,7 @@ impl Connector for Conformance {
         }
         for i in 0..self.0.count {
             let doc =
-                Document::from_json_with_id(&format!("{}-{i}", self.0.prefix), &self.fields(i))
+                Document::from_json_with_id(&format!("{}-{i}", self.0.prefix), &self.fields(i)?)
                     .map_err(doc_error)?;
             publisher.publish(doc).map_err(PluginError::Fatal)?;
         }
