@@ -218,17 +218,9 @@ fn connectors_publish_the_same_packed_in_every_language() {
             lang,
             json!({ "count": 600, "prefix": "gen", "packed": true, "deep_at": 300 }),
         );
-        let ids: Vec<&str> = stopped
-            .documents()
-            .filter_map(|d| d["id"].as_str())
-            .collect();
+        let (ids, errors) = ids_and_errors(&stopped);
         let before: Vec<String> = (0..300).map(|i| format!("gen-{i}")).collect();
         assert_eq!(ids, before, "{lang}: the documents before the refused one");
-        let errors: Vec<&Value> = stopped
-            .0
-            .iter()
-            .filter(|line| line["event"] == "ERROR")
-            .collect();
         let message = errors
             .first()
             .and_then(|e| e["message"].as_str())
@@ -246,16 +238,8 @@ fn connectors_publish_the_same_packed_in_every_language() {
             lang,
             json!({ "count": 600, "prefix": "gen", "packed": true, "fail_at": 300 }),
         );
-        let ids: Vec<&str> = failed
-            .documents()
-            .filter_map(|d| d["id"].as_str())
-            .collect();
+        let (ids, errors) = ids_and_errors(&failed);
         assert_eq!(ids, before, "{lang}: the documents before the failure");
-        let errors: Vec<&Value> = failed
-            .0
-            .iter()
-            .filter(|line| line["event"] == "ERROR")
-            .collect();
         assert!(
             errors.len() == 1
                 && errors[0]["message"]
@@ -265,6 +249,21 @@ fn connectors_publish_the_same_packed_in_every_language() {
         );
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The ids of the documents a connector's transcript holds, in order, and
+/// its ERROR events.
+fn ids_and_errors(transcript: &Transcript) -> (Vec<&str>, Vec<&Value>) {
+    let ids = transcript
+        .documents()
+        .filter_map(|d| d["id"].as_str())
+        .collect();
+    let errors = transcript
+        .0
+        .iter()
+        .filter(|line| line["event"] == "ERROR")
+        .collect();
+    (ids, errors)
 }
 
 #[test]

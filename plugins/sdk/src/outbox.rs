@@ -22,10 +22,10 @@
 //! (its [`sync::set`](crate::sync::set), say) waits until the outbox holding
 //! it is sent.
 
+use crate::Publisher;
 use crate::bindings::connector::weir::plugin::publishing_packed::{
-    PackedDocuments, PackedReason, PackedRefusal, publish_packed,
+    PackedDocuments, PackedRefusal, publish_packed,
 };
-use crate::{FieldError, Publisher};
 
 /// The most documents one call takes; [`Outbox::send`] makes as many calls
 /// as it holds.
@@ -64,16 +64,12 @@ pub struct Refusal {
     pub reason: Reason,
 }
 
-/// Why a document was not published.
-#[derive(Debug, Clone)]
-pub enum Reason {
-    /// Its text is not a document (not JSON, not an object, over the
-    /// document limits), as `from-json-with-id` says.
-    Invalid(FieldError),
-    /// The run refused it, as [`Publisher::publish`] refuses: the connector
-    /// should stop and return the message as its error.
-    Refused(String),
-}
+/// Why a document was not published: `Invalid(field_error)`, its text is
+/// not a document (not JSON, not an object, over the document limits), as
+/// `from-json-with-id` says; `Refused(message)`, the run refused it, as
+/// [`Publisher::publish`] refuses (the connector should stop and return the
+/// message as its error).
+pub use crate::bindings::connector::weir::plugin::publishing_packed::PackedReason as Reason;
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -148,10 +144,7 @@ impl Outbox {
 fn refusal(first: usize, refused: PackedRefusal) -> Refusal {
     Refusal {
         at: first + refused.at as usize,
-        reason: match refused.reason {
-            PackedReason::Invalid(e) => Reason::Invalid(e),
-            PackedReason::Refused(why) => Reason::Refused(why),
-        },
+        reason: refused.reason,
     }
 }
 

@@ -114,25 +114,34 @@ impl PluginState {
         Ok(doc)
     }
 
-    /// A new document from the plugin's JSON text, or why it cannot be one.
-    /// Text longer than a document may be is refused before it is parsed.
+    /// A new document from the plugin's JSON text, held for it, or why it
+    /// cannot be one ([`made`]).
     fn parse(
         &mut self,
         json: &str,
         parse: impl FnOnce(&str, document::DocLimits) -> Result<Document, document::FieldError>,
     ) -> Wasm<Result<Handle, FieldError>> {
-        let limits = self.budget.doc_limits;
-        if json.len() > limits.max_bytes {
-            return Ok(Err(too_much_json(json.len())));
-        }
-        match parse(json, limits) {
+        match made(json, self.budget.doc_limits, parse) {
             Ok(doc) => Ok(Ok(self.hold(doc)?)),
-            Err(e) => Ok(Err(to_wit_error(e))),
+            Err(e) => Ok(Err(e)),
         }
     }
 }
 
-pub(super) fn too_much_json(bytes: usize) -> FieldError {
+/// A document from a plugin's JSON text under `limits`, or why it cannot be
+/// one. Text longer than a document may be is refused before it is parsed.
+pub(super) fn made(
+    json: &str,
+    limits: document::DocLimits,
+    parse: impl FnOnce(&str, document::DocLimits) -> Result<Document, document::FieldError>,
+) -> Result<Document, FieldError> {
+    if json.len() > limits.max_bytes {
+        return Err(too_much_json(json.len()));
+    }
+    parse(json, limits).map_err(to_wit_error)
+}
+
+fn too_much_json(bytes: usize) -> FieldError {
     FieldError::TooLarge(format!(
         "{bytes} bytes of JSON are over the document limit ({})",
         Limit::MaxDocumentMib

@@ -26,7 +26,8 @@ use crate::plugin::bindings::batch_stage::weir::plugin::fields::{Change, FieldCh
 use crate::plugin::bindings::{FieldError, Value};
 
 /// The most names one read takes, the most changes one `update` makes, and
-/// the most documents one `get-json-each` or `update-each` takes.
+/// the most documents one `get-json-each`, `update-each` or `publish-packed`
+/// takes.
 pub(crate) const MAX_PER_CALL: usize = 4096;
 
 /// The most answers one `get-json-each` gives (documents times names), and

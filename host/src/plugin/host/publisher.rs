@@ -4,7 +4,8 @@
 
 use wasmtime::component::Resource;
 
-use super::convert::to_wit_error;
+use super::document::made;
+use super::fields::MAX_PER_CALL;
 use super::{Handle, PluginState, Wasm};
 use crate::core::document::Document;
 use crate::plugin::bindings::connector;
@@ -12,9 +13,6 @@ use crate::plugin::bindings::packing_connector::weir::plugin::publishing_packed:
     self, PackedDocuments, PackedReason, PackedRefusal,
 };
 use crate::plugin::resources::Publisher;
-
-/// The most documents one `publish-packed` call takes.
-pub(crate) const MAX_PACKED: usize = 4096;
 
 impl connector::weir::plugin::publishing::Host for PluginState {}
 
@@ -77,11 +75,9 @@ impl publishing_packed::Host for PluginState {
                 at: u32::try_from(at).unwrap_or(u32::MAX),
                 reason,
             };
-            let doc = if json.len() > limits.max_bytes {
-                Err(super::document::too_much_json(json.len()))
-            } else {
-                Document::from_fields_json_str(id, json, limits).map_err(to_wit_error)
-            };
+            let doc = made(json, limits, |json, limits| {
+                Document::from_fields_json_str(id, json, limits)
+            });
             let doc = match doc {
                 Ok(doc) => doc,
                 Err(e) => return Ok(Err(refusal(PackedReason::Invalid(e)))),
@@ -95,7 +91,7 @@ impl publishing_packed::Host for PluginState {
 }
 
 /// The (id, JSON text) pieces `lengths` cuts `text` into, checked whole
-/// before the first is read: at most [`MAX_PACKED`] documents, two pieces
+/// before the first is read: at most [`MAX_PER_CALL`] documents, two pieces
 /// each, every piece on a character boundary, and all of `text` covered.
 fn cut<'t>(
     text: &'t str,
@@ -107,9 +103,9 @@ fn cut<'t>(
             lengths.len()
         ));
     }
-    if lengths.len() / 2 > MAX_PACKED {
+    if lengths.len() / 2 > MAX_PER_CALL {
         return Err(format!(
-            "{} documents in one call; it takes at most {MAX_PACKED}",
+            "{} documents in one call; it takes at most {MAX_PER_CALL}",
             lengths.len() / 2
         ));
     }
@@ -182,9 +178,9 @@ mod tests {
         assert!(short.contains("cover 3 of the text's 6 bytes"), "{short}");
         let overflow = pieces("a{}", &[1, u32::MAX, u32::MAX, u32::MAX]).expect_err("refused");
         assert!(overflow.contains("past"), "{overflow}");
-        let many = vec![0; 2 * (MAX_PACKED + 1)];
+        let many = vec![0; 2 * (MAX_PER_CALL + 1)];
         let too_many = pieces("", &many).expect_err("refused");
         assert!(too_many.contains("4097 documents"), "{too_many}");
-        assert!(pieces("", &vec![0; 2 * MAX_PACKED]).is_ok());
+        assert!(pieces("", &vec![0; 2 * MAX_PER_CALL]).is_ok());
     }
 }
