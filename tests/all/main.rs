@@ -34,6 +34,7 @@ mod limits;
 mod local_run;
 mod operations;
 mod packed_publish;
+mod packed_stage;
 mod push;
 mod queue_source;
 mod rag;

@@ -50,6 +50,18 @@ pub mod lent_stage {
     });
 }
 
+/// The `packing-stage` world (0.2.4): its `lending-packed` import is linked
+/// for every plugin; it exports what `lent-stage` does.
+pub mod packing_stage {
+    world_bindings!("packing-stage", {
+        "weir:plugin/types": crate::plugin::bindings::stage::weir::plugin::types,
+        "weir:plugin/log": crate::plugin::bindings::stage::weir::plugin::log,
+        "weir:plugin/document": crate::plugin::bindings::stage::weir::plugin::document,
+        "weir:plugin/fields": crate::plugin::bindings::batch_stage::weir::plugin::fields,
+        "weir:plugin/lending": crate::plugin::bindings::lent_stage::weir::plugin::lending,
+    });
+}
+
 /// The `caching-stage` world: its `cache` import is linked for every
 /// plugin; it exports what `batch-stage` does.
 pub mod caching_stage {

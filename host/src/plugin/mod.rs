@@ -288,6 +288,9 @@ impl PluginRuntime {
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(options.deadlines);
+        if std::env::var_os("WEIR_PERFMAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         if let Some(pool) = options.pool {
             let mut pooling = wasmtime::PoolingAllocationConfig::default();
             // A component is a few core instances (the guest, the WASI
@@ -322,6 +325,10 @@ impl PluginRuntime {
         )?;
         bindings::batch_stage::weir::plugin::fields::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::lent_stage::weir::plugin::lending::add_to_linker::<_, Own>(&mut linker, |s| s)?;
+        bindings::packing_stage::weir::plugin::lending_packed::add_to_linker::<_, Own>(
+            &mut linker,
+            |s| s,
+        )?;
         bindings::syncing_connector::weir::plugin::sync::add_to_linker::<_, Own>(
             &mut linker,
             |s| s,

@@ -151,3 +151,34 @@ macro_rules! __weir_stage_exports {
         $crate::bindings::batch_stage::__export_batch_stage_world!(__WeirStage with_types_in $crate::bindings::batch_stage);
     };
 }
+
+/// Export a [`FieldStage`](crate::FieldStage) implementation as the
+/// component's stage: `stage-batch-api` (world `batch-stage`) and
+/// `stage-lent-api` with the batch's fields packed (world `packing-stage`),
+/// so a host lends it batches by position.
+#[macro_export]
+macro_rules! export_field_stage {
+    ($ty:ty) => {
+        $crate::__weir_stage_exports!($ty, $crate::FieldStage, |stage, docs| {
+            Ok($crate::__field_batch(stage, docs))
+        });
+        impl $crate::bindings::field_stage::exports::weir::plugin::stage_lent_api::Guest for __WeirStage {
+            fn process_lent(
+                batch: &$crate::bindings::field_stage::weir::plugin::lending::Batch,
+            ) -> Result<
+                Vec<(u32, $crate::bindings::field_stage::exports::weir::plugin::stage_lent_api::Outcome)>,
+                $crate::PluginError,
+            > {
+                use $crate::bindings::field_stage::exports::weir::plugin::stage_lent_api::Outcome;
+                __WEIR_STAGE.with(|s| match s.borrow_mut().as_mut() {
+                    Some(stage) => Ok($crate::__field_lent(stage, batch)
+                        .into_iter()
+                        .map(|(at, error)| (at, Outcome::Failed(error)))
+                        .collect()),
+                    None => Err($crate::__not_started()),
+                })
+            }
+        }
+        $crate::bindings::field_stage::__export_field_stage_world!(__WeirStage with_types_in $crate::bindings::field_stage);
+    };
+}

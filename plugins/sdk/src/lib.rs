@@ -1,6 +1,6 @@
 //! Write Weir plugins in Rust.
 //!
-//! The bindings for the plugin worlds of `weir:plugin@0.2.3` live here: a
+//! The bindings for the plugin worlds of `weir:plugin@0.2.4` live here: a
 //! trait and an export macro per kind, and small helpers: typed configs
 //! ([`parse_config`]), logging macros, value conversions, and reading and
 //! writing several fields of a document in one call
@@ -15,13 +15,15 @@
 //! and [`sync`]; messages from sources that never end (Kafka topics,
 //! queues, pushes) in [`messages`].
 //!
-//! Stages come in two shapes, both exported through the `batch-stage`
-//! world, which hands a stage a batch of documents per call:
+//! Stages come in three shapes, each handed a batch of documents per call:
 //!
-//! - [`BatchStage`] ([`export_batch_stage!`]): the whole batch at once, an
-//!   [`Outcome`] per document.
-//! - [`Stage`] ([`export_stage!`]): one document at a time; the SDK calls
-//!   [`Stage::process`] for each document of a batch.
+//! - [`BatchStage`] ([`export_batch_stage!`], world `batch-stage`): the
+//!   whole batch at once, an [`Outcome`] per document.
+//! - [`Stage`] ([`export_stage!`], world `batch-stage`): one document at a
+//!   time; the SDK calls [`Stage::process`] for each document of a batch.
+//! - [`FieldStage`] ([`export_field_stage!`], world `packing-stage`): the
+//!   fields it names read for the whole batch, and its changes made, in one
+//!   host call each, as packed text (`field_stage.rs`).
 //!
 //! A batch stage that upper-cases a field:
 //!
@@ -78,9 +80,29 @@ pub mod bindings {
             export_macro_name: "__export_batch_stage_world",
             default_bindings_module: "weir_plugin::bindings::batch_stage",
             with: {
-                "weir:plugin/types@0.2.3": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.3": super::stage::weir::plugin::log,
-                "weir:plugin/document@0.2.3": super::stage::weir::plugin::document,
+                "weir:plugin/types@0.2.4": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.4": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.2.4": super::stage::weir::plugin::document,
+            },
+        });
+    }
+    /// What a [`FieldStage`](crate::FieldStage) exports beside the
+    /// `batch-stage` world's `stage-batch-api`: `stage-lent-api`, with the
+    /// `lending-packed` import (world `packing-stage`). A component holds
+    /// both worlds, which its build merges into one.
+    pub mod field_stage {
+        wit_bindgen::generate!({
+            inline: "package weir:sdk; world field-stage { import weir:plugin/log@0.2.4; import weir:plugin/lending@0.2.4; import weir:plugin/lending-packed@0.2.4; export weir:plugin/stage-lent-api@0.2.4; }",
+            world: "weir:sdk/field-stage",
+            path: "../../wit",
+            generate_all,
+            pub_export_macro: true,
+            export_macro_name: "__export_field_stage_world",
+            default_bindings_module: "weir_plugin::bindings::field_stage",
+            with: {
+                "weir:plugin/types@0.2.4": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.4": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.2.4": super::stage::weir::plugin::document,
             },
         });
     }
@@ -90,7 +112,7 @@ pub mod bindings {
     /// `connector` does), so the host sees the world it uses.
     pub mod connector {
         wit_bindgen::generate!({
-            inline: "package weir:sdk; world connectors { include weir:plugin/syncing-connector@0.2.3; include weir:plugin/streaming-connector@0.2.3; include weir:plugin/packing-connector@0.2.3; }",
+            inline: "package weir:sdk; world connectors { include weir:plugin/syncing-connector@0.2.4; include weir:plugin/streaming-connector@0.2.4; include weir:plugin/packing-connector@0.2.4; }",
             world: "weir:sdk/connectors",
             path: "../../wit",
             generate_all,
@@ -98,9 +120,9 @@ pub mod bindings {
             export_macro_name: "__export_connector_world",
             default_bindings_module: "weir_plugin::bindings::connector",
             with: {
-                "weir:plugin/types@0.2.3": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.3": super::stage::weir::plugin::log,
-                "weir:plugin/document@0.2.3": super::stage::weir::plugin::document,
+                "weir:plugin/types@0.2.4": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.4": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.2.4": super::stage::weir::plugin::document,
             },
         });
     }
@@ -114,8 +136,8 @@ pub mod bindings {
             export_macro_name: "__export_indexer_world",
             default_bindings_module: "weir_plugin::bindings::indexer",
             with: {
-                "weir:plugin/types@0.2.3": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.3": super::stage::weir::plugin::log,
+                "weir:plugin/types@0.2.4": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.4": super::stage::weir::plugin::log,
             },
         });
     }
@@ -126,6 +148,7 @@ pub mod cache;
 mod config;
 mod connector;
 mod document;
+mod field_stage;
 mod fields;
 mod indexer;
 mod logging;
@@ -148,6 +171,9 @@ pub use config::{
 };
 pub use connector::Connector;
 pub use document::{doc_error, field_error_message, update};
+#[doc(hidden)]
+pub use field_stage::{__field_batch, __field_lent};
+pub use field_stage::{Changes, FieldStage, Lent};
 pub use fields::{Change, FieldChange, get_json_each, update_batch, update_each};
 pub use indexer::{
     Indexer, batch_error, failure, indexer_instance, instance_path, picked, whole_json,

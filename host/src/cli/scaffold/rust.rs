@@ -29,6 +29,10 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
         include_str!("../../../../plugins/sdk/src/document.rs"),
     ),
     (
+        ".weir/sdk-rust/src/field_stage.rs",
+        include_str!("../../../../plugins/sdk/src/field_stage.rs"),
+    ),
+    (
         ".weir/sdk-rust/src/fields.rs",
         include_str!("../../../../plugins/sdk/src/fields.rs"),
     ),
@@ -72,7 +76,7 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
         ".weir/sdk-rust/Cargo.toml",
         r#"[package]
 name = "weir-plugin"
-version = "0.2.3"
+version = "0.2.4"
 edition = "2024"
 publish = false
 

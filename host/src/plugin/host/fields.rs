@@ -74,7 +74,7 @@ impl PluginState {
 
     /// Refuse (stop the call) a batch-wide call that asks for more than
     /// one takes: `count` of `what` against `most`.
-    fn refuse_over(&mut self, count: usize, most: usize, what: &str) -> Wasm<()> {
+    pub(super) fn refuse_over(&mut self, count: usize, most: usize, what: &str) -> Wasm<()> {
         if count <= most {
             return Ok(());
         }
@@ -85,7 +85,7 @@ impl PluginState {
     /// How much one read of `docs` may answer, as documents are measured:
     /// what they hold (each document once, however often it is listed),
     /// or a document's limit when that is more.
-    fn readable_bytes(&self, docs: &[Handle]) -> Wasm<usize> {
+    pub(super) fn readable_bytes(&self, docs: &[Handle]) -> Wasm<usize> {
         let mut reps: Vec<(u32, usize)> = docs.iter().map(Handle::rep).zip(0..).collect();
         reps.sort_unstable();
         reps.dedup_by_key(|(rep, _)| *rep);
@@ -140,7 +140,7 @@ fn wit_bytes(value: &Value) -> usize {
 
 /// `error` as the error of the change to field `name` (a reserved name
 /// names itself).
-fn naming(name: &str, error: FieldError) -> FieldError {
+pub(super) fn naming(name: &str, error: FieldError) -> FieldError {
     use FieldError as E;
     let named = |m: String| {
         format!(

@@ -17,7 +17,7 @@ use crate::plugin::resources::LentBatch;
 
 impl PluginState {
     /// Borrowed handles on the lent documents, in order.
-    fn lent_handles(&self) -> Vec<Handle> {
+    pub(super) fn lent_handles(&self) -> Vec<Handle> {
         self.journal
             .order()
             .iter()

@@ -6,6 +6,7 @@ use wasmtime::component::Resource;
 
 use super::document::made;
 use super::fields::MAX_PER_CALL;
+use super::pieces;
 use super::{Handle, PluginState, Wasm};
 use crate::core::document::Document;
 use crate::plugin::bindings::connector;
@@ -109,35 +110,8 @@ fn cut<'t>(
             lengths.len() / 2
         ));
     }
-    let mut ends = Vec::with_capacity(lengths.len());
-    let mut end = 0usize;
-    for (i, &length) in lengths.iter().enumerate() {
-        end = end.saturating_add(length as usize);
-        if end > text.len() || !text.is_char_boundary(end) {
-            return Err(format!(
-                "piece {i} ends at byte {end}, which is {} the text's {} bytes",
-                if end > text.len() {
-                    "past"
-                } else {
-                    "inside a character of"
-                },
-                text.len()
-            ));
-        }
-        ends.push(end);
-    }
-    if end != text.len() {
-        return Err(format!(
-            "the lengths cover {end} of the text's {} bytes",
-            text.len()
-        ));
-    }
-    let mut start = 0;
-    let mut pieces = ends.into_iter().map(move |end| {
-        let piece = &text[start..end];
-        start = end;
-        piece
-    });
+    let pieces = pieces::cut(text, lengths.iter().copied())?;
+    let mut pieces = pieces.into_iter();
     Ok(std::iter::from_fn(move || {
         Some((pieces.next()?, pieces.next()?))
     }))

@@ -6,8 +6,7 @@ mod config;
 
 use config::Config;
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldChange, Mode, Outcome, PluginError, doc_error, issue,
-    per_document, update, update_batch,
+    Changes, ConfigIssue, Document, FieldStage, Lent, Mode, PluginError, doc_error, issue, update,
 };
 
 struct CopyFields {
@@ -22,7 +21,7 @@ struct CopyFields {
     reads: Vec<String>,
 }
 
-impl BatchStage for CopyFields {
+impl FieldStage for CopyFields {
     type Config = Config;
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
@@ -64,26 +63,47 @@ impl BatchStage for CopyFields {
         })
     }
 
-    fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
+    fn reads(&self) -> &[String] {
+        if self.one_by_one() { &[] } else { &self.reads }
+    }
+
+    fn plan(
+        &mut self,
+        fields: &[Option<&str>],
+        doc: &Lent<'_>,
+        changes: &mut Changes<'_>,
+    ) -> Result<(), PluginError> {
         if self.chained {
-            return Ok(per_document(docs, |doc| self.copy_one_by_one(doc)));
+            return self.copy_one_by_one(doc.document());
         }
         if self.config.mode == Mode::Append {
-            return Ok(per_document(docs, |doc| self.copy(doc)));
+            return self.copy(doc.document());
         }
-        Ok(update_batch(docs, &self.reads, |doc, answers| {
-            self.copies(answers)
-                .map_or_else(|| (Vec::new(), self.copy(doc)), |changes| (changes, Ok(())))
-        }))
+        match self.copies(fields) {
+            Some(copies) => {
+                for (target, json) in copies {
+                    changes.set_json(target, json);
+                }
+                Ok(())
+            }
+            None => self.copy(doc.document()),
+        }
     }
 }
 
 impl CopyFields {
-    /// The changes that copy each source's JSON as it is (the batch's way,
-    /// for `overwrite` and `skip`), from the answers to [`Self::reads`]; none
-    /// when a source is multi-valued or null, which [`Self::copy`] copies
-    /// value by value.
-    fn copies(&self, answers: Vec<Option<String>>) -> Option<Vec<FieldChange>> {
+    /// Whether each document is copied through its handle, reading none of
+    /// its fields packed: mappings that read what earlier ones wrote, and
+    /// appending (value by value).
+    fn one_by_one(&self) -> bool {
+        self.chained || self.config.mode == Mode::Append
+    }
+
+    /// The (target, JSON) sets that copy each source's JSON as it is (the
+    /// batch's way, for `overwrite` and `skip`), from the answers to
+    /// [`Self::reads`]; none when a source is multi-valued or null, which
+    /// [`Self::copy`] copies value by value.
+    fn copies<'a>(&'a self, answers: &[Option<&'a str>]) -> Option<Vec<(&'a str, &'a str)>> {
         let (sources, present) = answers.split_at(self.sources.len());
         let mut written: Vec<&str> = Vec::new();
         let mut changes = Vec::new();
@@ -91,14 +111,14 @@ impl CopyFields {
             let Some(json) = json else {
                 continue;
             };
-            if json.starts_with('[') || json == "null" {
+            if json.starts_with('[') || *json == "null" {
                 return None;
             }
             let target = self.targets[i].as_str();
             // `present` is empty unless the mode is `skip`.
             let skip = present.get(i).is_some_and(Option::is_some) || written.contains(&target);
             if !(self.config.mode == Mode::Skip && skip) {
-                changes.push(FieldChange::set_json(target, json.as_str()));
+                changes.push((target, *json));
             }
             written.push(target);
         }
@@ -145,4 +165,4 @@ impl CopyFields {
     }
 }
 
-weir_plugin::export_batch_stage!(CopyFields);
+weir_plugin::export_field_stage!(CopyFields);

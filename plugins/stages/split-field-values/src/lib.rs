@@ -6,8 +6,8 @@ mod config;
 
 use config::Config;
 use weir_plugin::{
-    BatchStage, ConfigIssue, Document, FieldChange, Outcome, PluginError, Value, doc_error, issue,
-    serde_json, update_batch,
+    Changes, ConfigIssue, Document, FieldStage, Lent, PluginError, Value, doc_error, issue,
+    serde_json,
 };
 
 struct SplitFieldValues {
@@ -16,7 +16,7 @@ struct SplitFieldValues {
     reads: Vec<String>,
 }
 
-impl BatchStage for SplitFieldValues {
+impl FieldStage for SplitFieldValues {
     type Config = Config;
 
     fn check(config: &Config) -> Vec<ConfigIssue> {
@@ -31,21 +31,37 @@ impl BatchStage for SplitFieldValues {
         Ok(Self { config, reads })
     }
 
-    fn process_batch(&mut self, docs: &[Document]) -> Result<Vec<Outcome>, PluginError> {
-        Ok(update_batch(docs, &self.reads, |doc, mut answers| {
-            let Some(json) = answers.pop().flatten() else {
-                return (Vec::new(), Ok(()));
-            };
-            // One text value, the usual case; anything else (several
-            // values, numbers) is read as text value by value.
-            match serde_json::from_str::<String>(&json) {
-                Ok(text) => {
-                    let pieces = self.pieces(std::slice::from_ref(&text));
-                    (vec![FieldChange::set_all(self.target(), pieces)], Ok(()))
-                }
-                Err(_) => (Vec::new(), self.split(doc)),
+    fn reads(&self) -> &[String] {
+        &self.reads
+    }
+
+    fn plan(
+        &mut self,
+        fields: &[Option<&str>],
+        doc: &Lent<'_>,
+        changes: &mut Changes<'_>,
+    ) -> Result<(), PluginError> {
+        let Some(json) = fields.first().copied().flatten() else {
+            return Ok(());
+        };
+        // One text value, the usual case: split as it is when it holds no
+        // escape (its JSON text between the quotes is then the text
+        // itself), else once decoded. Anything else (several values,
+        // numbers) is read as text value by value.
+        if let Some(raw) = json.strip_prefix('"').and_then(|j| j.strip_suffix('"'))
+            && !raw.contains('\\')
+        {
+            changes.set_texts(self.target(), self.pieces(raw));
+            return Ok(());
+        }
+        match serde_json::from_str::<String>(json) {
+            Ok(text) => {
+                let pieces: Vec<String> = self.pieces(&text).map(str::to_owned).collect();
+                changes.set_texts(self.target(), pieces.iter().map(String::as_str));
+                Ok(())
             }
-        }))
+            Err(_) => self.split(doc.document()),
+        }
     }
 }
 
@@ -55,20 +71,21 @@ impl SplitFieldValues {
         if values.is_empty() {
             return Ok(());
         }
-        doc.set_all(self.target(), &self.pieces(&values))
-            .map_err(doc_error)
+        let pieces: Vec<Value> = values
+            .iter()
+            .flat_map(|v| self.pieces(v))
+            .map(|p| Value::Text(p.to_owned()))
+            .collect();
+        doc.set_all(self.target(), &pieces).map_err(doc_error)
     }
 
-    /// `values` split on the delimiter, trimmed if asked, empty pieces dropped.
-    fn pieces(&self, values: &[String]) -> Vec<Value> {
+    /// `value` split on the delimiter, trimmed if asked, empty pieces dropped.
+    fn pieces<'v>(&self, value: &'v str) -> impl Iterator<Item = &'v str> {
         let c = &self.config;
-        values
-            .iter()
-            .flat_map(|v| v.split(c.delimiter.as_str()))
+        value
+            .split(c.delimiter.as_str())
             .map(|p| if c.trim { p.trim() } else { p })
             .filter(|p| !p.is_empty())
-            .map(|p| Value::Text(p.to_owned()))
-            .collect()
     }
 
     fn target(&self) -> &str {
@@ -76,4 +93,4 @@ impl SplitFieldValues {
     }
 }
 
-weir_plugin::export_batch_stage!(SplitFieldValues);
+weir_plugin::export_field_stage!(SplitFieldValues);

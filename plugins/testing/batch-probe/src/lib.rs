@@ -45,8 +45,8 @@ wit_bindgen::generate!({
     inline: "
         package weir:probe;
         world probe {
-            include weir:plugin/batch-stage@0.2.3;
-            export weir:plugin/stage-api@0.2.3;
+            include weir:plugin/batch-stage@0.2.4;
+            export weir:plugin/stage-api@0.2.4;
         }
     ",
     path: "../../../wit",

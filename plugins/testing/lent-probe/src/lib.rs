@@ -28,7 +28,7 @@ use std::cell::RefCell;
 
 wit_bindgen::generate!({
     path: "../../../wit",
-    world: "weir:plugin/lent-stage@0.2.3",
+    world: "weir:plugin/lent-stage@0.2.4",
     generate_all,
 });
 
