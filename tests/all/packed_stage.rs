@@ -178,3 +178,35 @@ fn a_field_stage_says_every_kind_of_change_packed_or_through_the_handle() {
     assert_eq!(field(&docs[0], "act"), json!("ok"));
     assert_eq!(field(&docs[0], "tags"), json!(["t"]));
 }
+
+/// More changes than one `update-packed` takes go in several calls; a
+/// document refused in one has none of its later changes made in the next.
+#[test]
+fn a_field_stage_s_changes_past_one_call_go_in_several_and_a_refusal_still_stops_its_document() {
+    let mut probe = instance("field-probe", json!({}));
+    let mut acts = vec!["many"; 3855];
+    acts.extend(["straddle", "ok"]);
+    let mut docs = batch(
+        &acts
+            .iter()
+            .map(|act| (*act, Value::Null))
+            .collect::<Vec<_>>(),
+    );
+    let outcomes = probe.process_batch(&mut docs).expect("the call succeeds");
+    assert!(outcomes[..3855].iter().all(Result::is_ok));
+    assert_eq!(field(&docs[0], "f15"), json!(15));
+    assert_eq!(field(&docs[3854], "f0"), json!(0));
+    let refused = message(&outcomes[3855]);
+    assert!(refused.contains("reserved field"), "{refused}");
+    assert_eq!(
+        field(&docs[3855], "after"),
+        Value::Null,
+        "not made in the next call"
+    );
+    assert!(outcomes[3856].is_ok());
+    assert_eq!(
+        field(&docs[3856], "seen"),
+        json!("yes"),
+        "the next call is made"
+    );
+}

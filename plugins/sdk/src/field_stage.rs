@@ -307,6 +307,13 @@ impl Changes<'_> {
             Change::SetJson(json) => self.set_json(&name, &json),
             Change::Set(Value::Text(text)) => self.set_text(&name, &text),
             Change::Remove => self.remove(&name),
+            Change::SetAll(values) if values.iter().all(|v| matches!(v, Value::Text(_))) => {
+                let texts = values.iter().filter_map(|v| match v {
+                    Value::Text(text) => Some(text.as_str()),
+                    _ => None,
+                });
+                self.set_texts(&name, texts);
+            }
             change => self.list().push(FieldChange { name, change }),
         }
     }
@@ -386,25 +393,47 @@ impl Packer {
     }
 
     /// Make the packed changes, as many calls as the bounds need: the
-    /// documents whose change failed, by position, with the error.
+    /// documents whose change failed, by position, with the error. A
+    /// document that failed in one call has none of its later changes
+    /// sent in the next.
     fn send(self, batch: &Batch) -> Vec<(u32, crate::FieldError)> {
+        let text = String::from_utf8(self.text).expect("names and JSON texts are UTF-8");
         if self.numbers.is_empty() {
             return Vec::new();
         }
-        let text = String::from_utf8(self.text).expect("names and JSON texts are UTF-8");
-        let mut failed = Vec::new();
-        let mut start = 0usize;
-        for chunk in self.numbers.chunks(3 * MAX_EACH) {
-            let bytes: usize = chunk
-                .chunks_exact(3)
-                .map(|c| c[1] as usize + if c[2] == ABSENT { 0 } else { c[2] as usize })
-                .sum();
-            let changes = PackedChanges {
-                text: text[start..start + bytes].to_owned(),
-                changes: chunk.to_vec(),
+        if self.numbers.len() <= 3 * MAX_EACH {
+            let call = PackedChanges {
+                text,
+                changes: self.numbers,
             };
-            start += bytes;
-            failed.extend(lending_packed::update_packed(batch, &changes));
+            return lending_packed::update_packed(batch, &call);
+        }
+        let mut failed = Vec::new();
+        let mut call = PackedChanges {
+            text: String::new(),
+            changes: Vec::new(),
+        };
+        let mut start = 0;
+        for change in self.numbers.chunks_exact(3) {
+            let json = if change[2] == ABSENT {
+                0
+            } else {
+                change[2] as usize
+            };
+            let end = start + change[1] as usize + json;
+            if !failed.iter().any(|(at, _)| *at == change[0]) {
+                call.text.push_str(&text[start..end]);
+                call.changes.extend_from_slice(change);
+            }
+            start = end;
+            if call.changes.len() == 3 * MAX_EACH {
+                failed.extend(lending_packed::update_packed(batch, &call));
+                call.text.clear();
+                call.changes.clear();
+            }
+        }
+        if !call.changes.is_empty() {
+            failed.extend(lending_packed::update_packed(batch, &call));
         }
         failed
     }

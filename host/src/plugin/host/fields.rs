@@ -74,7 +74,7 @@ impl PluginState {
 
     /// Refuse (stop the call) a batch-wide call that asks for more than
     /// one takes: `count` of `what` against `most`.
-    pub(super) fn refuse_over(&mut self, count: usize, most: usize, what: &str) -> Wasm<()> {
+    fn refuse_over(&mut self, count: usize, most: usize, what: &str) -> Wasm<()> {
         if count <= most {
             return Ok(());
         }
@@ -82,10 +82,33 @@ impl PluginState {
         Err(self.budget.refuse(Limit::MaxDocumentMib, message))
     }
 
+    /// Refuse a read of `names` names of each of `docs` that asks for more
+    /// than one call takes; else how much its answer may hold
+    /// ([`Self::readable_bytes`]).
+    pub(super) fn each_read_bounds(&mut self, docs: &[Handle], names: usize) -> Wasm<usize> {
+        self.refuse_over(docs.len(), MAX_PER_CALL, "documents")?;
+        self.refuse_over(names, MAX_PER_CALL, "field names")?;
+        self.refuse_over(
+            docs.len() * names,
+            MAX_EACH,
+            "answers (documents times names)",
+        )?;
+        self.readable_bytes(docs)
+    }
+
+    /// The refusal of a read whose answer grew past `max` bytes.
+    pub(super) fn refuse_answer_over(&mut self, max: usize) -> wasmtime::Error {
+        let message = format!(
+            "asked for more than {max} bytes of fields in one call, more than the documents read hold (or a document may hold: {})",
+            Limit::MaxDocumentMib
+        );
+        self.budget.refuse(Limit::MaxDocumentMib, message)
+    }
+
     /// How much one read of `docs` may answer, as documents are measured:
     /// what they hold (each document once, however often it is listed),
     /// or a document's limit when that is more.
-    pub(super) fn readable_bytes(&self, docs: &[Handle]) -> Wasm<usize> {
+    fn readable_bytes(&self, docs: &[Handle]) -> Wasm<usize> {
         let mut reps: Vec<(u32, usize)> = docs.iter().map(Handle::rep).zip(0..).collect();
         reps.sort_unstable();
         reps.dedup_by_key(|(rep, _)| *rep);
@@ -198,14 +221,7 @@ impl Host for PluginState {
         docs: Vec<Handle>,
         names: Vec<String>,
     ) -> Wasm<Vec<Vec<Option<String>>>> {
-        self.refuse_over(docs.len(), MAX_PER_CALL, "documents")?;
-        self.refuse_over(names.len(), MAX_PER_CALL, "field names")?;
-        self.refuse_over(
-            docs.len() * names.len(),
-            MAX_EACH,
-            "answers (documents times names)",
-        )?;
-        let max = self.readable_bytes(&docs)?;
+        let max = self.each_read_bounds(&docs, names.len())?;
         let mut total = 0usize;
         let mut answer = Vec::with_capacity(docs.len());
         for h in &docs {
@@ -215,11 +231,7 @@ impl Host for PluginState {
                 let value = doc.fields().get(name.as_str());
                 total = total.saturating_add(value.map_or(0, document::value_bytes));
                 if total > max {
-                    let message = format!(
-                        "asked for more than {max} bytes of fields in one call, more than the documents read hold (or a document may hold: {})",
-                        Limit::MaxDocumentMib
-                    );
-                    return Err(self.budget.refuse(Limit::MaxDocumentMib, message));
+                    return Err(self.refuse_answer_over(max));
                 }
                 row.push(value.map(Json::to_string));
             }

@@ -9,7 +9,7 @@
 use wasmtime::component::Resource;
 
 use super::call_journal::Touch;
-use super::fields::{MAX_EACH, MAX_PER_CALL, naming};
+use super::fields::{MAX_EACH, naming};
 use super::pieces::{ABSENT, cut};
 use super::{PluginState, Wasm};
 use crate::core::document;
@@ -27,13 +27,7 @@ type PackedChange<'t> = (usize, &'t str, Option<&'t str>);
 impl Host for PluginState {
     fn get_packed(&mut self, _: Resource<LentBatch>, names: Vec<String>) -> Wasm<PackedFields> {
         let docs = self.lent_handles();
-        self.refuse_over(names.len(), MAX_PER_CALL, "field names")?;
-        self.refuse_over(
-            docs.len() * names.len(),
-            MAX_EACH,
-            "answers (documents times names)",
-        )?;
-        let max = self.readable_bytes(&docs)?;
+        let max = self.each_read_bounds(&docs, names.len())?;
         let mut text = Vec::new();
         let mut lengths = Vec::with_capacity(docs.len() * names.len());
         for h in &docs {
@@ -44,13 +38,9 @@ impl Host for PluginState {
                     continue;
                 };
                 let start = text.len();
-                serde_json::to_writer(&mut text, value)?;
+                document::write_json_value(&mut text, value);
                 if text.len() > max {
-                    let message = format!(
-                        "asked for more than {max} bytes of fields in one call, more than the documents read hold (or a document may hold: {})",
-                        Limit::MaxDocumentMib
-                    );
-                    return Err(self.budget.refuse(Limit::MaxDocumentMib, message));
+                    return Err(self.refuse_answer_over(max));
                 }
                 lengths.push(u32::try_from(text.len() - start)?);
             }

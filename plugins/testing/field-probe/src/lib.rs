@@ -11,7 +11,11 @@
 //! - `refused`: sets the reserved `id` (the host refuses it), then `after`;
 //! - `handle`: sets `direct` through the document's handle, then `after`;
 //! - `texts`: sets `many` to two texts, one with a quote;
-//! - `remove`: removes `act`.
+//! - `remove`: removes `act`;
+//! - `many`: sets `f0` to `f15` (17 changes with `seen`);
+//! - `straddle`: sets no `seen`; sets the reserved `id`, then `after`: after
+//!   3,855 `many` documents (65,535 changes) the refused change is the last
+//!   of the first `update-packed` call, and `after` would be in the next.
 
 use weir_plugin::{Changes, FieldChange, FieldStage, Lent, PluginError, Value, serde_json};
 
@@ -44,7 +48,9 @@ impl FieldStage for FieldProbe {
         let act: String = fields[0]
             .and_then(|json| serde_json::from_str(json).ok())
             .unwrap_or_default();
-        changes.set_text("seen", "yes");
+        if act != "straddle" {
+            changes.set_text("seen", "yes");
+        }
         match act.as_str() {
             "add" => {
                 changes.push(FieldChange::add("tags", Value::Integer(1)));
@@ -54,7 +60,12 @@ impl FieldStage for FieldProbe {
                 changes.set_json("partial", "1");
                 return Err(PluginError::Document("failed on purpose".into()));
             }
-            "refused" => {
+            "many" => {
+                for i in 0..16 {
+                    changes.set_json(&format!("f{i}"), &i.to_string());
+                }
+            }
+            "refused" | "straddle" => {
                 changes.set_text("id", "other");
                 changes.set_json("after", "2");
             }
