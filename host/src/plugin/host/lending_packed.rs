@@ -13,7 +13,6 @@ use super::fields::{MAX_EACH, naming};
 use super::pieces::{ABSENT, cut};
 use super::{PluginState, Wasm};
 use crate::core::document;
-use crate::core::limit::Limit;
 use crate::plugin::bindings::FieldError;
 use crate::plugin::bindings::packing_stage::weir::plugin::lending_packed::{
     Host, PackedChanges, PackedFields,
@@ -57,10 +56,10 @@ impl Host for PluginState {
         changes: PackedChanges,
     ) -> Wasm<Vec<(u32, FieldError)>> {
         let docs = self.lent_handles();
-        // A call cut up wrongly is the plugin's error: nothing of it is made.
+        // A call cut up wrongly is the plugin's error (no limit it ran
+        // into, as for `publish-packed`): nothing of it is made.
         let planned = changes_of(&changes, docs.len()).map_err(|why| {
-            let message = format!("`update-packed` was given changes it cannot read: {why}");
-            self.budget.refuse(Limit::MaxDocumentMib, message)
+            wasmtime::format_err!("`update-packed` was given changes it cannot read: {why}")
         })?;
         let mut stopped = vec![false; docs.len()];
         let mut failed = Vec::new();
