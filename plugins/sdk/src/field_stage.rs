@@ -249,7 +249,7 @@ impl Changes<'_> {
     pub fn set_json(&mut self, name: &str, json: &str) {
         self.change(
             name,
-            |text| text.extend_from_slice(json.as_bytes()),
+            Some(|text: &mut Vec<u8>| text.extend_from_slice(json.as_bytes())),
             || FieldChange::set_json(name, json),
         );
     }
@@ -258,7 +258,7 @@ impl Changes<'_> {
     pub fn set_text(&mut self, name: &str, text: &str) {
         self.change(
             name,
-            |out| json_string(out, text),
+            Some(|out: &mut Vec<u8>| json_string(out, text)),
             || FieldChange::set_string(name, text),
         );
     }
@@ -269,7 +269,7 @@ impl Changes<'_> {
         let texts: Vec<&str> = texts.into_iter().collect();
         self.change(
             name,
-            |out| {
+            Some(|out: &mut Vec<u8>| {
                 out.push(b'[');
                 for (i, text) in texts.iter().enumerate() {
                     if i > 0 {
@@ -278,7 +278,7 @@ impl Changes<'_> {
                     json_string(out, text);
                 }
                 out.push(b']');
-            },
+            }),
             || {
                 let values = texts.iter().map(|t| Value::Text((*t).to_owned())).collect();
                 FieldChange::set_all(name, values)
@@ -288,14 +288,7 @@ impl Changes<'_> {
 
     /// As `Document::remove`: `name` is removed; nothing when absent.
     pub fn remove(&mut self, name: &str) {
-        match &mut self.sink {
-            Sink::Packed { packer, at, from } => {
-                from.get_or_insert((packer.text.len(), packer.numbers.len()));
-                packer.text.extend_from_slice(name.as_bytes());
-                packer.numbers.extend([*at, length(name.len()), ABSENT]);
-            }
-            Sink::Listed(list) => list.push(FieldChange::remove(name)),
-        }
+        self.change(name, None::<fn(&mut Vec<u8>)>, || FieldChange::remove(name));
     }
 
     /// Any change: those the packed text does not carry (`add`, a value
@@ -323,12 +316,12 @@ impl Changes<'_> {
         changes.into_iter().for_each(|change| self.push(change));
     }
 
-    /// A change that sets `name` to the JSON `write` appends, or, when the
-    /// document's changes are listed, `listed`.
+    /// A change that sets `name` to the JSON `write` appends (none: removes
+    /// it), or, when the document's changes are listed, `listed`.
     fn change(
         &mut self,
         name: &str,
-        write: impl FnOnce(&mut Vec<u8>),
+        write: Option<impl FnOnce(&mut Vec<u8>)>,
         listed: impl FnOnce() -> FieldChange,
     ) {
         match &mut self.sink {
@@ -336,8 +329,13 @@ impl Changes<'_> {
                 from.get_or_insert((packer.text.len(), packer.numbers.len()));
                 packer.text.extend_from_slice(name.as_bytes());
                 let start = packer.text.len();
-                write(&mut packer.text);
-                let json = length(packer.text.len() - start);
+                let json = match write {
+                    Some(write) => {
+                        write(&mut packer.text);
+                        length(packer.text.len() - start)
+                    }
+                    None => ABSENT,
+                };
                 packer.numbers.extend([*at, length(name.len()), json]);
             }
             Sink::Listed(list) => list.push(listed()),
