@@ -257,3 +257,118 @@ fn a_closed_standard_output_ends_a_printing_command_quietly() {
         "the command did its work first"
     );
 }
+
+/// The output and exit code of `weir` run with `args`.
+fn weir_output(args: &[&str]) -> (u8, String) {
+    let output = std::process::Command::new(WEIR)
+        .args(args)
+        .output()
+        .expect("the weir binary starts");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let code = output.status.code().and_then(|c| u8::try_from(c).ok());
+    (code.expect("weir exits with a code"), text)
+}
+
+/// One `weir validate` lists every mistake of every kind: the shape (here
+/// and in an include), names, files, grants, variables and each plugin's own
+/// settings, each once, at its file, line and column, by name.
+#[test]
+fn validation_lists_every_mistake_at_its_toml_line_in_one_pass() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("common.toml"),
+        "[publisher]\nqueue_capacty = 5\n",
+    )
+    .expect("include");
+    let config = dir.path().join("config.toml");
+    let text = with_plugins(
+        r#"include = ["common.toml"]
+
+[worker]
+threds = 2
+
+[indexer]
+plugin = { path = @nop-indexer }
+
+[[connectors]]
+name = "c"
+pipeline = "nope"
+plugin = { path = @file-connector, config = { paths = ["/data/x.jsonl"] }, grants = { dirs = [{ host = "no-such-dir", guest = "/data" }] } }
+
+[[pipelines]]
+name = "p"
+
+[[pipelines.stages]]
+name = "trim"
+plugin = { path = @trim-whitespace, config = { feilds = ["title"] } }
+
+[[pipelines.stages]]
+name = "year"
+plugin = { path = @apply-regex, config = { source = "a", target = "b", pattern = '((' } }
+
+[[pipelines.stages]]
+name = "gone"
+plugin = { path = "missing.wasm" }
+
+[[pipelines.stages]]
+name = "var"
+plugin = { path = @set-static-values, config = { values = { kind = "${WEIR_TEST_SURELY_UNSET}" } } }
+"#,
+    );
+    std::fs::write(&config, text).expect("config");
+    let (code, out) = weir_output(&["validate", config.to_str().expect("utf-8")]);
+    assert_eq!(code, 2, "{out}");
+    let file = config.display().to_string();
+    let include = dir.path().join("common.toml").display().to_string();
+    // (line, what the item says after its column); the include's at the end.
+    let want = [
+        (4, "worker.threds: unknown key `threds`"),
+        (11, "connectors.c.pipeline: no pipeline is named `nope`"),
+        (
+            12,
+            "connectors.c.plugin.grants.dirs[0].host: no directory at",
+        ),
+        (
+            19,
+            "pipelines.p.stages.trim.plugin.config.feilds: unknown field `feilds`, expected `fields`\n",
+        ),
+        (
+            23,
+            "pipelines.p.stages.year.plugin.config.pattern: regex parse error:\n      ",
+        ),
+        (27, "pipelines.p.stages.gone.plugin.path: no plugin file at"),
+        (
+            31,
+            "pipelines.p.stages.var.plugin.config.values.kind: `${WEIR_TEST_SURELY_UNSET}`",
+        ),
+    ];
+    let items: Vec<&str> = out.split("\n  - ").skip(1).collect();
+    assert_eq!(items.len(), want.len() + 1, "{out}");
+    for ((line, says), item) in want.iter().zip(&items) {
+        let rest = item
+            .strip_prefix(&format!("{file}:{line}:"))
+            .unwrap_or_else(|| panic!("line {line} not first in {item:?}:\n{out}"));
+        let (_column, said) = rest.split_once(": ").expect("a column");
+        assert!(
+            format!("{said}\n").starts_with(says),
+            "{says:?} not in {item:?}"
+        );
+    }
+    let last = items.last().expect("the include's");
+    assert!(
+        last.starts_with(&format!(
+            "{include}:2:1 (included from {file}): publisher.queue_capacty: unknown key"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("8 configuration errors"), "{out}");
+    // The same mistakes stop a run before it starts.
+    assert_eq!(
+        weir_output(&["run", "--no-progress", config.to_str().expect("utf-8")]).0,
+        2
+    );
+}

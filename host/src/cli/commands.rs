@@ -41,33 +41,72 @@ fn prepare_with(
     path: &Path,
     build: impl FnOnce(Config) -> Result<Runner, SetupError>,
 ) -> Result<Runner, Stopped> {
-    let config = Config::load(path).map_err(|errors| {
+    let (runner, problems) = draft_with(path, build)?;
+    if !problems.is_empty() {
+        report_invalid(path, &problems);
+        return Err(Stopped::Invalid);
+    }
+    Ok(runner)
+}
+
+/// Load `path` as far as it reads and build its runner with `build`: the
+/// runner, and the problems found so far, to report with the plugins'
+/// (so that one pass lists them all). A config that gives no runner at
+/// all is reported here.
+fn draft_with(
+    path: &Path,
+    build: impl FnOnce(Config) -> Result<Runner, SetupError>,
+) -> Result<(Runner, Problems), Stopped> {
+    let (config, mut problems) = Config::load_draft(path).map_err(|errors| {
         report_invalid(path, &errors);
         Stopped::Invalid
     })?;
-    build(config).map_err(|e| match e {
-        SetupError::Invalid(errors) => {
-            report_invalid(path, &errors);
-            Stopped::Invalid
+    match build(config) {
+        Ok(runner) => Ok((runner, problems)),
+        Err(SetupError::Invalid(more)) => {
+            problems.extend(more);
+            report_invalid(path, &problems);
+            Err(Stopped::Invalid)
         }
-        other => other.into(),
-    })
+        Err(_) if !problems.is_empty() => {
+            report_invalid(path, &problems);
+            Err(Stopped::Invalid)
+        }
+        Err(other) => Err(other.into()),
+    }
 }
 
-/// [`prepare`], then validate the plugins too.
+/// [`prepare`], then validate the plugins too: every problem of the
+/// config, its shape and its plugins', in one report.
 fn prepare_validated(
     path: &Path,
     mode: Mode,
 ) -> Result<(Runner, weir::run::LoadedPlugins), Stopped> {
-    validated(path, prepare(path, mode)?)
+    validated(
+        path,
+        draft_with(path, |config| topology::runner(config, mode))?,
+    )
 }
 
-/// `runner`, with its plugins validated.
-fn validated(path: &Path, runner: Runner) -> Result<(Runner, weir::run::LoadedPlugins), Stopped> {
+/// The runner of a draft, with its plugins validated; the draft's
+/// problems and the plugins' reported together.
+fn validated(
+    path: &Path,
+    (runner, mut problems): (Runner, Problems),
+) -> Result<(Runner, weir::run::LoadedPlugins), Stopped> {
     match runner.validate() {
-        Ok(plugins) => Ok((runner, plugins)),
-        Err(errors) => {
-            report_invalid(path, &errors);
+        Ok(plugins) if problems.is_empty() => Ok((runner, plugins)),
+        Ok(_) => {
+            report_invalid(path, &problems);
+            Err(Stopped::Invalid)
+        }
+        Err(more) => {
+            for problem in more {
+                if !problems.iter().any(|p| *p == problem) {
+                    problems.push(problem);
+                }
+            }
+            report_invalid(path, &problems);
             Err(Stopped::Invalid)
         }
     }
@@ -82,8 +121,11 @@ fn stopped(result: Result<u8, Stopped>) -> anyhow::Result<u8> {
     }
 }
 
+/// Report every problem of the config at `path`, each where it was
+/// written.
 fn report_invalid(path: &Path, errors: &Problems) -> u8 {
-    eprint!("{}: {errors}", path.display());
+    let sources = weir::config::Sources::read(path);
+    eprint!("{}", weir::config::report(path, &sources, errors));
     EXIT_INVALID_CONFIG
 }
 
@@ -92,7 +134,16 @@ fn report_invalid(path: &Path, errors: &Problems) -> u8 {
 pub(super) fn prepare_validated_local(
     path: &Path,
 ) -> Result<(Runner, weir::run::LoadedPlugins), u8> {
-    prepare_validated(path, Mode::Local).map_err(|stopped| match stopped {
+    prepare_validated_in(path, Mode::Local)
+}
+
+/// A runner for `path` in `mode` with its plugins validated, or the exit
+/// code of a config that is invalid (already reported) or cannot be set up.
+pub(super) fn prepare_validated_in(
+    path: &Path,
+    mode: Mode,
+) -> Result<(Runner, weir::run::LoadedPlugins), u8> {
+    prepare_validated(path, mode).map_err(|stopped| match stopped {
         Stopped::Invalid => EXIT_INVALID_CONFIG,
         Stopped::Error(e) => {
             eprintln!("error: {e:#}");
@@ -200,7 +251,7 @@ pub(super) fn run(
             return Ok(EXIT_INVALID_CONFIG);
         }
         Some(_) => {
-            prepare_with(path, topology::resuming_runner).and_then(|runner| validated(path, runner))
+            draft_with(path, topology::resuming_runner).and_then(|draft| validated(path, draft))
         }
     };
     let run_id = resume.map_or_else(new_run_id, str::to_owned);

@@ -92,10 +92,15 @@ fn plugin_settings(config: &str) -> anyhow::Result<serde_json::Value> {
 /// `weir test <config> [--cases <file>]`: every case of the cases file
 /// through its pipeline; a line per case, the differences of those that fail.
 pub(super) fn test_pipeline(config: &Path, cases: Option<PathBuf>) -> anyhow::Result<u8> {
-    use weir::testing::pipeline::{Cases, cases_beside};
+    use weir::testing::pipeline::{Cases, cases_beside, run};
     let cases_path = cases.unwrap_or_else(|| cases_beside(config));
-    let cases = match Cases::load(&cases_path) {
-        Ok(cases) => cases,
+    let report = |problems: &weir::config::Problems| {
+        let sources = weir::config::Sources::read(&cases_path);
+        eprint!("{}", weir::config::report(&cases_path, &sources, problems));
+        EXIT_INVALID_CONFIG
+    };
+    let (cases, mut problems) = match Cases::load(&cases_path) {
+        Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("{e}");
             return Ok(EXIT_INVALID_CONFIG);
@@ -103,15 +108,24 @@ pub(super) fn test_pipeline(config: &Path, cases: Option<PathBuf>) -> anyhow::Re
     };
     let (runner, plugins) = match super::commands::prepare_validated_local(config) {
         Ok(prepared) => prepared,
-        Err(code) => return Ok(code),
-    };
-    let results = match cases.run(&cases_path, &runner, &plugins) {
-        Ok(results) => results,
-        Err(e) => {
-            eprintln!("{e}");
-            return Ok(EXIT_INVALID_CONFIG);
+        Err(code) => {
+            // The config's problems are reported; the cases file's shape
+            // too, so that one pass shows both files' mistakes.
+            if !problems.is_empty() {
+                report(&problems);
+            }
+            return Ok(code);
         }
     };
+    let ready = match cases.prepare(&cases_path, runner.config()) {
+        Ok(ready) if problems.is_empty() => ready,
+        Ok(_) => return Ok(report(&problems)),
+        Err(more) => {
+            problems.extend(more);
+            return Ok(report(&problems));
+        }
+    };
+    let results = run(ready, &runner, &plugins);
     let failed = results.iter().filter(|r| r.outcome.is_err()).count();
     for result in &results {
         match &result.outcome {

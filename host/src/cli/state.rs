@@ -5,12 +5,10 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use weir::config::Config;
 use weir::run::{
-    DEFAULT_SHOWN_KEYS, LoadedPlugins, MAX_SHOWN_KEYS, RunStatus, Runner, StateInspectError,
-    StateQuery, SyncReset, SyncState,
+    DEFAULT_SHOWN_KEYS, LoadedPlugins, MAX_SHOWN_KEYS, Runner, StateInspectError, StateQuery,
+    SyncReset, SyncState,
 };
-use weir::topology::{self, SetupError};
 
 use super::{EXIT_INVALID_CONFIG, Mode};
 
@@ -123,21 +121,7 @@ pub(super) fn state(command: StateCommand) -> anyhow::Result<u8> {
 /// connectors keep state is read from their components); the exit code of
 /// an invalid config (reported) or one that cannot be set up.
 fn prepare(target: &Target) -> Result<(Runner, LoadedPlugins), u8> {
-    let path = &target.config;
-    let invalid = |errors: &weir::config::Problems| {
-        eprint!("{}: {errors}", path.display());
-        EXIT_INVALID_CONFIG
-    };
-    let config = Config::load(path).map_err(|e| invalid(&e))?;
-    let runner = topology::runner(config, target.mode.into()).map_err(|e| match e {
-        SetupError::Invalid(errors) => invalid(&errors),
-        SetupError::Failed(why) => {
-            eprintln!("error: {why}");
-            RunStatus::Failure.exit_code()
-        }
-    })?;
-    let plugins = runner.validate().map_err(|e| invalid(&e))?;
-    Ok((runner, plugins))
+    super::commands::prepare_validated_in(&target.config, target.mode.into())
 }
 
 /// `weir validate`'s lines on state: the sync each syncing connector

@@ -54,10 +54,39 @@ impl Config {
     }
 
     fn from_table(
-        mut table: toml::Table,
+        table: toml::Table,
         base: &Path,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self, Problems> {
+        match Self::draft_from_table(table, base, env) {
+            (Some(config), problems) if problems.is_empty() => Ok(config),
+            (_, problems) => Err(problems),
+        }
+    }
+
+    /// Read `path` as far as it can be read: every problem of its shape,
+    /// variables and overrides, and the config with the settings that hold
+    /// them left out, to check the rest on (see [`Config::check`] and the
+    /// runner's validation). Only a file that is not TOML, or includes that
+    /// cannot be read, give no config at all.
+    pub fn load_draft(path: &Path) -> Result<(Self, Problems), Problems> {
+        let table =
+            vars::load_file(path).map_err(|e| Problems::one(Problem::whole(e.to_string())))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        match Self::draft_from_table(table, base, std::env::vars()) {
+            (Some(mut config), problems) => {
+                config.state.default_id = super::state::default_state_id(path);
+                Ok((config, problems))
+            }
+            (None, problems) => Err(problems),
+        }
+    }
+
+    fn draft_from_table(
+        mut table: toml::Table,
+        base: &Path,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> (Option<Self>, Problems) {
         let env: Vec<(String, String)> = env.into_iter().collect();
         let lookup = |name: &str| {
             env.iter()
@@ -72,23 +101,25 @@ impl Config {
                 errors.at(key, e.to_string());
             }
         }
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        let mut config: Config = match toml::Value::Table(table.clone()).try_into() {
-            Ok(config) => config,
+        let config = match toml::Value::Table(table.clone()).try_into::<Config>() {
+            Ok(config) => Some(config),
             Err(e) => {
-                // serde stops at the first problem: list them all.
-                let mut errors = shape::problems(&table);
-                if errors.is_empty() {
+                // serde stops at the first problem: list them all, and read
+                // the rest without them.
+                let (found, repaired) = shape::repair(&table);
+                if found.is_empty() {
                     errors.push(Problem::whole(e.message().trim()));
                 }
-                return Err(Problems(errors));
+                errors.extend(found);
+                toml::Value::Table(repaired).try_into::<Config>().ok()
             }
         };
-        config.resolve_paths(base);
-        config.apply_tenant_limits();
-        Ok(config)
+        let config = config.map(|mut config| {
+            config.resolve_paths(base);
+            config.apply_tenant_limits();
+            config
+        });
+        (config, errors)
     }
 
     /// Fill the limits the plugins of each tenant's pipelines leave unset

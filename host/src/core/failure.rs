@@ -15,6 +15,17 @@ pub struct Failure {
     pub message: String,
     /// How many times the document was attempted.
     pub attempts: u32,
+    /// The kind of error and the plugin's own words, where a plugin said
+    /// them (a stage's failures): what test transcripts show.
+    pub reason: Option<Reason>,
+}
+
+/// The kind of a plugin's error (`document`, `transient`, `panic`,
+/// `deadline`, ...) and its own words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason {
+    pub error: String,
+    pub message: String,
 }
 
 /// One line of a dead-letter file.

@@ -62,6 +62,21 @@ impl PluginError {
         matches!(self, Self::Document { .. } | Self::Trap { .. })
     }
 
+    /// What a transcript's FAIL line says: the kind of error (as
+    /// [`PluginError::kind`]) and the plugin's own words, without the
+    /// plugin's name (the line names the stage where it has one).
+    pub fn said(&self) -> crate::core::failure::Reason {
+        let message = match self {
+            Self::Document { message, .. } | Self::Fatal { message, .. } => message.clone(),
+            Self::Trap { cause, .. } => cause.to_string(),
+            other => other.to_string(),
+        };
+        crate::core::failure::Reason {
+            error: self.kind().to_owned(),
+            message,
+        }
+    }
+
     /// A short, bounded label for metrics (never a message or an id).
     pub fn kind(&self) -> &'static str {
         match self {

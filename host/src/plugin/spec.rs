@@ -132,6 +132,12 @@ impl DirGrant {
             opened: None,
         }
     }
+
+    /// Whether the directory is missing: not opened yet (a grant opened at
+    /// admission is not looked up again), and no directory at `host`.
+    pub fn is_missing(&self) -> bool {
+        self.opened.is_none() && !self.host.is_dir()
+    }
 }
 
 /// Per-plugin resource limits; each unset one takes its tenant's, else the

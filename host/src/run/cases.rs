@@ -33,38 +33,14 @@ impl Runner {
         span: Span<'_>,
         docs: Vec<Document>,
     ) -> Result<Vec<Value>, String> {
-        let names: Vec<&str> = self
-            .config
-            .pipeline(pipeline)
-            .ok_or_else(|| format!("the config has no pipeline `{pipeline}`"))?
-            .stages
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect();
-        let at = |name: Option<&str>, default: usize| match name {
-            None => Ok(default),
-            Some(name) => names.iter().position(|n| *n == name).ok_or_else(|| {
-                format!(
-                    "pipeline `{pipeline}` has no stage `{name}` (it has: {})",
-                    names.join(", ")
-                )
-            }),
-        };
-        let from = at(span.before, 0)?;
-        let to = at(span.after, names.len().saturating_sub(1))?;
-        if !names.is_empty() && to < from {
-            return Err(format!(
-                "stage `{}` comes before stage `{}`: nothing runs between them",
-                names[to], names[from]
-            ));
-        }
+        let range = stage_range(&self.config, pipeline, span).map_err(|(_, why)| why)?;
         let mut slots = start_stages(plugins, &self.config, &self.scope(pipeline))?;
         let abort = Abort::default();
         let mut outcomes = Vec::new();
         let chosen = if slots.is_empty() {
             &mut slots[..]
         } else {
-            &mut slots[from..=to]
+            &mut slots[range]
         };
         let halt = Stages {
             stages: chosen,
@@ -81,6 +57,55 @@ impl Runner {
         }
         Ok(transcript(outcomes))
     }
+}
+
+/// The stages of `pipeline` in `config` that `span` covers, or which of its
+/// settings (`pipeline`, `before`, `after`) is wrong and why.
+pub fn stage_range(
+    config: &crate::config::Config,
+    pipeline: &str,
+    span: Span<'_>,
+) -> Result<std::ops::RangeInclusive<usize>, (&'static str, String)> {
+    let names: Vec<&str> = config
+        .pipeline(pipeline)
+        .ok_or_else(|| {
+            let known: Vec<&str> = config.pipelines.iter().map(|p| p.name.as_str()).collect();
+            (
+                "pipeline",
+                format!(
+                    "the config has no pipeline `{pipeline}` (it has: {})",
+                    known.join(", ")
+                ),
+            )
+        })?
+        .stages
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    let at = |setting: &'static str, name: Option<&str>, default: usize| match name {
+        None => Ok(default),
+        Some(name) => names.iter().position(|n| *n == name).ok_or_else(|| {
+            (
+                setting,
+                format!(
+                    "pipeline `{pipeline}` has no stage `{name}` (it has: {})",
+                    names.join(", ")
+                ),
+            )
+        }),
+    };
+    let from = at("before", span.before, 0)?;
+    let to = at("after", span.after, names.len().saturating_sub(1))?;
+    if !names.is_empty() && to < from {
+        return Err((
+            "after",
+            format!(
+                "stage `{}` comes before stage `{}`: nothing runs between them",
+                names[to], names[from]
+            ),
+        ));
+    }
+    Ok(from..=to)
 }
 
 /// Outcomes as transcript lines, each CREATE naming its parent: the
@@ -107,11 +132,17 @@ fn transcript(outcomes: Vec<Outcome>) -> Vec<Value> {
                 doc.id().to_owned()
             }
             Outcome::Failed(doc, failure) => {
+                // The plugin test's FAIL line, and the stage it was in.
+                let (error, message) = match failure.reason {
+                    Some(reason) => (reason.error, reason.message),
+                    None => ("document".to_owned(), failure.message),
+                };
                 lines.push(json!({
                     "event": "FAIL",
                     "id": doc.id(),
                     "stage": failure.plugin,
-                    "message": failure.message,
+                    "error": error,
+                    "message": message,
                 }));
                 doc.id().to_owned()
             }

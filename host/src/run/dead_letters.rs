@@ -185,6 +185,7 @@ mod tests {
             plugin: "stage-a".into(),
             message: "bad".into(),
             attempts: 3,
+            reason: None,
         };
         letters.write("p", &doc, &failure).expect("write");
         letters

@@ -237,6 +237,7 @@ impl Deliveries {
             plugin: self.connector.clone(),
             message: reason.to_owned(),
             attempts: attempt,
+            reason: None,
         };
         if let Err(e) = letters.write(&self.pipeline, &doc, &failure) {
             tracing::error!(error = %e, "a rejected message could not be dead-lettered");

@@ -230,6 +230,7 @@ impl IndexerLoop {
                         plugin: self.plugin.to_string(),
                         message: refusal.message,
                         attempts: refusal.attempts,
+                        reason: None,
                     };
                     let event =
                         Event::new(&doc, EventKind::Fail).with_message(failure.message.clone());

@@ -36,7 +36,7 @@ mod watch;
 mod worker;
 
 pub use crate::telemetry::{CpuSummary, RunStats, StageSummary, StatsSnapshot};
-pub use cases::Span;
+pub use cases::{Span, stage_range};
 use dead_letters::DeadLetterFile;
 pub use dead_letters::{DeadLetter, read_dead_letters};
 pub use guard::{MIN_DELETES, MassDelete};

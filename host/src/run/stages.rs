@@ -308,6 +308,7 @@ impl Stages<'_> {
                             plugin: self.stages[i].name.to_string(),
                             message,
                             attempts,
+                            reason: Some(e.said()),
                         };
                         nodes[n].end = Some(Outcome::Failed(doc, failure));
                     }
@@ -331,11 +332,16 @@ impl Stages<'_> {
                 // fails, saying why, so nothing is left without an outcome.
                 for &n in &active {
                     let doc = nodes[n].doc.take().expect("in flight");
+                    let message = format!(
+                        "not processed: the run stopped when a stage failed on another document of its batch: {reason}"
+                    );
                     let failure = Failure {
                         plugin: self.stages[i].name.to_string(),
-                        message: format!(
-                            "not processed: the run stopped when a stage failed on another document of its batch: {reason}"
-                        ),
+                        reason: Some(crate::core::failure::Reason {
+                            error: "stopped".into(),
+                            message: message.clone(),
+                        }),
+                        message,
                         attempts: 0,
                     };
                     nodes[n].end = Some(Outcome::Failed(doc, failure));

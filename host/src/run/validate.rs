@@ -7,7 +7,7 @@ use super::Runner;
 use crate::config::PluginRole;
 use crate::config::{Problem, Problems};
 use crate::plugin::{
-    ConnectorPlugin, IndexerPlugin, PluginError, PluginLabel, PluginSpec, StagePlugin,
+    ConnectorPlugin, DirGrant, IndexerPlugin, PluginError, PluginLabel, PluginSpec, StagePlugin,
 };
 
 /// Every plugin of a config, loaded and with its config checked.
@@ -46,7 +46,11 @@ impl Runner {
                     Err(e) => errors.push(load_failed(location, e)),
                 }
             };
-        let loadable = |spec: &PluginSpec| spec.path.is_file();
+        // A plugin whose file or granted directory is missing is reported
+        // once, by the structural checks, not again as a failed load.
+        let loadable = |spec: &PluginSpec| {
+            spec.path.is_file() && !spec.grants.dirs.iter().any(DirGrant::is_missing)
+        };
 
         let config = &self.config;
         let mut connectors = HashMap::new();

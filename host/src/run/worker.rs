@@ -324,6 +324,7 @@ impl Worker {
                     plugin: "weir".into(),
                     message: message.clone(),
                     attempts: 1,
+                    reason: None,
                 };
                 outcomes.push(Outcome::Failed(stub, failure));
             }

@@ -294,20 +294,14 @@ impl Transcript {
     }
 
     fn failure(&mut self, id: &str, error: &PluginError) {
-        let (kind, message) = match error {
-            PluginError::Document {
-                message, transient, ..
-            } => (
-                if *transient { "transient" } else { "document" },
-                message.clone(),
-            ),
-            PluginError::Trap { cause, .. } => (cause.kind(), cause.to_string()),
-            other => (other.kind(), other.to_string()),
-        };
+        let said = error.said();
         self.event(
             "FAIL",
             id,
-            [("error", json!(kind)), ("message", json!(message))],
+            [
+                ("error", json!(said.error)),
+                ("message", json!(said.message)),
+            ],
         );
     }
 

@@ -20,7 +20,11 @@
 //! may stand for `input` and `expect`. Expected lines are those of a
 //! plugin test: `{"document": ...}`, `{"event": "CREATE", "id", "parent"}`,
 //! `{"event": "DROP", "id"}` and `{"event": "FAIL", "id", "stage",
-//! "message"}`, each child with what became of it ahead of its parent.
+//! "error", "message"}` (a plugin test's FAIL line, and the stage), each
+//! child with what became of it ahead of its parent.
+//!
+//! Every case is checked before any runs, and every problem of the file
+//! is reported at once, each at its line ([`Cases::load`], [`Cases::prepare`]).
 
 use std::path::{Path, PathBuf};
 
@@ -28,8 +32,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Mismatch, compare, read_documents, read_jsonl};
+use crate::config::{Config, Problems};
 use crate::core::document::Document;
-use crate::run::{LoadedPlugins, Runner, Span};
+use crate::run::{LoadedPlugins, Runner, Span, stage_range};
 
 /// Most cases in one file, and documents in one case: a test file is read
 /// whole into memory.
@@ -66,9 +71,12 @@ pub struct Case {
     pub expect: Vec<Value>,
     #[serde(default)]
     pub expect_file: Option<PathBuf>,
+    /// Where the case is in its file (`cases[at]`), for its problems.
+    #[serde(skip)]
+    pub at: usize,
 }
 
-/// Why a cases file could not be run.
+/// Why a cases file could not be read at all.
 #[derive(Debug, thiserror::Error)]
 pub enum CasesError {
     #[error("cannot read {}: {error}", path.display())]
@@ -78,12 +86,6 @@ pub enum CasesError {
     },
     #[error("{}: {why}", path.display())]
     Invalid { path: PathBuf, why: String },
-    #[error("{}: case {case:?}: {why}", path.display())]
-    Case {
-        path: PathBuf,
-        case: String,
-        why: String,
-    },
 }
 
 /// What a case came to.
@@ -93,9 +95,22 @@ pub struct CaseResult {
     pub outcome: Result<(), Mismatch>,
 }
 
+/// A case checked against its config, ready to run.
+#[derive(Debug)]
+pub struct Ready {
+    name: String,
+    pipeline: String,
+    before: Option<String>,
+    after: Option<String>,
+    input: Vec<Document>,
+    expected: Vec<Value>,
+}
+
 impl Cases {
-    /// Read and check the cases in `path`.
-    pub fn load(path: &Path) -> Result<Self, CasesError> {
+    /// Read the cases in `path`: those that read, and every problem of the
+    /// file's shape (each at its location, `cases[2].expect`). Only a file
+    /// that cannot be read, is not TOML, or is past its bounds, is an error.
+    pub fn load(path: &Path) -> Result<(Self, Problems), CasesError> {
         let text =
             super::read_at_most(path, MAX_CASES_BYTES).map_err(|error| CasesError::Read {
                 path: path.to_owned(),
@@ -105,95 +120,158 @@ impl Cases {
             path: path.to_owned(),
             why,
         };
-        let cases: Self = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-        if cases.cases.is_empty() {
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| invalid(e.to_string()))?;
+        let mut problems = Problems::default();
+        let mut cases = Vec::new();
+        for (key, value) in table {
+            if key != "cases" {
+                problems.at(&key, format!("unknown key `{key}` (expected `cases`)"));
+                continue;
+            }
+            let toml::Value::Array(items) = value else {
+                problems.at("cases", "cases are an array of tables: `[[cases]]`");
+                continue;
+            };
+            if items.len() > MAX_CASES {
+                return Err(invalid(format!("more than {MAX_CASES} cases")));
+            }
+            for (i, item) in items.into_iter().enumerate() {
+                let (found, left) = crate::config::check_as::<Case>(item, &format!("cases[{i}]"));
+                problems.extend(found);
+                if let Some(mut case) = left.and_then(|v| v.try_into::<Case>().ok()) {
+                    case.at = i;
+                    cases.push(case);
+                }
+            }
+        }
+        if cases.is_empty() && problems.is_empty() {
             return Err(invalid("no [[cases]]".into()));
         }
-        if cases.cases.len() > MAX_CASES {
-            return Err(invalid(format!("more than {MAX_CASES} cases")));
-        }
-        Ok(cases)
+        Ok((Self { cases }, problems))
     }
 
-    /// Run every case on `runner`'s config with its validated `plugins`;
-    /// paths in cases are relative to `base` (the cases file's directory).
-    pub fn run(
-        &self,
-        path: &Path,
-        runner: &Runner,
-        plugins: &LoadedPlugins,
-    ) -> Result<Vec<CaseResult>, CasesError> {
+    /// Every case checked against `config` before any runs: the pipeline
+    /// and stages it names, its input documents and expected lines (paths
+    /// relative to the cases file `path`), each problem at its location.
+    pub fn prepare(&self, path: &Path, config: &Config) -> Result<Vec<Ready>, Problems> {
         let base = path.parent().unwrap_or(Path::new("."));
-        self.cases
-            .iter()
-            .map(|case| {
-                let failed = |why: String| CasesError::Case {
-                    path: path.to_owned(),
-                    case: case.name.clone(),
-                    why,
-                };
-                let pipeline = match &case.pipeline {
-                    Some(p) => p.clone(),
-                    None => match runner.config().pipelines.as_slice() {
-                        [only] => only.name.clone(),
-                        _ => {
-                            return Err(failed(
-                                "the config has several pipelines: name the case's `pipeline`"
-                                    .into(),
-                            ));
-                        }
-                    },
-                };
-                let input = case.documents(base).map_err(&failed)?;
-                let expected = case.expected(base).map_err(&failed)?;
-                let span = Span {
-                    before: case.before.as_deref(),
-                    after: case.after.as_deref(),
-                };
-                let actual = runner
-                    .stages_on(plugins, &pipeline, span, input)
-                    .map_err(&failed)?;
-                Ok(CaseResult {
+        let mut problems = Problems::default();
+        let mut ready = Vec::new();
+        for (n, case) in self.cases.iter().enumerate() {
+            let i = case.at;
+            let at = |setting: &str| format!("cases[{i}].{setting}");
+            if self.cases[..n].iter().any(|c| c.name == case.name) {
+                problems.at(at("name"), format!("another case is named {:?}", case.name));
+            }
+            let pipeline = match (&case.pipeline, config.pipelines.as_slice()) {
+                (Some(p), _) => Some(p.clone()),
+                (None, [only]) => Some(only.name.clone()),
+                (None, _) => {
+                    problems.at(
+                        format!("cases[{i}]"),
+                        "the config has several pipelines: name the case's `pipeline`",
+                    );
+                    None
+                }
+            };
+            let span = Span {
+                before: case.before.as_deref(),
+                after: case.after.as_deref(),
+            };
+            let range = pipeline.as_deref().map(|p| {
+                stage_range(config, p, span).map_err(|(key, why)| problems.at(at(key), why))
+            });
+            let input = case
+                .documents(base)
+                .map_err(|(key, why)| problems.at(at(key), why));
+            let expected = case
+                .expected(base)
+                .map_err(|(key, why)| problems.at(at(key), why));
+            if let (Some(pipeline), Some(Ok(_)), Ok(input), Ok(expected)) =
+                (pipeline, range, input, expected)
+            {
+                ready.push(Ready {
                     name: case.name.clone(),
-                    outcome: compare(&expected, &actual),
-                })
-            })
-            .collect()
+                    pipeline,
+                    before: case.before.clone(),
+                    after: case.after.clone(),
+                    input,
+                    expected,
+                });
+            }
+        }
+        problems.or_ok(ready)
     }
 }
 
+/// Run each of `cases` on `runner`'s config with its validated `plugins`.
+pub fn run(cases: Vec<Ready>, runner: &Runner, plugins: &LoadedPlugins) -> Vec<CaseResult> {
+    cases
+        .into_iter()
+        .map(|case| {
+            let span = Span {
+                before: case.before.as_deref(),
+                after: case.after.as_deref(),
+            };
+            let outcome = runner
+                .stages_on(plugins, &case.pipeline, span, case.input)
+                .map_err(|why| Mismatch {
+                    report: format!("the case could not run: {why}"),
+                })
+                .and_then(|actual| compare(&case.expected, &actual));
+            CaseResult {
+                name: case.name,
+                outcome,
+            }
+        })
+        .collect()
+}
+
 impl Case {
-    fn documents(&self, base: &Path) -> Result<Vec<Document>, String> {
+    /// The input documents, or the setting that is wrong and why.
+    fn documents(&self, base: &Path) -> Result<Vec<Document>, (&'static str, String)> {
         let docs = match &self.input_file {
             Some(_) if !self.input.is_empty() => {
-                return Err("give `input` or `input_file`, not both".into());
+                return Err((
+                    "input_file",
+                    "give `input` or `input_file`, not both".into(),
+                ));
             }
-            Some(file) => read_documents(&base.join(file)).map_err(|e| e.to_string())?,
+            Some(file) => {
+                read_documents(&base.join(file)).map_err(|e| ("input_file", e.to_string()))?
+            }
             None => self
                 .input
                 .iter()
                 .enumerate()
                 .map(|(i, value)| {
                     Document::from_json_str(&value.to_string())
-                        .map_err(|e| format!("input[{i}] is not a document: {e}"))
+                        .map_err(|e| ("input", format!("input[{i}] is not a document: {e}")))
                 })
                 .collect::<Result<_, _>>()?,
         };
         if docs.is_empty() {
-            return Err("no input documents".into());
+            return Err(("input", "no input documents".into()));
         }
         if docs.len() > MAX_CASE_DOCUMENTS {
-            return Err(format!("more than {MAX_CASE_DOCUMENTS} input documents"));
+            return Err((
+                "input",
+                format!("more than {MAX_CASE_DOCUMENTS} input documents"),
+            ));
         }
         Ok(docs)
     }
 
-    fn expected(&self, base: &Path) -> Result<Vec<Value>, String> {
+    /// The expected lines, or the setting that is wrong and why.
+    fn expected(&self, base: &Path) -> Result<Vec<Value>, (&'static str, String)> {
         match &self.expect_file {
-            Some(_) if !self.expect.is_empty() => {
-                Err("give `expect` or `expect_file`, not both".into())
-            }
-            Some(file) => read_jsonl(&base.join(file)).map_err(|e| e.to_string()),
+            Some(_) if !self.expect.is_empty() => Err((
+                "expect_file",
+                "give `expect` or `expect_file`, not both".into(),
+            )),
+            Some(file) => read_jsonl(&base.join(file)).map_err(|e| ("expect_file", e.to_string())),
             None => Ok(self.expect.clone()),
         }
     }
@@ -226,10 +304,80 @@ mod tests {
         let error = super::super::read_at_most(Path::new("/dev/zero"), 1 << 20)
             .expect_err("an endless file is refused");
         assert!(error.to_string().contains("larger than"), "{error}");
-        // A cases file that is not one says why.
+        // A cases file that is not TOML says why, naming it.
         let cases = dir.path().join("x.cases.toml");
-        std::fs::write(&cases, "[[cases]]\nname = 1\n").expect("write");
+        std::fs::write(&cases, "[[cases]\n").expect("write");
         let error = Cases::load(&cases).expect_err("invalid");
         assert!(error.to_string().contains("x.cases.toml"), "{error}");
+    }
+
+    #[test]
+    fn every_problem_of_every_case_is_found_before_any_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cases = dir.path().join("x.cases.toml");
+        let text = r#"
+            colour = "blue"
+            [[cases]]
+            name = 1
+            pipeline = "p"
+            input = [{ id = "1" }]
+            [[cases]]
+            name = "typo"
+            pipline = "p"
+            input = [{ id = "1" }]
+            [[cases]]
+            name = "typo"
+            pipeline = "nope"
+            input = [{ title = "no id" }]
+            expect_file = "missing.jsonl"
+            [[cases]]
+            name = "stages"
+            before = "b"
+            after = "a"
+            input = [{ id = "2" }]
+        "#;
+        std::fs::write(&cases, text).expect("write");
+        let (loaded, problems) = Cases::load(&cases).expect("read");
+        let shown: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(shown.len(), 3, "{shown:#?}");
+        for want in [
+            "colour: unknown key",
+            "cases[0].name: invalid type",
+            "cases[1].pipline: unknown key",
+        ] {
+            assert!(
+                shown.iter().any(|s| s.starts_with(want)),
+                "{want}: {shown:#?}"
+            );
+        }
+        let config = Config::parse(
+            r#"
+            [[pipelines]]
+            name = "p"
+            stages = [
+                { name = "a", plugin = { path = "a.wasm" } },
+                { name = "b", plugin = { path = "b.wasm" } },
+            ]
+            "#,
+            dir.path(),
+            std::iter::empty(),
+        )
+        .expect("config");
+        let problems = loaded.prepare(&cases, &config).expect_err("invalid cases");
+        let shown: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        let want = [
+            "cases[2].name: another case is named \"typo\"",
+            "cases[2].pipeline: the config has no pipeline `nope` (it has: p)",
+            "cases[2].input: input[0] is not a document",
+            "cases[2].expect_file: cannot read",
+            "cases[3].after: stage `a` comes before stage `b`",
+        ];
+        assert_eq!(shown.len(), want.len(), "{shown:#?}");
+        for (shown, want) in shown.iter().zip(want) {
+            assert!(
+                shown.starts_with(want),
+                "{shown} does not start with {want}"
+            );
+        }
     }
 }

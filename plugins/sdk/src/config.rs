@@ -16,8 +16,20 @@ pub fn parse_config<C: DeserializeOwned>(config: &str) -> Result<C, ConfigIssue>
             p if p == "." => String::new(),
             p => p,
         },
-        message: e.inner().to_string(),
+        message: without_position(e.inner()),
     })
+}
+
+/// What is wrong, without serde_json's "at line 1 column 9": the config
+/// reaches the plugin as JSON the host made, so a place in it means
+/// nothing to whoever wrote the TOML (the host names the setting instead).
+fn without_position(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    let suffix = format!(" at line {} column {}", error.line(), error.column());
+    match message.strip_suffix(&suffix) {
+        Some(bare) if error.line() > 0 => bare.to_owned(),
+        _ => message,
+    }
 }
 
 /// Every issue in `config`: parse errors, then the plugin's own checks.

@@ -141,7 +141,7 @@ stages = [
 pub(super) const PIPELINE_CASES: &str = r#"# Cases of pipeline.toml: each sends `input` through a pipeline's stages (from
 # `before`, the first by default, to `after`, the last by default) and compares what
 # came out with `expect`: {document = ...}, {event = "CREATE", id, parent},
-# {event = "DROP", id}, {event = "FAIL", id, stage, message}.
+# {event = "DROP", id}, {event = "FAIL", id, stage, error, message}.
 
 [[cases]]
 name = "the title is upper-cased"

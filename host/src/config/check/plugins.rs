@@ -102,8 +102,7 @@ fn check_files(PluginAt { location, spec, .. }: &PluginAt<'_>, found: &mut Found
         ));
     }
     for (i, dir) in spec.grants.dirs.iter().enumerate() {
-        // A grant opened at admission is checked: its path is not used again.
-        if dir.opened.is_none() && !dir.host.is_dir() {
+        if dir.is_missing() {
             found.push(Problem::new(
                 format!("{location}.plugin.grants.dirs[{i}].host"),
                 format!("no directory at {}", dir.host.display()),

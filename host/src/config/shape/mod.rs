@@ -19,53 +19,103 @@ mod value;
 const MAX_PROBLEMS: usize = 100;
 
 /// The shape problems in a whole config table, section by section (in key
-/// order within each).
-pub(super) fn problems(table: &toml::Table) -> Vec<Problem> {
+/// order within each), and the table with what holds them taken out: every
+/// unknown key and wrongly typed value, and each connector, pipeline, stage
+/// or tenant that still cannot be read without it. The rest of a config is
+/// checked on that table, so one pass reports everything.
+pub(super) fn repair(table: &toml::Table) -> (Vec<Problem>, toml::Table) {
     let mut errors = Vec::new();
     let mut top = table.clone();
     // Arrays of entries are checked entry by entry; the top level without them.
-    let entries = |key: &str, top: &mut toml::Table| -> Vec<(String, toml::Value)> {
+    let entries = |key: &str, top: &mut toml::Table| -> Option<Vec<(String, toml::Value)>> {
         match top.get_mut(key) {
-            Some(toml::Value::Array(items)) => std::mem::take(items)
-                .into_iter()
-                .enumerate()
-                .map(|(i, item)| (format!("{key}[{i}]"), item))
-                .collect(),
-            _ => Vec::new(),
+            Some(toml::Value::Array(items)) => Some(
+                std::mem::take(items)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, item)| (format!("{key}[{i}]"), item))
+                    .collect(),
+            ),
+            _ => None,
         }
     };
     let connectors = entries("connectors", &mut top);
     let pipelines = entries("pipelines", &mut top);
     let tenants = entries("tenants", &mut top);
-    check::<super::Config>(toml::Value::Table(top), "", &mut errors);
-    for (path, entry) in connectors {
-        check::<ConnectorConfig>(entry, &path, &mut errors);
+    let top = check::<super::Config>(toml::Value::Table(top), "", &mut errors);
+    let mut repaired = match top {
+        Some(toml::Value::Table(top)) => top,
+        _ => toml::Table::new(),
+    };
+    let mut keep = |key: &str, entries: Vec<toml::Value>| {
+        repaired.insert(key.to_owned(), toml::Value::Array(entries));
+    };
+    if let Some(connectors) = connectors {
+        let checked = connectors
+            .into_iter()
+            .filter_map(|(path, entry)| check::<ConnectorConfig>(entry, &path, &mut errors));
+        keep("connectors", checked.collect());
     }
-    for (path, mut entry) in pipelines {
-        if let Some(toml::Value::Array(stages)) =
-            entry.as_table_mut().and_then(|t| t.get_mut("stages"))
-        {
-            for (i, stage) in std::mem::take(stages).into_iter().enumerate() {
-                check::<StageConfig>(stage, &format!("{path}.stages[{i}]"), &mut errors);
+    if let Some(pipelines) = pipelines {
+        let mut kept = Vec::new();
+        for (path, mut entry) in pipelines {
+            let mut stages_kept = None;
+            if let Some(toml::Value::Array(stages)) =
+                entry.as_table_mut().and_then(|t| t.get_mut("stages"))
+            {
+                let checked =
+                    std::mem::take(stages)
+                        .into_iter()
+                        .enumerate()
+                        .filter_map(|(i, stage)| {
+                            check::<StageConfig>(stage, &format!("{path}.stages[{i}]"), &mut errors)
+                        });
+                stages_kept = Some(checked.collect());
+            }
+            if let Some(mut entry) = check::<PipelineConfig>(entry, &path, &mut errors) {
+                if let (Some(stages), Some(table)) = (stages_kept, entry.as_table_mut()) {
+                    table.insert("stages".into(), toml::Value::Array(stages));
+                }
+                kept.push(entry);
             }
         }
-        check::<PipelineConfig>(entry, &path, &mut errors);
+        keep("pipelines", kept);
     }
-    for (path, entry) in tenants {
-        check::<TenantConfig>(entry, &path, &mut errors);
+    if let Some(tenants) = tenants {
+        let checked = tenants
+            .into_iter()
+            .filter_map(|(path, entry)| check::<TenantConfig>(entry, &path, &mut errors));
+        keep("tenants", checked.collect());
     }
     errors.dedup();
-    errors
+    (errors, repaired)
 }
 
-/// Deserialize `value` as `T` again and again, taking out each problem found.
-fn check<T: DeserializeOwned>(mut value: toml::Value, base: &str, errors: &mut Vec<Problem>) {
+/// Every shape problem of `value` read as a `T` (at locations under
+/// `base`), and what is left of it without them, when that reads as a `T`:
+/// for other TOML files checked the same way (pipeline cases).
+pub(crate) fn check_as<T: DeserializeOwned>(
+    value: toml::Value,
+    base: &str,
+) -> (Vec<Problem>, Option<toml::Value>) {
+    let mut errors = Vec::new();
+    let left = check::<T>(value, base, &mut errors);
+    (errors, left)
+}
+
+/// Deserialize `value` as `T` again and again, taking out each problem
+/// found; what is left, when it reads as a `T`.
+fn check<T: DeserializeOwned>(
+    mut value: toml::Value,
+    base: &str,
+    errors: &mut Vec<Problem>,
+) -> Option<toml::Value> {
     // What was taken out for its type or shape: a key it leaves missing is
     // already reported.
     let mut removed: Vec<Vec<Step>> = Vec::new();
     for _ in 0..MAX_PROBLEMS {
         let Err(e) = serde_path_to_error::deserialize::<_, T>(Value(value.clone())) else {
-            return;
+            return Some(value);
         };
         let at = steps(e.path());
         let problem = match &e.inner().kind {
@@ -76,7 +126,7 @@ fn check<T: DeserializeOwned>(mut value: toml::Value, base: &str, errors: &mut V
                     format!("unknown key `{key}`{}", help(expected)),
                 ));
                 if !remove(&mut value, &at) {
-                    return;
+                    return None;
                 }
                 continue;
             }
@@ -98,10 +148,11 @@ fn check<T: DeserializeOwned>(mut value: toml::Value, base: &str, errors: &mut V
             owner.pop();
         }
         if owner.is_empty() || !remove(&mut value, &owner) {
-            return;
+            return None;
         }
         removed.push(owner);
     }
+    None
 }
 
 /// One step of a path into a config: a key or an array index.
@@ -200,7 +251,8 @@ mod tests {
     }
 
     fn problems_in(text: &str) -> Vec<String> {
-        problems(&text.parse().expect("toml"))
+        repair(&text.parse().expect("toml"))
+            .0
             .into_iter()
             .map(|e| e.to_string())
             .collect()

@@ -213,6 +213,7 @@ pub(super) fn too_large(topics: &KafkaTopics, json_bytes: usize) -> Failure {
             topics.message_limit()
         ),
         attempts: 1,
+        reason: None,
     }
 }
 
@@ -227,6 +228,7 @@ pub(super) fn undecodable(
         plugin: "kafka".into(),
         message: format!("not a Weir document: {error}"),
         attempts: 1,
+        reason: None,
     };
     raw_dead_letter(message, &failure, topic)
 }

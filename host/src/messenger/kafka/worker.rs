@@ -326,6 +326,7 @@ impl WorkerMessenger for KafkaWorkerMessenger {
                             deliveries - 1
                         ),
                         attempts: deliveries - 1,
+                        reason: None,
                     };
                     tracing::error!(partition, offset, "{}", failure.message);
                     let (key, payload, headers) = raw_dead_letter(&message, &failure, &self.source);
