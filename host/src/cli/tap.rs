@@ -2,6 +2,8 @@
 
 use std::io::{BufRead, Write};
 
+use weir::run::TapEnd;
+
 /// What `weir tap` asks for.
 #[derive(Debug, clap::Args)]
 pub(super) struct TapArgs {
@@ -31,7 +33,9 @@ pub(super) struct TapArgs {
 }
 
 /// Print each tapped document as it comes; exit 0 when the tap ends (its
-/// limit, its time), 1 when it could not be opened.
+/// limit, its time, the run it taps), saying which on standard error; 1
+/// when it could not be opened (a pipeline or stage the run lacks, say)
+/// or broke off.
 pub(super) fn tap(args: TapArgs) -> anyhow::Result<u8> {
     let base = if args.addr.contains("://") {
         args.addr.trim_end_matches('/').to_owned()
@@ -75,10 +79,28 @@ pub(super) fn tap(args: TapArgs) -> anyhow::Result<u8> {
     }
     let reader = std::io::BufReader::new(answer.into_body().into_reader());
     let mut out = std::io::stdout().lock();
+    let mut taken = 0usize;
     for line in reader.lines() {
         let line = line.map_err(|e| anyhow::anyhow!("the tap broke off: {e}"))?;
+        let end = serde_json::from_str(&line)
+            .ok()
+            .and_then(|value| TapEnd::of_line(&value));
+        if let Some(end) = end {
+            let why = match end {
+                TapEnd::Limit => format!("it has its {} documents", args.limit),
+                TapEnd::Time => format!("its {} s are up", args.seconds),
+                TapEnd::Run => "the run ended".to_owned(),
+            };
+            eprintln!("tap ended after {taken} document{}: {why}", plural(taken));
+            return Ok(0);
+        }
+        taken += 1;
         writeln!(out, "{line}")?;
         out.flush()?;
     }
-    Ok(0)
+    anyhow::bail!("the tap broke off after {taken} document{}", plural(taken))
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }

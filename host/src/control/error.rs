@@ -59,6 +59,10 @@ pub enum ApiError {
     /// As many taps as the server holds are open (429).
     #[error("{max} taps are open on this server, its most at once: try again later")]
     TooManyTaps { max: usize },
+
+    /// A tap the run's process refused (a pipeline or stage it lacks).
+    #[error("{0}")]
+    Tap(crate::telemetry::tap::TapRefusal),
     /// The tenant has as many taps open as one tenant may (429): other
     /// tenants' taps are not refused for it.
     #[error("tenant `{tenant}` has {max} taps open, its most at once: close one first")]
@@ -238,9 +242,14 @@ impl ApiError {
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::SlowBody(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Invalid(_) | Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::NoSuchRun | Self::NoSuchSchedule | Self::NoSuchAction(_) | Self::NoState(_) => {
-                StatusCode::NOT_FOUND
+            Self::Tap(crate::telemetry::tap::TapRefusal::TooMany { .. }) => {
+                StatusCode::TOO_MANY_REQUESTS
             }
+            Self::NoSuchRun
+            | Self::NoSuchSchedule
+            | Self::NoSuchAction(_)
+            | Self::NoState(_)
+            | Self::Tap(_) => StatusCode::NOT_FOUND,
             Self::Ended(_) | Self::NeedsRestart(_) | Self::Reloading | Self::StateInUse(_) => {
                 StatusCode::CONFLICT
             }

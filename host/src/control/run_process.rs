@@ -198,11 +198,11 @@ fn listen(
                             percent,
                         };
                         match tapping.open(filter) {
-                            Some((rx, guard)) => {
+                            Ok((rx, guard)) => {
                                 taps.insert(tap, guard);
                                 forward_tap(tap, rx, limit, out.clone());
                             }
-                            None => out.send(&FromRun::TapEnded { tap }),
+                            Err(_) => out.send(&FromRun::TapEnded { tap }),
                         }
                     }
                     Ok(ToRun::Untap { tap }) => {

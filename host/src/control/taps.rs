@@ -111,6 +111,12 @@ impl ControlPlane {
         let slot = self.taps.take(who)?;
         Ok(match &run.remote() {
             Some(remote) => {
+                // The run's process holds its runner: its names are checked
+                // here, from the config it runs, before the tap is asked for.
+                let text = self.store.config_of(id)?;
+                if let Some(names) = text.as_deref().and_then(tap::TapNames::of_text) {
+                    names.check(&filter).map_err(ApiError::Tap)?;
+                }
                 let (rx, held) = remote.tap(filter);
                 tap::stream(rx, (held, slot), limit, duration)
             }
@@ -119,11 +125,7 @@ impl ControlPlane {
                     .local
                     .as_ref()
                     .ok_or_else(|| ApiError::internal("the run has nothing to tap"))?;
-                let (rx, guard) = local
-                    .0
-                    .taps()
-                    .open(filter)
-                    .ok_or(ApiError::TooManyTaps { max: tap::MAX_TAPS })?;
+                let (rx, guard) = local.0.taps().open(filter).map_err(ApiError::Tap)?;
                 tap::stream(rx, (guard, slot), limit, duration)
             }
         })

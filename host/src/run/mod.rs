@@ -35,6 +35,7 @@ mod validate;
 mod watch;
 mod worker;
 
+pub use crate::telemetry::tap::TapEnd;
 pub use crate::telemetry::{CpuSummary, RunStats, StageSummary, StatsSnapshot};
 pub use cases::{Span, stage_range};
 use dead_letters::DeadLetterFile;
@@ -120,6 +121,8 @@ impl Runner {
         runtime: PluginRuntime,
         messengers: Arc<dyn MessengerFactory>,
     ) -> Self {
+        let taps = Taps::default();
+        taps.know(crate::telemetry::tap::TapNames::of(&config));
         Self {
             runtime,
             messengers,
@@ -135,7 +138,7 @@ impl Runner {
             allow_deletes: false,
             sync_id: config.state.id.clone(),
             reloads: reload::Reloads::default(),
-            taps: Taps::default(),
+            taps,
             pushes: crate::source::push::Pushes::default(),
             config,
         }
@@ -143,6 +146,7 @@ impl Runner {
 
     /// Offer documents to `taps` (by default, taps of this runner's own).
     pub fn with_taps(mut self, taps: Taps) -> Self {
+        taps.know(crate::telemetry::tap::TapNames::of(&self.config));
         self.taps = taps;
         self
     }
@@ -314,6 +318,7 @@ impl Runner {
             results.push(result);
         }
         self.messengers.run_ended(run_id);
+        self.taps.run_ended(run_id);
         let result = RunResult {
             run_id: run_id.to_owned(),
             connectors: results,

@@ -340,6 +340,8 @@ impl Runner {
             .0
             .generation
             .store(generation, Ordering::Release);
+        self.taps
+            .know(crate::telemetry::tap::TapNames::of(&set.config));
         let (workers, switched) = self.reloads.await_switch(&set, SWITCH_WAIT);
         Ok(Reloaded::Applied {
             generation,

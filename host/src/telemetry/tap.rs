@@ -41,8 +41,134 @@ pub struct TapFilter {
 struct Tap {
     filter: TapFilter,
     below: u64,
-    tx: tokio::sync::mpsc::Sender<Value>,
+    /// Taken out when the run it taps ends: the reader then sees the end.
+    tx: Mutex<Option<tokio::sync::mpsc::Sender<Value>>>,
     taken: AtomicUsize,
+}
+
+/// The pipelines a tap may name, with their stages, as the running config
+/// has them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TapNames(std::collections::BTreeMap<String, Vec<String>>);
+
+impl TapNames {
+    /// The pipelines and stages of `config`.
+    pub fn of(config: &crate::config::Config) -> Self {
+        Self(
+            config
+                .pipelines
+                .iter()
+                .map(|p| {
+                    let stages = p.stages.iter().map(|s| s.name.clone()).collect();
+                    (p.name.clone(), stages)
+                })
+                .collect(),
+        )
+    }
+
+    /// The pipelines and stages of a config's TOML `text`, as written (a
+    /// run whose process holds its runner: its names are read from the
+    /// config it was given); `None` when the text is not TOML.
+    pub fn of_text(text: &str) -> Option<Self> {
+        let table: toml::Table = text.parse().ok()?;
+        let name = |v: &toml::Value| v.get("name")?.as_str().map(str::to_owned);
+        let entries = |v: Option<&toml::Value>| {
+            v.and_then(toml::Value::as_array)
+                .map(|items| items.to_vec())
+                .unwrap_or_default()
+        };
+        Some(Self(
+            entries(table.get("pipelines"))
+                .iter()
+                .filter_map(|p| {
+                    let stages = entries(p.get("stages")).iter().filter_map(name).collect();
+                    Some((name(p)?, stages))
+                })
+                .collect(),
+        ))
+    }
+
+    /// Whether `filter` names a pipeline (and stage) there is.
+    pub fn check(&self, filter: &TapFilter) -> Result<(), TapRefusal> {
+        let Some(stages) = self.0.get(&filter.pipeline) else {
+            return Err(TapRefusal::NoPipeline {
+                pipeline: filter.pipeline.clone(),
+                known: self.0.keys().cloned().collect(),
+            });
+        };
+        match &filter.stage {
+            Some(stage) if !stages.contains(stage) => Err(TapRefusal::NoStage {
+                pipeline: filter.pipeline.clone(),
+                stage: stage.clone(),
+                known: stages.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Why a tap was not opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TapRefusal {
+    #[error("{max} taps are open: try again later")]
+    TooMany { max: usize },
+    #[error("no pipeline `{pipeline}` (there are: {})", names(known))]
+    NoPipeline {
+        pipeline: String,
+        known: Vec<String>,
+    },
+    #[error(
+        "pipeline `{pipeline}` has no stage `{stage}` (it has: {}; without a stage, a tap takes what leaves the pipeline)",
+        names(known)
+    )]
+    NoStage {
+        pipeline: String,
+        stage: String,
+        known: Vec<String>,
+    },
+}
+
+fn names(known: &[String]) -> String {
+    if known.is_empty() {
+        "none".to_owned()
+    } else {
+        known.join(", ")
+    }
+}
+
+/// Why a tap's stream ended, its last line (`{"end": "run"}`): it had its
+/// `limit` of documents, its `time` was up, or the `run` it taps ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TapEnd {
+    Limit,
+    Time,
+    Run,
+}
+
+impl TapEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Limit => "limit",
+            Self::Time => "time",
+            Self::Run => "run",
+        }
+    }
+
+    /// The line that ends a tap's stream.
+    pub fn line(self) -> Value {
+        json!({ "end": self.as_str() })
+    }
+
+    /// The end a stream's `line` says, when it is an end line.
+    pub fn of_line(line: &Value) -> Option<Self> {
+        let object = line.as_object().filter(|o| o.len() == 1)?;
+        match object.get("end")?.as_str()? {
+            "limit" => Some(Self::Limit),
+            "time" => Some(Self::Time),
+            "run" => Some(Self::Run),
+            _ => None,
+        }
+    }
 }
 
 /// The taps open on a process's documents: made by the process's topology
@@ -56,6 +182,8 @@ pub struct Taps(Arc<Open>);
 struct Open {
     open: AtomicUsize,
     taps: Mutex<Vec<Arc<Tap>>>,
+    /// What a tap may name; unknown (anything goes) until a runner says.
+    names: Mutex<Option<TapNames>>,
 }
 
 impl std::fmt::Debug for Taps {
@@ -94,11 +222,15 @@ impl Taps {
         self.0.open.load(Ordering::Relaxed) > 0
     }
 
-    /// Open a tap; `None` when [`MAX_TAPS`] are open already.
+    /// Open a tap; refused when it names a pipeline or stage the running
+    /// config does not have, or [`MAX_TAPS`] are open already.
     pub fn open(
         &self,
         mut filter: TapFilter,
-    ) -> Option<(tokio::sync::mpsc::Receiver<Value>, TapGuard)> {
+    ) -> Result<(tokio::sync::mpsc::Receiver<Value>, TapGuard), TapRefusal> {
+        if let Some(names) = &*self.0.names.lock().unwrap_or_else(PoisonError::into_inner) {
+            names.check(&filter)?;
+        }
         filter.limit = filter.limit.clamp(1, MAX_LIMIT);
         let share = filter.percent.clamp(0.0, 100.0) / 100.0;
         let below = if share >= 1.0 {
@@ -110,17 +242,37 @@ impl Taps {
         let tap = Arc::new(Tap {
             filter,
             below,
-            tx,
+            tx: Mutex::new(Some(tx)),
             taken: AtomicUsize::new(0),
         });
         let mut taps = self.0.taps.lock().unwrap_or_else(PoisonError::into_inner);
         if taps.len() >= MAX_TAPS {
             TapRefused { open: taps.len() }.emit();
-            return None;
+            return Err(TapRefusal::TooMany { max: MAX_TAPS });
         }
         taps.push(Arc::clone(&tap));
         self.0.open.store(taps.len(), Ordering::Relaxed);
-        Some((rx, TapGuard(self.clone(), tap)))
+        Ok((rx, TapGuard(self.clone(), tap)))
+    }
+
+    /// What taps may name from now on (a runner's config, and each
+    /// config a reload takes up).
+    pub(crate) fn know(&self, names: TapNames) {
+        *self.0.names.lock().unwrap_or_else(PoisonError::into_inner) = Some(names);
+    }
+
+    /// Run `run_id` ended: the taps on it (and those on any run) end, their
+    /// readers told so once they have what was sent.
+    pub(crate) fn run_ended(&self, run_id: &str) {
+        let mut taps = self.0.taps.lock().unwrap_or_else(PoisonError::into_inner);
+        taps.retain(|tap| {
+            let on_it = tap.filter.run_id.as_deref().is_none_or(|id| id == run_id);
+            if on_it {
+                tap.tx.lock().unwrap_or_else(PoisonError::into_inner).take();
+            }
+            !on_it
+        });
+        self.0.open.store(taps.len(), Ordering::Relaxed);
     }
 
     /// `doc` left `stage` of `pipeline` (none: the pipeline): copy it to
@@ -147,7 +299,11 @@ impl Taps {
             if tap.taken.load(Ordering::Relaxed) >= tap.filter.limit {
                 continue;
             }
-            match tap.tx.try_reserve() {
+            let tx = tap.tx.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(tx) = tx.as_ref() else {
+                continue;
+            };
+            match tx.try_reserve() {
                 Ok(permit) => {
                     if tap.taken.fetch_add(1, Ordering::Relaxed) < tap.filter.limit {
                         permit.send(line(pipeline, stage, doc));
@@ -263,12 +419,16 @@ pub fn routes(taps: Option<Taps>, allowed: bool) -> axum::Router {
             };
             match (query.filter(), query.duration()) {
                 (Ok(filter), Ok(duration)) => match taps.open(filter.clone()) {
-                    Some((rx, guard)) => stream(rx, guard, filter.limit, duration),
-                    None => (
-                        StatusCode::TOO_MANY_REQUESTS,
-                        format!("{MAX_TAPS} taps are open: try again later\n"),
-                    )
-                        .into_response(),
+                    Ok((rx, guard)) => stream(rx, guard, filter.limit, duration),
+                    Err(refused) => {
+                        let status = match refused {
+                            TapRefusal::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
+                            TapRefusal::NoPipeline { .. } | TapRefusal::NoStage { .. } => {
+                                StatusCode::NOT_FOUND
+                            }
+                        };
+                        (status, format!("{refused}\n")).into_response()
+                    }
                 },
                 (Err(e), _) | (_, Err(e)) => (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
             }
@@ -278,8 +438,9 @@ pub fn routes(taps: Option<Taps>, allowed: bool) -> axum::Router {
 }
 
 /// Documents from `rx` as JSON lines, as they come, until `limit` of them,
-/// `duration` or the reader going away (which closes the tap: `hold` is
-/// dropped with the answer).
+/// `duration`, the run ending (its sender gone) or the reader going away
+/// (which closes the tap: `hold` is dropped with the answer). The last line
+/// says why it ended ([`TapEnd`]), so a reader tells an end from a break.
 pub fn stream<H: Send + Unpin + 'static>(
     rx: tokio::sync::mpsc::Receiver<Value>,
     hold: H,
@@ -291,6 +452,7 @@ pub fn stream<H: Send + Unpin + 'static>(
         _hold: hold,
         left: limit,
         until: Box::pin(tokio::time::sleep(duration)),
+        ended: false,
     };
     axum::response::Response::builder()
         .header(axum::http::header::CONTENT_TYPE, "application/x-ndjson")
@@ -303,6 +465,8 @@ struct TapBody<H> {
     _hold: H,
     left: usize,
     until: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// The end line is sent.
+    ended: bool,
 }
 
 impl<H: Unpin> hyper::body::Body for TapBody<H> {
@@ -314,17 +478,33 @@ impl<H: Unpin> hyper::body::Body for TapBody<H> {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
         use std::task::Poll;
-        if self.left == 0 || self.until.as_mut().poll(cx).is_ready() {
+        let send = |line: Value| {
+            let text = format!("{line}\n");
+            Poll::Ready(Some(Ok(hyper::body::Frame::data(text.into()))))
+        };
+        if self.ended {
             return Poll::Ready(None);
         }
-        match self.rx.poll_recv(cx) {
-            Poll::Ready(Some(line)) => {
-                self.left -= 1;
-                let text = format!("{line}\n");
-                Poll::Ready(Some(Ok(hyper::body::Frame::data(text.into()))))
+        let end = if self.left == 0 {
+            Some(TapEnd::Limit)
+        } else if self.until.as_mut().poll(cx).is_ready() {
+            Some(TapEnd::Time)
+        } else {
+            match self.rx.poll_recv(cx) {
+                Poll::Ready(Some(line)) => {
+                    self.left -= 1;
+                    return send(line);
+                }
+                Poll::Ready(None) => Some(TapEnd::Run),
+                Poll::Pending => None,
             }
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
+        };
+        match end {
+            Some(end) => {
+                self.ended = true;
+                send(end.line())
+            }
+            None => Poll::Pending,
         }
     }
 }
@@ -395,5 +575,98 @@ mod tests {
         let line = line("p", None, &doc);
         assert_eq!(line["document"]["truncated"], true);
         assert_eq!(line["document"]["id"], "big");
+    }
+
+    #[test]
+    fn a_tap_naming_what_the_config_lacks_is_refused_with_what_it_has() {
+        let taps = Taps::default();
+        let config = crate::config::Config::parse(
+            r#"
+            [[pipelines]]
+            name = "tap-test"
+            stages = [{ name = "s", plugin = { path = "s.wasm" } }, { name = "t", plugin = { path = "t.wasm" } }]
+            [[pipelines]]
+            name = "other"
+            "#,
+            std::path::Path::new("."),
+            std::iter::empty(),
+        )
+        .expect("a config");
+        taps.know(TapNames::of(&config));
+        let refused = taps
+            .open(TapFilter {
+                pipeline: "nope".into(),
+                ..filter(1)
+            })
+            .expect_err("no such pipeline");
+        assert_eq!(
+            refused.to_string(),
+            "no pipeline `nope` (there are: other, tap-test)"
+        );
+        let refused = taps
+            .open(TapFilter {
+                stage: Some("x".into()),
+                ..filter(1)
+            })
+            .expect_err("no such stage");
+        assert!(
+            refused
+                .to_string()
+                .starts_with("pipeline `tap-test` has no stage `x` (it has: s, t;"),
+            "{refused}"
+        );
+        assert!(taps.open(filter(1)).is_ok());
+        assert!(
+            taps.open(TapFilter {
+                stage: None,
+                ..filter(1)
+            })
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_tap_ends_with_its_run_after_what_was_sent() {
+        let taps = Taps::default();
+        let (mut on_run, _a) = taps
+            .open(TapFilter {
+                run_id: Some("r1".into()),
+                ..filter(5)
+            })
+            .expect("a tap");
+        let (mut on_other, _b) = taps
+            .open(TapFilter {
+                run_id: Some("r2".into()),
+                ..filter(5)
+            })
+            .expect("a tap");
+        let (mut on_any, _c) = taps.open(filter(5)).expect("a tap");
+        let mut doc = Document::new("d");
+        doc.set_run_id(Some("r1".into()));
+        taps.offer("tap-test", Some("s"), &doc);
+        taps.run_ended("r1");
+        // What was sent is still read, then the end.
+        assert!(on_run.try_recv().is_ok());
+        assert_eq!(
+            on_run.try_recv(),
+            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected)
+        );
+        assert!(on_any.try_recv().is_ok());
+        assert_eq!(
+            on_any.try_recv(),
+            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected)
+        );
+        assert_eq!(
+            on_other.try_recv(),
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty)
+        );
+        assert!(taps.any(), "the other run's tap stays open");
+        for end in [TapEnd::Limit, TapEnd::Time, TapEnd::Run] {
+            assert_eq!(TapEnd::of_line(&end.line()), Some(end));
+        }
+        assert_eq!(
+            TapEnd::of_line(&json!({"end": "run", "document": {}})),
+            None
+        );
     }
 }

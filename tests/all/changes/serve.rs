@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use serde_json::Value;
+
 use crate::operations::{ACME, Serve, ZETA, generated};
 
 use super::hang_up;
@@ -24,7 +26,10 @@ fn a_tenant_reloads_its_live_run_in_weir_serve_and_bad_changes_are_refused() {
                 "",
             );
             assert_eq!(status, 200, "{isolation}: {line}");
-            line["document"]["title"].clone()
+            // The document's line, then the line that ends the tap.
+            let first = line.as_str().and_then(|text| text.lines().next());
+            let first: Value = serde_json::from_str(first.expect("a line")).expect("JSON");
+            first["document"]["title"].clone()
         };
         assert_eq!(title(ACME), "a title", "{isolation}: trimmed");
         let put = |token: &str, body: &str| {

@@ -52,11 +52,12 @@ fn weir_tap_prints_a_bounded_sample_of_live_documents() {
         "5",
     ]);
     assert_eq!(code, 0, "{out}");
-    let tapped: Vec<Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON"))
-        .collect();
+    let tapped = documents(&out);
     assert_eq!(tapped.len(), 5, "{out}");
+    assert!(
+        out.contains("tap ended after 5 documents: it has its 5 documents"),
+        "{out}"
+    );
     for line in &tapped {
         assert_eq!(line["stage"], "version");
         assert_eq!(line["document"]["version"], "v1");
@@ -74,13 +75,57 @@ fn weir_tap_prints_a_bounded_sample_of_live_documents() {
         "25",
     ]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(out.lines().count(), 3, "{out}");
-    assert!(out.lines().all(|l| l.contains("\"m\":")), "{out}");
+    let tapped = documents(&out);
+    assert_eq!(tapped.len(), 3, "{out}");
+    assert!(
+        tapped.iter().all(|l| l["document"].get("m").is_some()),
+        "{out}"
+    );
+    // What the run does not have: refused, naming what it has.
+    let (code, out) = weir(&["tap", &addr, "--pipeline", "nope"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("404") && out.contains("no pipeline `nope` (there are: p)"),
+        "{out}"
+    );
+    let (code, out) = weir(&["tap", &addr, "--pipeline", "p", "--stage", "nada"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("pipeline `p` has no stage `nada` (it has: version, move;"),
+        "{out}"
+    );
     // Out of bounds: refused with the reason.
     let (code, out) = weir(&["tap", &addr, "--pipeline", "p", "--limit", "100000"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("limit 100000 is not from 1 to 10000"), "{out}");
+    // A run that ends ends its taps: the reader is told, and exits 0.
+    let mut tap = std::process::Command::new(WEIR)
+        .args([
+            "tap",
+            &addr,
+            "--pipeline",
+            "p",
+            "--limit",
+            "10000",
+            "--seconds",
+            "3600",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("weir tap");
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(tap.stdout.as_mut().expect("stdout")),
+        &mut first,
+    )
+    .expect("a line");
+    assert!(first.contains("\"document\""), "{first}");
     run.stop();
+    let ended = tap.wait_with_output().expect("weir tap ends");
+    let err = String::from_utf8_lossy(&ended.stderr);
+    assert_eq!(ended.status.code(), Some(0), "{err}");
+    assert!(err.contains(": the run ended"), "{err}");
 
     // A process whose config does not allow taps refuses them.
     let (mut run, addr) = start(false);
@@ -124,10 +169,7 @@ fn a_tenant_taps_its_own_runs_only() {
     };
     let (code, out, err) = tap(ACME);
     assert_eq!(code, Some(0), "{err}");
-    let tapped: Vec<Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON"))
-        .collect();
+    let tapped = documents(&out);
     assert_eq!(tapped.len(), 4, "{out}{err}");
     for line in &tapped {
         assert_eq!(line["run_id"], id.as_str());
@@ -146,8 +188,37 @@ fn a_tenant_taps_its_own_runs_only() {
         "",
     );
     assert_eq!(status, 200, "{line}");
-    assert_eq!(line["run_id"], id.as_str(), "{line}");
+    let lines: Vec<Value> = line
+        .as_str()
+        .expect("JSON lines")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(lines[0]["run_id"], id.as_str(), "{line}");
+    assert_eq!(lines[1], serde_json::json!({ "end": "limit" }), "{line}");
+    // A stage the run does not have is refused, from its config.
+    let (status, line) = serve.call(
+        "GET",
+        &format!("/api/runs/{id}/tap?pipeline=acme-books&stage=nada"),
+        Some(ACME),
+        "",
+    );
+    assert_eq!(status, 404, "{line}");
+    assert!(
+        line.to_string()
+            .contains("has no stage `nada` (it has: trim"),
+        "{line}"
+    );
     let (status, _) = serve.call("POST", &format!("/api/runs/{id}/stop"), Some(ACME), "");
     assert_eq!(status, 200);
     serve.ended(ACME, &id);
+}
+
+/// The tapped documents among `out`'s lines (what `weir tap` said on
+/// standard error is not one).
+fn documents(out: &str) -> Vec<Value> {
+    out.lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect()
 }
