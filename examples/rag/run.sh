@@ -8,7 +8,8 @@
 #
 # --keep leaves Solr (http://127.0.0.1:18983/solr/rag) and the embedding
 # server running for more queries; without it, the servers this script
-# started are stopped at the end.
+# started are stopped at the end. WEIR_SOLR_PORT and WEIR_EMBEDDER_PORT move
+# the servers (the scripts start them there) and rag.toml follows them.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -20,8 +21,8 @@ for arg in "$@"; do
     *) question="$arg" ;;
     esac
 done
-solr="http://127.0.0.1:18983/solr"
-embedder="http://127.0.0.1:18090"
+solr="http://127.0.0.1:${WEIR_SOLR_PORT:-18983}/solr"
+embedder="http://127.0.0.1:${WEIR_EMBEDDER_PORT:-18090}"
 
 ./plugins/build.sh >/dev/null
 started=()

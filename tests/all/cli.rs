@@ -372,3 +372,39 @@ plugin = { path = @set-static-values, config = { values = { kind = "${WEIR_TEST_
         2
     );
 }
+
+/// A component compiled for the first time is said to be, with a rough
+/// time; from the cache, it is not.
+#[test]
+fn a_first_compile_is_announced_and_a_cached_load_is_not() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, "{\"id\": \"1\"}\n").expect("input");
+    let plugin = plugins_dir().join("extract_pdf.wasm");
+    assert!(
+        std::fs::metadata(&plugin).expect("extract_pdf.wasm").len() >= 1 << 20,
+        "a component large enough to be announced"
+    );
+    let test = || {
+        let output = std::process::Command::new(WEIR)
+            .args(["test", plugin.to_str().expect("utf-8"), "--input"])
+            .arg(&input)
+            .args(["--config", r#"{"source": "data"}"#])
+            .env("WEIR_CACHE_DIR", dir.path().join("cache"))
+            .output()
+            .expect("weir test");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let first = test();
+    assert!(
+        first.contains("extract_pdf.wasm (1.")
+            && first.contains("MiB) to native code: the first time only, ~"),
+        "{first}"
+    );
+    assert!(
+        first.contains("compiled ") && first.contains("extract_pdf.wasm in "),
+        "{first}"
+    );
+    let second = test();
+    assert!(!second.contains("compil"), "{second}");
+}

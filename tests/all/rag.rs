@@ -33,8 +33,14 @@ fn rag_config(core: &str, opensearch_index: Option<&str>) -> weir::config::Confi
             .collect();
         let block: Vec<&str> = lines.iter().rev().map(|l| &l[4..]).collect();
         text = format!("{head}[indexer.plugin]\n{}\n", block.join("\n"))
-            .replace("http://127.0.0.1:19200", opensearch_url())
-            .replace("[\"127.0.0.1:19200\"]", &http_grants(opensearch_url()))
+            .replace(
+                "http://127.0.0.1:${WEIR_OPENSEARCH_PORT:-19200}",
+                opensearch_url(),
+            )
+            .replace(
+                "[\"127.0.0.1:${WEIR_OPENSEARCH_PORT:-19200}\"]",
+                &http_grants(opensearch_url()),
+            )
             .replace("index = \"rag\"", &format!("index = \"{index}\""));
     }
     let text = text
@@ -42,11 +48,24 @@ fn rag_config(core: &str, opensearch_index: Option<&str>) -> weir::config::Confi
             "\"../../plugins/dist/",
             &format!("\"{}/", plugins_dir().display()),
         )
-        .replace("http://127.0.0.1:18983/solr", solr_url())
-        .replace("[\"127.0.0.1:18983\"]", &http_grants(solr_url()))
-        .replace("http://127.0.0.1:18090", embedder_url())
-        .replace("[\"127.0.0.1:18090\"]", &http_grants(embedder_url()))
+        .replace("http://127.0.0.1:${WEIR_SOLR_PORT:-18983}/solr", solr_url())
+        .replace(
+            "[\"127.0.0.1:${WEIR_SOLR_PORT:-18983}\"]",
+            &http_grants(solr_url()),
+        )
+        .replace(
+            "http://127.0.0.1:${WEIR_EMBEDDER_PORT:-18090}",
+            embedder_url(),
+        )
+        .replace(
+            "[\"127.0.0.1:${WEIR_EMBEDDER_PORT:-18090}\"]",
+            &http_grants(embedder_url()),
+        )
         .replace("collection = \"rag\"", &format!("collection = \"{core}\""));
+    assert!(
+        !text.contains("${"),
+        "every port variable is pointed at a test server"
+    );
     let config = weir::config::Config::parse(&text, &example, std::iter::empty())
         .unwrap_or_else(|e| panic!("rag.toml: {e}\n{text}"));
     assert!(config.check().is_empty(), "{:?}", config.check());

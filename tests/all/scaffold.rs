@@ -22,13 +22,15 @@ fn round_trip(kind: &str, lang: &str) {
         String::from_utf8_lossy(&created.stderr)
     );
     let mut build = Command::new("bash");
-    build
-        .arg(dir.join("build.sh"))
-        .arg("test")
-        .env("WEIR", WEIR);
+    build.arg(dir.join("build.sh")).arg("test");
     if lang == "rust" {
         // The plugins' target dir: their dependencies are already built there.
         build.env("CARGO_TARGET_DIR", plugin_target_dir());
+        // No `weir` given and none on PATH: the project finds the one that
+        // made it, as a newcomer's does before installing it.
+        build.env_remove("WEIR").env("PATH", path_without_weir());
+    } else {
+        build.env("WEIR", WEIR);
     }
     let built = build.output().expect("build.sh");
     assert!(
@@ -51,6 +53,15 @@ fn round_trip(kind: &str, lang: &str) {
         );
     }
     assert!(dir.join("demo-plugin.wasm").exists());
+}
+
+/// PATH without the directories that hold a `weir`.
+fn path_without_weir() -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<_> = std::env::split_paths(&path)
+        .filter(|dir| !dir.join("weir").exists())
+        .collect();
+    std::env::join_paths(kept).expect("a PATH")
 }
 
 fn plugin_target_dir() -> std::path::PathBuf {
@@ -90,7 +101,7 @@ fn weir_new_refuses_a_bad_name_and_a_used_directory() {
         .arg(parent.path().join("x"))
         .output()
         .expect("weir new");
-    assert!(!bad.status.success());
+    assert_eq!(bad.status.code(), Some(2), "a usage error");
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not a plugin name"));
     std::fs::write(parent.path().join("taken"), "x").expect("write");
     let used = Command::new(WEIR)
@@ -98,7 +109,7 @@ fn weir_new_refuses_a_bad_name_and_a_used_directory() {
         .arg(parent.path())
         .output()
         .expect("weir new");
-    assert!(!used.status.success());
+    assert_eq!(used.status.code(), Some(2), "a usage error");
     assert!(String::from_utf8_lossy(&used.stderr).contains("not empty"));
     assert!(!Path::new(&parent.path().join("ok-name")).exists());
 }

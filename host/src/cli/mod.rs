@@ -409,6 +409,10 @@ fn execute(
             dir,
         } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            if let Some(why) = scaffold::refused(&name, &dir) {
+                eprintln!("error: {why}");
+                return Ok(EXIT_INVALID_CONFIG);
+            }
             let files = scaffold::create(kind, lang, &name, &dir)?;
             println!(
                 "created {} ({} files): cd {} && ./build.sh test",

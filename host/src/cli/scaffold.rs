@@ -83,18 +83,6 @@ const JS_SDK: &[(&str, &str)] = vendored!("sdk-js":
 /// Write a new project for a `kind` plugin in `lang` named `name` into
 /// `dir` (which must not exist or be empty); returns the files written.
 pub fn create(kind: Kind, lang: Lang, name: &str, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    check_name(name)?;
-    if dir.exists()
-        && std::fs::read_dir(dir)
-            .with_context(|| format!("cannot read {}", dir.display()))?
-            .next()
-            .is_some()
-    {
-        anyhow::bail!(
-            "{} exists and is not empty: choose a new directory",
-            dir.display()
-        );
-    }
     let mut files: Vec<(String, String)> = WIT
         .iter()
         .map(|(path, text)| ((*path).to_owned(), (*text).to_owned()))
@@ -134,9 +122,48 @@ fn make_executable(_path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The lines of a generated `build.sh` that find `weir` for its tests:
+/// `$WEIR`, else `weir` on PATH, else the binary that made the project
+/// (a checkout's `target/release/weir`, which a newcomer has not put on
+/// PATH), else an error saying how to get one.
+fn find_weir() -> String {
+    let made_by = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.to_str().map(shell_quoted))
+        .map(|exe| format!("    [ -n \"$weir\" ] || [ ! -x {exe} ] || weir={exe}\n"))
+        .unwrap_or_default();
+    format!(
+        "    weir=\"${{WEIR:-$(command -v weir || true)}}\"\n{made_by}    if [ -z \"$weir\" ]; then\n        echo \"weir is not on PATH: in Weir's checkout, 'cargo install --path host' puts it in ~/.cargo/bin; or set WEIR=/path/to/weir\" >&2\n        exit 127\n    fi\n"
+    )
+}
+
+/// `text` in single quotes for bash.
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// Why `weir new` cannot make project `name` in `dir`: a name no language
+/// takes, or a directory that is not new (a usage error, exit 2).
+pub fn refused(name: &str, dir: &Path) -> Option<String> {
+    if let Err(why) = check_name(name) {
+        return Some(why);
+    }
+    let used = match std::fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_some(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Some(format!("cannot read {}: {e}", dir.display())),
+    };
+    used.then(|| {
+        format!(
+            "{} exists and is not empty: choose a new directory",
+            dir.display()
+        )
+    })
+}
+
 /// A name is a package name in every language: lowercase ASCII letters,
 /// digits and `-`, starting with a letter.
-fn check_name(name: &str) -> anyhow::Result<()> {
+fn check_name(name: &str) -> Result<(), String> {
     // Names cargo or the SDKs refuse or take for their own.
     const TAKEN: &[&str] = &[
         "weir",
@@ -186,9 +213,9 @@ fn check_name(name: &str) -> anyhow::Result<()> {
         "yield",
     ];
     if TAKEN.contains(&name) {
-        anyhow::bail!(
+        return Err(format!(
             "`{name}` is taken (a Rust keyword, a standard crate or Weir's own): choose another name"
-        );
+        ));
     }
     let ok = name.starts_with(|c: char| c.is_ascii_lowercase())
         && name
@@ -198,9 +225,9 @@ fn check_name(name: &str) -> anyhow::Result<()> {
     if ok {
         Ok(())
     } else {
-        anyhow::bail!(
+        Err(format!(
             "`{name}` is not a plugin name: use lowercase letters, digits and `-`, starting with a letter (e.g. `upper-title`)"
-        )
+        ))
     }
 }
 
@@ -244,18 +271,19 @@ fn template(kind: Kind, lang: Lang, name: &str) -> Vec<(String, String)> {
     };
     let (config, input, expected, test_args) = test_case(kind);
     let mut test = format!(
-        "\"${{WEIR:-weir}}\" test \"{name}.wasm\" --config test/config.json{test_args} --expect test/expected.jsonl"
+        "\"$weir\" test \"{name}.wasm\" --config test/config.json{test_args} --expect test/expected.jsonl"
     );
     if kind == Kind::Stage {
         // The stage in a pipeline, with the cases beside it.
-        test.push_str("\n    \"${WEIR:-weir}\" test test/pipeline.toml");
+        test.push_str("\n    \"$weir\" test test/pipeline.toml");
     }
+    let find = find_weir();
     let mut files = vec![
         (source_path.to_owned(), source.replace("{{name}}", name)),
         (
             "build.sh".to_owned(),
             format!(
-                "#!/usr/bin/env bash\n# Build {name}.wasm; `./build.sh test` then checks it with `weir test`\n# (set WEIR to the weir binary when it is not on PATH).\nset -euo pipefail\nhere=\"$(cd \"$(dirname \"${{BASH_SOURCE[0]}}\")\" && pwd)\"\ncd \"$here\"\n{install}{build}\nif [ \"${{1:-}}\" = test ]; then\n    mkdir -p test/out\n    {test}\nfi\n"
+                "#!/usr/bin/env bash\n# Build {name}.wasm; `./build.sh test` then checks it with `weir test`: the\n# weir in $WEIR, else on PATH, else the one that made this project.\nset -euo pipefail\nhere=\"$(cd \"$(dirname \"${{BASH_SOURCE[0]}}\")\" && pwd)\"\ncd \"$here\"\n{install}{build}\nif [ \"${{1:-}}\" = test ]; then\n{find}    mkdir -p test/out\n    {test}\nfi\n"
             ),
         ),
         ("test/config.json".to_owned(), config.to_owned()),

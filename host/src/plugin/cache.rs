@@ -33,6 +33,8 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use crate::telemetry::events::ComponentCompiling;
+
 type Keyed = Hmac<Sha256>;
 
 /// Length of the keyed digest at the start of an entry, and of the key.
@@ -105,8 +107,15 @@ impl ComponentCache {
             return Ok((component.clone(), sha256));
         }
         let component = match &self.disk {
-            Some(disk) => disk.load_or_compile(engine, &bytes, &key)?,
-            None => Component::new(engine, &bytes)?,
+            Some(disk) => disk.load_or_compile(engine, &bytes, &key, path)?,
+            None => {
+                let _compiling = ComponentCompiling {
+                    path,
+                    bytes: bytes.len(),
+                }
+                .emit();
+                Component::new(engine, &bytes)?
+            }
         };
         self.lock().insert(key, component.clone());
         Ok((component, sha256))
@@ -220,6 +229,7 @@ impl DiskCache {
         engine: &Engine,
         wasm: &[u8],
         name: &str,
+        path: &Path,
     ) -> wasmtime::Result<Component> {
         let file = self.dir.join(format!("{name}.cwasm"));
         match std::fs::read(&file) {
@@ -249,7 +259,13 @@ impl DiskCache {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => tracing::warn!(file = %file.display(), error = %e, "cannot read cache entry"),
         }
+        let compiling = ComponentCompiling {
+            path,
+            bytes: wasm.len(),
+        }
+        .emit();
         let compiled = engine.precompile_component(wasm)?;
+        drop(compiling);
         match self.store(&file, name, &compiled) {
             Ok(()) => self.evict(&file),
             Err(e) => {
