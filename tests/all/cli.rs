@@ -408,3 +408,102 @@ fn a_first_compile_is_announced_and_a_cached_load_is_not() {
     let second = test();
     assert!(!second.contains("compil"), "{second}");
 }
+
+/// The summary the README and docs/operations.md show is the one the
+/// bundled example prints, but for times and the run id; `WEIR_BLESS=1`
+/// writes the real one into both.
+#[test]
+fn the_docs_show_the_summary_the_bundled_example_prints() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = example_in(dir.path());
+    let output = std::process::Command::new(WEIR)
+        .args(["run", "--no-progress"])
+        .arg(&config)
+        .output()
+        .expect("weir run");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let times = regex::Regex::new(r"\d+(\.\d+)?(ns|µs|ms|s| us/doc)\b").expect("regex");
+    let ids = regex::Regex::new(r"Run \S+:").expect("regex");
+    let shape = |text: &str| {
+        let text = ids.replace_all(text, "Run ID:");
+        let text = times.replace_all(&text, "T");
+        text.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    const BEFORE: &str = "summary:\n\n```\n";
+    for doc in ["README.md", "docs/operations.md"] {
+        let path = repo_root().join(doc);
+        let text = std::fs::read_to_string(&path).expect("doc");
+        let start = text.find(BEFORE).expect("a summary block") + BEFORE.len();
+        let end = start + text[start..].find("\n```").expect("its end");
+        if std::env::var_os("WEIR_BLESS").is_some() {
+            let blessed = format!("{}{printed}{}", &text[..start], &text[end..]);
+            std::fs::write(&path, blessed).expect("bless");
+            continue;
+        }
+        assert_eq!(
+            shape(&text[start..end]),
+            shape(&printed),
+            "{doc}'s summary is not what the example prints (WEIR_BLESS=1 writes it):\n{printed}"
+        );
+    }
+}
+
+/// The summary says how many documents failed, where they were kept and
+/// the command that sends them again (which does); a run of no documents
+/// shows no times per document.
+#[test]
+fn the_summary_says_where_failed_documents_went() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let partial = write_config(
+        dir.path(),
+        &RUN.replace(
+            "CONNECTOR",
+            r#"{ docs = [{ id = "x", action = "fail" }, { id = "y", action = "fail" }], count = 2 }"#,
+        ),
+    );
+    let (code, out) = weir_output(&["run", "--no-progress", &partial]);
+    assert_eq!(code, 3, "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("2 documents failed: kept in "))
+        .unwrap_or_else(|| panic!("no line on the failed documents:\n{out}"));
+    let replay = line
+        .split_once("`weir ")
+        .and_then(|(_, rest)| rest.split_once('`'))
+        .map(|(command, _)| command)
+        .expect("a command");
+    let args: Vec<&str> = replay.split(' ').collect();
+    assert_eq!(args[..2], ["replay", partial.as_str()], "{line}");
+    assert!(Path::new(args[2]).is_file(), "{line}");
+    // The command it gives sends them again (and they fail again).
+    let (code, again) = weir_output(&[args[0], args[1], args[2], "--no-progress"]);
+    assert_eq!(code, 3, "{again}");
+    assert!(again.contains("2 documents failed: kept in "), "{again}");
+
+    let off = write_config(
+        dir.path(),
+        &format!(
+            "[dead_letters]\nenabled = false\n{}",
+            RUN.replace("CONNECTOR", r#"{ docs = [{ id = "x", action = "fail" }] }"#)
+        ),
+    );
+    let (code, out) = weir_output(&["run", "--no-progress", &off]);
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains("1 document failed: dead letters are off ([dead_letters] enabled = false)"),
+        "{out}"
+    );
+
+    let none = write_config(dir.path(), &RUN.replace("CONNECTOR", "{ count = 0 }"));
+    let (code, out) = weir_output(&["run", "--no-progress", &none]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("us/doc") && !out.contains("failed:"), "{out}");
+}

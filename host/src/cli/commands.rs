@@ -165,13 +165,14 @@ pub(super) fn validate(path: &Path) -> anyhow::Result<u8> {
 
 /// The ops server, signals and progress of a run, around `run`.
 fn run_with_controls(
+    config: &Path,
     runner: &Runner,
     metrics_addr: Option<&str>,
     no_progress: bool,
     run: impl FnOnce() -> Result<weir::run::RunResult, u8>,
 ) -> Result<u8, Stopped> {
     let _ops = ops_of(runner, metrics_addr)?;
-    controlled(runner, no_progress, run)
+    controlled(config, runner, no_progress, run)
 }
 
 /// The ops server of `runner`'s runs, ready.
@@ -191,6 +192,7 @@ fn ops_of(
 
 /// The signals and progress of a run, around `run`; its summary printed.
 fn controlled(
+    config: &Path,
     runner: &Runner,
     no_progress: bool,
     run: impl FnOnce() -> Result<weir::run::RunResult, u8>,
@@ -201,7 +203,7 @@ fn controlled(
     progress.finish();
     Ok(match result {
         Ok(result) => {
-            print_summary(&result);
+            print_summary(&result, config, runner.config());
             result.status().exit_code()
         }
         Err(code) => code,
@@ -264,7 +266,7 @@ pub(super) fn run(
             .with_full_sync(full)
             .with_allow_deletes(allow_deletes);
         let once = |run_id: &str| {
-            controlled(&runner, no_progress, || {
+            controlled(path, &runner, no_progress, || {
                 super::reload::reloading(&runner, path, watch, || {
                     runner.run_validated(&plugins, run_id)
                 })
@@ -346,6 +348,7 @@ pub(super) fn replay(
         if letters.len() == 1 { "" } else { "s" },
     );
     stopped(run_with_controls(
+        path,
         &runner,
         metrics_addr,
         no_progress,

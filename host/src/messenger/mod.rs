@@ -267,6 +267,11 @@ pub trait MessengerFactory: Send + Sync {
     fn keeps_dead_letters(&self) -> bool {
         false
     }
+    /// Where these messengers keep `pipeline`'s failed documents (its fail
+    /// topic), when they keep them.
+    fn dead_letters_in(&self, _pipeline: &str) -> Option<String> {
+        None
+    }
     /// Whether the pipeline's workers and indexers are other processes
     /// (Kafka mode): [`MessengerFactory::create`] then makes only the
     /// publisher end, and the runner learns of them from their heartbeats.

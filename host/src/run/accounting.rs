@@ -242,6 +242,15 @@ impl Accounting {
             .unwrap_or_else(PoisonError::into_inner) = Some(note);
     }
 
+    /// The connector turned out not to sync (it keeps no state): nothing
+    /// about a sync to say.
+    pub(crate) fn forget_sync(&self) {
+        *self
+            .sync_note
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
     pub(crate) fn sync_note(&self) -> Option<String> {
         self.sync_note
             .lock()

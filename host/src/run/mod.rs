@@ -41,7 +41,7 @@ pub use cases::{Span, stage_range};
 use dead_letters::DeadLetterFile;
 pub use dead_letters::{DeadLetter, read_dead_letters};
 pub use guard::{MIN_DELETES, MassDelete};
-pub use outcome::{ConnectorResult, RunResult, RunStatus};
+pub use outcome::{ConnectorResult, DeadLettersAt, RunResult, RunStatus};
 pub use reload::{ReloadRefused, Reloaded};
 pub use serve::Shutdown;
 pub use state::SqliteStates;
@@ -319,19 +319,39 @@ impl Runner {
         }
         self.messengers.run_ended(run_id);
         self.taps.run_ended(run_id);
+        let mut failed_in: Vec<&str> = (results.iter())
+            .filter(|c| c.failed > 0)
+            .map(|c| c.pipeline.as_str())
+            .collect();
+        failed_in.sort_unstable();
+        failed_in.dedup();
+        let kept = match &dead_letters {
+            Some(file) if !failed_in.is_empty() => {
+                vec![DeadLettersAt::File(file.path().to_path_buf())]
+            }
+            Some(_) => Vec::new(),
+            None => (failed_in.iter())
+                .filter_map(|&pipeline| {
+                    let topic = self.messengers.dead_letters_in(pipeline)?;
+                    Some(DeadLettersAt::Topic {
+                        pipeline: pipeline.to_owned(),
+                        topic,
+                    })
+                })
+                .collect(),
+        };
         let result = RunResult {
             run_id: run_id.to_owned(),
             connectors: results,
             stages: self.stats.stage_summaries(),
             cpu: self.stats.cpu(),
             elapsed: start.elapsed(),
+            dead_letters: kept,
         };
         tracing::info!(status = ?result.status(), elapsed = ?result.elapsed, "run ended");
         meter.finish(result.status().name());
-        if let Some(letters) =
-            dead_letters.filter(|_| result.connectors.iter().any(|c| c.failed > 0))
-        {
-            tracing::info!(path = %letters.path().display(), "the failed documents are in the dead-letter file: `weir replay` sends them again");
+        for kept in &result.dead_letters {
+            tracing::info!(%kept, "the failed documents are kept there: `weir replay` sends them again");
         }
         result
     }

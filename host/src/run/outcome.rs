@@ -77,6 +77,37 @@ pub struct RunResult {
     /// CPU time of the connector, worker and indexer threads in this process.
     pub cpu: crate::telemetry::CpuSummary,
     pub elapsed: Duration,
+    /// Where the documents that failed were kept, when some failed (none
+    /// with dead letters off).
+    pub dead_letters: Vec<DeadLettersAt>,
+}
+
+/// Where a run's failed documents were kept, for `weir replay`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeadLettersAt {
+    /// The run's dead-letter file (local mode).
+    File(std::path::PathBuf),
+    /// A pipeline's fail topic (Kafka and Hybrid modes).
+    Topic { pipeline: String, topic: String },
+}
+
+impl DeadLettersAt {
+    /// The `weir replay` arguments after the config that send them again.
+    pub fn replay_args(&self) -> String {
+        match self {
+            Self::File(path) => path.display().to_string(),
+            Self::Topic { pipeline, .. } => format!("--fail-topic {pipeline}"),
+        }
+    }
+}
+
+impl std::fmt::Display for DeadLettersAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::File(path) => write!(f, "{}", path.display()),
+            Self::Topic { topic, .. } => write!(f, "Kafka topic {topic}"),
+        }
+    }
 }
 
 impl RunResult {

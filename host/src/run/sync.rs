@@ -363,14 +363,12 @@ impl SyncRun {
             return Ok(());
         };
         // A connector that found no state and keeps none (none made) is
-        // not syncing this source: nothing to sweep. (One whose source
-        // emptied would have its sweep refused by the share.) Asked for
-        // (`--full`, a rebuild), the sweep goes all the same.
+        // not syncing this source: nothing to sweep, and nothing to say in
+        // the summary (it reads its source whole every run, as configured).
+        // (One whose source emptied would have its sweep refused by the
+        // share.) Asked for (`--full`, a rebuild), the sweep goes all the same.
         if reason == FullReason::NoState && state.is_none_or(|s| s.size().0 == 0) {
-            accounting.note_sync(format!(
-                "full sync: {}; not swept: the connector kept no state",
-                reason.describe()
-            ));
+            accounting.forget_sync();
             return Ok(());
         }
         while accounting.pending() > 0 {

@@ -158,6 +158,10 @@ impl MessengerFactory for KafkaMessengers {
         true
     }
 
+    fn dead_letters_in(&self, pipeline: &str) -> Option<String> {
+        Some(KafkaTopics::new(self.config.clone(), pipeline).fail())
+    }
+
     /// Delete the run's event topics (unless `kafka.delete_event_topics` is
     /// off, or events go to one fixed topic). Events that arrive later (a
     /// redelivered document's) have no reader; their producers log and drop them.
