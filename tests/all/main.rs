@@ -32,6 +32,7 @@ mod kafka_state;
 mod lent;
 mod limits;
 mod local_run;
+mod map_stage;
 mod operations;
 mod packed_publish;
 mod packed_stage;

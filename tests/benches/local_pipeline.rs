@@ -14,6 +14,9 @@
 //! - `weir, 0.2.0 stages` (CSV): the same, with the three stages' contract
 //!   0.2.0 builds (`tests/fixtures/contract-0.2.0`), called a document at a
 //!   time, against the 0.2.1 builds called in batches;
+//! - `weir, one map stage` (CSV): the same three edits as one `map` stage's
+//!   jq program (naming the two fields it uses), against the three Rust
+//!   stages;
 //! - `weir in-process` (CSV): the same config run by the library inside a
 //!   process of this bench, as `weir run` runs it less its command line
 //!   (logging, signals, progress): what the binary adds, if anything;
@@ -158,6 +161,12 @@ fn csv_field(out: &mut Vec<u8>, text: &str) {
     }
 }
 
+/// The three edits as the `map` stage's jq program: trim `title`, copy it
+/// to `title_copy`, split `tags` on `;` (each part trimmed, empty ones
+/// left out, a document without `tags` left as it is, as
+/// split-field-values does).
+const MAP_JQ: &str = r#".title |= trim | .title_copy = .title | if .tags then .tags |= [split(";")[] | trim | select(. != "")] else . end"#;
+
 /// The run config of the Weir phases on `dir` (its `input.jsonl`), written
 /// to `dir/<name>.toml`; `csv`: the CSV indexer instead of JSONL. The
 /// components are compiled into `dir/cache` by an untimed first run.
@@ -198,18 +207,29 @@ fn weir_config(dir: &Path, name: &str, threads: usize, csv: bool) -> PathBuf {
         plugin = {{ path = {files}, config = {{ paths = ["/work/input.jsonl"] }}, grants = {{ dirs = [{{ host = {dir:?}, guest = "/work" }}] }} }}
         [[pipelines]]
         name = "p"
-        stages = [
-            {{ name = "trim", plugin = {{ path = {trim}, config = {{ fields = ["title"] }} }} }},
-            {{ name = "copy", plugin = {{ path = {copy}, config = {{ mappings = [{{ source = "title", target = "title_copy" }}] }} }} }},
-            {{ name = "split", plugin = {{ path = {split}, config = {{ source = "tags", delimiter = ";" }} }} }},
-        ]
+        {stages}
         "#,
         cache = dir.join("cache").display().to_string(),
         dir = dir.display().to_string(),
         files = plugin("file_connector.wasm"),
-        trim = stage("trim_whitespace.wasm"),
-        copy = stage("copy_fields.wasm"),
-        split = stage("split_field_values.wasm"),
+        stages = if name.ends_with("-map") {
+            // The same three edits as one jq program (the `map` stage).
+            format!(
+                r#"stages = [{{ name = "map", plugin = {{ path = {map}, config = {{ jq = '{MAP_JQ}', fields = ["title", "tags"] }} }} }}]"#,
+                map = plugin("map.wasm"),
+            )
+        } else {
+            format!(
+                r#"stages = [
+            {{ name = "trim", plugin = {{ path = {trim}, config = {{ fields = ["title"] }} }} }},
+            {{ name = "copy", plugin = {{ path = {copy}, config = {{ mappings = [{{ source = "title", target = "title_copy" }}] }} }} }},
+            {{ name = "split", plugin = {{ path = {split}, config = {{ source = "tags", delimiter = ";" }} }} }},
+        ]"#,
+                trim = stage("trim_whitespace.wasm"),
+                copy = stage("copy_fields.wasm"),
+                split = stage("split_field_values.wasm"),
+            )
+        },
     );
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, toml).expect("write the run config");
@@ -274,7 +294,7 @@ fn measure(phase: &str, setup: &Setup, dir: &Path) -> Measured {
     };
     let mut command = match phase {
         "native" | "native-csv" => child(&["--phase", phase]),
-        "weir" | "weir-csv" | "weir-csv-020" => {
+        "weir" | "weir-csv" | "weir-csv-020" | "weir-csv-map" => {
             let mut command = Command::new(weir_binary());
             command
                 .args(["run", "--no-progress"])
@@ -441,6 +461,7 @@ fn main() {
         (dir.path(), "weir", false),
         (dir.path(), "weir-csv", true),
         (dir.path(), "weir-csv-020", true),
+        (dir.path(), "weir-csv-map", true),
         (small_dir.path(), "weir", false),
         (one_dir.path(), "weir", false),
     ] {
@@ -463,6 +484,7 @@ fn main() {
         "native-csv",
         "weir-csv",
         "weir-csv-020",
+        "weir-csv-map",
         "in-process-csv",
     ];
     if setup.lucille.is_some() {
@@ -644,6 +666,7 @@ fn report(
         ("native Rust, CSV (1 thread)".to_owned(), of("native-csv")),
         ("weir, CSV".to_owned(), of("weir-csv")),
         ("weir, CSV, 0.2.0 stages".to_owned(), of("weir-csv-020")),
+        ("weir, CSV, one map stage".to_owned(), of("weir-csv-map")),
         ("weir in-process, CSV".to_owned(), of("in-process-csv")),
     ];
     if phases.contains(&"lucille-csv") {
@@ -669,10 +692,12 @@ fn report(
     println!("  JSONL  {}", threads_line(of("weir")));
     println!("  CSV    {}", threads_line(of("weir-csv")));
     println!("  0.2.0  {}", threads_line(of("weir-csv-020")));
+    println!("  map    {}", threads_line(of("weir-csv-map")));
     println!("weir time per document in each stage's calls, us:");
     println!("  JSONL  {}", stages_line(of("weir")));
     println!("  CSV    {}", stages_line(of("weir-csv")));
     println!("  0.2.0  {}", stages_line(of("weir-csv-020")));
+    println!("  map    {}", stages_line(of("weir-csv-map")));
 
     println!("\nratios in the same round: median [range over {rounds} rounds]");
     let pair = |name: &str, a: &[Measured], b: &[Measured]| {
@@ -687,6 +712,11 @@ fn report(
     pair(
         "weir 0.2.0 / 0.2.1 stages, CSV",
         of("weir-csv-020"),
+        of("weir-csv"),
+    );
+    pair(
+        "weir map / three Rust stages, CSV",
+        of("weir-csv-map"),
         of("weir-csv"),
     );
     pair(

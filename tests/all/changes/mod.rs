@@ -18,7 +18,7 @@ mod tap;
 const WEIR: &str = env!("CARGO_BIN_EXE_weir-under-test");
 
 /// `weir args...`: exit code and everything it printed.
-fn weir(args: &[&str]) -> (u8, String) {
+pub(crate) fn weir(args: &[&str]) -> (u8, String) {
     let output = std::process::Command::new(WEIR)
         .args(args)
         .output()
