@@ -60,6 +60,7 @@ mod sweep;
 mod sync;
 mod tenants;
 mod text_stages;
+mod trace;
 mod transcripts;
 mod vectors;
 mod web_sync;

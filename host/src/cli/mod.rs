@@ -13,6 +13,7 @@ mod signals;
 mod state;
 mod summary;
 mod tap;
+mod trace;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -335,6 +336,13 @@ enum Command {
     /// behind misses documents and never slows the pipeline. Documents
     /// over 64 KiB come as their id and size.
     Tap(tap::TapArgs),
+    /// What became of one document: in every run of the config that kept a
+    /// trace (`[trace] enabled = true`), the stages it went through (their
+    /// components' SHA-256 and the config generation), the children it made
+    /// or the document it was made from, and its end: indexed, deleted,
+    /// dropped by a stage, or failed (where, why, and its dead letter).
+    /// Exit 0 when a trace names it, 1 when none does.
+    Trace(trace::TraceArgs),
     /// See and clear what a config's syncing connectors keep between runs.
     #[command(subcommand)]
     State(state::StateCommand),
@@ -358,6 +366,7 @@ impl Command {
                 | Self::Validate { .. }
                 | Self::State(_)
                 | Self::Tap(_)
+                | Self::Trace(_)
         )
     }
 }
@@ -387,6 +396,7 @@ fn execute(
     match command {
         Command::Validate { config } => commands::validate(&config),
         Command::Tap(args) => tap::tap(args),
+        Command::Trace(args) => trace::trace(args),
         Command::State(command) => state::state(command),
         Command::Test { plugin, cases, .. }
             if cases.is_some() || plugin.extension().is_some_and(|e| e == "toml") =>

@@ -145,6 +145,7 @@ impl Config {
             resolve(dir);
         }
         resolve(&mut self.dead_letters.path);
+        resolve(&mut self.trace.path);
         resolve(&mut self.state.path);
         resolve(&mut self.cache.path);
         let shadows = self.pipelines.iter_mut().flat_map(|p| &mut p.stages);

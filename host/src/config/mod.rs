@@ -58,6 +58,7 @@ pub mod state;
 mod tenants;
 #[cfg(test)]
 mod tests;
+mod trace;
 mod vars;
 mod worker;
 
@@ -76,6 +77,7 @@ pub use runner::RunnerConfig;
 pub use schedule::{ScheduleConfig, unschedulable};
 pub use state::StateConfig;
 pub use tenants::TenantConfig;
+pub use trace::TraceConfig;
 pub use vars::{IncludeError, MAX_INCLUDE_DEPTH, VarError};
 pub use worker::WorkerConfig;
 
@@ -126,6 +128,9 @@ pub struct Config {
     /// When the config runs again by itself (`config/schedule.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<ScheduleConfig>,
+    /// What became of each document, kept for `weir trace`.
+    #[serde(default)]
+    pub trace: TraceConfig,
 }
 
 impl Config {

@@ -67,6 +67,7 @@ pub fn routes(plane: Arc<ControlPlane>) -> Router {
         .route("/api/runs/{id}/state", get(sync_state))
         .route("/api/runs/{id}/state/reset", post(reset_sync_state))
         .route("/api/runs/{id}/tap", get(tap))
+        .route("/api/runs/{id}/trace/{doc}", get(trace))
         .route("/api/runs/{id}/config", axum::routing::put(reconfigure))
         .merge(super::schedules::routes())
         .merge(super::push::routes())
@@ -332,6 +333,22 @@ async fn tap(
 ) -> Result<axum::response::Response, ApiError> {
     let asked = query(asked)?;
     plane.tap(&who, &id, &asked)
+}
+
+/// `GET /api/runs/{id}/trace/{doc}`: what run `id`'s trace says of
+/// document `doc` (`{"run", "at", "generations", "lines", "cut"}`), 404
+/// when it names it not, or the run kept no trace.
+async fn trace(
+    State(plane): State<Plane>,
+    Path((id, doc)): Path<(String, String)>,
+    who: Principal,
+) -> Result<Json<crate::run::trace::RunHistory>, ApiError> {
+    // The file is read from disk: work for a blocking thread.
+    tokio::task::spawn_blocking(move || plane.trace(&who, &id, &doc))
+        .await
+        .map_err(ApiError::internal)??
+        .map(Json)
+        .ok_or_else(|| ApiError::NoState("the run's trace does not name this document".into()))
 }
 
 async fn dead_letters(

@@ -333,6 +333,25 @@ impl ControlPlane {
         })
     }
 
+    /// What run `id`'s trace says of document `doc` (the run's own: a
+    /// tenant reads only its runs'); none when the trace does not name it.
+    pub fn trace(
+        &self,
+        who: &Principal,
+        id: &str,
+        doc: &str,
+    ) -> Result<Option<crate::run::trace::RunHistory>, ApiError> {
+        self.get(who, id)?;
+        let path = start::trace_dir(&self.operator, id).join(format!("{id}.jsonl"));
+        match crate::run::trace::history_in(&path, doc) {
+            Ok(history) => Ok(history),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ApiError::NoState(
+                "the run kept no trace: submit its config with `[trace] enabled = true`".into(),
+            )),
+            Err(e) => Err(ApiError::internal(e)),
+        }
+    }
+
     /// The metrics as `/metrics` shows them: this process's `own` and,
     /// for runs in processes of their own, theirs as last reported and the
     /// totals of those that ended (until idle for the metrics idle timeout).

@@ -29,7 +29,13 @@ pub(super) fn admitted(
     let mut config = admit::admit(text, tenant, operator, &dead_letters)
         .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
     config.runner.cache_dir = operator.server.cache_dir.clone();
+    config.trace.path = trace_dir(operator, id);
     Ok(config)
+}
+
+/// Where run `id` keeps its trace, when its config keeps one: its own folder.
+pub(super) fn trace_dir(operator: &OperatorConfig, id: &str) -> PathBuf {
+    run_dir(operator, id).join("trace")
 }
 
 /// Run `text` of `tenant`, admitted and validated, ready to run as `id`,

@@ -66,6 +66,10 @@ pub struct Event {
     /// `run/family.rs`). Absent on other events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,
+    /// The stage that made the child (CREATE), dropped the document (DROP)
+    /// or failed it (FAIL); none for the indexer's events. For traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -82,6 +86,7 @@ impl Event {
             attempt: None,
             after_creates: 0,
             root: None,
+            stage: None,
         }
     }
 
@@ -91,6 +96,12 @@ impl Event {
             root: Some(root.to_owned()),
             ..Self::new(child, EventKind::Create)
         }
+    }
+
+    /// Say which stage it was.
+    pub fn with_stage(mut self, stage: &str) -> Self {
+        self.stage = Some(stage.to_owned());
+        self
     }
 
     /// Say why; at most [`MAX_MESSAGE_BYTES`] of it travels.

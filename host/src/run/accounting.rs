@@ -89,6 +89,8 @@ pub(crate) struct Accounting {
     pub(crate) family: std::sync::OnceLock<Arc<dyn Children>>,
     /// A streaming connector's deliveries, told of positions.
     pub(crate) positions: std::sync::OnceLock<Arc<dyn Positions>>,
+    /// The run's trace, with this connector's name, when it keeps one.
+    pub(crate) trace: std::sync::OnceLock<(Arc<super::trace::Trace>, String)>,
 }
 
 /// Randomly seeded maps: document ids come from sources, so no hash flooding.
@@ -110,6 +112,9 @@ struct Counts {
     foreign: u64,
     /// Pending deletion markers: their positions and ids.
     markers: foldhash::HashSet<(u64, Box<str>)>,
+    /// Trace lines of the events counted under this lock, written once it
+    /// is let go.
+    traced: Vec<u8>,
 }
 
 /// What the accounting holds now: its pending documents and their
@@ -340,14 +345,26 @@ impl Accounting {
 
     /// Count an event.
     pub(crate) fn apply(&self, event: &Event) {
-        self.apply_locked(&mut self.lock(), event);
+        self.apply_all(std::slice::from_ref(event));
     }
 
-    /// Count events, in order, under one lock.
+    /// Count events, in order, under one lock (their trace lines written
+    /// after it).
     pub(crate) fn apply_all(&self, events: &[Event]) {
         let mut counts = self.lock();
         for event in events {
             self.apply_locked(&mut counts, event);
+        }
+        if let Some((trace, _)) = self.trace.get() {
+            let lines = std::mem::take(&mut counts.traced);
+            drop(counts);
+            trace.write(&lines);
+            let mut counts = self.lock();
+            if counts.traced.is_empty() {
+                // The buffer's room, for the next batch.
+                counts.traced = lines;
+                counts.traced.clear();
+            }
         }
     }
 
@@ -418,9 +435,18 @@ impl Accounting {
         {
             family.created(root, id);
         }
+        if !event.kind.is_terminal()
+            && let Some((trace, connector)) = self.trace.get()
+        {
+            trace.line(&mut counts.traced, connector, event, false);
+        }
         if event.kind.is_terminal() {
-            if counts.take_marker(id) && event.kind == EventKind::Finish {
+            let deleted = counts.take_marker(id) && event.kind == EventKind::Finish;
+            if deleted {
                 self.deleted.fetch_add(1, Ordering::Relaxed);
+            }
+            if let Some((trace, connector)) = self.trace.get() {
+                trace.line(&mut counts.traced, connector, event, deleted);
             }
             let position = counts.pending.get(id).map(|held| held.first);
             if let (Some(positions), Some(position)) = (self.positions.get(), position) {

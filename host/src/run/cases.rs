@@ -127,7 +127,7 @@ fn transcript(outcomes: Vec<Outcome>) -> Vec<Value> {
                 lines.push(json!({ "document": doc.to_json() }));
                 doc.id().to_owned()
             }
-            Outcome::Dropped(doc) => {
+            Outcome::Dropped(doc, _) => {
                 lines.push(json!({ "event": "DROP", "id": doc.id() }));
                 doc.id().to_owned()
             }

@@ -31,6 +31,7 @@ mod stop;
 pub mod sync;
 mod sync_state;
 mod throttle;
+pub mod trace;
 mod validate;
 mod watch;
 mod worker;
@@ -53,7 +54,7 @@ pub use sync_state::{
 pub use throttle::Throttle;
 pub use validate::LoadedPlugins;
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, ConnectorConfig, Problems};
@@ -90,6 +91,9 @@ pub struct Runner {
     taps: Taps,
     /// Where documents pushed to this run go (`grants.push`).
     pushes: crate::source::push::Pushes,
+    /// The trace of the run going on, when the config keeps traces: a
+    /// reload adds its generation's header to it.
+    trace: std::sync::Mutex<Option<Arc<trace::Trace>>>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -140,6 +144,7 @@ impl Runner {
             reloads: reload::Reloads::default(),
             taps,
             pushes: crate::source::push::Pushes::default(),
+            trace: std::sync::Mutex::default(),
             config,
         }
     }
@@ -283,6 +288,7 @@ impl Runner {
                 None => file,
             })
         });
+        let trace = self.start_trace(plugins, run_id, dead_letters.as_deref());
         for (connector, source) in sources {
             let connector = &connector;
             if failed || self.interrupt.is_set() {
@@ -305,8 +311,14 @@ impl Runner {
                 });
                 continue;
             }
-            let result =
-                self.run_connector(connector, source, plugins, run_id, dead_letters.as_ref());
+            let result = self.run_connector(
+                connector,
+                source,
+                plugins,
+                run_id,
+                dead_letters.as_ref(),
+                trace.as_ref(),
+            );
             if let Some(error) = &result.error {
                 if result.interrupted {
                     tracing::warn!(connector = %connector.name, %error, "the run was interrupted");
@@ -319,6 +331,10 @@ impl Runner {
         }
         self.messengers.run_ended(run_id);
         self.taps.run_ended(run_id);
+        if let Some(trace) = trace {
+            trace.flush();
+            *self.trace.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        }
         let mut failed_in: Vec<&str> = (results.iter())
             .filter(|c| c.failed > 0)
             .map(|c| c.pipeline.as_str())
@@ -356,6 +372,44 @@ impl Runner {
         result
     }
 
+    /// The trace of run `run_id`, when the config keeps traces (one that
+    /// cannot be made is said in the log: the run goes on without it).
+    fn start_trace(
+        &self,
+        plugins: &LoadedPlugins,
+        run_id: &str,
+        dead_letters: Option<&DeadLetterFile>,
+    ) -> Option<Arc<trace::Trace>> {
+        if !self.config.trace.enabled {
+            return None;
+        }
+        let generation = self.reloads.generation();
+        let current = self.reloads.current();
+        let (config, plugins) = match &current {
+            Some(set) => (&*set.config, &*set.plugins),
+            None => (&self.config, plugins),
+        };
+        let header = trace::Header::of(
+            run_id,
+            generation,
+            config,
+            plugins,
+            dead_letters.map(DeadLetterFile::path),
+        );
+        match trace::Trace::start(&self.config.trace.path, &header) {
+            Ok(trace) => {
+                let trace = Arc::new(trace);
+                *self.trace.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some(Arc::clone(&trace));
+                Some(trace)
+            }
+            Err(e) => {
+                tracing::warn!(dir = %self.config.trace.path.display(), error = %e, "cannot keep the run's trace: the run goes on without it");
+                None
+            }
+        }
+    }
+
     fn run_connector(
         &self,
         c: &ConnectorConfig,
@@ -363,6 +417,7 @@ impl Runner {
         plugins: &LoadedPlugins,
         run_id: &str,
         dead_letters: Option<&Arc<DeadLetterFile>>,
+        trace: Option<&Arc<trace::Trace>>,
     ) -> ConnectorResult {
         let span = tracing::info_span!(
             "connector",
@@ -376,6 +431,9 @@ impl Runner {
         let _entered = span.enter();
         let start = Instant::now();
         let accounting = Arc::new(Accounting::new(run_id));
+        if let Some(trace) = trace {
+            let _ = accounting.trace.set((Arc::clone(trace), c.name.clone()));
+        }
         let error = self
             .drive_connector(c, source, plugins, run_id, &accounting, dead_letters)
             .err();

@@ -169,7 +169,13 @@ impl Reloads {
             .clone()
     }
 
-    fn current(&self) -> Option<Arc<StageSet>> {
+    /// The generation the runner's workers run now.
+    pub(crate) fn generation(&self) -> u64 {
+        self.current()
+            .map_or(FIRST_GENERATION, |set| set.generation)
+    }
+
+    pub(crate) fn current(&self) -> Option<Arc<StageSet>> {
         self.0
             .current
             .lock()
@@ -342,6 +348,16 @@ impl Runner {
             .store(generation, Ordering::Release);
         self.taps
             .know(crate::telemetry::tap::TapNames::of(&set.config));
+        if let Some(trace) = &*self.trace.lock().unwrap_or_else(PoisonError::into_inner) {
+            let header = super::trace::Header::of(
+                trace.run_id(),
+                generation,
+                &set.config,
+                &set.plugins,
+                trace.dead_letters(),
+            );
+            trace.header(&header);
+        }
         let (workers, switched) = self.reloads.await_switch(&set, SWITCH_WAIT);
         Ok(Reloaded::Applied {
             generation,
@@ -395,7 +411,7 @@ fn needs_restart(old: &Config, new: &Config) -> Problems {
         }
     }
     type Same = fn(&Config, &Config) -> bool;
-    let sections: [(&str, Same); 10] = [
+    let sections: [(&str, Same); 11] = [
         ("runner", |a, b| a.runner == b.runner),
         ("publisher", |a, b| a.publisher == b.publisher),
         ("worker", |a, b| a.worker == b.worker),
@@ -406,6 +422,7 @@ fn needs_restart(old: &Config, new: &Config) -> Problems {
         ("kafka", |a, b| a.kafka == b.kafka),
         ("metrics", |a, b| a.metrics == b.metrics),
         ("tenants", |a, b| a.tenants == b.tenants),
+        ("trace", |a, b| a.trace == b.trace),
     ];
     for (name, same) in sections {
         if !same(old, new) {

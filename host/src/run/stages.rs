@@ -125,7 +125,8 @@ pub(crate) enum Halt {
 pub(crate) enum Outcome {
     Created(Event),
     Index(Document),
-    Dropped(Document),
+    /// Dropped, by the stage named (none: it came dropped).
+    Dropped(Document, Option<Arc<str>>),
     Failed(Document, Failure),
 }
 
@@ -171,6 +172,8 @@ struct Node {
     /// order they were made.
     entries: Vec<Entry>,
     end: Option<Outcome>,
+    /// The stage that dropped it, once one has.
+    dropped_by: Option<Arc<str>>,
 }
 
 enum Entry {
@@ -191,6 +194,7 @@ impl Node {
             root,
             entries: Vec::new(),
             end: None,
+            dropped_by: None,
         }
     }
 
@@ -198,7 +202,7 @@ impl Node {
     fn finish(&mut self) {
         let doc = self.doc.take().expect("a document in flight");
         self.end = Some(if doc.is_dropped() {
-            Outcome::Dropped(doc)
+            Outcome::Dropped(doc, self.dropped_by.take())
         } else {
             Outcome::Index(doc)
         });
@@ -281,12 +285,15 @@ impl Stages<'_> {
                             crate::core::sync::inherit(&doc, &mut child);
                             let c = nodes.len();
                             let root = Arc::clone(&nodes[n].root);
-                            nodes[n]
-                                .entries
-                                .push(Entry::Created(Event::created(&child, &root)));
+                            let created =
+                                Event::created(&child, &root).with_stage(&self.stages[i].name);
+                            nodes[n].entries.push(Entry::Created(created));
                             nodes[n].entries.push(Entry::Child(c));
                             nodes.push(Node::new(child, root));
                             next.push(c);
+                        }
+                        if doc.is_dropped() && nodes[n].dropped_by.is_none() {
+                            nodes[n].dropped_by = Some(Arc::clone(&self.stages[i].name));
                         }
                         nodes[n].doc = Some(doc);
                         next.push(n);

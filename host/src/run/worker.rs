@@ -341,10 +341,14 @@ impl Worker {
                 }
                 self.messenger.send_for_indexing(doc)
             }
-            Outcome::Dropped(doc) => {
+            Outcome::Dropped(doc, by) => {
                 RunStats::add(&self.stats.dropped, 1);
                 self.meters.dropped.increment(1);
-                self.messenger.send_event(Event::new(&doc, EventKind::Drop))
+                let mut event = Event::new(&doc, EventKind::Drop);
+                if let Some(stage) = by {
+                    event = event.with_stage(&stage);
+                }
+                self.messenger.send_event(event)
             }
             Outcome::Failed(doc, failure) => {
                 DocumentFailed {
@@ -357,7 +361,9 @@ impl Worker {
                     message: &failure.message,
                 }
                 .emit();
-                let event = Event::new(&doc, EventKind::Fail).with_message(failure.message.clone());
+                let event = Event::new(&doc, EventKind::Fail)
+                    .with_message(failure.message.clone())
+                    .with_stage(&failure.plugin);
                 if let Some(letters) = &self.dead_letters {
                     letters
                         .write(&self.pipeline, &doc, &failure)

@@ -71,6 +71,12 @@ pub fn admit(
             "each run's dead letters are kept by weir serve",
         );
     }
+    if lookup(&table, "trace.path").is_some() {
+        forbidden.at(
+            "trace.path",
+            "each run's trace is kept by weir serve, in the run's folder (`[trace] enabled = true` is enough)",
+        );
+    }
     forbidden.or_ok(()).map_err(Refusal::Forbidden)?;
     // No environment: `${VAR}` must have a default, and nothing of the
     // server's environment reaches a tenant's config.

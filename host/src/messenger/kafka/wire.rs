@@ -179,6 +179,7 @@ pub(super) fn fail_event(message: &BorrowedMessage<'_>, why: String) -> Option<E
         attempt: None,
         after_creates: 0,
         root: None,
+        stage: None,
     })
 }
 

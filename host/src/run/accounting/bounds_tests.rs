@@ -14,6 +14,7 @@ fn event(id: &str, kind: EventKind) -> Event {
         attempt: None,
         after_creates: 0,
         root: None,
+        stage: None,
     }
 }
 

@@ -16,6 +16,11 @@ use config::Config;
 use program::{Ends, Program};
 use weir_plugin::{Changes, ConfigIssue, FieldStage, Lent, PluginError, issue};
 
+/// The stage's allocator: a jq program allocates for nearly every value it
+/// makes, and talc serves that faster than wasi-libc's dlmalloc.
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 struct Map {
     program: Program,
     fields: Vec<String>,
