@@ -507,3 +507,41 @@ fn the_summary_says_where_failed_documents_went() {
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("us/doc") && !out.contains("failed:"), "{out}");
 }
+
+/// A server that cannot be reached is a problem at the setting that names
+/// it, and the run it would fail is not started.
+#[test]
+fn validate_check_backends_refuses_an_unreachable_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a port")
+        .port();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            r#"
+            [indexer]
+            plugin = {{ path = @opensearch-indexer, config = {{ url = "http://127.0.0.1:{port}", index = "x" }}, grants = {{ http = ["127.0.0.1:{port}"] }} }}
+            [[connectors]]
+            name = "c"
+            pipeline = "p"
+            plugin = {{ path = @test-connector, config = {{ count = 1 }} }}
+            [[pipelines]]
+            name = "p"
+            "#
+        ),
+    );
+    // Without the check the config is valid: nothing is reached.
+    assert_eq!(weir(&["validate", &config]), 0);
+    let (code, out) = weir_output(&["validate", "--check-backends", &config]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains(&format!(
+            "indexer.plugin.config.url: cannot reach http://127.0.0.1:{port}: "
+        )),
+        "{out}"
+    );
+    assert!(out.contains(":5:"), "at the setting's line: {out}");
+}

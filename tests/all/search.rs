@@ -457,3 +457,59 @@ fn solr_without_the_core_fails_validation_naming_it() {
     let error = result.connectors[0].error.clone().unwrap_or_default();
     assert!(error.contains("no_such_core"), "{error}");
 }
+
+/// `weir validate --check-backends` reaches the real OpenSearch and Solr a
+/// config names and says what answered; nothing is written to them.
+#[test]
+fn validate_check_backends_says_what_answered_at_each_indexer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let index = unique("checked");
+    let solr = solr_url();
+    let config = dir.path().join("backends.toml");
+    std::fs::write(
+        &config,
+        weir_tests::with_plugins(&format!(
+            r#"
+            [[connectors]]
+            name = "c"
+            pipeline = "os"
+            plugin = {{ path = @test-connector, config = {{ count = 1 }} }}
+            [[connectors]]
+            name = "d"
+            pipeline = "solr"
+            plugin = {{ path = @test-connector, config = {{ count = 1 }} }}
+            [[pipelines]]
+            name = "os"
+            indexer = {{ plugin = {{ path = @opensearch-indexer, config = {{ url = "{os}", index = "{index}" }}, grants = {{ http = {os_grants} }} }} }}
+            [[pipelines]]
+            name = "solr"
+            indexer = {{ plugin = {{ path = @solr-indexer, config = {{ url = "{solr}", collection = "weir" }}, grants = {{ http = {grants} }} }} }}
+            "#,
+            os = opensearch_url(),
+            os_grants = http_grants(opensearch_url()),
+            grants = http_grants(solr),
+        )),
+    )
+    .expect("config");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_weir-under-test"))
+        .args(["validate", "--check-backends"])
+        .arg(&config)
+        .output()
+        .expect("weir validate");
+    let out = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "pipelines.os.indexer: {} answered 200 OK (opensearch ",
+            opensearch_url()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("pipelines.solr.indexer: {solr} answered ")),
+        "{out}"
+    );
+    // Only reached: no index was made.
+    assert_eq!(os("GET", &index, None).0, 404);
+}

@@ -152,13 +152,23 @@ pub(super) fn prepare_validated_in(
     })
 }
 
-/// `weir validate`.
-pub(super) fn validate(path: &Path) -> anyhow::Result<u8> {
+/// `weir validate`, and with `backends`, each indexer's server reached.
+pub(super) fn validate(path: &Path, backends: bool) -> anyhow::Result<u8> {
     stopped(
-        prepare_validated(path, Mode::Local).map(|(runner, plugins)| {
+        prepare_validated(path, Mode::Local).and_then(|(runner, plugins)| {
+            if backends {
+                let checked = super::backends::check(runner.config());
+                for line in &checked.reached {
+                    println!("{line}");
+                }
+                if !checked.problems.is_empty() {
+                    report_invalid(path, &checked.problems);
+                    return Err(Stopped::Invalid);
+                }
+            }
             println!("{}: valid", path.display());
             super::state::print_syncs_of(&runner, &plugins);
-            0
+            Ok(0)
         }),
     )
 }

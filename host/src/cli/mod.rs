@@ -3,6 +3,7 @@
 //! own code: it parses arguments, sets up logging and signals, prints, and
 //! picks exit codes; what runs is wired by `weir::topology`.
 
+mod backends;
 mod commands;
 mod every;
 mod log_fields;
@@ -350,6 +351,11 @@ enum Command {
     Validate {
         /// The run configuration (TOML).
         config: PathBuf,
+        /// Also reach each indexer's server (each granted URL in its
+        /// settings, else each granted host) and say what answered; one that
+        /// cannot be reached is a problem. Nothing is written to it.
+        #[arg(long)]
+        check_backends: bool,
     },
 }
 
@@ -394,7 +400,10 @@ fn execute(
 ) -> anyhow::Result<u8> {
     use weir::topology::serving::Role;
     match command {
-        Command::Validate { config } => commands::validate(&config),
+        Command::Validate {
+            config,
+            check_backends,
+        } => commands::validate(&config, check_backends),
         Command::Tap(args) => tap::tap(args),
         Command::Trace(args) => trace::trace(args),
         Command::State(command) => state::state(command),
