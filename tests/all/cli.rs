@@ -258,21 +258,6 @@ fn a_closed_standard_output_ends_a_printing_command_quietly() {
     );
 }
 
-/// The output and exit code of `weir` run with `args`.
-fn weir_output(args: &[&str]) -> (u8, String) {
-    let output = std::process::Command::new(WEIR)
-        .args(args)
-        .output()
-        .expect("the weir binary starts");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let code = output.status.code().and_then(|c| u8::try_from(c).ok());
-    (code.expect("weir exits with a code"), text)
-}
-
 /// One `weir validate` lists every mistake of every kind: the shape (here
 /// and in an include), names, files, grants, variables and each plugin's own
 /// settings, each once, at its file, line and column, by name.
@@ -320,7 +305,7 @@ plugin = { path = @set-static-values, config = { values = { kind = "${WEIR_TEST_
 "#,
     );
     std::fs::write(&config, text).expect("config");
-    let (code, out) = weir_output(&["validate", config.to_str().expect("utf-8")]);
+    let (code, out) = crate::changes::weir(&["validate", config.to_str().expect("utf-8")]);
     assert_eq!(code, 2, "{out}");
     let file = config.display().to_string();
     let include = dir.path().join("common.toml").display().to_string();
@@ -368,7 +353,7 @@ plugin = { path = @set-static-values, config = { values = { kind = "${WEIR_TEST_
     assert!(out.contains("8 configuration errors"), "{out}");
     // The same mistakes stop a run before it starts.
     assert_eq!(
-        weir_output(&["run", "--no-progress", config.to_str().expect("utf-8")]).0,
+        crate::changes::weir(&["run", "--no-progress", config.to_str().expect("utf-8")]).0,
         2
     );
 }
@@ -469,7 +454,7 @@ fn the_summary_says_where_failed_documents_went() {
             r#"{ docs = [{ id = "x", action = "fail" }, { id = "y", action = "fail" }], count = 2 }"#,
         ),
     );
-    let (code, out) = weir_output(&["run", "--no-progress", &partial]);
+    let (code, out) = crate::changes::weir(&["run", "--no-progress", &partial]);
     assert_eq!(code, 3, "{out}");
     let line = out
         .lines()
@@ -484,7 +469,7 @@ fn the_summary_says_where_failed_documents_went() {
     assert_eq!(args[..2], ["replay", partial.as_str()], "{line}");
     assert!(Path::new(args[2]).is_file(), "{line}");
     // The command it gives sends them again (and they fail again).
-    let (code, again) = weir_output(&[args[0], args[1], args[2], "--no-progress"]);
+    let (code, again) = crate::changes::weir(&[args[0], args[1], args[2], "--no-progress"]);
     assert_eq!(code, 3, "{again}");
     assert!(again.contains("2 documents failed: kept in "), "{again}");
 
@@ -495,7 +480,7 @@ fn the_summary_says_where_failed_documents_went() {
             RUN.replace("CONNECTOR", r#"{ docs = [{ id = "x", action = "fail" }] }"#)
         ),
     );
-    let (code, out) = weir_output(&["run", "--no-progress", &off]);
+    let (code, out) = crate::changes::weir(&["run", "--no-progress", &off]);
     assert_eq!(code, 3, "{out}");
     assert!(
         out.contains("1 document failed: dead letters are off ([dead_letters] enabled = false)"),
@@ -503,7 +488,7 @@ fn the_summary_says_where_failed_documents_went() {
     );
 
     let none = write_config(dir.path(), &RUN.replace("CONNECTOR", "{ count = 0 }"));
-    let (code, out) = weir_output(&["run", "--no-progress", &none]);
+    let (code, out) = crate::changes::weir(&["run", "--no-progress", &none]);
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("us/doc") && !out.contains("failed:"), "{out}");
 }
@@ -535,7 +520,7 @@ fn validate_check_backends_refuses_an_unreachable_server() {
     );
     // Without the check the config is valid: nothing is reached.
     assert_eq!(weir(&["validate", &config]), 0);
-    let (code, out) = weir_output(&["validate", "--check-backends", &config]);
+    let (code, out) = crate::changes::weir(&["validate", "--check-backends", &config]);
     assert_eq!(code, 2, "{out}");
     assert!(
         out.contains(&format!(

@@ -100,23 +100,31 @@ fn what_a_program_may_not_give_fails_its_document_only() {
         (".id = \"other\"", "cannot change `id`"),
         ("del(.id)", "cannot remove `id`"),
         (".run_id = \"r\"", "`run_id` is the host's"),
-        ("error(\"no \\(.id)\")", "jq: \"no 1\""),
+        ("error(\"no \\(.id)\")", "jq: \"no bad\""),
         // jaq keeps NaN, which JSON has no word for: the host refuses it.
         (".x = nan", "invalid JSON: field `x`"),
     ];
     for (program, says) in cases {
-        let out = map(
-            json!({ "jq": format!("if .id == \"1\" then {program} else .ok = true end") }),
-            vec![json!({ "id": "1" }), json!({ "id": "2" })],
-        );
-        let failed = out[0].as_ref().expect_err(program);
-        assert!(failed.contains(says), "{program}: {failed}");
-        assert_eq!(
-            out[1],
-            Ok(json!({ "ok": true })),
-            "{program}: the next document"
-        );
+        fails_only_its_document(|config| spec("map", config), program, says);
     }
+}
+
+/// A stage made by `spec` from a config running `program` on document
+/// `bad` (and marking the others): `bad` fails, saying `says`, and the next
+/// document is mapped.
+fn fails_only_its_document(spec: impl Fn(Value) -> PluginSpec, program: &str, says: &str) {
+    let config = json!({ "jq": format!("if .id == \"bad\" then {program} else .ok = true end") });
+    let out = mapped(
+        spec(config),
+        vec![json!({ "id": "bad" }), json!({ "id": "good" })],
+    );
+    let failed = out[0].as_ref().expect_err(program);
+    assert!(failed.contains(says), "{program}: {failed}");
+    assert_eq!(
+        out[1],
+        Ok(json!({ "ok": true })),
+        "{program}: the next document"
+    );
 }
 
 #[test]
@@ -146,20 +154,13 @@ fn a_hostile_program_is_stopped_by_the_sandbox() {
         ("[limit(100000000; repeat(.))] | {}", "memory"),
     ];
     for (program, says) in cases {
-        let mut s = spec(
-            "map",
-            json!({ "jq": format!("if .id == \"bad\" then {program} else .ok = true end") }),
-        );
-        s.limits.call_timeout = Some(Duration::from_secs(2));
-        s.limits.memory_mib = Some(64);
-        let out = mapped(s, vec![json!({ "id": "bad" }), json!({ "id": "good" })]);
-        let failed = out[0].as_ref().expect_err(program);
-        assert!(failed.contains(says), "{program}: {failed}");
-        assert_eq!(
-            out[1],
-            Ok(json!({ "ok": true })),
-            "{program}: the next document"
-        );
+        let limited = |config| {
+            let mut s = spec("map", config);
+            s.limits.call_timeout = Some(Duration::from_secs(2));
+            s.limits.memory_mib = Some(64);
+            s
+        };
+        fails_only_its_document(limited, program, says);
     }
 }
 
