@@ -530,3 +530,29 @@ fn validate_check_backends_refuses_an_unreachable_server() {
     );
     assert!(out.contains(":5:"), "at the setting's line: {out}");
 }
+
+/// A file that is not TOML, and an include that cannot be read, are said at
+/// their file, line and column too.
+#[test]
+fn unreadable_toml_and_includes_are_placed_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, "[worker]\nthreads = \n").expect("write");
+    let (code, out) = crate::changes::weir(&["validate", broken.to_str().expect("utf-8")]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains(&format!("{}:2:11: ", broken.display())),
+        "{out}"
+    );
+    let includes = dir.path().join("includes.toml");
+    std::fs::write(&includes, "# a comment\ninclude = [\"gone.toml\"]\n").expect("write");
+    let (code, out) = crate::changes::weir(&["validate", includes.to_str().expect("utf-8")]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains(&format!(
+            "{}:2:1: include: cannot read ",
+            includes.display()
+        )) && out.contains("gone.toml"),
+        "{out}"
+    );
+}

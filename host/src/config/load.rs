@@ -27,8 +27,7 @@ impl Config {
     /// against the file's directory. Checks only the file's own shape; see
     /// [`Config::check`] and the runner's validation for the rest.
     pub fn load(path: &Path) -> Result<Self, Problems> {
-        let table =
-            vars::load_file(path).map_err(|e| Problems::one(Problem::whole(e.to_string())))?;
+        let table = vars::load_file(path).map_err(|e| Problems::one(unreadable(path, e)))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let mut config = Self::from_table(table, base, std::env::vars())?;
         // Its own sync unless it names one: a copy of this config under
@@ -70,8 +69,7 @@ impl Config {
     /// runner's validation). Only a file that is not TOML, or includes that
     /// cannot be read, give no config at all.
     pub fn load_draft(path: &Path) -> Result<(Self, Problems), Problems> {
-        let table =
-            vars::load_file(path).map_err(|e| Problems::one(Problem::whole(e.to_string())))?;
+        let table = vars::load_file(path).map_err(|e| Problems::one(unreadable(path, e)))?;
         let base = path.parent().unwrap_or(Path::new("."));
         match Self::draft_from_table(table, base, std::env::vars()) {
             (Some(mut config), problems) => {
@@ -158,6 +156,44 @@ impl Config {
                 resolve(&mut dir.host);
             }
         }
+    }
+}
+
+/// Why the config at `path` (or a file it includes) cannot be read, as a
+/// problem: a TOML error at its file, line and column, with the lines it
+/// points at; an include that cannot be read at the `include` naming it.
+fn unreadable(path: &Path, error: vars::IncludeError) -> Problem {
+    match error {
+        vars::IncludeError::Toml { path: file, source } => {
+            let mut message = match source.span() {
+                Some(span) => {
+                    let text = std::fs::read_to_string(&file).unwrap_or_default();
+                    let (line, column) = super::locate::line_and_column(&text, span.start);
+                    format!(
+                        "{}:{line}:{column}: {}",
+                        file.display(),
+                        source.message().trim()
+                    )
+                }
+                None => format!("{}: {}", file.display(), source.message().trim()),
+            };
+            // toml's picture of the line, under it.
+            let shown = source.to_string();
+            let picture: Vec<&str> = shown
+                .lines()
+                .skip(1)
+                .take_while(|l| l.contains('|'))
+                .collect();
+            if !picture.is_empty() {
+                message.push('\n');
+                message.push_str(&picture.join("\n"));
+            }
+            Problem::whole(message)
+        }
+        vars::IncludeError::Read { path: ref file, .. } if file != path => {
+            Problem::new("include", error.to_string())
+        }
+        other => Problem::whole(other.to_string()),
     }
 }
 
