@@ -8,6 +8,7 @@ mod commands;
 mod every;
 mod log_fields;
 mod plugin_test;
+mod prepare;
 mod reload;
 mod scaffold;
 mod signals;

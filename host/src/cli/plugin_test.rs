@@ -106,7 +106,7 @@ pub(super) fn test_pipeline(config: &Path, cases: Option<PathBuf>) -> anyhow::Re
             return Ok(EXIT_INVALID_CONFIG);
         }
     };
-    let (runner, plugins) = match super::commands::prepare_validated_local(config) {
+    let (runner, plugins) = match super::prepare::prepare_validated_local(config) {
         Ok(prepared) => prepared,
         Err(code) => {
             // The config's problems are reported; the cases file's shape

@@ -121,7 +121,7 @@ pub(super) fn state(command: StateCommand) -> anyhow::Result<u8> {
 /// connectors keep state is read from their components); the exit code of
 /// an invalid config (reported) or one that cannot be set up.
 fn prepare(target: &Target) -> Result<(Runner, LoadedPlugins), u8> {
-    super::commands::prepare_validated_in(&target.config, target.mode.into())
+    super::prepare::prepare_validated_in(&target.config, target.mode.into())
 }
 
 /// `weir validate`'s lines on state: the sync each syncing connector

@@ -102,6 +102,14 @@ impl std::fmt::Debug for Runner {
     }
 }
 
+/// What a tap on a run of `config` may name: its pipelines and their stages.
+pub(crate) fn tap_names(config: &Config) -> crate::telemetry::tap::TapNames {
+    crate::telemetry::tap::TapNames::new(config.pipelines.iter().map(|p| {
+        let stages = p.stages.iter().map(|s| s.name.clone()).collect();
+        (p.name.clone(), stages)
+    }))
+}
+
 /// A fresh run id: time-ordered, unique enough for topics and logs.
 pub fn new_run_id() -> String {
     let millis = std::time::SystemTime::now()
@@ -126,7 +134,7 @@ impl Runner {
         messengers: Arc<dyn MessengerFactory>,
     ) -> Self {
         let taps = Taps::default();
-        taps.know(crate::telemetry::tap::TapNames::of(&config));
+        taps.know(tap_names(&config));
         Self {
             runtime,
             messengers,
@@ -151,7 +159,7 @@ impl Runner {
 
     /// Offer documents to `taps` (by default, taps of this runner's own).
     pub fn with_taps(mut self, taps: Taps) -> Self {
-        taps.know(crate::telemetry::tap::TapNames::of(&self.config));
+        taps.know(tap_names(&self.config));
         self.taps = taps;
         self
     }

@@ -346,8 +346,7 @@ impl Runner {
             .0
             .generation
             .store(generation, Ordering::Release);
-        self.taps
-            .know(crate::telemetry::tap::TapNames::of(&set.config));
+        self.taps.know(super::tap_names(&set.config));
         if let Some(trace) = &*self.trace.lock().unwrap_or_else(PoisonError::into_inner) {
             let header = super::trace::Header::of(
                 trace.run_id(),

@@ -11,7 +11,7 @@ use weir::config::{Config, Problem, Problems};
 use weir::run::{LoadedPlugins, Runner};
 use weir::topology::{self, Mode, SetupError};
 
-use super::{Stopped, prepare, prepare_with, report_invalid};
+use super::super::prepare::{Stopped, prepare, prepare_with, report_invalid};
 
 /// The key the host sets in an indexer's plugin config.
 const KEY: &str = "_weir_rebuild";
