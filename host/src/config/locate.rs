@@ -73,14 +73,6 @@ impl Sources {
         sources
     }
 
-    /// `text` as the config `name` (a config given as text, say to `weir
-    /// serve`); its includes are not followed.
-    pub fn of_text(name: &Path, text: &str) -> Self {
-        let mut sources = Self::default();
-        sources.push(name, None, text.to_owned());
-        sources
-    }
-
     fn add(&mut self, path: &Path, included_from: Option<&Path>, depth: usize) {
         if depth > MAX_INCLUDE_DEPTH || self.files.iter().any(|f| f.path == path) {
             return;
