@@ -16,11 +16,28 @@ pub struct TraceConfig {
     /// the config. Default `trace`.
     #[serde(default = "TraceConfig::default_path")]
     pub path: PathBuf,
+    /// Most MiB one run's trace may hold (1 to 1,048,576; default 1024:
+    /// some 15 million documents). Past it the run goes on untraced, its
+    /// trace saying where it stopped.
+    #[serde(default = "TraceConfig::default_max_mib")]
+    pub max_mib: u64,
 }
 
 impl TraceConfig {
     fn default_path() -> PathBuf {
         PathBuf::from("trace")
+    }
+
+    /// The default (and, under `weir serve`, the most) `max_mib`.
+    pub const DEFAULT_MAX_MIB: u64 = 1024;
+
+    fn default_max_mib() -> u64 {
+        Self::DEFAULT_MAX_MIB
+    }
+
+    /// `max_mib` in bytes.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_mib.saturating_mul(1 << 20)
     }
 }
 
@@ -29,6 +46,7 @@ impl Default for TraceConfig {
         Self {
             enabled: false,
             path: Self::default_path(),
+            max_mib: Self::DEFAULT_MAX_MIB,
         }
     }
 }

@@ -30,6 +30,11 @@ pub(super) fn admitted(
         .map_err(|refusal| ApiError::refused(refusal, &tenant.name))?;
     config.runner.cache_dir = operator.server.cache_dir.clone();
     config.trace.path = trace_dir(operator, id);
+    // A tenant's trace takes the server's disk: never more than the default.
+    config.trace.max_mib = config
+        .trace
+        .max_mib
+        .min(crate::config::TraceConfig::DEFAULT_MAX_MIB);
     Ok(config)
 }
 

@@ -114,7 +114,11 @@ impl ControlPlane {
                 // The run's process holds its runner: its names are checked
                 // here, from the config it runs, before the tap is asked for.
                 let text = self.store.config_of(id)?;
-                if let Some(names) = text.as_deref().and_then(tap::TapNames::of_text) {
+                let config = text.as_deref().and_then(|text| {
+                    let nothing = std::iter::empty();
+                    crate::config::Config::parse(text, std::path::Path::new("."), nothing).ok()
+                });
+                if let Some(names) = config.as_ref().map(crate::run::tap_names) {
                     names.check(&filter).map_err(ApiError::Tap)?;
                 }
                 let (rx, held) = remote.tap(filter);

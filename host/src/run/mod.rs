@@ -404,7 +404,11 @@ impl Runner {
             plugins,
             dead_letters.map(DeadLetterFile::path),
         );
-        match trace::Trace::start(&self.config.trace.path, &header) {
+        match trace::Trace::start(
+            &self.config.trace.path,
+            &header,
+            self.config.trace.max_bytes(),
+        ) {
             Ok(trace) => {
                 let trace = Arc::new(trace);
                 *self.trace.lock().unwrap_or_else(PoisonError::into_inner) =

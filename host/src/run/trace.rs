@@ -31,13 +31,24 @@ pub const MAX_LINES_PER_RUN: usize = 1_000;
 /// A trace being written.
 #[derive(Debug)]
 pub struct Trace {
-    out: Mutex<BufWriter<std::fs::File>>,
+    out: Mutex<Out>,
     path: PathBuf,
     generation: AtomicU64,
     /// The run's, as its first header says.
     run_id: String,
     dead_letters: Option<PathBuf>,
 }
+
+/// The trace file, and what it may still take.
+#[derive(Debug)]
+struct Out {
+    file: BufWriter<std::fs::File>,
+    /// Bytes it may still take; once spent, the run goes on untraced.
+    left: u64,
+}
+
+/// The last line of a trace cut at its bound.
+const FULL: &[u8] = b"{\"full\":true}\n";
 
 /// The first line of a trace, and one more for each config generation a
 /// reload takes up.
@@ -159,8 +170,9 @@ impl Header {
 }
 
 impl Trace {
-    /// Start the trace of `header`'s run in `dir` (made if missing).
-    pub fn start(dir: &Path, header: &Header) -> std::io::Result<Self> {
+    /// Start the trace of `header`'s run in `dir` (made if missing), to
+    /// hold at most `max_bytes`.
+    pub fn start(dir: &Path, header: &Header, max_bytes: u64) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(format!("{}.jsonl", header.run));
         let file = std::fs::OpenOptions::new()
@@ -168,7 +180,10 @@ impl Trace {
             .append(true)
             .open(&path)?;
         let trace = Self {
-            out: Mutex::new(BufWriter::with_capacity(256 * 1024, file)),
+            out: Mutex::new(Out {
+                file: BufWriter::with_capacity(256 * 1024, file),
+                left: max_bytes,
+            }),
             path,
             generation: AtomicU64::new(header.generation),
             run_id: header.run.clone(),
@@ -225,7 +240,29 @@ impl Trace {
             return;
         }
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Err(e) = out.write_all(lines) {
+        if out.left == 0 {
+            return;
+        }
+        let fits = (lines.len() as u64) < out.left.saturating_sub(FULL.len() as u64);
+        // Past the bound: the lines that fit whole, then the mark, once.
+        let kept = if fits {
+            lines
+        } else {
+            let room = usize::try_from(out.left.saturating_sub(FULL.len() as u64)).unwrap_or(0);
+            let cut = lines[..room.min(lines.len())]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |end| end + 1);
+            tracing::warn!(path = %self.path.display(), "the run's trace reached its bound ([trace] max_mib): the run goes on untraced");
+            &lines[..cut]
+        };
+        let mut written = out.file.write_all(kept);
+        out.left = out.left.saturating_sub(kept.len() as u64);
+        if !fits {
+            written = written.and_then(|()| out.file.write_all(FULL));
+            out.left = 0;
+        }
+        if let Err(e) = written {
             tracing::warn!(path = %self.path.display(), error = %e, "cannot write the run's trace");
         }
     }
@@ -233,7 +270,7 @@ impl Trace {
     /// Everything written so far on disk.
     pub fn flush(&self) {
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Err(e) = out.flush() {
+        if let Err(e) = out.file.flush() {
             tracing::warn!(path = %self.path.display(), error = %e, "cannot write the run's trace");
         }
     }
@@ -254,7 +291,8 @@ pub struct RunHistory {
     pub generations: Vec<Header>,
     /// Its lines, and those of the children it made, in order.
     pub lines: Vec<Line>,
-    /// More lines than [`MAX_LINES_PER_RUN`] were left out.
+    /// More lines than [`MAX_LINES_PER_RUN`] were left out, or the trace
+    /// reached its bound (`[trace] max_mib`) and said no more.
     pub cut: bool,
 }
 
@@ -282,8 +320,13 @@ pub fn history_in(path: &Path, id: &str) -> std::io::Result<Option<RunHistory>> 
     let file = std::io::BufReader::new(std::fs::File::open(path)?);
     let mut run: Option<RunHistory> = None;
     let mut headers = Vec::new();
+    let mut full = false;
     for line in file.lines() {
         let line = line?;
+        if line.as_bytes() == &FULL[..FULL.len() - 1] {
+            full = true;
+            continue;
+        }
         if line.starts_with("{\"run\":") {
             if let Ok(header) = serde_json::from_str::<Header>(&line) {
                 headers.push(header);
@@ -316,6 +359,7 @@ pub fn history_in(path: &Path, id: &str) -> std::io::Result<Option<RunHistory>> 
         history.lines.push(parsed);
     }
     if let Some(history) = &mut run {
+        history.cut |= full;
         let used: Vec<u64> = history.lines.iter().map(|l| l.generation).collect();
         history.generations = headers
             .into_iter()

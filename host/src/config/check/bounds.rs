@@ -31,6 +31,8 @@ pub const MAX_BATCH_BYTES: u64 = 1 << 30;
 pub const MAX_DOCS_PER_SECOND: u64 = 1_000_000_000;
 /// MiB of compiled plugins kept on disk (1 TiB).
 pub const MAX_CACHE_MIB: u64 = 1 << 20;
+/// Most MiB one run's trace may be allowed.
+pub const MAX_TRACE_MIB: u64 = 1 << 20;
 /// MiB of memory one plugin instance may hold: a 32-bit WebAssembly memory
 /// holds at most 4 GiB.
 pub const MAX_PLUGIN_MEMORY_MIB: u64 = 4 << 10;
@@ -171,6 +173,11 @@ pub(super) fn check(config: &Config, found: &mut Found) {
         runner.cache_max_mib,
         MAX_CACHE_MIB,
     );
+
+    if config.trace.max_mib == 0 {
+        found.push(Problem::new("trace.max_mib", "must be at least 1"));
+    }
+    count(found, "trace.max_mib", config.trace.max_mib, MAX_TRACE_MIB);
 
     let publisher = &config.publisher;
     count(

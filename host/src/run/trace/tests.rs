@@ -37,7 +37,7 @@ fn record(trace: &Trace, events: &[(Event, bool)]) {
 #[test]
 fn a_documents_history_holds_its_end_its_children_and_its_generations() {
     let dir = tempfile::tempdir().expect("dir");
-    let trace = Trace::start(dir.path(), &header("r1", 1)).expect("trace");
+    let trace = Trace::start(dir.path(), &header("r1", 1), u64::MAX).expect("trace");
     let mut child = Event::created(&Document::new("p-1"), "p").with_stage("split");
     child.run_id = Some("r1".into());
     record(
@@ -103,7 +103,7 @@ fn a_documents_history_holds_its_end_its_children_and_its_generations() {
 #[test]
 fn a_long_history_is_cut_and_says_so() {
     let dir = tempfile::tempdir().expect("dir");
-    let trace = Trace::start(dir.path(), &header("r2", 1)).expect("trace");
+    let trace = Trace::start(dir.path(), &header("r2", 1), u64::MAX).expect("trace");
     let events: Vec<(Event, bool)> = (0..MAX_LINES_PER_RUN + 5)
         .map(|_| (event("again", EventKind::Finish), false))
         .collect();
@@ -117,10 +117,35 @@ fn a_long_history_is_cut_and_says_so() {
 #[test]
 fn ids_that_need_escaping_are_found() {
     let dir = tempfile::tempdir().expect("dir");
-    let trace = Trace::start(dir.path(), &header("r3", 1)).expect("trace");
+    let trace = Trace::start(dir.path(), &header("r3", 1), u64::MAX).expect("trace");
     let odd = "a \"quoted\"\\id\n";
     record(&trace, &[(event(odd, EventKind::Finish), false)]);
     drop(trace);
     let runs = history(dir.path(), odd).expect("history");
     assert_eq!(runs[0].lines[0].id, odd);
+}
+
+#[test]
+fn a_trace_stops_at_its_bound_and_says_so() {
+    let dir = tempfile::tempdir().expect("dir");
+    let bound = 4096;
+    let trace = Trace::start(dir.path(), &header("r4", 1), bound).expect("trace");
+    for n in 0..200 {
+        record(
+            &trace,
+            &[(event(&format!("doc-{n}"), EventKind::Finish), false)],
+        );
+    }
+    drop(trace);
+    let text = std::fs::read_to_string(dir.path().join("r4.jsonl")).expect("trace");
+    assert!(text.len() as u64 <= bound, "{} bytes", text.len());
+    assert!(text.ends_with("{\"full\":true}\n"), "{text}");
+    // Every line it kept is whole, and a history read from it says it was cut.
+    assert!(
+        text.lines()
+            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+    );
+    let first = history(dir.path(), "doc-0").expect("history");
+    assert!(first[0].cut);
+    assert!(history(dir.path(), "doc-199").expect("history").is_empty());
 }

@@ -14,28 +14,6 @@ impl TapNames {
         Self(pipelines.into_iter().collect())
     }
 
-    /// The pipelines and stages of a config's TOML `text`, as written (a
-    /// run whose process holds its runner: its names are read from the
-    /// config it was given); `None` when the text is not TOML.
-    pub fn of_text(text: &str) -> Option<Self> {
-        let table: toml::Table = text.parse().ok()?;
-        let name = |v: &toml::Value| v.get("name")?.as_str().map(str::to_owned);
-        let entries = |v: Option<&toml::Value>| {
-            v.and_then(toml::Value::as_array)
-                .map(|items| items.to_vec())
-                .unwrap_or_default()
-        };
-        Some(Self(
-            entries(table.get("pipelines"))
-                .iter()
-                .filter_map(|p| {
-                    let stages = entries(p.get("stages")).iter().filter_map(name).collect();
-                    Some((name(p)?, stages))
-                })
-                .collect(),
-        ))
-    }
-
     /// Whether `filter` names a pipeline (and stage) there is.
     pub fn check(&self, filter: &TapFilter) -> Result<(), TapRefusal> {
         let Some(stages) = self.0.get(&filter.pipeline) else {
