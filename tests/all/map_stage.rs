@@ -74,6 +74,42 @@ fn a_program_sets_renames_deletes_computes_and_drops() {
 }
 
 #[test]
+fn documents_the_fast_engine_leaves_to_jaq_come_out_as_jaq_makes_them() {
+    // The program is in the fast engine's language; a decimal sum, a type
+    // error and big integers are jaq's, document by document, in one batch.
+    let out = map(
+        json!({ "jq": ".n = .v + 1 | .t |= trim | .big = (.v | tostring)" }),
+        vec![
+            json!({ "id": "1", "v": 41, "t": " a " }),
+            json!({ "id": "2", "v": 1.5, "t": " b " }),
+            json!({ "id": "3", "v": "x", "t": " c " }),
+            json!({ "id": "4", "t": " d " }),
+            json!({ "id": "5", "v": 9223372036854775807_i64, "t": "e" }),
+        ],
+    );
+    assert_eq!(
+        out[0],
+        Ok(json!({ "v": 41, "t": "a", "n": 42, "big": "41" }))
+    );
+    assert_eq!(
+        out[1],
+        Ok(json!({ "v": 1.5, "t": "b", "n": 2.5, "big": "1.5" }))
+    );
+    let failed = out[2].as_ref().expect_err("\"x\" + 1");
+    assert!(
+        failed.contains("jq: cannot calculate \"x\" + 1") && failed.contains("(in `.n = .v + 1"),
+        "{failed}"
+    );
+    assert_eq!(out[3], Ok(json!({ "t": "d", "n": 1, "big": "null" })));
+    let sum = &out[4].as_ref().expect("a big integer")["n"];
+    assert_eq!(
+        sum.to_string(),
+        "9223372036854775808",
+        "past 64 bits, jaq's big integer"
+    );
+}
+
+#[test]
 fn with_fields_named_the_program_sees_only_them() {
     let out = map(
         json!({ "jq": ".title |= ascii_upcase | .seen = (keys | join(\",\"))", "fields": ["title", "tags"] }),
@@ -103,6 +139,11 @@ fn what_a_program_may_not_give_fails_its_document_only() {
         ("error(\"no \\(.id)\")", "jq: \"no bad\""),
         // jaq keeps NaN, which JSON has no word for: the host refuses it.
         (".x = nan", "invalid JSON: field `x`"),
+        // jaq lets a number be an object key; JSON does not.
+        (
+            ".o = ({} | .[0] = 1)",
+            "`o` would hold an object with the key 0",
+        ),
     ];
     for (program, says) in cases {
         fails_only_its_document(|config| spec("map", config), program, says);

@@ -22,7 +22,7 @@ pub struct Config {
     pub jq: String,
     /// The fields the program reads and writes, when it uses only these:
     /// it then gets an object of just them (no `id`), read for a whole
-    /// batch in one host call, which costs about a quarter of reading
+    /// batch in one host call, which costs less than half of reading
     /// every field. A field it reads that is not named here is `null` to
     /// it. Empty or absent: every field.
     #[serde(default)]

@@ -1,5 +1,7 @@
 //! map: change documents with a jq program from the config (jaq, a jq in
-//! Rust), compiled once when the stage starts.
+//! Rust), compiled once when the stage starts. A program written in the
+//! common part of jq also runs in the stage's own engine (`fast/`), which
+//! hands a document to jaq whenever jaq's answer is not certain.
 //!
 //! Each document goes in as an object of its fields (and its `id`, unless
 //! the config names the `fields` it uses) and the one object the program
@@ -10,7 +12,10 @@
 //! Settings: `config.rs` (and docs/plugin-reference.md, made from it).
 
 mod config;
+mod fast;
 mod program;
+#[cfg(test)]
+mod tests;
 
 use config::Config;
 use program::{Ends, Program};
@@ -18,6 +23,7 @@ use weir_plugin::{Changes, ConfigIssue, FieldStage, Lent, PluginError, issue};
 
 /// The stage's allocator: a jq program allocates for nearly every value it
 /// makes, and talc serves that faster than wasi-libc's dlmalloc.
+#[cfg(target_arch = "wasm32")]
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 

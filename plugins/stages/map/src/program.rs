@@ -4,16 +4,20 @@ use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Native, Vars, compile::Filter, data::JustLut, unwrap_valr};
 use jaq_json::{Map, Val};
 
+use crate::fast::Fast;
+
 type Data = JustLut<Val>;
 
 /// Field names a program cannot set or remove (the host's), besides `id`,
 /// which it may give back only as it was.
-const HOST_FIELDS: [&str; 3] = ["run_id", "_children", "_deleted"];
+pub(crate) const HOST_FIELDS: [&str; 3] = ["run_id", "_children", "_deleted"];
 
 /// Longest stretch of a program an error quotes.
 const QUOTED: usize = 60;
 
 pub struct Program {
+    /// The program in the fast engine, when it is all in its language.
+    fast: Option<Fast>,
     filter: Filter<Native<Data>>,
     /// The program, as errors quote it.
     quoted: String,
@@ -71,17 +75,54 @@ impl Program {
                     .collect();
                 why.join("; ")
             })?;
+        let fast = Fast::compile(code);
         let code = code.split_whitespace().collect::<Vec<_>>().join(" ");
         let quoted = match code.char_indices().nth(QUOTED) {
             Some((end, _)) => format!("{}...", &code[..end]),
             None => code,
         };
-        Ok(Self { filter, quoted })
+        Ok(Self {
+            fast,
+            filter,
+            quoted,
+        })
     }
 
     /// Run the program on a document of `fields` (name, JSON text) and
     /// `id` (when given): what becomes of it, or why it fails.
     pub fn run<'f>(
+        &self,
+        id: Option<&str>,
+        fields: impl Iterator<Item = (&'f str, &'f str)> + Clone,
+    ) -> Result<Ends, String> {
+        if let Some(fast) = &self.fast
+            && let Ok(ends) = fast.run(id, fields.clone())
+        {
+            return Ok(ends.map_or(Ends::Dropped, Ends::Changed));
+        }
+        self.run_in_jaq(id, fields)
+    }
+
+    /// Whether the fast engine takes the program on (else jaq runs it).
+    #[cfg(test)]
+    pub fn is_fast(&self) -> bool {
+        self.fast.is_some()
+    }
+
+    /// Whether the fast engine gave the answer for this document itself.
+    #[cfg(test)]
+    pub fn ran_fast<'f>(
+        &self,
+        id: Option<&str>,
+        fields: impl Iterator<Item = (&'f str, &'f str)>,
+    ) -> bool {
+        self.fast
+            .as_ref()
+            .is_some_and(|f| f.run(id, fields).is_ok())
+    }
+
+    /// The program run by jaq alone.
+    pub fn run_in_jaq<'f>(
         &self,
         id: Option<&str>,
         fields: impl Iterator<Item = (&'f str, &'f str)>,
@@ -143,6 +184,12 @@ fn changes(
             ));
         }
         if before.get(key) != Some(value) {
+            if let Some(bad) = key_not_text(value) {
+                return Err(format!(
+                    "jq: `{name}` would hold an object with the key {}: JSON keys are text (`tostring` makes one)",
+                    shown(bad)
+                ));
+            }
             changed.push((name, Some(value.to_string())));
         }
     }
@@ -158,6 +205,19 @@ fn changes(
         }
     }
     Ok(changed)
+}
+
+/// An object key in `value` that is not text (jaq allows them; JSON does
+/// not), if any.
+fn key_not_text(value: &Val) -> Option<&Val> {
+    match value {
+        Val::Arr(items) => items.iter().find_map(key_not_text),
+        Val::Obj(fields) => fields.iter().find_map(|(k, v)| match k {
+            Val::TStr(_) => key_not_text(v),
+            k => Some(k),
+        }),
+        _ => None,
+    }
 }
 
 fn text(s: &str) -> Val {
