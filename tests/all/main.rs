@@ -36,6 +36,7 @@ mod map_stage;
 mod operations;
 mod packed_publish;
 mod packed_stage;
+mod progress;
 mod push;
 mod queue_source;
 mod rag;

@@ -17,8 +17,9 @@ use super::EXIT_INVALID_CONFIG;
 use super::prepare::{
     Stopped, draft_with, prepare, prepare_validated, report_invalid, stopped, validated,
 };
+use super::progress::Progress;
 use super::signals::{control_by_signals, on_pause_signals, on_signal};
-use super::summary::{Progress, print_summary};
+use super::summary::print_summary;
 
 /// `weir validate`, and with `backends`, each indexer's server reached.
 pub(super) fn validate(path: &Path, backends: bool) -> anyhow::Result<u8> {

@@ -9,6 +9,7 @@ mod every;
 mod log_fields;
 mod plugin_test;
 mod prepare;
+mod progress;
 mod reload;
 mod scaffold;
 mod signals;

@@ -35,7 +35,7 @@ pub enum Lang {
 }
 
 /// The contract, vendored into every project.
-const WIT: [(&str, &str); 11] = [
+const WIT: [(&str, &str); 12] = [
     ("wit/batch.wit", include_str!("../../../wit/batch.wit")),
     ("wit/cache.wit", include_str!("../../../wit/cache.wit")),
     (
@@ -48,6 +48,10 @@ const WIT: [(&str, &str); 11] = [
         include_str!("../../../wit/messages.wit"),
     ),
     ("wit/packed.wit", include_str!("../../../wit/packed.wit")),
+    (
+        "wit/progress.wit",
+        include_str!("../../../wit/progress.wit"),
+    ),
     ("wit/publish.wit", include_str!("../../../wit/publish.wit")),
     ("wit/sql.wit", include_str!("../../../wit/sql.wit")),
     ("wit/sync.wit", include_str!("../../../wit/sync.wit")),

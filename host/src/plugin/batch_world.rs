@@ -19,7 +19,7 @@ use super::instance::{World, typed_export};
 use super::resources::LentBatch;
 
 /// The interface a stage exports beside `stage-batch-api` to be lent by position.
-const LENT_EXPORT: &str = "weir:plugin/stage-lent-api@0.2.4";
+const LENT_EXPORT: &str = "weir:plugin/stage-lent-api@0.2.5";
 
 /// What `process-lent` answers: the outcomes of the documents it lists.
 /// Its `outcome` has the shape of `stage-batch-api`'s (checked when the

@@ -93,6 +93,17 @@ pub mod packing_connector {
     });
 }
 
+/// The `counting-connector` world (0.2.5): its `progress` import is linked
+/// for every plugin; it exports what `connector` does.
+pub mod counting_connector {
+    world_bindings!("counting-connector", {
+        "weir:plugin/types": crate::plugin::bindings::stage::weir::plugin::types,
+        "weir:plugin/log": crate::plugin::bindings::stage::weir::plugin::log,
+        "weir:plugin/document": crate::plugin::bindings::stage::weir::plugin::document,
+        "weir:plugin/publishing": crate::plugin::bindings::connector::weir::plugin::publishing,
+    });
+}
+
 /// The `syncing-connector` world: its `sync` and `sql` imports are linked
 /// for every plugin; it exports what `connector` does. `sql` waits on the
 /// database, so its functions are async.

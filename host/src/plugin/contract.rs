@@ -16,7 +16,7 @@ use wasmtime::component::Component;
 const PACKAGE: &str = "weir:plugin";
 
 /// Contract versions this host runs, oldest first.
-pub const SUPPORTED: &[&str] = &["0.2.0", "0.2.1", "0.2.2", "0.2.3", "0.2.4"];
+pub const SUPPORTED: &[&str] = &["0.2.0", "0.2.1", "0.2.2", "0.2.3", "0.2.4", "0.2.5"];
 
 /// Why a component is refused before it runs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

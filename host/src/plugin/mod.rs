@@ -323,6 +323,10 @@ impl PluginRuntime {
             &mut linker,
             |s| s,
         )?;
+        bindings::counting_connector::weir::plugin::progress::add_to_linker::<_, Own>(
+            &mut linker,
+            |s| s,
+        )?;
         bindings::batch_stage::weir::plugin::fields::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::lent_stage::weir::plugin::lending::add_to_linker::<_, Own>(&mut linker, |s| s)?;
         bindings::packing_stage::weir::plugin::lending_packed::add_to_linker::<_, Own>(

@@ -21,7 +21,7 @@ use super::instance::{World, typed_export};
 use crate::core::document::{self, Document};
 
 /// The interface a packing indexer exports beside `indexer-api`.
-const PACKED_EXPORT: &str = "weir:plugin/indexer-packed-api@0.2.4";
+const PACKED_EXPORT: &str = "weir:plugin/indexer-packed-api@0.2.5";
 
 /// The length that marks an absent piece (no run id, no JSON text).
 pub(crate) const ABSENT: u32 = u32::MAX;

@@ -16,6 +16,13 @@ pub trait PublishSink: Send {
     /// Accept `doc`, or refuse it with a message the connector will see.
     /// Waiting for room ends at `deadline`, the end of the connector's call.
     fn publish(&mut self, doc: Document, deadline: std::time::Instant) -> Result<(), String>;
+
+    /// The connector expects to publish about `documents` in all (the
+    /// `progress` interface); the later word counts. A sink that shows no
+    /// progress ignores it.
+    fn expect(&mut self, documents: u64) {
+        let _ = documents;
+    }
 }
 
 /// The host object behind a connector's `publisher` handle.
@@ -38,6 +45,10 @@ impl Publisher {
     ) -> Result<(), String> {
         doc.set_run_id(Some(self.run_id.clone()));
         self.sink.publish(doc, deadline)
+    }
+
+    pub(crate) fn expect(&mut self, documents: u64) {
+        self.sink.expect(documents);
     }
 }
 

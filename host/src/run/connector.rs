@@ -395,6 +395,7 @@ impl Runner {
         tracing::debug!("connector executing");
         let scope = self.scope(&c.pipeline);
         let guard = super::guard::Guard::for_run(ledger, self.delete_share());
+        self.stats.connector_started();
         let sink = || Publish {
             messenger: Arc::clone(publisher),
             accounting: Arc::clone(accounting),

@@ -37,7 +37,7 @@ mod watch;
 mod worker;
 
 pub use crate::telemetry::tap::TapEnd;
-pub use crate::telemetry::{CpuSummary, RunStats, StageSummary, StatsSnapshot};
+pub use crate::telemetry::{CpuSummary, Expected, RunStats, StageSummary, StatsSnapshot};
 pub use cases::{Span, stage_range};
 use dead_letters::DeadLetterFile;
 pub use dead_letters::{DeadLetter, read_dead_letters};

@@ -55,6 +55,10 @@ impl PublishSink for Publish {
             None => self.send(doc, deadline, false),
         }
     }
+
+    fn expect(&mut self, documents: u64) {
+        self.stats.expect(documents);
+    }
 }
 
 impl Publish {

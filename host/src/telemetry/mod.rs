@@ -36,6 +36,21 @@ pub struct RunStats {
     pub indexer_cpu_nanos: Padded,
     /// Per stage of each pipeline, in the order first seen.
     stages: std::sync::Mutex<Vec<StageEntry>>,
+    /// The running connector's word on how much it will publish
+    /// (`progress`): the number, whether it said one, and `published` when
+    /// it started (connectors run one after another).
+    expected: Padded,
+    expecting: Padded,
+    expected_from: Padded,
+}
+
+/// How far the running connector is through what it said it would publish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expected {
+    /// Published by it so far.
+    pub published: u64,
+    /// What it expects to publish in all.
+    pub total: u64,
 }
 
 /// CPU time spent by each kind of thread of a run, in this process: where
@@ -151,9 +166,24 @@ pub struct StatsSnapshot {
     pub dropped: u64,
     pub pipeline_nanos: u64,
     pub index_nanos: u64,
+    /// When the running connector said how much it will publish.
+    pub expected: Option<Expected>,
 }
 
 impl RunStats {
+    /// A connector starts: nothing expected until it says.
+    pub(crate) fn connector_started(&self) {
+        self.expecting.store(0, Ordering::Relaxed);
+        self.expected_from
+            .store(self.published.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// The running connector expects to publish `total` in all.
+    pub(crate) fn expect(&self, total: u64) {
+        self.expected.store(total, Ordering::Relaxed);
+        self.expecting.store(1, Ordering::Relaxed);
+    }
+
     pub fn snapshot(&self) -> StatsSnapshot {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         StatsSnapshot {
@@ -164,6 +194,10 @@ impl RunStats {
             dropped: get(&self.dropped),
             pipeline_nanos: get(&self.pipeline_nanos),
             index_nanos: get(&self.index_nanos),
+            expected: (get(&self.expecting) == 1).then(|| Expected {
+                published: get(&self.published).saturating_sub(get(&self.expected_from)),
+                total: get(&self.expected),
+            }),
         }
     }
 
@@ -181,6 +215,9 @@ impl RunStats {
             &self.connector_cpu_nanos,
             &self.worker_cpu_nanos,
             &self.indexer_cpu_nanos,
+            &self.expected,
+            &self.expecting,
+            &self.expected_from,
         ] {
             counter.store(0, Ordering::Relaxed);
         }

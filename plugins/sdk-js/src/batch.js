@@ -7,7 +7,7 @@
  * Its own module: only the batch-stage world imports `weir:plugin/fields`.
  */
 
-import { getJsonEachText, getJsonMany, getStringsMany, update, updateEachText } from "weir:plugin/fields@0.2.4";
+import { getJsonEachText, getJsonMany, getStringsMany, update, updateEachText } from "weir:plugin/fields@0.2.5";
 import { Document } from "./document.js";
 import { pluginError } from "./errors.js";
 import { err, exported, lifecycle, ok } from "./plugin.js";

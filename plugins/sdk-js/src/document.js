@@ -11,7 +11,7 @@
  * whole batch at once.
  */
 
-import { Document as HostDocument } from "weir:plugin/document@0.2.4";
+import { Document as HostDocument } from "weir:plugin/document@0.2.5";
 import { MAX_CHANGES, flushBatch, prefetchEach } from "./batch_fields.js";
 import { parseJson, toJsonText } from "./json.js";
 import { attempt, every, fieldError, fieldList, first, isFieldError, parsePath } from "./values.js";

@@ -7,7 +7,7 @@
  * own console prints to the build's output.
  */
 
-import { enabled, log } from "weir:plugin/log@0.2.4";
+import { enabled, log } from "weir:plugin/log@0.2.5";
 import { toJsonText } from "./json.js";
 
 const LEVELS = { trace: "trace", debug: "debug", log: "info", info: "info", warn: "warn", error: "error" };

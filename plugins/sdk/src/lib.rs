@@ -1,6 +1,6 @@
 //! Write Weir plugins in Rust.
 //!
-//! The bindings for the plugin worlds of `weir:plugin@0.2.4` live here: a
+//! The bindings for the plugin worlds of `weir:plugin@0.2.5` live here: a
 //! trait and an export macro per kind, and small helpers: typed configs
 //! ([`parse_config`]), logging macros, value conversions, and reading and
 //! writing several fields of a document in one call
@@ -80,9 +80,9 @@ pub mod bindings {
             export_macro_name: "__export_batch_stage_world",
             default_bindings_module: "weir_plugin::bindings::batch_stage",
             with: {
-                "weir:plugin/types@0.2.4": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.4": super::stage::weir::plugin::log,
-                "weir:plugin/document@0.2.4": super::stage::weir::plugin::document,
+                "weir:plugin/types@0.2.5": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.5": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.2.5": super::stage::weir::plugin::document,
             },
         });
     }
@@ -92,7 +92,7 @@ pub mod bindings {
     /// both worlds, which its build merges into one.
     pub mod field_stage {
         wit_bindgen::generate!({
-            inline: "package weir:sdk; world field-stage { import weir:plugin/log@0.2.4; import weir:plugin/lending@0.2.4; import weir:plugin/lending-packed@0.2.4; export weir:plugin/stage-lent-api@0.2.4; }",
+            inline: "package weir:sdk; world field-stage { import weir:plugin/log@0.2.5; import weir:plugin/lending@0.2.5; import weir:plugin/lending-packed@0.2.5; export weir:plugin/stage-lent-api@0.2.5; }",
             world: "weir:sdk/field-stage",
             path: "../../wit",
             generate_all,
@@ -100,9 +100,9 @@ pub mod bindings {
             export_macro_name: "__export_field_stage_world",
             default_bindings_module: "weir_plugin::bindings::field_stage",
             with: {
-                "weir:plugin/types@0.2.4": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.4": super::stage::weir::plugin::log,
-                "weir:plugin/document@0.2.4": super::stage::weir::plugin::document,
+                "weir:plugin/types@0.2.5": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.5": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.2.5": super::stage::weir::plugin::document,
             },
         });
     }
@@ -112,7 +112,7 @@ pub mod bindings {
     /// `connector` does), so the host sees the world it uses.
     pub mod connector {
         wit_bindgen::generate!({
-            inline: "package weir:sdk; world connectors { include weir:plugin/syncing-connector@0.2.4; include weir:plugin/streaming-connector@0.2.4; include weir:plugin/packing-connector@0.2.4; }",
+            inline: "package weir:sdk; world connectors { include weir:plugin/syncing-connector@0.2.5; include weir:plugin/streaming-connector@0.2.5; include weir:plugin/packing-connector@0.2.5; include weir:plugin/counting-connector@0.2.5; }",
             world: "weir:sdk/connectors",
             path: "../../wit",
             generate_all,
@@ -120,9 +120,9 @@ pub mod bindings {
             export_macro_name: "__export_connector_world",
             default_bindings_module: "weir_plugin::bindings::connector",
             with: {
-                "weir:plugin/types@0.2.4": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.4": super::stage::weir::plugin::log,
-                "weir:plugin/document@0.2.4": super::stage::weir::plugin::document,
+                "weir:plugin/types@0.2.5": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.5": super::stage::weir::plugin::log,
+                "weir:plugin/document@0.2.5": super::stage::weir::plugin::document,
             },
         });
     }
@@ -136,8 +136,8 @@ pub mod bindings {
             export_macro_name: "__export_indexer_world",
             default_bindings_module: "weir_plugin::bindings::indexer",
             with: {
-                "weir:plugin/types@0.2.4": super::stage::weir::plugin::types,
-                "weir:plugin/log@0.2.4": super::stage::weir::plugin::log,
+                "weir:plugin/types@0.2.5": super::stage::weir::plugin::types,
+                "weir:plugin/log@0.2.5": super::stage::weir::plugin::log,
             },
         });
     }
@@ -155,6 +155,7 @@ mod logging;
 pub mod messages;
 pub mod outbox;
 mod packed;
+pub mod progress;
 pub mod sql;
 pub mod sweep;
 pub mod sync;

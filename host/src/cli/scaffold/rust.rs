@@ -57,6 +57,10 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
         include_str!("../../../../plugins/sdk/src/packed.rs"),
     ),
     (
+        ".weir/sdk-rust/src/progress.rs",
+        include_str!("../../../../plugins/sdk/src/progress.rs"),
+    ),
+    (
         ".weir/sdk-rust/src/sql.rs",
         include_str!("../../../../plugins/sdk/src/sql.rs"),
     ),
@@ -76,7 +80,7 @@ pub(super) const RUST_SDK: &[(&str, &str)] = &[
         ".weir/sdk-rust/Cargo.toml",
         r#"[package]
 name = "weir-plugin"
-version = "0.2.4"
+version = "0.2.5"
 edition = "2024"
 publish = false
 

@@ -1,6 +1,7 @@
 //! The host side of the `publishing` interface: what a connector's
 //! publisher handle ([`Publisher`]) does with the documents it is given,
-//! one a call (`publish`) or packed (`publish-packed`, 0.2.3).
+//! one a call (`publish`) or packed (`publish-packed`, 0.2.3), and how many
+//! it expects to publish (`progress`, 0.2.5).
 
 use wasmtime::component::Resource;
 
@@ -10,6 +11,7 @@ use super::pieces;
 use super::{Handle, PluginState, Wasm};
 use crate::core::document::Document;
 use crate::plugin::bindings::connector;
+use crate::plugin::bindings::counting_connector::weir::plugin::progress;
 use crate::plugin::bindings::packing_connector::weir::plugin::publishing_packed::{
     self, PackedDocuments, PackedReason, PackedRefusal,
 };
@@ -55,6 +57,13 @@ impl connector::weir::plugin::publishing::HostPublisher for PluginState {
 
     fn drop(&mut self, h: Resource<Publisher>) -> Wasm<()> {
         self.table.delete(h)?;
+        Ok(())
+    }
+}
+
+impl progress::Host for PluginState {
+    fn expect(&mut self, h: Resource<Publisher>, documents: u64) -> Wasm<()> {
+        self.table.get_mut(&h)?.expect(documents);
         Ok(())
     }
 }

@@ -69,7 +69,10 @@ impl Connector for Generator {
         let separator = if self.shared.is_empty() { "" } else { "," };
         let start = self.config.start;
         let numbers: Box<dyn Iterator<Item = u64>> = match self.config.count {
-            Some(count) if !self.config.forever => Box::new(start..start + count),
+            Some(count) if !self.config.forever => {
+                weir_plugin::progress::expect(publisher, count);
+                Box::new(start..start + count)
+            }
             _ => Box::new((start..=u64::MAX).chain(0..start).cycle()),
         };
         let began = std::time::Instant::now();

@@ -45,8 +45,8 @@ wit_bindgen::generate!({
     inline: "
         package weir:probe;
         world probe {
-            include weir:plugin/batch-stage@0.2.4;
-            export weir:plugin/stage-api@0.2.4;
+            include weir:plugin/batch-stage@0.2.5;
+            export weir:plugin/stage-api@0.2.5;
         }
     ",
     path: "../../../wit",

@@ -28,7 +28,7 @@ use std::cell::RefCell;
 
 wit_bindgen::generate!({
     path: "../../../wit",
-    world: "weir:plugin/lent-stage@0.2.4",
+    world: "weir:plugin/lent-stage@0.2.5",
     generate_all,
 });
 

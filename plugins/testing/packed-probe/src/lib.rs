@@ -23,7 +23,7 @@ use std::cell::Cell;
 
 wit_bindgen::generate!({
     path: "../../../wit",
-    world: "weir:plugin/packing-stage@0.2.4",
+    world: "weir:plugin/packing-stage@0.2.5",
     generate_all,
 });
 
