@@ -48,8 +48,8 @@ hosts=
 case $kind in
 stage) world=lent-stage export=exportLentStage api="{ stageBatchApi, stageLentApi }" ;;
 per-document-stage) world=stage export=exportStagePerDocument api=stageApi ;;
-connector) world=syncing-connector export=exportConnector api=connectorApi hosts="sync packed=publishing-packed" ;;
-streaming-connector) world=streaming-connector export=exportConnector api=connectorApi hosts="sync messages packed=publishing-packed" ;;
+connector) world=syncing-connector export=exportConnector api=connectorApi hosts="sync packed=publishing-packed progress" ;;
+streaming-connector) world=streaming-connector export=exportConnector api=connectorApi hosts="sync messages packed=publishing-packed progress" ;;
 indexer) world=indexer export=exportIndexer api=indexerApi ;;
 *) die "unknown kind \`$kind\` (expected stage, connector or indexer, or per-document-stage, streaming-connector)" ;;
 esac

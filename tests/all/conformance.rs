@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use weir::testing::{PluginTest, TestError, Transcript, read_documents, read_jsonl};
 use weir_tests::{plugin, repo_root, runtime, sdk_component};
 
-const LANGS: [&str; 3] = ["rust", "python", "js"];
+pub(crate) const LANGS: [&str; 3] = ["rust", "python", "js"];
 
 /// Documents per batch stage call: the input's six documents make a batch
 /// with failures beside successes, then a shorter one.
@@ -27,7 +27,7 @@ fn conformance_dir() -> PathBuf {
 }
 
 /// The conformance plugin of `kind` in `lang`, built if needed.
-fn component(lang: &str, kind: &str) -> PathBuf {
+pub(crate) fn component(lang: &str, kind: &str) -> PathBuf {
     match lang {
         "rust" => plugin(&format!("conformance-{kind}")),
         _ => sdk_component(lang, kind, &conformance_dir().join(lang).join(kind)),

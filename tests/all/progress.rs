@@ -8,6 +8,8 @@ use weir::run::{Expected, RunStatus, Runner};
 use weir::testing::recording::RecordingMessengers;
 use weir_tests::{config, runtime};
 
+use crate::conformance::{LANGS, component};
+
 fn run(connectors: &str) -> Option<Expected> {
     let dir = tempfile::tempdir().expect("tempdir");
     let toml = format!(
@@ -62,4 +64,29 @@ fn the_next_connector_starts_with_no_total_and_one_that_does_not_know_says_none(
         plugin = { path = @test-connector, config = { docs = [{ id = "a" }, { id = "b" }] } }
         "#);
     assert_eq!(expected, None, "the second connector said nothing");
+}
+
+#[test]
+fn every_sdk_says_a_total() {
+    // The conformance connector of each language says its `count`.
+    for lang in LANGS {
+        let path = component(lang, "connector");
+        let expected = run(&format!(
+            r#"
+            [[connectors]]
+            name = "c"
+            pipeline = "p"
+            plugin = {{ path = "{}", config = {{ count = 7, prefix = "c" }} }}
+            "#,
+            path.display()
+        ));
+        assert_eq!(
+            expected,
+            Some(Expected {
+                published: 7,
+                total: 7
+            }),
+            "{lang}"
+        );
+    }
 }

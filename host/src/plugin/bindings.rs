@@ -122,6 +122,7 @@ pub mod syncing_connector {
             "weir:plugin/document": crate::plugin::bindings::stage::weir::plugin::document,
             "weir:plugin/publishing": crate::plugin::bindings::connector::weir::plugin::publishing,
             "weir:plugin/publishing-packed": crate::plugin::bindings::packing_connector::weir::plugin::publishing_packed,
+            "weir:plugin/progress": crate::plugin::bindings::counting_connector::weir::plugin::progress,
             "weir:plugin/sql.rows": crate::plugin::resources::SqlRows,
         },
     });
@@ -136,6 +137,7 @@ pub mod streaming_connector {
         "weir:plugin/document": crate::plugin::bindings::stage::weir::plugin::document,
         "weir:plugin/publishing": crate::plugin::bindings::connector::weir::plugin::publishing,
         "weir:plugin/publishing-packed": crate::plugin::bindings::packing_connector::weir::plugin::publishing_packed,
+        "weir:plugin/progress": crate::plugin::bindings::counting_connector::weir::plugin::progress,
         "weir:plugin/sync": crate::plugin::bindings::syncing_connector::weir::plugin::sync,
     });
 }

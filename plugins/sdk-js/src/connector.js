@@ -110,6 +110,22 @@ export class Publisher {
     return published;
   }
 
+  /**
+   * Say that this `execute` will publish about `documents` documents in all,
+   * when the connector knows (contract 0.2.5, `progress`): `weir run`'s
+   * progress line shows the share published and the time left. Said again,
+   * the later number counts; only a guide, never an error.
+   * @param {number|bigint} documents
+   */
+  expect(documents) {
+    if (progressHost === undefined) {
+      throw new Error("expect needs a connector built with this SDK's build.sh (contract 0.2.5)");
+    }
+    const n = typeof documents === "bigint" ? documents : Number.isSafeInteger(documents) ? BigInt(documents) : -1n;
+    if (n < 0n) throw new RangeError(`expect() takes a count of documents, not ${documents}`);
+    progressHost.expect(this.lent(), n > 0xffffffffffffffffn ? 0xffffffffffffffffn : n);
+  }
+
   /** @internal the host's publisher, while it is lent (for `weir.sync.delete`) */
   lent() {
     if (this.#gone) throw new Error("the publisher was lent for the duration of execute() only");
@@ -144,6 +160,13 @@ export let messagesHost;
  */
 let packedHost;
 
+/**
+ * The WIT `progress` interface, for {@link Publisher#expect}: set by
+ * {@link exportConnector}.
+ * @internal
+ */
+let progressHost;
+
 /** Documents `publishAll` hands over in one host call. */
 const PACKED_CALL = 256;
 
@@ -165,6 +188,7 @@ export function exportConnector(Plugin, hosts = {}) {
   syncHost = hosts.sync;
   messagesHost = hosts.messages;
   packedHost = hosts.packed;
+  progressHost = hosts.progress;
   const instance = new Instance(Plugin, Connector, "execute(publisher)");
   const calls = {
     checkConfig: (text) => instance.checkConfig(text),

@@ -82,6 +82,13 @@ else:
     __all__ += ["sync"]
 
 try:
+    # Imported here, at build time: componentize-py keeps the binding modules
+    # loaded while it builds, and `Publisher.expect` imports this one later.
+    from wit_world.imports import progress as _progress  # noqa: F401 (the connector worlds, from 0.2.5)
+except ImportError:
+    pass
+
+try:
     from wit_world.imports import messages as _messages  # noqa: F401 (only in the streaming-connector world)
 except ImportError:
     pass

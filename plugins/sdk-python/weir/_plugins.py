@@ -151,6 +151,18 @@ class Publisher:
         except Err as error:
             raise PublishError(error.value) from None
 
+    def expect(self, documents: int) -> None:
+        """Say that this `execute` will publish about `documents` documents in all, when
+        the connector knows (contract 0.2.5, `progress`): `weir run`'s progress line shows
+        the share published and the time left. Said again, the later number counts; only a
+        guide, never an error.
+        """
+        from wit_world.imports import progress
+
+        if isinstance(documents, bool) or not isinstance(documents, int) or documents < 0:
+            raise ValueError(f"expect() takes a count of documents, not {documents!r}")
+        progress.expect(self._lent(), min(documents, 2**64 - 1))
+
     def publish_all(self, documents: Iterable[tuple[str, dict]]) -> int:
         """Publish `documents`, `(id, fields)` pairs (as `weir.Document(id, fields)` takes
         them), in order, 256 to a host call (contract 0.2.3, `publish-packed`): one call

@@ -37,6 +37,7 @@ export default class ConformanceConnector extends weir.Connector {
   }
 
   execute(publisher) {
+    publisher.expect(this.count);
     if (this.packed) {
       publisher.publishAll(this.documents());
       return;

@@ -34,6 +34,7 @@ class ConformanceConnector(weir.Connector):
         }
 
     def execute(self, publisher: weir.Publisher):
+        publisher.expect(self.count)
         documents = ((f"{self.prefix}-{i}", self.fields(i)) for i in range(self.count))
         if self.packed:
             publisher.publish_all(documents)

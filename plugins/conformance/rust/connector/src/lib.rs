@@ -88,6 +88,7 @@ impl Connector for Conformance {
     }
 
     fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
+        weir_plugin::progress::expect(publisher, self.0.count);
         if self.0.packed {
             return self.publish_packed(publisher);
         }
