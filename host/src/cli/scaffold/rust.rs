@@ -164,6 +164,8 @@ impl Connector for Numbers {
     }
 
     fn execute(&mut self, publisher: &Publisher) -> Result<(), PluginError> {
+        // How many it will publish: `weir run` shows the share done and the time left.
+        weir_plugin::progress::expect(publisher, self.0.count.into());
         for n in 0..self.0.count {
             let doc = Document::new(&format!("doc-{n}"));
             doc.set("n", &Value::Integer(n.into())).map_err(doc_error)?;

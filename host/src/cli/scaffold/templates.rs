@@ -32,9 +32,11 @@ import weir
 
 class Numbers(weir.Connector):
     def configure(self, config: weir.Config):
-        self.count = config.integer("count")
+        self.count = config.integer("count", min=0)
 
     def execute(self, publisher):
+        # How many it will publish: `weir run` shows the share done and the time left.
+        publisher.expect(self.count)
         for n in range(self.count):
             publisher.publish(weir.Document(f"doc-{n}", {"n": n}))
 
@@ -92,6 +94,8 @@ export default class Numbers extends weir.Connector {
   }
 
   execute(publisher) {
+    // How many it will publish: `weir run` shows the share done and the time left.
+    publisher.expect(this.count);
     for (let n = 0; n < this.count; n++) {
       publisher.publish(weir.Document.create(`doc-${n}`, { n }));
     }
