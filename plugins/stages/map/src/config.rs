@@ -24,7 +24,11 @@ pub struct Config {
     /// it then gets an object of just them (no `id`), read for a whole
     /// batch in one host call, which costs less than half of reading
     /// every field. A field it reads that is not named here is `null` to
-    /// it. Empty or absent: every field.
+    /// it. Empty or absent: the fields the program names, when it touches
+    /// the document only through them (`.a |= trim`, `.b = .a`, `del(.c)`,
+    /// `select(.d)`: the stage works this out); every field (and `id`) when
+    /// it may see the document whole (`.` as a value, `keys`, `has`,
+    /// `{...}` made anew, `.id`).
     #[serde(default)]
     pub fields: Vec<String>,
 }

@@ -44,10 +44,14 @@ impl FieldStage for Map {
     }
 
     fn start(config: Config) -> Result<Self, String> {
-        Ok(Self {
-            program: Program::compile(&config.jq)?,
-            fields: config.fields,
-        })
+        let program = Program::compile(&config.jq)?;
+        let fields = match config.fields {
+            // None named: those the program names, if it touches the
+            // document only through them; else every field.
+            fields if fields.is_empty() => program.fields_used().unwrap_or_default(),
+            fields => fields,
+        };
+        Ok(Self { program, fields })
     }
 
     fn reads(&self) -> &[String] {

@@ -103,6 +103,13 @@ impl Program {
         self.run_in_jaq(id, fields)
     }
 
+    /// The fields the program touches the document through, when the fast
+    /// engine takes it on and it touches the document only through fields
+    /// it names: reading just those changes nothing of what it makes.
+    pub fn fields_used(&self) -> Option<Vec<String>> {
+        self.fast.as_ref().and_then(Fast::fields_used)
+    }
+
     /// Whether the fast engine takes the program on (else jaq runs it).
     #[cfg(test)]
     pub fn is_fast(&self) -> bool {

@@ -329,11 +329,84 @@ fn the_engines_agree_on_random_documents() {
             let jaq = seen(program.run_in_jaq(Some("d"), fields.clone()));
             assert_eq!(both, jaq, "`{code}` on {doc:?}");
             fast += usize::from(program.ran_fast(Some("d"), fields.clone()));
+            if let Some(names) = program.fields_used() {
+                let named = names
+                    .iter()
+                    .filter_map(|n| doc.iter().find(|(f, _)| f == n).map(|(f, j)| (*f, *j)));
+                assert_eq!(
+                    unordered(both),
+                    unordered(seen(program.run(None, named))),
+                    "`{code}` on the fields it names, {names:?}, of {doc:?}"
+                );
+            }
         }
     }
     // Random values fail many programs (jaq's to say), but not most.
     assert!(
         fast > 400 * FAST.len() / 3,
         "the fast engine answered only {fast}"
+    );
+}
+
+/// The changes of an outcome as a set: their order follows the fields read.
+#[allow(clippy::type_complexity)]
+fn unordered(
+    seen: Result<Option<Vec<(String, Option<serde_json::Value>)>>, String>,
+) -> Result<Option<Vec<(String, String)>>, String> {
+    seen.map(|changes| {
+        changes.map(|changes| {
+            let mut all: Vec<(String, String)> = changes
+                .into_iter()
+                .map(|(name, value)| (name, format!("{value:?}")))
+                .collect();
+            all.sort();
+            all
+        })
+    })
+}
+
+#[test]
+fn a_program_run_on_the_fields_it_names_makes_what_it_makes_of_the_whole_document() {
+    let mut narrowed = Vec::new();
+    let mut docs = documents();
+    // With fields the programs do not name, so narrowing has something to leave out.
+    for doc in &mut docs {
+        doc.push(("body", r#""  untouched  ""#));
+        doc.push(("other", r#"{"x":[1,2]}"#));
+    }
+    for code in FAST {
+        let program = Program::compile(code).unwrap();
+        let Some(names) = program.fields_used() else {
+            continue;
+        };
+        narrowed.push(*code);
+        for doc in &docs {
+            let whole = doc.iter().map(|(n, j)| (*n, *j));
+            let named = names
+                .iter()
+                .filter_map(|n| doc.iter().find(|(f, _)| f == n).map(|(f, j)| (*f, *j)));
+            assert_eq!(
+                unordered(seen(program.run(Some("doc-1"), whole))),
+                unordered(seen(program.run(None, named))),
+                "`{code}` (fields {names:?}) on {doc:?}"
+            );
+        }
+    }
+    // Most of the corpus is narrowed; what sees the document whole is not.
+    for whole in [
+        "{id, title}",
+        ". + {extra: 1}",
+        r#".h = has("title") | .i = (.arr | has(1))"#,
+        "del(.id)",
+    ] {
+        assert!(
+            !narrowed.contains(&whole),
+            "`{whole}` sees the whole document"
+        );
+    }
+    assert!(narrowed.contains(&FAST[0]), "the benchmark's program");
+    assert!(
+        narrowed.len() > FAST.len() / 2,
+        "narrowed only {narrowed:?}"
     );
 }

@@ -13,6 +13,7 @@
 mod builtins;
 mod compile;
 mod eval;
+mod fields;
 mod value;
 
 use std::collections::HashMap;
@@ -33,6 +34,12 @@ impl Fast {
         let term = jaq_core::load::parse(code, |p| p.term())?;
         let op = compile::compile(&term, &mut Vec::new())?;
         Some(Self { op })
+    }
+
+    /// The fields the program touches the document through, if it touches
+    /// it only through fields it names (`fields.rs`).
+    pub fn fields_used(&self) -> Option<Vec<String>> {
+        fields::named(&self.op)
     }
 
     /// What the program makes of the document (`None`: it is dropped): the
