@@ -512,10 +512,14 @@ impl Runner {
                 if let Some(reason) = abort.reason() {
                     break Err(reason.clone());
                 }
-                // Complete before an interrupt was seen: complete.
+                // Complete before an interrupt was seen: complete. A
+                // continuous connector's `execute` ends when the interrupt
+                // stops its sources, so one that ended with the interrupt
+                // set was interrupted, however the two were seen here.
                 if let Some(Ok(())) = &executed
                     && accounting.pending() == 0
                     && !watch.was_interrupted()
+                    && !(streaming && self.interrupt.is_set())
                 {
                     break Ok(());
                 }

@@ -19,8 +19,13 @@ pub fn named(op: &Op) -> Option<Vec<String>> {
     let mut names = Names::default();
     names.transform(op)?;
     let names = names.0;
-    let id = names.iter().any(|n| &**n == "id");
-    (!names.is_empty() && !id).then(|| names.iter().map(|n| n.to_string()).collect())
+    // `id` and the host's fields are not fields a stage reads: a program
+    // that names them sees the whole document (and is told what it may not
+    // change).
+    let host = names
+        .iter()
+        .any(|n| weir_plugin::RESERVED_FIELDS.contains(&&**n));
+    (!names.is_empty() && !host).then(|| names.iter().map(|n| n.to_string()).collect())
 }
 
 #[derive(Default)]
